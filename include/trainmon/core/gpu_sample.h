@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// What one GPU looks like at one tick. Units live in the names: bytes, milliwatts (what NVML
+// returns), degrees Celsius, MHz, percent, KiB/s, nanoseconds. Conversion happens only at output.
+// Every field is a Reading: a missing value is a status, never a sentinel number.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/reading.h"
+
+namespace trainmon {
+
+/// Clock event ("throttle") reason bits, as nvmlClocksEventReason* (NVML-NOTES §6.2).
+namespace clock_event {
+inline constexpr std::uint64_t gpu_idle = 0x1;
+inline constexpr std::uint64_t applications_clocks_setting = 0x2;
+inline constexpr std::uint64_t sw_power_cap = 0x4;
+inline constexpr std::uint64_t hw_slowdown = 0x8;
+inline constexpr std::uint64_t sync_boost = 0x10;
+inline constexpr std::uint64_t sw_thermal_slowdown = 0x20;
+inline constexpr std::uint64_t hw_thermal_slowdown = 0x40;
+inline constexpr std::uint64_t hw_power_brake_slowdown = 0x80;
+inline constexpr std::uint64_t display_clock_setting = 0x100;
+}  // namespace clock_event
+
+/// One MIG device (GPU instance + compute instance) of a MIG-enabled GPU.
+struct MigDeviceSample {
+  unsigned index = 0;                      ///< MIG device index within the parent GPU
+  Reading<unsigned> gpu_instance_id;
+  Reading<unsigned> compute_instance_id;
+  Reading<std::string> uuid;               ///< "MIG-..."
+  Reading<std::uint64_t> memory_total_bytes;
+  Reading<std::uint64_t> memory_used_bytes;
+  Reading<std::uint64_t> memory_free_bytes;
+};
+
+/// Facts that rarely change: read once per device and re-probed only when they failed.
+struct GpuStaticInfo {
+  unsigned index = 0;                          ///< NVML index (PCI bus order)
+  Reading<std::string> name;                   ///< "NVIDIA H200"
+  Reading<std::string> uuid;                   ///< "GPU-xxxxxxxx-..."
+  Reading<std::string> serial;
+  Reading<std::string> pci_bus_id;             ///< "00000000:83:00.0" (nvidia-smi form)
+  Reading<unsigned> pci_domain;
+  Reading<unsigned> pci_bus;
+  Reading<unsigned> pci_device;
+  Reading<unsigned> pci_device_id;             ///< 0x233510DE
+  Reading<unsigned> pci_sub_device_id;         ///< 0x18BE10DE
+  Reading<std::string> vbios_version;
+  Reading<int> compute_cap_major;
+  Reading<int> compute_cap_minor;
+  Reading<unsigned> brand;                     ///< nvmlBrandType_t
+  Reading<unsigned> architecture;              ///< nvmlDeviceArchitecture_t (7 = Hopper)
+  Reading<unsigned> pcie_link_gen_max;         ///< max generation the GPU+host link supports
+  Reading<unsigned> pcie_link_gen_gpumax;      ///< max generation the GPU supports
+  Reading<unsigned> pcie_link_width_max;       ///< lanes
+  Reading<std::uint64_t> memory_total_bytes;   ///< framebuffer total (as nvidia-smi memory.total)
+  Reading<std::uint64_t> bar1_total_bytes;
+  Reading<unsigned> power_default_limit_mw;
+  Reading<unsigned> power_min_limit_mw;
+  Reading<unsigned> power_max_limit_mw;
+  Reading<unsigned> temperature_shutdown_c;    ///< NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
+  Reading<unsigned> temperature_slowdown_c;    ///< NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
+  Reading<unsigned> temperature_gpu_max_c;     ///< NVML_TEMPERATURE_THRESHOLD_GPU_MAX
+  Reading<unsigned> temperature_mem_max_c;     ///< NVML_TEMPERATURE_THRESHOLD_MEM_MAX
+  Reading<unsigned> clocks_max_graphics_mhz;
+  Reading<unsigned> clocks_max_sm_mhz;
+  Reading<unsigned> clocks_max_memory_mhz;
+  Reading<std::uint64_t> clocks_event_reasons_supported;  ///< bitmask (clock_event::*)
+  Reading<unsigned> num_fans;
+  Reading<bool> gpm_supported;                 ///< nvmlGpmQueryDeviceSupport (Hopper+)
+};
+
+/// One high-resolution sample from the driver's ring buffer (nvmlDeviceGetSamples).
+struct TimedValue {
+  std::uint64_t time_us = 0;  ///< CPU time, microseconds since the Unix epoch (NVML's clock)
+  double value = 0;           ///< percent for utilisation, milliwatts for power
+};
+
+/// Every dynamic metric of one GPU at one tick.
+struct GpuSample {
+  unsigned index = 0;
+  std::shared_ptr<const GpuStaticInfo> info;   ///< never null in a snapshot from the sampler
+  /// Device-level health: ok, gpu_lost, timeout (hung call), failed. When not ok the other
+  /// fields carry the same status and views show the GPU as lost / unresponsive.
+  Reading<bool> responsive;
+
+  // memory (bytes). nvmlDeviceGetMemoryInfo_v2 where available: used excludes `reserved`.
+  Reading<std::uint64_t> memory_total_bytes;
+  Reading<std::uint64_t> memory_reserved_bytes;
+  Reading<std::uint64_t> memory_used_bytes;
+  Reading<std::uint64_t> memory_free_bytes;
+  Reading<std::uint64_t> bar1_used_bytes;
+  Reading<std::uint64_t> bar1_free_bytes;
+
+  // utilisation (percent over the driver's sample period)
+  Reading<unsigned> utilization_gpu_pct;
+  Reading<unsigned> utilization_memory_pct;
+  Reading<unsigned> utilization_encoder_pct;
+  Reading<unsigned> utilization_decoder_pct;
+  Reading<unsigned> utilization_jpeg_pct;
+  Reading<unsigned> utilization_ofa_pct;
+  /// Driver samples newer than the previous tick (nvmlDeviceGetSamples); empty when none.
+  std::vector<TimedValue> gpu_utilization_samples;   ///< percent
+  std::vector<TimedValue> power_samples;             ///< milliwatts
+
+  // thermals, power, energy
+  Reading<unsigned> temperature_gpu_c;
+  Reading<unsigned> temperature_memory_c;            ///< HBM temperature (field 82), dmon mtemp
+  Reading<unsigned> power_draw_mw;                   ///< nvmlDeviceGetPowerUsage (1 s average on Ampere+)
+  Reading<unsigned> power_draw_instant_mw;           ///< field 186 where supported
+  Reading<unsigned> power_limit_mw;                  ///< nvmlDeviceGetPowerManagementLimit
+  Reading<unsigned> enforced_power_limit_mw;         ///< nvmlDeviceGetEnforcedPowerLimit
+  Reading<std::uint64_t> total_energy_mj;            ///< since driver load
+  Reading<unsigned> fan_speed_pct;
+  Reading<unsigned> pstate;                          ///< 0..15 (P0..P15)
+
+  // clocks (MHz)
+  Reading<unsigned> clocks_graphics_mhz;
+  Reading<unsigned> clocks_sm_mhz;
+  Reading<unsigned> clocks_memory_mhz;
+  Reading<unsigned> clocks_video_mhz;
+  Reading<std::uint64_t> clocks_event_reasons_active;  ///< bitmask (clock_event::*)
+  // cumulative time in each reason, nanoseconds (NVML field ids 74, 75, 269, 270, 271)
+  Reading<std::uint64_t> violation_power_ns;
+  Reading<std::uint64_t> violation_thermal_ns;
+  Reading<std::uint64_t> violation_sw_thermal_ns;
+  Reading<std::uint64_t> violation_hw_thermal_ns;
+  Reading<std::uint64_t> violation_hw_power_brake_ns;
+
+  // ECC and memory health
+  Reading<bool> ecc_mode_current;
+  Reading<bool> ecc_mode_pending;
+  Reading<std::uint64_t> ecc_corrected_volatile;
+  Reading<std::uint64_t> ecc_uncorrected_volatile;
+  Reading<std::uint64_t> ecc_corrected_aggregate;
+  Reading<std::uint64_t> ecc_uncorrected_aggregate;
+  Reading<unsigned> retired_pages_sbe;
+  Reading<unsigned> retired_pages_dbe;
+  Reading<bool> retired_pages_pending;
+  Reading<unsigned> remapped_rows_correctable;
+  Reading<unsigned> remapped_rows_uncorrectable;
+  Reading<bool> remapped_rows_pending;
+  Reading<bool> remapped_rows_failure;
+
+  // PCIe
+  Reading<unsigned> pcie_link_gen_current;
+  Reading<unsigned> pcie_link_width_current;
+  Reading<unsigned> pcie_rx_kib_s;                   ///< KB/s over NVML's 20 ms window
+  Reading<unsigned> pcie_tx_kib_s;
+  Reading<unsigned> pcie_replay_count;
+
+  // modes
+  Reading<bool> persistence_mode;
+  Reading<unsigned> compute_mode;                    ///< nvmlComputeMode_t
+  Reading<bool> display_active;
+  Reading<unsigned> mig_mode_current;                ///< 0 disabled, 1 enabled
+  Reading<unsigned> mig_mode_pending;
+  std::vector<MigDeviceSample> mig_devices;
+
+  // GPM (Hopper+), percent over the interval between two GPM samples
+  Reading<double> gpm_sm_util_pct;
+  Reading<double> gpm_sm_occupancy_pct;
+  Reading<double> gpm_tensor_util_pct;
+  Reading<double> gpm_dram_bw_util_pct;
+  Reading<double> gpm_pcie_tx_mib_s;
+  Reading<double> gpm_pcie_rx_mib_s;
+  Reading<double> gpm_nvlink_tx_mib_s;
+  Reading<double> gpm_nvlink_rx_mib_s;
+};
+
+/// How a GPU process is seen from this host's /proc (the join with host processes).
+enum class HostVisibility : std::uint8_t {
+  unknown = 0,     ///< not joined yet
+  visible,         ///< same pid and a start time consistent with the GPU context
+  not_visible,     ///< no such pid here (other PID namespace / container, or exited)
+  zombie,          ///< pid exists in state Z: holds no CPU yet NVML still lists it
+};
+
+/// One process on one GPU (nvmlDeviceGet{Compute,Graphics}RunningProcesses + ProcessUtilization).
+struct GpuProcessSample {
+  unsigned gpu_index = 0;
+  std::uint32_t pid = 0;                       ///< host PID as the driver reports it
+  char type = 'C';                             ///< 'C' compute, 'G' graphics, 'M' MPS (pmon's C/G)
+  Reading<std::uint64_t> used_memory_bytes;    ///< not_available under WDDM / without permission
+  Reading<unsigned> gpu_instance_id;           ///< MIG only (not_available when MIG is off)
+  Reading<unsigned> compute_instance_id;
+  Reading<unsigned> sm_util_pct;               ///< nvmlDeviceGetProcessUtilization, last ~1 s
+  Reading<unsigned> mem_util_pct;
+  Reading<unsigned> enc_util_pct;
+  Reading<unsigned> dec_util_pct;
+  Reading<std::string> process_name;           ///< nvmlSystemGetProcessName or /proc comm
+  HostVisibility host = HostVisibility::unknown;
+};
+
+/// An NVML event (Xid, ECC, clock change), kept with its time and device.
+struct GpuEvent {
+  std::int64_t time_unix_ns = 0;   ///< when our event thread received it
+  unsigned gpu_index = 0;
+  std::uint64_t event_type = 0;    ///< nvmlEventType bit (0x8 = Xid critical error, 0x1/0x2 ECC)
+  std::uint64_t xid = 0;           ///< Xid code for Xid events (999 = unknown), else 0
+  unsigned gpu_instance_id = 0xFFFFFFFFu;
+  unsigned compute_instance_id = 0xFFFFFFFFu;
+};
+
+}  // namespace trainmon

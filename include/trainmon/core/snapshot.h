@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// Snapshot: one immutable picture of the machine at one tick. Views only read snapshots;
+// only device/ and host/ touch the machine (DESIGN.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/gpu_sample.h"
+#include "trainmon/core/host_sample.h"
+#include "trainmon/core/reading.h"
+
+namespace trainmon {
+
+/// State of the GPU backend as a whole (one per snapshot).
+struct DriverInfo {
+  bool loaded = false;                         ///< NVML library loaded and initialised
+  std::string library_path;                    ///< what dlopen() opened
+  std::string error;                           ///< one clear line when !loaded (what was tried)
+  Reading<std::string> driver_version;         ///< "590.48.01"
+  Reading<std::string> nvml_version;           ///< "13.590.48.01"
+  Reading<int> cuda_driver_version;            ///< 13010 means 13.1
+  Reading<unsigned> device_count;
+};
+
+struct Snapshot {
+  std::int64_t time_unix_ns = 0;               ///< wall clock when the tick started
+  std::int64_t monotonic_ns = 0;               ///< CLOCK_MONOTONIC, for rates and intervals
+  DriverInfo driver;
+  std::vector<GpuSample> gpus;                 ///< in NVML index order
+  std::vector<GpuProcessSample> gpu_processes; ///< every GPU's processes, by gpu then pid
+  std::vector<GpuEvent> events;                ///< events received since the previous snapshot
+  HostSample host;
+  std::vector<ProcessSample> processes;        ///< the host processes that were asked for
+};
+
+}  // namespace trainmon

@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+// Subcommand registry: each src/cli/cmd_<name>.cpp registers itself with a static Registrar, adds its
+// options to its own CLI::App and returns a runner. main.cpp parses and runs the selected one.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trainmon::cli {
+
+/// Options every subcommand sees (added to the top-level app by main.cpp).
+struct GlobalOptions {
+  std::string nvml_library;  ///< --nvml-library (else $TRAINMON_NVML_LIBRARY, else the system's)
+  std::string proc_root = "/proc";
+  std::string sys_root = "/sys";
+};
+
+/// Returns the process exit status (see exit_codes.h).
+using Runner = std::function<int()>;
+
+/// Called once at start-up to add a subcommand. Store options in variables owned by the setup
+/// function's closure (e.g. a std::shared_ptr<Options>) and return the runner.
+using Setup = std::function<Runner(CLI::App& app, const GlobalOptions& global)>;
+
+struct CommandSpec {
+  std::string name;
+  std::string description;
+  Setup setup;
+  int order = 100;  ///< position in --help
+};
+
+std::vector<CommandSpec>& command_registry();
+
+struct Registrar {
+  explicit Registrar(CommandSpec spec) { command_registry().push_back(std::move(spec)); }
+};
+
+}  // namespace trainmon::cli

@@ -1,0 +1,70 @@
+// SPDX-License-Identifier: Apache-2.0
+// trainmon entry point: global options, subcommand dispatch, one place for exit statuses.
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+
+namespace trainmon::cli {
+
+std::vector<CommandSpec>& command_registry() {
+  static std::vector<CommandSpec> registry;
+  return registry;
+}
+
+}  // namespace trainmon::cli
+
+int main(int argc, char** argv) {
+  using namespace trainmon::cli;
+  CLI::App app{"trainmon: watch, record and diagnose deep-learning training jobs (GPUs, host, processes)"};
+  app.set_version_flag("-V,--version", std::string("trainmon ") + TRAINMON_VERSION);
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+
+  GlobalOptions global;
+  app.add_option("--nvml-library", global.nvml_library,
+                 "NVML library to load (default: $TRAINMON_NVML_LIBRARY, then libnvidia-ml.so.1)");
+  app.add_option("--proc-root", global.proc_root, "procfs mount point to read host data from")
+      ->capture_default_str();
+  app.add_option("--sys-root", global.sys_root, "sysfs mount point to read host data from")
+      ->capture_default_str();
+
+  auto& registry = command_registry();
+  std::stable_sort(registry.begin(), registry.end(),
+                   [](const CommandSpec& a, const CommandSpec& b) { return a.order < b.order; });
+  std::map<CLI::App*, Runner> runners;
+  for (auto& spec : registry) {
+    CLI::App* sub = app.add_subcommand(spec.name, spec.description);
+    runners[sub] = spec.setup(*sub, global);
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? kExitOk : kExitUsage;
+  }
+  if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
+
+  try {
+    for (auto& [sub, runner] : runners) {
+      if (sub->parsed()) return runner();
+    }
+    // No subcommand: the live dashboard on a terminal once it exists; until then, status.
+    for (auto& [sub, runner] : runners) {
+      if (sub->get_name() == "status") return runner();
+    }
+    std::fputs(app.help().c_str(), stdout);
+    return kExitOk;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainmon: internal error: %s\n", e.what());
+    return kExitFailure;
+  }
+}
