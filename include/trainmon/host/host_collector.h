@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// HostCollector: reads /proc and /sys (under injectable roots) into HostSample / ProcessSample.
+// Rates (CPU %, disk and network bytes/s, process CPU %) need two ticks: the collector keeps the
+// previous counters, so the first tick reports zeros / N/A for them.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/host_sample.h"
+
+namespace trainmon {
+
+struct HostOptions {
+  std::string proc_root = "/proc";   ///< --proc-root (a fixture tree in tests)
+  std::string sys_root = "/sys";     ///< --sys-root
+  bool all_processes = false;        ///< list every process, not only the requested pids
+  bool disks = true;                 ///< /proc/diskstats rates
+  bool nets = true;                  ///< /proc/net/dev rates
+};
+
+class HostCollector {
+ public:
+  explicit HostCollector(HostOptions options);
+  ~HostCollector();
+  HostCollector(const HostCollector&) = delete;
+  HostCollector& operator=(const HostCollector&) = delete;
+
+  /// Read host-wide metrics into `host`, and into `processes` every process in `pids` (plus every
+  /// process when options.all_processes). A pid that is gone or unreadable is skipped (not an error);
+  /// a malformed file costs only the values it holds. Never throws.
+  void collect(HostSample& host, std::vector<ProcessSample>& processes, std::span<const std::uint32_t> pids);
+
+  const HostOptions& options() const noexcept;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace trainmon
