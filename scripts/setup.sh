@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Install every Debian 12 package trainmon's build and tests need (idempotent), then build the
+# release binary into build/release. Run as root or with sudo available.
+#   scripts/setup.sh            packages + release build
+#   scripts/setup.sh --bench    also the tools bench/ compares against (hyperfine, glances, btop, wrk)
+#   scripts/setup.sh --no-build packages only
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build=1 bench=0
+for arg in "$@"; do
+  case "$arg" in
+    --no-build) build=0 ;;
+    --bench) bench=1 ;;
+    *) echo "setup.sh: unknown option $arg" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake ninja-build pkg-config git clang-format
+  libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-pytest python3-psutil python3-torch
+  tmux procps
+)
+bench_packages=(hyperfine glances btop wrk)
+((bench)) && packages+=("${bench_packages[@]}")
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all ${#packages[@]} packages already installed"
+fi
+
+if ((build)); then
+  cmake --preset release >/dev/null
+  cmake --build --preset release --target trainmon fake_nvml
+  echo "setup: built build/release/trainmon"
+fi
