@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "scenario.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string_view>
+
+#include "device/nvml/nvml_api.h"
+
+namespace fake_nvml {
+namespace {
+
+using nlohmann::json;
+
+struct CodeName {
+  int code;
+  const char* name;
+};
+constexpr CodeName kCodes[] = {
+    {NVML_SUCCESS, "NVML_SUCCESS"},
+    {NVML_ERROR_UNINITIALIZED, "NVML_ERROR_UNINITIALIZED"},
+    {NVML_ERROR_INVALID_ARGUMENT, "NVML_ERROR_INVALID_ARGUMENT"},
+    {NVML_ERROR_NOT_SUPPORTED, "NVML_ERROR_NOT_SUPPORTED"},
+    {NVML_ERROR_NO_PERMISSION, "NVML_ERROR_NO_PERMISSION"},
+    {NVML_ERROR_ALREADY_INITIALIZED, "NVML_ERROR_ALREADY_INITIALIZED"},
+    {NVML_ERROR_NOT_FOUND, "NVML_ERROR_NOT_FOUND"},
+    {NVML_ERROR_INSUFFICIENT_SIZE, "NVML_ERROR_INSUFFICIENT_SIZE"},
+    {NVML_ERROR_INSUFFICIENT_POWER, "NVML_ERROR_INSUFFICIENT_POWER"},
+    {NVML_ERROR_DRIVER_NOT_LOADED, "NVML_ERROR_DRIVER_NOT_LOADED"},
+    {NVML_ERROR_TIMEOUT, "NVML_ERROR_TIMEOUT"},
+    {NVML_ERROR_IRQ_ISSUE, "NVML_ERROR_IRQ_ISSUE"},
+    {NVML_ERROR_LIBRARY_NOT_FOUND, "NVML_ERROR_LIBRARY_NOT_FOUND"},
+    {NVML_ERROR_FUNCTION_NOT_FOUND, "NVML_ERROR_FUNCTION_NOT_FOUND"},
+    {NVML_ERROR_CORRUPTED_INFOROM, "NVML_ERROR_CORRUPTED_INFOROM"},
+    {NVML_ERROR_GPU_IS_LOST, "NVML_ERROR_GPU_IS_LOST"},
+    {NVML_ERROR_RESET_REQUIRED, "NVML_ERROR_RESET_REQUIRED"},
+    {NVML_ERROR_OPERATING_SYSTEM, "NVML_ERROR_OPERATING_SYSTEM"},
+    {NVML_ERROR_LIB_RM_VERSION_MISMATCH, "NVML_ERROR_LIB_RM_VERSION_MISMATCH"},
+    {NVML_ERROR_IN_USE, "NVML_ERROR_IN_USE"},
+    {NVML_ERROR_MEMORY, "NVML_ERROR_MEMORY"},
+    {NVML_ERROR_NO_DATA, "NVML_ERROR_NO_DATA"},
+    {NVML_ERROR_VGPU_ECC_NOT_SUPPORTED, "NVML_ERROR_VGPU_ECC_NOT_SUPPORTED"},
+    {NVML_ERROR_INSUFFICIENT_RESOURCES, "NVML_ERROR_INSUFFICIENT_RESOURCES"},
+    {NVML_ERROR_FREQ_NOT_SUPPORTED, "NVML_ERROR_FREQ_NOT_SUPPORTED"},
+    {NVML_ERROR_ARGUMENT_VERSION_MISMATCH, "NVML_ERROR_ARGUMENT_VERSION_MISMATCH"},
+    {NVML_ERROR_DEPRECATED, "NVML_ERROR_DEPRECATED"},
+    {NVML_ERROR_NOT_READY, "NVML_ERROR_NOT_READY"},
+    {NVML_ERROR_GPU_NOT_FOUND, "NVML_ERROR_GPU_NOT_FOUND"},
+    {NVML_ERROR_INVALID_STATE, "NVML_ERROR_INVALID_STATE"},
+    {NVML_ERROR_RESET_TYPE_NOT_SUPPORTED, "NVML_ERROR_RESET_TYPE_NOT_SUPPORTED"},
+    {NVML_ERROR_UNKNOWN, "NVML_ERROR_UNKNOWN"},
+};
+
+std::uint64_t hash_str(std::string_view s, std::uint64_t h) {
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ULL;  // FNV-1a
+  return h;
+}
+
+unsigned long long to_ull(const json& j, const std::string& what) {
+  if (j.is_number_unsigned() || j.is_number_integer()) return j.get<unsigned long long>();
+  if (j.is_number_float()) return static_cast<unsigned long long>(j.get<double>());
+  if (j.is_string()) {  // "0x1FF" or "511"
+    const std::string s = j.get<std::string>();
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(s.c_str(), &end, 0);
+    if (end != s.c_str() && *end == '\0') return v;
+  }
+  throw std::runtime_error(what + ": expected a number, got " + j.dump());
+}
+
+unsigned to_u(const json& j, const std::string& what) { return static_cast<unsigned>(to_ull(j, what)); }
+
+/// Booleans, numbers and "Enabled"/"Disabled" all map to 0/1.
+unsigned to_flag(const json& j, const std::string& what) {
+  if (j.is_boolean()) return j.get<bool>() ? 1 : 0;
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s == "Enabled" || s == "enabled" || s == "On") return 1;
+    if (s == "Disabled" || s == "disabled" || s == "Off") return 0;
+  }
+  return to_u(j, what);
+}
+
+unsigned named_or_number(const json& j, const std::map<std::string, unsigned>& names, const std::string& what) {
+  if (j.is_string()) {
+    std::string s = j.get<std::string>();
+    for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auto it = names.find(s);
+    if (it != names.end()) return it->second;
+  }
+  return to_u(j, what);
+}
+
+const std::map<std::string, unsigned> kBrands = {
+    {"UNKNOWN", 0}, {"QUADRO", 1},  {"TESLA", 2},   {"NVS", 3},         {"GRID", 4},
+    {"GEFORCE", 5}, {"TITAN", 6},   {"NVIDIA", 14}, {"GEFORCE_RTX", 15}, {"NVIDIA_RTX", 13},
+    {"QUADRO_RTX", 12}, {"TITAN_RTX", 16}};
+const std::map<std::string, unsigned> kArchs = {{"KEPLER", 2}, {"MAXWELL", 3}, {"PASCAL", 4},   {"VOLTA", 5},
+                                                {"TURING", 6}, {"AMPERE", 7},  {"ADA", 8},      {"HOPPER", 9},
+                                                {"BLACKWELL", 10}, {"UNKNOWN", 0xFFFFFFFFu}};
+const std::map<std::string, unsigned> kComputeModes = {
+    {"DEFAULT", 0}, {"EXCLUSIVE_THREAD", 1}, {"PROHIBITED", 2}, {"EXCLUSIVE_PROCESS", 3}};
+const std::map<std::string, unsigned> kThresholds = {
+    {"shutdown", 0}, {"slowdown", 1}, {"mem_max", 2}, {"gpu_max", 3},
+    {"acoustic_min", 4}, {"acoustic_curr", 5}, {"acoustic_max", 6}, {"gps_curr", 7}};
+const std::map<std::string, unsigned> kClocks = {{"graphics", 0}, {"sm", 1}, {"memory", 2}, {"mem", 2}, {"video", 3}};
+const std::map<std::string, unsigned long long> kEventTypes = {
+    {"single_bit_ecc", 0x1}, {"double_bit_ecc", 0x2}, {"pstate", 0x4}, {"xid", 0x8}, {"clock", 0x10},
+    {"power_source_change", 0x80}, {"mig_config_change", 0x100}};
+
+std::map<std::string, Timeline> parse_metrics(const json& j, std::uint64_t seed, const std::string& where) {
+  std::map<std::string, Timeline> out;
+  if (!j.is_object()) throw std::runtime_error(where + ".metrics must be an object");
+  for (const auto& [key, val] : j.items()) {
+    try {
+      out.emplace(key, Timeline::parse(val, hash_str(key, seed)));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + ".metrics." + key + ": " + e.what());
+    }
+  }
+  return out;
+}
+
+Device parse_device(const json& j, std::uint64_t seed, const std::string& where) {
+  if (!j.is_object()) throw std::runtime_error(where + " must be an object");
+  Device d;
+  d.name = j.value("name", "NVIDIA Fake GPU");
+  d.uuid = j.value("uuid", "GPU-00000000-0000-0000-0000-000000000000");
+  d.serial = j.value("serial", "");
+  d.vbios = j.value("vbios_version", "");
+  d.board_part_number = j.value("board_part_number", "");
+  if (j.contains("pci")) {
+    const json& p = j.at("pci");
+    d.bus_id = p.value("bus_id", "");
+    if (p.contains("domain")) d.pci_domain = to_u(p.at("domain"), where + ".pci.domain");
+    if (p.contains("bus")) d.pci_bus = to_u(p.at("bus"), where + ".pci.bus");
+    if (p.contains("device")) d.pci_device = to_u(p.at("device"), where + ".pci.device");
+    if (p.contains("device_id")) d.pci_device_id = to_u(p.at("device_id"), where + ".pci.device_id");
+    if (p.contains("subsystem_id")) d.pci_subsystem_id = to_u(p.at("subsystem_id"), where + ".pci.subsystem_id");
+  }
+  if (j.contains("compute_capability")) {
+    const json& cc = j.at("compute_capability");
+    if (cc.is_string()) {
+      const std::string s = cc.get<std::string>();
+      const auto dot = s.find('.');
+      if (dot == std::string::npos) throw std::runtime_error(where + ".compute_capability must be \"M.m\"");
+      d.cc_major = std::stoi(s.substr(0, dot));
+      d.cc_minor = std::stoi(s.substr(dot + 1));
+    } else if (cc.is_array() && cc.size() == 2) {
+      d.cc_major = cc[0].get<int>();
+      d.cc_minor = cc[1].get<int>();
+    } else {
+      throw std::runtime_error(where + ".compute_capability must be \"M.m\" or [M, m]");
+    }
+  }
+  if (j.contains("brand")) d.brand = named_or_number(j.at("brand"), kBrands, where + ".brand");
+  if (j.contains("architecture"))
+    d.architecture = named_or_number(j.at("architecture"), kArchs, where + ".architecture");
+  if (j.contains("memory_total")) d.memory_total = to_ull(j.at("memory_total"), where + ".memory_total");
+  if (j.contains("bar1_total")) d.bar1_total = to_ull(j.at("bar1_total"), where + ".bar1_total");
+  if (j.contains("power_limits")) {
+    const json& p = j.at("power_limits");
+    if (p.contains("current")) d.power_limit = to_u(p.at("current"), where + ".power_limits.current");
+    if (p.contains("default")) d.power_default_limit = to_u(p.at("default"), where + ".power_limits.default");
+    if (p.contains("enforced")) d.power_enforced_limit = to_u(p.at("enforced"), where + ".power_limits.enforced");
+    if (p.contains("min")) d.power_min_limit = to_u(p.at("min"), where + ".power_limits.min");
+    if (p.contains("max")) d.power_max_limit = to_u(p.at("max"), where + ".power_limits.max");
+  }
+  if (j.contains("temperature_thresholds")) {
+    for (const auto& [k, v] : j.at("temperature_thresholds").items()) {
+      auto it = kThresholds.find(k);
+      if (it == kThresholds.end()) throw std::runtime_error(where + ".temperature_thresholds: unknown key " + k);
+      d.temperature_thresholds[it->second] = to_u(v, where + ".temperature_thresholds." + k);
+    }
+  }
+  if (j.contains("max_clocks")) {
+    for (const auto& [k, v] : j.at("max_clocks").items()) {
+      auto it = kClocks.find(k);
+      if (it == kClocks.end()) throw std::runtime_error(where + ".max_clocks: unknown key " + k);
+      d.max_clocks[it->second] = to_u(v, where + ".max_clocks." + k);
+    }
+  }
+  if (j.contains("supported_clocks_event_reasons"))
+    d.supported_clock_reasons = to_ull(j.at("supported_clocks_event_reasons"), where + ".supported_clocks_event_reasons");
+  if (j.contains("num_fans")) d.num_fans = to_u(j.at("num_fans"), where + ".num_fans");
+  auto mode_pair = [&](const char* key, std::optional<unsigned>& cur, std::optional<unsigned>& pend) {
+    if (!j.contains(key)) return;
+    const json& m = j.at(key);
+    if (m.is_object()) {
+      cur = to_flag(m.at("current"), where + "." + key + ".current");
+      pend = m.contains("pending") ? to_flag(m.at("pending"), where + "." + key + ".pending") : *cur;
+    } else {
+      cur = pend = to_flag(m, where + "." + key);
+    }
+  };
+  mode_pair("ecc_mode", d.ecc_current, d.ecc_pending);
+  mode_pair("mig_mode", d.mig_current, d.mig_pending);
+  if (j.contains("max_mig_devices")) d.max_mig_devices = to_u(j.at("max_mig_devices"), where + ".max_mig_devices");
+  if (j.contains("mig_devices")) {
+    unsigned i = 0;
+    for (const auto& m : j.at("mig_devices")) {
+      const std::string w = where + ".mig_devices[" + std::to_string(i) + "]";
+      MigDevice md;
+      md.gi_id = to_u(m.at("gpu_instance_id"), w + ".gpu_instance_id");
+      md.ci_id = to_u(m.at("compute_instance_id"), w + ".compute_instance_id");
+      md.uuid = m.value("uuid", "MIG-00000000-0000-0000-0000-00000000000" + std::to_string(i));
+      md.name = m.value("name", d.name);
+      if (m.contains("memory_total")) md.memory_total = to_ull(m.at("memory_total"), w + ".memory_total");
+      if (m.contains("metrics")) md.metrics = parse_metrics(m.at("metrics"), hash_str(w, seed), w);
+      d.mig_devices.push_back(std::move(md));
+      ++i;
+    }
+  }
+  if (j.contains("persistence_mode")) d.persistence_mode = to_flag(j.at("persistence_mode"), where + ".persistence_mode");
+  if (j.contains("compute_mode"))
+    d.compute_mode = named_or_number(j.at("compute_mode"), kComputeModes, where + ".compute_mode");
+  if (j.contains("display_active")) d.display_active = to_flag(j.at("display_active"), where + ".display_active");
+  if (j.contains("display_mode")) d.display_mode = to_flag(j.at("display_mode"), where + ".display_mode");
+  if (j.contains("pcie")) {
+    const json& p = j.at("pcie");
+    d.pcie_gen_max = p.contains("gen_max") ? to_u(p.at("gen_max"), where + ".pcie.gen_max") : 0;
+    d.pcie_gen_gpu_max = p.contains("gen_gpu_max") ? to_u(p.at("gen_gpu_max"), where + ".pcie.gen_gpu_max") : d.pcie_gen_max;
+    d.pcie_gen_current = p.contains("gen_current") ? to_u(p.at("gen_current"), where + ".pcie.gen_current") : d.pcie_gen_max;
+    d.pcie_width_max = p.contains("width_max") ? to_u(p.at("width_max"), where + ".pcie.width_max") : 0;
+    d.pcie_width_current =
+        p.contains("width_current") ? to_u(p.at("width_current"), where + ".pcie.width_current") : d.pcie_width_max;
+  }
+  d.gpm_supported = j.value("gpm_supported", false);
+  d.supported_event_types = j.contains("supported_event_types")
+                                ? to_ull(j.at("supported_event_types"), where + ".supported_event_types")
+                                : (d.ecc_current ? 0x1ULL | 0x2ULL : 0ULL) | 0x4ULL | 0x8ULL | 0x10ULL;
+  if (j.contains("not_supported"))
+    for (const auto& f : j.at("not_supported")) d.not_supported.insert(f.get<std::string>());
+  if (j.contains("metrics")) d.metrics = parse_metrics(j.at("metrics"), seed, where);
+  if (j.contains("process_list_growth")) {
+    const json& g = j.at("process_list_growth");
+    d.process_growth_extra = to_u(g.value("extra", json(1)), where + ".process_list_growth.extra");
+    d.process_growth_times = to_u(g.value("times", json(1)), where + ".process_list_growth.times");
+  }
+  return d;
+}
+
+/// Resolves a pid: a number, or "env:NAME" (nullopt when NAME is unset or not a number).
+std::optional<unsigned> parse_pid(const json& j, const std::string& where) {
+  if (j.is_string()) {
+    const std::string s = j.get<std::string>();
+    if (s.rfind("env:", 0) != 0) throw std::runtime_error(where + ".pid: a number or \"env:NAME\"");
+    const char* v = std::getenv(s.substr(4).c_str());
+    if (v == nullptr || *v == '\0') return std::nullopt;
+    char* end = nullptr;
+    const unsigned long pid = std::strtoul(v, &end, 10);
+    if (*end != '\0') return std::nullopt;
+    return static_cast<unsigned>(pid);
+  }
+  return to_u(j, where + ".pid");
+}
+
+Process parse_process(const json& j, std::uint64_t seed, const std::string& where, unsigned pid) {
+  Process p;
+  p.pid = pid;
+  p.gpu = to_u(j.value("gpu", json(0)), where + ".gpu");
+  const std::string type = j.value("type", "C");
+  p.compute = type.find('C') != std::string::npos || type.find('M') != std::string::npos;
+  p.graphics = type.find('G') != std::string::npos;
+  if (!p.compute && !p.graphics) throw std::runtime_error(where + ".type must be \"C\", \"G\" or \"C+G\"");
+  p.name = j.value("name", "python");
+  p.start_s = j.value("start_s", 0.0);
+  if (j.contains("end_s") && !j.at("end_s").is_null()) p.end_s = j.at("end_s").get<double>();
+  if (j.contains("gpu_instance_id")) p.gi_id = to_u(j.at("gpu_instance_id"), where + ".gpu_instance_id");
+  if (j.contains("compute_instance_id")) p.ci_id = to_u(j.at("compute_instance_id"), where + ".compute_instance_id");
+  auto tl = [&](const char* key, Timeline& out) {
+    if (!j.contains(key)) return;
+    try {
+      out = Timeline::parse(j.at(key), hash_str(key, seed));
+    } catch (const std::exception& e) {
+      throw std::runtime_error(where + "." + key + ": " + e.what());
+    }
+  };
+  tl("used_memory", p.used_memory);
+  tl("sm_util", p.sm_util);
+  tl("mem_util", p.mem_util);
+  tl("enc_util", p.enc_util);
+  tl("dec_util", p.dec_util);
+  return p;
+}
+
+ErrorRule parse_rule(const json& j, const std::string& where) {
+  ErrorRule r;
+  r.function = j.value("function", "*");
+  if (j.contains("gpu") && !j.at("gpu").is_null()) r.gpu = to_u(j.at("gpu"), where + ".gpu");
+  if (j.contains("from_s")) r.from_s = j.at("from_s").get<double>();
+  if (j.contains("to_s")) r.to_s = j.at("to_s").get<double>();
+  if (j.contains("calls"))
+    for (const auto& c : j.at("calls")) r.calls.insert(to_ull(c, where + ".calls"));
+  if (j.contains("call_from")) r.call_from = to_ull(j.at("call_from"), where + ".call_from");
+  if (j.contains("call_to")) r.call_to = to_ull(j.at("call_to"), where + ".call_to");
+  if (r.call_from > 0 && r.call_to == 0) r.call_to = ~0ULL;
+  if (j.contains("return")) r.ret = parse_return_code(j.at("return"));
+  if (j.contains("hang_ms")) r.hang_ms = to_u(j.at("hang_ms"), where + ".hang_ms");
+  if (!r.ret && r.hang_ms == 0) throw std::runtime_error(where + " needs \"return\" or \"hang_ms\"");
+  return r;
+}
+
+}  // namespace
+
+int parse_return_code(const json& j) {
+  if (j.is_number_integer()) return j.get<int>();
+  if (!j.is_string()) throw std::runtime_error("return code must be a name or a number");
+  const std::string s = j.get<std::string>();
+  for (const auto& c : kCodes) {
+    const std::string_view n = c.name;
+    if (s == n || (n.starts_with("NVML_ERROR_") && s == n.substr(11))) return c.code;
+  }
+  throw std::runtime_error("unknown NVML return code \"" + s + "\"");
+}
+
+const char* return_code_name(int code) {
+  for (const auto& c : kCodes)
+    if (c.code == code) return c.name;
+  return "NVML_ERROR_UNKNOWN";
+}
+
+Scenario parse_scenario(const std::string& text, const std::string& path) {
+  const json j = json::parse(text);  // throws json::parse_error with position
+  if (!j.is_object()) throw std::runtime_error("the top level must be a JSON object");
+  Scenario s;
+  s.path = path;
+  s.name = j.value("name", "");
+  s.generation = j.value("generation", "");
+  s.driver_version = j.value("driver_version", s.driver_version);
+  s.nvml_version = j.value("nvml_version", s.nvml_version);
+  if (j.contains("cuda_version")) {
+    const json& c = j.at("cuda_version");
+    if (c.is_string()) {  // "13.1" → 13010
+      const std::string v = c.get<std::string>();
+      const auto dot = v.find('.');
+      s.cuda_version = std::stoi(v.substr(0, dot)) * 1000 +
+                       (dot == std::string::npos ? 0 : std::stoi(v.substr(dot + 1)) * 10);
+    } else {
+      s.cuda_version = c.get<int>();
+    }
+  }
+  s.time_scale = j.value("time_scale", 1.0);
+  s.start_offset_s = j.value("start_offset_s", 0.0);
+  const std::uint64_t seed = j.value("seed", std::uint64_t{1});
+  if (j.contains("init_error") && !j.at("init_error").is_null()) s.init_error = parse_return_code(j.at("init_error"));
+  if (j.contains("devices")) {
+    unsigned i = 0;
+    for (const auto& d : j.at("devices")) {
+      const std::string w = "devices[" + std::to_string(i) + "]";
+      s.devices.push_back(parse_device(d, hash_str(w, seed), w));
+      ++i;
+    }
+  }
+  if (j.contains("processes")) {
+    unsigned i = 0;
+    for (const auto& p : j.at("processes")) {
+      const std::string w = "processes[" + std::to_string(i++) + "]";
+      const auto pid = parse_pid(p.at("pid"), w);
+      if (!pid) continue;  // "env:NAME" with NAME unset: the process is dropped
+      s.processes.push_back(parse_process(p, hash_str(w, seed), w, *pid));
+      if (s.processes.back().gpu >= s.devices.size()) throw std::runtime_error(w + ".gpu: no such device");
+    }
+  }
+  if (j.contains("events")) {
+    unsigned i = 0;
+    for (const auto& e : j.at("events")) {
+      const std::string w = "events[" + std::to_string(i++) + "]";
+      Event ev;
+      ev.t = e.value("t", 0.0);
+      ev.gpu = to_u(e.value("gpu", json(0)), w + ".gpu");
+      const json& type = e.at("type");
+      if (type.is_string()) {
+        auto it = kEventTypes.find(type.get<std::string>());
+        if (it == kEventTypes.end()) throw std::runtime_error(w + ".type: unknown event type " + type.dump());
+        ev.type = it->second;
+      } else {
+        ev.type = to_ull(type, w + ".type");
+      }
+      if (e.contains("data")) ev.data = to_ull(e.at("data"), w + ".data");
+      if (e.contains("xid")) ev.data = to_ull(e.at("xid"), w + ".xid");
+      if (e.contains("gpu_instance_id")) ev.gi_id = to_u(e.at("gpu_instance_id"), w + ".gpu_instance_id");
+      if (e.contains("compute_instance_id")) ev.ci_id = to_u(e.at("compute_instance_id"), w + ".compute_instance_id");
+      s.events.push_back(ev);
+    }
+    std::stable_sort(s.events.begin(), s.events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
+  }
+  if (j.contains("errors")) {
+    unsigned i = 0;
+    for (const auto& e : j.at("errors")) s.errors.push_back(parse_rule(e, "errors[" + std::to_string(i++) + "]"));
+  }
+  return s;
+}
+
+Scenario load_scenario(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open the file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_scenario(ss.str(), path);
+}
+
+}  // namespace fake_nvml

@@ -1,0 +1,118 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parsed scenario of the fake NVML: static device facts, metric timelines, processes, events and
+// error injection rules. Immutable once loaded; the format is documented in docs/fake-nvml.md.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "timeline.h"
+
+namespace fake_nvml {
+
+/// A MIG device (GPU instance + compute instance) of a MIG-enabled GPU.
+struct MigDevice {
+  unsigned gi_id = 0;
+  unsigned ci_id = 0;
+  std::string uuid;
+  std::string name;
+  unsigned long long memory_total = 0;  // bytes
+  std::map<std::string, Timeline> metrics;  // "memory_used", "bar1_used"
+};
+
+/// Static facts and metric timelines of one GPU.
+struct Device {
+  std::string name, uuid, serial, vbios, board_part_number;
+  std::string bus_id;  // "00000000:18:00.0"
+  unsigned pci_domain = 0, pci_bus = 0, pci_device = 0, pci_device_id = 0, pci_subsystem_id = 0;
+  int cc_major = 0, cc_minor = 0;
+  unsigned brand = 0, architecture = 0;
+  unsigned long long memory_total = 0, bar1_total = 0;  // bytes
+  std::optional<unsigned> power_limit, power_default_limit, power_enforced_limit, power_min_limit,
+      power_max_limit;  // mW
+  std::map<unsigned, unsigned> temperature_thresholds;  // NVML threshold enum → °C
+  std::map<unsigned, unsigned> max_clocks;              // NVML clock type → MHz
+  std::optional<unsigned long long> supported_clock_reasons;
+  unsigned num_fans = 0;
+  std::optional<unsigned> ecc_current, ecc_pending;  // unset: ECC not supported
+  std::optional<unsigned> mig_current, mig_pending;  // unset: MIG not supported
+  unsigned max_mig_devices = 7;
+  std::vector<MigDevice> mig_devices;
+  std::optional<unsigned> persistence_mode, compute_mode, display_active, display_mode;
+  unsigned pcie_gen_max = 0, pcie_gen_gpu_max = 0, pcie_width_max = 0, pcie_gen_current = 0,
+           pcie_width_current = 0;
+  bool gpm_supported = false;
+  unsigned long long supported_event_types = 0;
+  std::set<std::string> not_supported;      // entry points answering NOT_SUPPORTED on this device
+  std::map<std::string, Timeline> metrics;  // dynamic metrics by key (docs: "Metrics")
+  unsigned process_growth_extra = 0;        // processes added between count and buffer calls
+  unsigned process_growth_times = 0;        // how many buffer calls grow the list
+
+  /// The timeline of a metric, or nullptr when the scenario does not give it.
+  [[nodiscard]] const Timeline* metric(const std::string& key) const {
+    auto it = metrics.find(key);
+    return it == metrics.end() ? nullptr : &it->second;
+  }
+  [[nodiscard]] bool mig_enabled() const { return mig_current.value_or(0) == 1; }
+};
+
+/// A process on one GPU, alive in [start_s, end_s).
+struct Process {
+  unsigned pid = 0;
+  unsigned gpu = 0;
+  bool compute = true, graphics = false;
+  std::string name;
+  double start_s = 0, end_s = 1e300;
+  unsigned gi_id = 0xFFFFFFFFu, ci_id = 0xFFFFFFFFu;
+  Timeline used_memory, sm_util, mem_util, enc_util, dec_util;
+  [[nodiscard]] bool alive(double t) const { return t >= start_s && t < end_s; }
+};
+
+/// An event delivered by nvmlEventSetWait once scenario time reaches t.
+struct Event {
+  double t = 0;
+  unsigned gpu = 0;
+  unsigned long long type = 0;  // NVML event type bit
+  unsigned long long data = 0;  // Xid code for Xid events
+  unsigned gi_id = 0xFFFFFFFFu, ci_id = 0xFFFFFFFFu;
+};
+
+/// An error injection rule: when it matches a call, the call hangs hang_ms and/or returns `ret`.
+struct ErrorRule {
+  std::string function = "*";  // entry point name or "*"
+  std::optional<unsigned> gpu;  // unset: any device (and device-less calls)
+  double from_s = -1e300, to_s = 1e300;  // scenario-time window [from, to)
+  std::set<unsigned long long> calls;   // 1-based numbers of matching calls; empty: every call
+  unsigned long long call_from = 0, call_to = 0;  // inclusive range when call_to > 0
+  std::optional<int> ret;
+  unsigned hang_ms = 0;
+};
+
+/// A whole scenario file.
+struct Scenario {
+  std::string path, name;
+  std::string driver_version = "590.48.01", nvml_version = "13.590.48.01";
+  int cuda_version = 13010;
+  std::string generation;  // informative: driver generation the scenario was captured from
+  double time_scale = 1.0, start_offset_s = 0;
+  std::optional<int> init_error;
+  std::vector<Device> devices;
+  std::vector<Process> processes;
+  std::vector<Event> events;  // sorted by t
+  std::vector<ErrorRule> errors;
+};
+
+/// Parses a scenario file; throws std::runtime_error whose message names the problem.
+Scenario load_scenario(const std::string& path);
+/// Parses scenario JSON text (path is only used in messages).
+Scenario parse_scenario(const std::string& text, const std::string& path);
+/// Maps "NVML_ERROR_GPU_IS_LOST" (or "GPU_IS_LOST", or a number) to its code; throws if unknown.
+int parse_return_code(const nlohmann::json& j);
+/// The NVML name of a return code, e.g. "NVML_ERROR_TIMEOUT".
+const char* return_code_name(int code);
+
+}  // namespace fake_nvml
