@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+// nvidia-smi `--query-gpu` / `--query-compute-apps` compatibility: one table of fields (data, not a
+// chain of ifs) and the CSV writer that prints them byte for byte as nvidia-smi 590 does
+// (`, ` separators, units in headers and values, `[N/A]`, words for booleans, hex bitmasks).
+#pragma once
+
+#include <cstdint>
+#include <expected>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainmon/core/snapshot.h"
+
+namespace trainmon::exp {
+
+/// One formatted value. `na` true means `text` is already nvidia-smi's placeholder ("[N/A]" ...),
+/// printed as is and never followed by a unit.
+struct FieldValue {
+  std::string text;
+  bool na = false;
+};
+
+/// One `--query-gpu` field. `unit` is what nvidia-smi appends in the header (`memory.used [MiB]`)
+/// and after each value (`19818 MiB`); empty when the field has none. `format` reads only the
+/// snapshot and the GPU sample (views never call a backend).
+struct GpuField {
+  std::string_view name;                  ///< canonical nvidia-smi name ("clocks_event_reasons.active")
+  std::vector<std::string_view> aliases;  ///< other accepted names ("clocks_throttle_reasons.active")
+  std::string_view unit;                  ///< "MiB", "W", "%", "MHz", "us" or empty
+  std::string_view description;           ///< one line for `--help-query-gpu`
+  std::function<FieldValue(const Snapshot&, const GpuSample&)> format;
+};
+
+/// One `--query-compute-apps` field.
+struct AppField {
+  std::string_view name;
+  std::vector<std::string_view> aliases;
+  std::string_view unit;
+  std::string_view description;
+  std::function<FieldValue(const Snapshot&, const GpuSample&, const GpuProcessSample&)> format;
+};
+
+/// Every `--query-gpu` field trainmon fills, in nvidia-smi's `--help-query-gpu` order.
+std::span<const GpuField> gpu_fields();
+
+/// nvidia-smi `--query-gpu` fields trainmon accepts but has no data source for (inforom, vGPU,
+/// fabric ...): they always print `[N/A]` (fabric.* `N/A`, as nvidia-smi), with nvidia-smi's unit in
+/// the header, so scripts that ask for them keep working.
+std::span<const GpuField> gpu_fields_without_source();
+
+/// Every `--query-compute-apps` field.
+std::span<const AppField> app_fields();
+
+/// The field called `name` (canonical or alias) in either GPU table, or nullptr. Headers always
+/// print the canonical name, as nvidia-smi does (`gpu_name` -> `name`).
+const GpuField* find_gpu_field(std::string_view name);
+const AppField* find_app_field(std::string_view name);
+
+/// `--format=` options.
+struct CsvOptions {
+  bool header = true;  ///< false with `noheader`
+  bool units = true;   ///< false with `nounits`: no `[unit]` in headers, no unit after values
+};
+
+/// Parse nvidia-smi's `--format=` value ("csv", "csv,noheader,nounits"). Error text names the
+/// offending token.
+std::expected<CsvOptions, std::string> parse_csv_format(std::string_view spec);
+
+/// A parsed field list, in the order requested (repeats allowed).
+struct GpuQuery {
+  std::vector<const GpuField*> fields;
+};
+struct AppQuery {
+  std::vector<const AppField*> fields;
+};
+
+/// Split a comma list and resolve every name. On an unknown name the error is nvidia-smi's exact
+/// message: `Field "foo" is not a valid field to query.`
+std::expected<GpuQuery, std::string> parse_gpu_query(std::string_view list);
+std::expected<AppQuery, std::string> parse_app_query(std::string_view list);
+
+/// The header line without newline: `memory.used [MiB], pstate`.
+std::string csv_header(const GpuQuery& q, const CsvOptions& opt);
+std::string csv_header(const AppQuery& q, const CsvOptions& opt);
+
+/// One CSV line (no newline) for one GPU.
+std::string csv_gpu_row(const GpuQuery& q, const CsvOptions& opt, const Snapshot& snap, const GpuSample& gpu);
+
+/// The whole `--query-gpu` output for the selected GPUs (`gpu_order` indexes snap.gpus), each line
+/// ending in '\n'; the header first unless `noheader`.
+std::string csv_query_gpu(const GpuQuery& q, const CsvOptions& opt, const Snapshot& snap,
+                          std::span<const std::size_t> gpu_order, bool with_header);
+
+/// The whole `--query-compute-apps` output: one line per compute ('C' or 'M') process of each
+/// selected GPU, in snapshot order.
+std::string csv_query_apps(const AppQuery& q, const CsvOptions& opt, const Snapshot& snap,
+                           std::span<const std::size_t> gpu_order, bool with_header);
+
+/// Text of `trainmon query --help-query-gpu`: supported fields with aliases, unit and description,
+/// then the accepted-but-always-`[N/A]` names.
+std::string help_query_gpu();
+/// Text of `trainmon query --help-query-compute-apps`.
+std::string help_query_compute_apps();
+
+/// Select GPUs by nvidia-smi `-i` syntax: a comma list of indexes, UUIDs (full or unique prefix,
+/// "GPU-..."), or PCI bus ids ("00000000:83:00.0" or the short "83:00.0"). Empty spec: all GPUs.
+/// Returns positions in snap.gpus in the order given; error names the id that matched nothing.
+std::expected<std::vector<std::size_t>, std::string> select_gpus(const Snapshot& snap, std::string_view spec);
+
+}  // namespace trainmon::exp

@@ -1,0 +1,911 @@
+// SPDX-License-Identifier: Apache-2.0
+// The `--query-gpu` and `--query-compute-apps` field tables. Each row: nvidia-smi's name, aliases,
+// unit and a formatter over (Snapshot, GpuSample). Value formats follow nvidia-smi 590.48 as seen
+// in the captures (/work/shared/captures): decimal integers, "0x%08X" ids, "%.2f W", MiB floors,
+// Enabled/Disabled, Active/Not Active, Yes/No, "0x%016X" bitmasks.
+#include "trainmon/export/query_fields.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "trainmon/export/units.h"
+
+namespace trainmon::exp {
+
+namespace {
+
+const GpuStaticInfo& info_of(const GpuSample& g) {
+  static const GpuStaticInfo empty;
+  return g.info ? *g.info : empty;
+}
+
+template <class T>
+FieldValue na(const Reading<T>& r) {
+  return {std::string(nvidia_smi_na_text(r.status)), true};
+}
+
+template <class T>
+const Reading<T>& get(const GpuSample& g, Reading<T> GpuSample::*m) {
+  return g.*m;
+}
+template <class T>
+const Reading<T>& get(const GpuSample& g, Reading<T> GpuStaticInfo::*m) {
+  return info_of(g).*m;
+}
+
+using GpuFormat = std::function<FieldValue(const Snapshot&, const GpuSample&)>;
+
+/// Decimal integer (or string as is).
+template <class M>
+GpuFormat plain(M m) {
+  return [m](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    if constexpr (std::is_same_v<std::decay_t<decltype(*r)>, std::string>) {
+      return {*r};
+    } else {
+      return {fmt::format("{}", *r)};
+    }
+  };
+}
+
+/// Hex with a fixed number of digits: "0x83", "0x233510DE".
+template <class M>
+GpuFormat hex(M m, int digits) {
+  return [m, digits](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    return {fmt::format("0x{:0{}X}", static_cast<std::uint64_t>(*r), digits)};
+  };
+}
+
+/// Bytes as whole MiB (floor).
+template <class M>
+GpuFormat mib(M m) {
+  return [m](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    return {fmt::format("{}", bytes_to_mib(*r))};
+  };
+}
+
+/// Milliwatts as "%.2f" watts.
+template <class M>
+GpuFormat watts(M m) {
+  return [m](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    return {mw_to_watts_2dp(*r)};
+  };
+}
+
+/// Nanoseconds as whole microseconds (the clocks_event_reasons_counters fields).
+template <class M>
+GpuFormat ns_to_us(M m) {
+  return [m](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    return {fmt::format("{}", *r / 1000)};
+  };
+}
+
+/// A boolean (or 0/1 mode) as two words.
+template <class M>
+GpuFormat words(M m, std::string_view yes, std::string_view no) {
+  return [m, yes, no](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = get(g, m);
+    if (!r.ok()) return na(r);
+    return {std::string(*r ? yes : no)};
+  };
+}
+
+/// One bit of clocks_event_reasons.active as Active / Not Active.
+GpuFormat reason_bit(std::uint64_t bit) {
+  return [bit](const Snapshot&, const GpuSample& g) -> FieldValue {
+    const auto& r = g.clocks_event_reasons_active;
+    if (!r.ok()) return na(r);
+    return {(*r & bit) ? "Active" : "Not Active"};
+  };
+}
+
+/// memory.total: the per-tick reading, else the static one.
+FieldValue memory_total(const Snapshot&, const GpuSample& g) {
+  const auto& r = g.memory_total_bytes.ok() ? g.memory_total_bytes : info_of(g).memory_total_bytes;
+  if (!r.ok()) return na(r);
+  return {fmt::format("{}", bytes_to_mib(*r))};
+}
+
+FieldValue compute_mode(const Snapshot&, const GpuSample& g) {
+  const auto& r = g.compute_mode;
+  if (!r.ok()) return na(r);
+  switch (*r) {
+    case 0: return {"Default"};
+    case 1: return {"Exclusive_Thread"};
+    case 2: return {"Prohibited"};
+    case 3: return {"Exclusive_Process"};
+    default: return {"[Unknown Error]", true};
+  }
+}
+
+FieldValue compute_cap(const Snapshot&, const GpuSample& g) {
+  const auto& i = info_of(g);
+  if (!i.compute_cap_major.ok()) return na(i.compute_cap_major);
+  if (!i.compute_cap_minor.ok()) return na(i.compute_cap_minor);
+  return {fmt::format("{}.{}", *i.compute_cap_major, *i.compute_cap_minor)};
+}
+
+FieldValue pstate(const Snapshot&, const GpuSample& g) {
+  if (!g.pstate.ok()) return na(g.pstate);
+  if (*g.pstate > 15) return {"[Unknown]", true};
+  return {fmt::format("P{}", *g.pstate)};
+}
+
+FieldValue memory_temperature(const Snapshot&, const GpuSample& g) {
+  // nvidia-smi prints this one without brackets when the GPU has no HBM sensor (RTX capture: N/A).
+  if (!g.temperature_memory_c.ok()) {
+    const ReadStatus s = g.temperature_memory_c.status;
+    if (s == ReadStatus::not_supported || s == ReadStatus::not_available || s == ReadStatus::not_collected ||
+        s == ReadStatus::missing_symbol)
+      return {"N/A", true};
+    return na(g.temperature_memory_c);
+  }
+  return {fmt::format("{}", *g.temperature_memory_c)};
+}
+
+FieldValue no_source(const Snapshot&, const GpuSample&) {
+  return {"[N/A]", true};
+}
+FieldValue no_source_bare(const Snapshot&, const GpuSample&) {
+  return {"N/A", true};
+}
+
+std::vector<GpuField> make_gpu_fields() {
+  using G = GpuSample;
+  using I = GpuStaticInfo;
+  namespace ce = clock_event;
+  std::vector<GpuField> f;
+  f.push_back({"timestamp",
+               {},
+               "",
+               "Local time of the sample, YYYY/MM/DD HH:MM:SS.msec.",
+               [](const Snapshot& s, const GpuSample&) -> FieldValue {
+                 return {nvidia_smi_timestamp(s.time_unix_ns)};
+               }});
+  f.push_back({"driver_version",
+               {},
+               "",
+               "Installed NVIDIA driver version.",
+               [](const Snapshot& s, const GpuSample&) -> FieldValue {
+                 const auto& r = s.driver.driver_version;
+                 return r.ok() ? FieldValue{*r} : na(r);
+               }});
+  f.push_back({"count",
+               {},
+               "",
+               "Number of NVIDIA GPUs in the system.",
+               [](const Snapshot& s, const GpuSample&) -> FieldValue {
+                 const auto& r = s.driver.device_count;
+                 return {fmt::format("{}", r.ok() ? *r : static_cast<unsigned>(s.gpus.size()))};
+               }});
+  f.push_back({"name", {"gpu_name"}, "", "Product name.", plain(&I::name)});
+  f.push_back({"serial", {"gpu_serial"}, "", "Board serial number.", plain(&I::serial)});
+  f.push_back({"uuid", {"gpu_uuid"}, "", "Globally unique GPU identifier.", plain(&I::uuid)});
+  f.push_back(
+      {"pci.bus_id", {"gpu_bus_id"}, "", "PCI bus id, domain:bus:device.function.", plain(&I::pci_bus_id)});
+  f.push_back({"pci.domain", {}, "", "PCI domain, hex.", hex(&I::pci_domain, 4)});
+  f.push_back({"pci.bus", {}, "", "PCI bus, hex.", hex(&I::pci_bus, 2)});
+  f.push_back({"pci.device", {}, "", "PCI device, hex.", hex(&I::pci_device, 2)});
+  f.push_back({"pci.device_id", {}, "", "PCI vendor device id, hex.", hex(&I::pci_device_id, 8)});
+  f.push_back({"pci.sub_device_id", {}, "", "PCI sub system id, hex.", hex(&I::pci_sub_device_id, 8)});
+  f.push_back({"pcie.link.gen.current",
+               {},
+               "",
+               "Current PCIe link generation (deprecated name).",
+               plain(&G::pcie_link_gen_current)});
+  f.push_back({"pcie.link.gen.gpucurrent",
+               {},
+               "",
+               "Current PCIe link generation.",
+               plain(&G::pcie_link_gen_current)});
+  f.push_back(
+      {"pcie.link.gen.max", {}, "", "Max PCIe generation of GPU and system.", plain(&I::pcie_link_gen_max)});
+  f.push_back(
+      {"pcie.link.gen.gpumax", {}, "", "Max PCIe generation of the GPU.", plain(&I::pcie_link_gen_gpumax)});
+  f.push_back({"pcie.link.width.current",
+               {},
+               "",
+               "Current PCIe link width (lanes).",
+               plain(&G::pcie_link_width_current)});
+  f.push_back(
+      {"pcie.link.width.max", {}, "", "Max PCIe link width (lanes).", plain(&I::pcie_link_width_max)});
+  f.push_back(
+      {"index", {}, "", "NVML index (PCI bus order).", [](const Snapshot&, const GpuSample& g) -> FieldValue {
+         return {fmt::format("{}", g.index)};
+       }});
+  f.push_back({"display_active",
+               {},
+               "",
+               "A display is initialised on the GPU: Enabled / Disabled.",
+               words(&G::display_active, "Enabled", "Disabled")});
+  f.push_back({"persistence_mode",
+               {},
+               "",
+               "Persistence mode: Enabled / Disabled.",
+               words(&G::persistence_mode, "Enabled", "Disabled")});
+  f.push_back({"vbios_version", {}, "", "VBIOS version.", plain(&I::vbios_version)});
+  f.push_back({"fan.speed", {}, "%", "Fan speed, percent of maximum.", plain(&G::fan_speed_pct)});
+  f.push_back({"pstate", {}, "", "Performance state, P0 (max) to P12 (min).", pstate});
+  f.push_back({"clocks_event_reasons.supported",
+               {"clocks_throttle_reasons.supported"},
+               "",
+               "Bitmask of supported clock event reasons.",
+               hex(&I::clocks_event_reasons_supported, 16)});
+  f.push_back({"clocks_event_reasons.active",
+               {"clocks_throttle_reasons.active"},
+               "",
+               "Bitmask of active clock event reasons.",
+               hex(&G::clocks_event_reasons_active, 16)});
+  f.push_back({"clocks_event_reasons.gpu_idle",
+               {"clocks_throttle_reasons.gpu_idle"},
+               "",
+               "Nothing runs: clocks lowered.",
+               reason_bit(ce::gpu_idle)});
+  f.push_back({"clocks_event_reasons.applications_clocks_setting",
+               {"clocks_throttle_reasons.applications_clocks_setting"},
+               "",
+               "Clocks limited by the applications clocks setting.",
+               reason_bit(ce::applications_clocks_setting)});
+  f.push_back({"clocks_event_reasons.sw_power_cap",
+               {"clocks_throttle_reasons.sw_power_cap"},
+               "",
+               "Software power cap lowers clocks.",
+               reason_bit(ce::sw_power_cap)});
+  f.push_back({"clocks_event_reasons.hw_slowdown",
+               {"clocks_throttle_reasons.hw_slowdown"},
+               "",
+               "Hardware slowdown (thermal or power brake) active.",
+               reason_bit(ce::hw_slowdown)});
+  f.push_back({"clocks_event_reasons.hw_thermal_slowdown",
+               {"clocks_throttle_reasons.hw_thermal_slowdown"},
+               "",
+               "Hardware thermal slowdown active.",
+               reason_bit(ce::hw_thermal_slowdown)});
+  f.push_back({"clocks_event_reasons.hw_power_brake_slowdown",
+               {"clocks_throttle_reasons.hw_power_brake_slowdown"},
+               "",
+               "External power brake slowdown active.",
+               reason_bit(ce::hw_power_brake_slowdown)});
+  f.push_back({"clocks_event_reasons.sw_thermal_slowdown",
+               {"clocks_throttle_reasons.sw_thermal_slowdown"},
+               "",
+               "Software thermal slowdown active.",
+               reason_bit(ce::sw_thermal_slowdown)});
+  f.push_back({"clocks_event_reasons.sync_boost",
+               {"clocks_throttle_reasons.sync_boost"},
+               "",
+               "Clocks held down by a sync-boost group.",
+               reason_bit(ce::sync_boost)});
+  f.push_back({"clocks_event_reasons_counters.sw_power_cap",
+               {},
+               "us",
+               "Time held by the software power cap.",
+               ns_to_us(&G::violation_power_ns)});
+  f.push_back({"clocks_event_reasons_counters.sw_thermal_slowdown",
+               {},
+               "us",
+               "Time in software thermal slowdown.",
+               ns_to_us(&G::violation_sw_thermal_ns)});
+  f.push_back({"clocks_event_reasons_counters.hw_thermal_slowdown",
+               {},
+               "us",
+               "Time in hardware thermal slowdown.",
+               ns_to_us(&G::violation_hw_thermal_ns)});
+  f.push_back({"clocks_event_reasons_counters.hw_power_brake_slowdown",
+               {},
+               "us",
+               "Time in power brake slowdown.",
+               ns_to_us(&G::violation_hw_power_brake_ns)});
+  f.push_back({"memory.total", {}, "MiB", "Total framebuffer memory.", memory_total});
+  f.push_back({"memory.reserved",
+               {},
+               "MiB",
+               "Memory reserved by the driver and firmware.",
+               mib(&G::memory_reserved_bytes)});
+  f.push_back({"memory.used", {}, "MiB", "Memory allocated by active contexts.", mib(&G::memory_used_bytes)});
+  f.push_back({"memory.free", {}, "MiB", "Free memory.", mib(&G::memory_free_bytes)});
+  f.push_back(
+      {"compute_mode", {}, "", "Default, Exclusive_Thread, Prohibited or Exclusive_Process.", compute_mode});
+  f.push_back({"compute_cap", {}, "", "CUDA compute capability, major.minor.", compute_cap});
+  f.push_back({"utilization.gpu",
+               {},
+               "%",
+               "Time a kernel ran over the last sample period.",
+               plain(&G::utilization_gpu_pct)});
+  f.push_back({"utilization.memory",
+               {},
+               "%",
+               "Time memory was read or written over the last sample period.",
+               plain(&G::utilization_memory_pct)});
+  f.push_back(
+      {"utilization.encoder", {}, "%", "Video encoder utilisation.", plain(&G::utilization_encoder_pct)});
+  f.push_back(
+      {"utilization.decoder", {}, "%", "Video decoder utilisation.", plain(&G::utilization_decoder_pct)});
+  f.push_back({"utilization.jpeg", {}, "%", "JPEG decoder utilisation.", plain(&G::utilization_jpeg_pct)});
+  f.push_back(
+      {"utilization.ofa", {}, "%", "Optical flow accelerator utilisation.", plain(&G::utilization_ofa_pct)});
+  f.push_back({"ecc.mode.current",
+               {},
+               "",
+               "Current ECC mode: Enabled / Disabled.",
+               words(&G::ecc_mode_current, "Enabled", "Disabled")});
+  f.push_back({"ecc.mode.pending",
+               {},
+               "",
+               "ECC mode after the next reboot.",
+               words(&G::ecc_mode_pending, "Enabled", "Disabled")});
+  f.push_back({"ecc.errors.corrected.volatile.total",
+               {},
+               "",
+               "Corrected ECC errors since driver load.",
+               plain(&G::ecc_corrected_volatile)});
+  f.push_back({"ecc.errors.corrected.aggregate.total",
+               {},
+               "",
+               "Corrected ECC errors over the GPU's life.",
+               plain(&G::ecc_corrected_aggregate)});
+  f.push_back({"ecc.errors.uncorrected.volatile.total",
+               {},
+               "",
+               "Uncorrected ECC errors since driver load (non-zero: stop, check the GPU).",
+               plain(&G::ecc_uncorrected_volatile)});
+  f.push_back({"ecc.errors.uncorrected.aggregate.total",
+               {},
+               "",
+               "Uncorrected ECC errors over the GPU's life.",
+               plain(&G::ecc_uncorrected_aggregate)});
+  f.push_back({"retired_pages.single_bit_ecc.count",
+               {"retired_pages.sbe"},
+               "",
+               "Pages retired for single-bit errors.",
+               plain(&G::retired_pages_sbe)});
+  f.push_back({"retired_pages.double_bit.count",
+               {"retired_pages.dbe"},
+               "",
+               "Pages retired for double-bit errors.",
+               plain(&G::retired_pages_dbe)});
+  f.push_back({"retired_pages.pending",
+               {},
+               "",
+               "A page retirement waits for a reboot: Yes / No.",
+               words(&G::retired_pages_pending, "Yes", "No")});
+  f.push_back({"remapped_rows.correctable",
+               {"remapped_rows.sbe"},
+               "",
+               "Rows remapped for correctable errors.",
+               plain(&G::remapped_rows_correctable)});
+  f.push_back({"remapped_rows.uncorrectable",
+               {"remapped_rows.dbe"},
+               "",
+               "Rows remapped for uncorrectable errors.",
+               plain(&G::remapped_rows_uncorrectable)});
+  f.push_back({"remapped_rows.pending",
+               {},
+               "",
+               "A row remap waits for a GPU reset: Yes / No.",
+               words(&G::remapped_rows_pending, "Yes", "No")});
+  f.push_back({"remapped_rows.failure",
+               {},
+               "",
+               "A row remap failed: Yes / No.",
+               words(&G::remapped_rows_failure, "Yes", "No")});
+  f.push_back({"temperature.gpu", {}, "", "Core GPU temperature, degrees C.", plain(&G::temperature_gpu_c)});
+  f.push_back({"temperature.memory", {}, "", "HBM temperature, degrees C.", memory_temperature});
+  f.push_back({"power.draw",
+               {},
+               "W",
+               "Board power draw (1 s average on Ampere and later).",
+               watts(&G::power_draw_mw)});
+  f.push_back({"power.draw.instant",
+               {"gpu.power.draw.instant"},
+               "W",
+               "Instantaneous power draw.",
+               watts(&G::power_draw_instant_mw)});
+  f.push_back({"power.limit",
+               {"gpu.power.requested_limit"},
+               "W",
+               "Requested software power limit.",
+               watts(&G::power_limit_mw)});
+  f.push_back({"enforced.power.limit",
+               {"gpu.power.current_limit"},
+               "W",
+               "Power limit the GPU enforces.",
+               watts(&G::enforced_power_limit_mw)});
+  f.push_back({"power.default_limit",
+               {"gpu.power.default_limit"},
+               "W",
+               "Default power limit.",
+               watts(&I::power_default_limit_mw)});
+  f.push_back({"power.min_limit",
+               {"gpu.power.min_limit"},
+               "W",
+               "Lowest settable power limit.",
+               watts(&I::power_min_limit_mw)});
+  f.push_back({"power.max_limit",
+               {"gpu.power.max_limit"},
+               "W",
+               "Highest settable power limit.",
+               watts(&I::power_max_limit_mw)});
+  f.push_back(
+      {"clocks.current.graphics", {"clocks.gr"}, "MHz", "Graphics clock.", plain(&G::clocks_graphics_mhz)});
+  f.push_back({"clocks.current.sm", {"clocks.sm"}, "MHz", "SM clock.", plain(&G::clocks_sm_mhz)});
+  f.push_back(
+      {"clocks.current.memory", {"clocks.mem"}, "MHz", "Memory clock.", plain(&G::clocks_memory_mhz)});
+  f.push_back({"clocks.current.video",
+               {"clocks.video"},
+               "MHz",
+               "Video (encoder/decoder) clock.",
+               plain(&G::clocks_video_mhz)});
+  f.push_back({"clocks.max.graphics",
+               {"clocks.max.gr"},
+               "MHz",
+               "Max graphics clock.",
+               plain(&I::clocks_max_graphics_mhz)});
+  f.push_back({"clocks.max.sm", {}, "MHz", "Max SM clock.", plain(&I::clocks_max_sm_mhz)});
+  f.push_back({"clocks.max.memory",
+               {"clocks.max.mem"},
+               "MHz",
+               "Max memory clock.",
+               plain(&I::clocks_max_memory_mhz)});
+  f.push_back({"mig.mode.current",
+               {},
+               "",
+               "MIG mode: Enabled / Disabled.",
+               words(&G::mig_mode_current, "Enabled", "Disabled")});
+  f.push_back({"mig.mode.pending",
+               {},
+               "",
+               "MIG mode after the next reset.",
+               words(&G::mig_mode_pending, "Enabled", "Disabled")});
+  return f;
+}
+
+struct NoSourceSpec {
+  std::string_view name;
+  std::vector<std::string_view> aliases;
+  std::string_view unit;
+};
+
+std::vector<GpuField> make_no_source_fields() {
+  const std::vector<NoSourceSpec> specs = {
+      {"vgpu_driver_capability.heterogenous_multivGPU", {}, ""},
+      {"pci.baseClass", {}, ""},
+      {"pci.subClass", {}, ""},
+      {"vgpu_device_capability.fractional_multiVgpu", {}, ""},
+      {"vgpu_device_capability.heterogeneous_timeSlice_profile", {}, ""},
+      {"vgpu_device_capability.heterogeneous_timeSlice_sizes", {}, ""},
+      {"vgpu_device_capability.homogeneous_placements", {}, ""},
+      {"vgpu_device_capability.mig_timeSlicing", {}, ""},
+      {"vgpu_device_capability.mig_timeSlicing_mode", {}, ""},
+      {"pcie.link.gen.hostmax", {}, ""},
+      {"display_mode", {}, ""},
+      {"display_attached", {}, ""},
+      {"addressing_mode", {}, ""},
+      {"accounting.mode", {}, ""},
+      {"accounting.buffer_size", {}, ""},
+      {"driver_model.current", {}, ""},
+      {"driver_model.pending", {}, ""},
+      {"inforom.img", {"inforom.image"}, ""},
+      {"inforom.oem", {}, ""},
+      {"inforom.ecc", {}, ""},
+      {"inforom.pwr", {"inforom.power"}, ""},
+      {"inforom.checksum_validation", {}, ""},
+      {"gpu_recovery_action", {}, ""},
+      {"gom.current", {"gpu_operation_mode.current"}, ""},
+      {"gom.pending", {"gpu_operation_mode.pending"}, ""},
+      {"clocks_event_reasons_counters.sync_boost", {}, "us"},
+      {"encoder.stats.sessionCount", {}, ""},
+      {"encoder.stats.averageFps", {}, ""},
+      {"encoder.stats.averageLatency", {}, ""},
+      {"dramEncryption.mode.current", {}, ""},
+      {"dramEncryption.mode.pending", {}, ""},
+      {"ecc.errors.corrected.volatile.device_memory", {}, ""},
+      {"ecc.errors.corrected.volatile.dram", {}, ""},
+      {"ecc.errors.corrected.volatile.register_file", {}, ""},
+      {"ecc.errors.corrected.volatile.l1_cache", {}, ""},
+      {"ecc.errors.corrected.volatile.l2_cache", {}, ""},
+      {"ecc.errors.corrected.volatile.texture_memory", {}, ""},
+      {"ecc.errors.corrected.volatile.cbu", {}, ""},
+      {"ecc.errors.corrected.volatile.sram", {}, ""},
+      {"ecc.errors.corrected.aggregate.device_memory", {}, ""},
+      {"ecc.errors.corrected.aggregate.dram", {}, ""},
+      {"ecc.errors.corrected.aggregate.register_file", {}, ""},
+      {"ecc.errors.corrected.aggregate.l1_cache", {}, ""},
+      {"ecc.errors.corrected.aggregate.l2_cache", {}, ""},
+      {"ecc.errors.corrected.aggregate.texture_memory", {}, ""},
+      {"ecc.errors.corrected.aggregate.cbu", {}, ""},
+      {"ecc.errors.corrected.aggregate.sram", {}, ""},
+      {"ecc.errors.uncorrected.volatile.device_memory", {}, ""},
+      {"ecc.errors.uncorrected.volatile.dram", {}, ""},
+      {"ecc.errors.uncorrected.volatile.register_file", {}, ""},
+      {"ecc.errors.uncorrected.volatile.l1_cache", {}, ""},
+      {"ecc.errors.uncorrected.volatile.l2_cache", {}, ""},
+      {"ecc.errors.uncorrected.volatile.texture_memory", {}, ""},
+      {"ecc.errors.uncorrected.volatile.cbu", {}, ""},
+      {"ecc.errors.uncorrected.volatile.sram", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.device_memory", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.dram", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.register_file", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.l1_cache", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.l2_cache", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.texture_memory", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.cbu", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram", {}, ""},
+      {"ecc.errors.uncorrected.volatile.sram.parity", {}, ""},
+      {"ecc.errors.uncorrected.volatile.sram.secded", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.parity", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.secded", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.l2", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.sm", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.mcu", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.pcie", {}, ""},
+      {"ecc.errors.uncorrected.aggregate.sram.other", {}, ""},
+      {"remapped_rows.histogram.max", {}, ""},
+      {"remapped_rows.histogram.high", {}, ""},
+      {"remapped_rows.histogram.partial", {}, ""},
+      {"remapped_rows.histogram.low", {}, ""},
+      {"remapped_rows.histogram.none", {}, ""},
+      {"temperature.gpu.tlimit", {}, ""},
+      {"power.management", {}, ""},
+      {"power.draw.average", {"gpu.power.draw.average"}, "W"},
+      {"module.power.draw.average", {}, "W"},
+      {"module.power.draw.instant", {}, "W"},
+      {"module.power.limit", {"module.power.requested_limit"}, "W"},
+      {"module.enforced.power.limit", {"module.power.current_limit"}, "W"},
+      {"module.power.default_limit", {}, "W"},
+      {"module.power.min_limit", {}, "W"},
+      {"module.power.max_limit", {}, "W"},
+      {"power_smoothing.delayed_power_smoothing_supported", {}, ""},
+      {"power_smoothing.primary_power_floor", {}, "W"},
+      {"power_smoothing.secondary_power_floor", {}, "W"},
+      {"power_smoothing.min_primary_floor_activation_offset", {}, "W"},
+      {"power_smoothing.min_primary_floor_activation_point", {}, "W"},
+      {"power_smoothing.window_multiplier", {}, "ms"},
+      {"power_smoothing.curr_profile.secondary_power_floor", {}, "W"},
+      {"power_smoothing.curr_profile.primary_floor_act_window_multiplier", {}, ""},
+      {"power_smoothing.curr_profile.primary_floor_tar_window_multiplier", {}, ""},
+      {"power_smoothing.curr_profile.primary_floor_act_offset", {}, "W"},
+      {"power_smoothing.admin_override.secondary_power_floor", {}, "W"},
+      {"power_smoothing.admin_override.primary_floor_act_window_multiplier", {}, ""},
+      {"power_smoothing.admin_override.primary_floor_tar_window_multiplier", {}, ""},
+      {"power_smoothing.admin_override.primary_floor_act_offset", {}, "W"},
+      {"edpp_multiplier", {}, "%"},
+      {"clocks.applications.graphics", {"clocks.applications.gr"}, "MHz"},
+      {"clocks.applications.memory", {"clocks.applications.mem"}, "MHz"},
+      {"clocks.default_applications.graphics", {"clocks.default_applications.gr"}, "MHz"},
+      {"clocks.default_applications.memory", {"clocks.default_applications.mem"}, "MHz"},
+      {"gsp.mode.current", {}, ""},
+      {"gsp.mode.default", {}, ""},
+      {"c2c.mode", {}, ""},
+      {"protected_memory.total", {}, "MiB"},
+      {"protected_memory.used", {}, "MiB"},
+      {"protected_memory.free", {}, "MiB"},
+      {"fabric.state", {}, ""},
+      {"fabric.status", {}, ""},
+      {"fabric.cliqueId", {}, ""},
+      {"fabric.clusterUuid", {}, ""},
+      {"fabric.health.summary", {}, ""},
+      {"fabric.health.bandwidth", {}, ""},
+      {"fabric.health.route_recovery_in_progress", {}, ""},
+      {"fabric.health.route_unhealthy", {}, ""},
+      {"fabric.health.access_timeout_recovery", {}, ""},
+      {"fabric.health.incorrect_configuration", {}, ""},
+      {"platform.chassis_serial_number", {}, ""},
+      {"platform.slot_number", {}, ""},
+      {"platform.tray_index", {}, ""},
+      {"platform.host_id", {}, ""},
+      {"platform.peer_type", {}, ""},
+      {"platform.module_id", {}, ""},
+      {"platform.gpu_fabric_guid", {}, ""},
+      {"hostname", {}, ""},
+      {"kmd_version", {}, ""},
+      {"remapped_rows.correctable_inactive", {}, ""},
+      {"remapped_rows.uncorrectable_inactive", {}, ""},
+      {"fabric.health.partition_assigned", {}, ""},
+  };
+  std::vector<GpuField> f;
+  for (const auto& s : specs) {
+    const bool bare = s.name.starts_with("fabric.");
+    f.push_back({s.name, s.aliases, s.unit, "accepted for compatibility; no data source: always N/A",
+                 bare ? GpuFormat(no_source_bare) : GpuFormat(no_source)});
+  }
+  return f;
+}
+
+const std::vector<GpuField>& gpu_table() {
+  static const std::vector<GpuField> t = make_gpu_fields();
+  return t;
+}
+const std::vector<GpuField>& no_source_table() {
+  static const std::vector<GpuField> t = make_no_source_fields();
+  return t;
+}
+
+using AppFormat = std::function<FieldValue(const Snapshot&, const GpuSample&, const GpuProcessSample&)>;
+
+AppFormat app_gpu(GpuFormat f) {
+  return
+      [f = std::move(f)](const Snapshot& s, const GpuSample& g, const GpuProcessSample&) { return f(s, g); };
+}
+
+const std::vector<AppField>& app_table() {
+  static const std::vector<AppField> t = [] {
+    using I = GpuStaticInfo;
+    std::vector<AppField> f;
+    f.push_back({"timestamp",
+                 {},
+                 "",
+                 "Local time of the sample.",
+                 [](const Snapshot& s, const GpuSample&, const GpuProcessSample&) -> FieldValue {
+                   return {nvidia_smi_timestamp(s.time_unix_ns)};
+                 }});
+    f.push_back({"gpu_name", {}, "", "Product name of the process's GPU.", app_gpu(plain(&I::name))});
+    f.push_back({"gpu_bus_id", {}, "", "PCI bus id of the process's GPU.", app_gpu(plain(&I::pci_bus_id))});
+    f.push_back({"gpu_serial", {}, "", "Serial number of the process's GPU.", app_gpu(plain(&I::serial))});
+    f.push_back({"gpu_uuid", {}, "", "UUID of the process's GPU.", app_gpu(plain(&I::uuid))});
+    f.push_back({"pid",
+                 {},
+                 "",
+                 "Process id as the driver reports it.",
+                 [](const Snapshot&, const GpuSample&, const GpuProcessSample& p) -> FieldValue {
+                   return {fmt::format("{}", p.pid)};
+                 }});
+    f.push_back({"process_name",
+                 {"name"},
+                 "",
+                 "Process name.",
+                 [](const Snapshot&, const GpuSample&, const GpuProcessSample& p) -> FieldValue {
+                   return p.process_name.ok() ? FieldValue{*p.process_name} : na(p.process_name);
+                 }});
+    f.push_back({"used_gpu_memory",
+                 {"used_memory"},
+                 "MiB",
+                 "GPU memory used by the process's context.",
+                 [](const Snapshot&, const GpuSample&, const GpuProcessSample& p) -> FieldValue {
+                   if (!p.used_memory_bytes.ok()) return na(p.used_memory_bytes);
+                   return {fmt::format("{}", bytes_to_mib(*p.used_memory_bytes))};
+                 }});
+    return f;
+  }();
+  return t;
+}
+
+template <class Field>
+const Field* find_in(const std::vector<Field>& table, std::string_view name) {
+  for (const auto& f : table) {
+    if (f.name == name) return &f;
+    if (std::find(f.aliases.begin(), f.aliases.end(), name) != f.aliases.end()) return &f;
+  }
+  return nullptr;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n')) s.remove_suffix(1);
+  return s;
+}
+
+std::vector<std::string_view> split_commas(std::string_view list) {
+  std::vector<std::string_view> out;
+  while (true) {
+    const auto comma = list.find(',');
+    out.push_back(trim(list.substr(0, comma)));
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+std::string invalid_field(std::string_view name) {
+  return fmt::format("Field \"{}\" is not a valid field to query.", name);
+}
+
+template <class Field>
+std::string header_of(const std::vector<const Field*>& fields, const CsvOptions& opt) {
+  std::string out;
+  for (std::size_t i = 0; i < fields.size(); ++i) {
+    if (i) out += ", ";
+    out += fields[i]->name;
+    if (opt.units && !fields[i]->unit.empty())
+      fmt::format_to(std::back_inserter(out), " [{}]", fields[i]->unit);
+  }
+  return out;
+}
+
+void append_value(std::string& out, const FieldValue& v, std::string_view unit, const CsvOptions& opt) {
+  out += v.text;
+  if (!v.na && opt.units && !unit.empty()) {
+    out += ' ';
+    out += unit;
+  }
+}
+
+}  // namespace
+
+std::span<const GpuField> gpu_fields() {
+  return gpu_table();
+}
+std::span<const GpuField> gpu_fields_without_source() {
+  return no_source_table();
+}
+std::span<const AppField> app_fields() {
+  return app_table();
+}
+
+const GpuField* find_gpu_field(std::string_view name) {
+  if (const auto* f = find_in(gpu_table(), name)) return f;
+  return find_in(no_source_table(), name);
+}
+const AppField* find_app_field(std::string_view name) {
+  return find_in(app_table(), name);
+}
+
+std::expected<CsvOptions, std::string> parse_csv_format(std::string_view spec) {
+  CsvOptions opt;
+  bool csv = false;
+  for (auto tok : split_commas(spec)) {
+    if (tok == "csv") {
+      csv = true;
+    } else if (tok == "noheader") {
+      opt.header = false;
+    } else if (tok == "nounits") {
+      opt.units = false;
+    } else {
+      return std::unexpected(
+          fmt::format("\"{}\" is not a valid format option (use csv, noheader, nounits).", tok));
+    }
+  }
+  if (!csv) return std::unexpected(std::string("--format must include csv."));
+  return opt;
+}
+
+std::expected<GpuQuery, std::string> parse_gpu_query(std::string_view list) {
+  GpuQuery q;
+  for (auto name : split_commas(list)) {
+    const GpuField* f = find_gpu_field(name);
+    if (!f) return std::unexpected(invalid_field(name));
+    q.fields.push_back(f);
+  }
+  return q;
+}
+
+std::expected<AppQuery, std::string> parse_app_query(std::string_view list) {
+  AppQuery q;
+  for (auto name : split_commas(list)) {
+    const AppField* f = find_app_field(name);
+    if (!f) return std::unexpected(invalid_field(name));
+    q.fields.push_back(f);
+  }
+  return q;
+}
+
+std::string csv_header(const GpuQuery& q, const CsvOptions& opt) {
+  return header_of(q.fields, opt);
+}
+std::string csv_header(const AppQuery& q, const CsvOptions& opt) {
+  return header_of(q.fields, opt);
+}
+
+std::string csv_gpu_row(const GpuQuery& q, const CsvOptions& opt, const Snapshot& snap,
+                        const GpuSample& gpu) {
+  std::string out;
+  for (std::size_t i = 0; i < q.fields.size(); ++i) {
+    if (i) out += ", ";
+    append_value(out, q.fields[i]->format(snap, gpu), q.fields[i]->unit, opt);
+  }
+  return out;
+}
+
+std::string csv_query_gpu(const GpuQuery& q, const CsvOptions& opt, const Snapshot& snap,
+                          std::span<const std::size_t> gpu_order, bool with_header) {
+  std::string out;
+  if (with_header && opt.header) out += csv_header(q, opt) + '\n';
+  for (std::size_t pos : gpu_order) out += csv_gpu_row(q, opt, snap, snap.gpus.at(pos)) + '\n';
+  return out;
+}
+
+std::string csv_query_apps(const AppQuery& q, const CsvOptions& opt, const Snapshot& snap,
+                           std::span<const std::size_t> gpu_order, bool with_header) {
+  std::string out;
+  if (with_header && opt.header) out += csv_header(q, opt) + '\n';
+  for (std::size_t pos : gpu_order) {
+    const GpuSample& gpu = snap.gpus.at(pos);
+    for (const auto& p : snap.gpu_processes) {
+      if (p.gpu_index != gpu.index || (p.type != 'C' && p.type != 'M')) continue;
+      for (std::size_t i = 0; i < q.fields.size(); ++i) {
+        if (i) out += ", ";
+        append_value(out, q.fields[i]->format(snap, gpu, p), q.fields[i]->unit, opt);
+      }
+      out += '\n';
+    }
+  }
+  return out;
+}
+
+namespace {
+template <class Field>
+void help_entry(std::string& out, const Field& f) {
+  out += '"';
+  out += f.name;
+  out += '"';
+  for (auto a : f.aliases) fmt::format_to(std::back_inserter(out), " or \"{}\"", a);
+  if (!f.unit.empty()) fmt::format_to(std::back_inserter(out), "  [{}]", f.unit);
+  fmt::format_to(std::back_inserter(out), "\n{}\n\n", f.description);
+}
+}  // namespace
+
+std::string help_query_gpu() {
+  std::string out = "List of valid properties to query for the switch \"--query-gpu\":\n\n";
+  for (const auto& f : gpu_table()) help_entry(out, f);
+  out += "Accepted for compatibility with nvidia-smi, always [N/A] (no data source in trainmon):\n\n";
+  for (const auto& f : no_source_table()) {
+    out += '"';
+    out += f.name;
+    out += '"';
+    for (auto a : f.aliases) fmt::format_to(std::back_inserter(out), " or \"{}\"", a);
+    out += '\n';
+  }
+  return out;
+}
+
+std::string help_query_compute_apps() {
+  std::string out = "List of valid properties to query for the switch \"--query-compute-apps\":\n\n";
+  for (const auto& f : app_table()) help_entry(out, f);
+  return out;
+}
+
+std::expected<std::vector<std::size_t>, std::string> select_gpus(const Snapshot& snap,
+                                                                 std::string_view spec) {
+  std::vector<std::size_t> out;
+  if (trim(spec).empty()) {
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) out.push_back(i);
+    return out;
+  }
+  auto lower = [](std::string_view s) {
+    std::string r(s);
+    for (auto& c : r) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return r;
+  };
+  for (auto id : split_commas(spec)) {
+    if (id.empty()) return std::unexpected(std::string("empty GPU id in -i/--id"));
+    const std::string want = lower(id);
+    std::vector<std::size_t> hits;
+    const bool numeric = std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; });
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      const auto& g = snap.gpus[i];
+      const auto& inf = info_of(g);
+      if (numeric) {
+        if (fmt::format("{}", g.index) == id) hits.push_back(i);
+        continue;
+      }
+      if (inf.uuid.ok() && lower(*inf.uuid).starts_with(want)) {
+        hits.push_back(i);
+        continue;
+      }
+      if (inf.pci_bus_id.ok()) {
+        const std::string bus = lower(*inf.pci_bus_id);
+        // Full "00000000:83:00.0", or a short form matching its tail ("83:00.0", "0000:83:00.0").
+        if (bus == want ||
+            (bus.size() > want.size() && bus.ends_with(want) && bus[bus.size() - want.size() - 1] == ':'))
+          hits.push_back(i);
+      }
+    }
+    if (hits.size() != 1)
+      return std::unexpected(fmt::format("No GPU matches id \"{}\"{}.", id, hits.empty() ? "" : " uniquely"));
+    out.push_back(hits.front());
+  }
+  return out;
+}
+
+}  // namespace trainmon::exp

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// gpustat-style text: "[0] NVIDIA H200      | 52°C, 100 % | 32362 / 143771 MB | root(2566M) ..."
+// Layout follows gpustat (MIT) print_to(); colours are ours: by level, never on pipes.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "trainmon/export/status.h"
+#include "trainmon/export/units.h"
+
+namespace trainmon::exp {
+
+namespace {
+
+constexpr const char* kReset = "\x1b[0m";
+constexpr const char* kCyan = "\x1b[36m";
+constexpr const char* kBlue = "\x1b[34m";
+constexpr const char* kGreen = "\x1b[32m";
+constexpr const char* kBoldGreen = "\x1b[1;32m";
+constexpr const char* kYellow = "\x1b[33m";
+constexpr const char* kBoldYellow = "\x1b[1;33m";
+constexpr const char* kBoldRed = "\x1b[1;31m";
+constexpr const char* kMagenta = "\x1b[35m";
+constexpr const char* kGray = "\x1b[90m";
+constexpr const char* kBoldWhite = "\x1b[1;37m";
+
+struct Painter {
+  bool on;
+  std::string operator()(std::string_view color, std::string_view text) const {
+    if (!on) return std::string(text);
+    return fmt::format("{}{}{}", color, text, kReset);
+  }
+};
+
+template <class T>
+std::string or_unknown(const Reading<T>& r, int width) {
+  return r.ok() ? fmt::format("{:>{}}", *r, width) : fmt::format("{:>{}}", "??", width);
+}
+
+const ProcessSample* host_process(const Snapshot& snap, std::uint32_t pid) {
+  for (const auto& p : snap.processes)
+    if (p.pid == pid) return &p;
+  return nullptr;
+}
+
+std::string clean(std::string_view s, bool utf8) {
+  return utf8 ? std::string(s) : to_ascii(s);
+}
+
+std::string name_cell(std::string_view name, std::size_t width) {
+  const std::size_t w = display_width(name);
+  if (w > width) return truncate_display(name, width);
+  return std::string(name) + std::string(width - w, ' ');
+}
+
+std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptions& opt,
+                     std::size_t name_width) {
+  const Painter paint{opt.color};
+  const std::string raw_name = g.info && g.info->name.ok() ? *g.info->name : std::string("??");
+  std::string line = paint(kCyan, fmt::format("[{}]", g.index)) + " " +
+                     paint(kBlue, name_cell(clean(raw_name, opt.utf8), name_width)) + " |";
+  if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
+    // A lost or hung GPU: say so instead of printing stale or zero numbers.
+    line += " " + paint(kBoldRed, fmt::format("GPU {}", read_status_name(g.responsive.status))) + " |";
+    return line;
+  }
+  const auto& temp = g.temperature_gpu_c;
+  const char* tcol = !temp.ok()                             ? kGray
+                     : temp_level(*temp) == TempLevel::cool ? kGreen
+                     : temp_level(*temp) == TempLevel::warm ? kYellow
+                                                            : kBoldRed;
+  line += paint(tcol, or_unknown(temp, 3) + std::string(degree_sign(opt.utf8)) + "C") + ", ";
+  if (opt.show_fan) line += paint(kCyan, or_unknown(g.fan_speed_pct, 3) + " %") + ", ";
+  const auto& util = g.utilization_gpu_pct;
+  line += paint(util.ok() && *util >= 30 ? kBoldGreen : kGreen, or_unknown(util, 3) + " %");
+  if (opt.show_enc || opt.show_dec) {
+    std::vector<std::string> parts;
+    if (opt.show_enc) parts.push_back("E: " + paint(kGreen, or_unknown(g.utilization_encoder_pct, 3) + " %"));
+    if (opt.show_dec) parts.push_back("D: " + paint(kGreen, or_unknown(g.utilization_decoder_pct, 3) + " %"));
+    line += " (" + fmt::format("{}", fmt::join(parts, "  ")) + ")";
+  }
+  if (opt.show_power) {
+    auto w = [](const Reading<unsigned>& r) {
+      return r.ok() ? fmt::format("{:>3}", *r / 1000) : std::string(" ??");
+    };
+    line += ",  " + paint(kMagenta, w(g.power_draw_mw)) + " / " +
+            paint(kMagenta, w(g.enforced_power_limit_mw)) + " W";
+  }
+  const auto& total_r =
+      g.memory_total_bytes.ok() || !g.info ? g.memory_total_bytes : g.info->memory_total_bytes;
+  std::string used =
+      g.memory_used_bytes.ok() ? fmt::format("{:>5}", bytes_to_mib(*g.memory_used_bytes)) : "   ??";
+  std::string total = total_r.ok() ? fmt::format("{:>5}", bytes_to_mib(*total_r)) : "   ??";
+  const bool nearly_full = g.memory_used_bytes.ok() && total_r.ok() && *total_r > 0 &&
+                           static_cast<double>(*g.memory_used_bytes) / static_cast<double>(*total_r) >= 0.9;
+  line += " | " + paint(nearly_full ? kBoldRed : kBoldYellow, used) + " / " + paint(kYellow, total) + " MB |";
+
+  for (const auto& p : snap.gpu_processes) {
+    if (p.gpu_index != g.index) continue;
+    const ProcessSample* hp = host_process(snap, p.pid);
+    std::string r;
+    if (!opt.show_cmd || opt.show_user)
+      r += paint(kGray, clean(hp && !hp->user.empty() ? hp->user : std::string("--"), opt.utf8));
+    if (opt.show_cmd) {
+      if (!r.empty()) r += ':';
+      std::string cmd;
+      if (hp && !hp->cmdline.empty()) {
+        cmd = std::string(path_basename(hp->cmdline.substr(0, hp->cmdline.find(' '))));
+      } else if (hp && !hp->comm.empty()) {
+        cmd = hp->comm;
+      } else if (p.process_name.ok()) {
+        cmd = std::string(path_basename(*p.process_name));
+      } else {
+        cmd = "--";
+      }
+      r += paint(kCyan, clean(cmd, opt.utf8));
+    }
+    if (opt.show_pid) r += fmt::format("/{}", p.pid);
+    r += "(" +
+         paint(kYellow,
+               p.used_memory_bytes.ok() ? fmt::format("{}M", bytes_to_mib(*p.used_memory_bytes)) : "?M") +
+         ")";
+    line += " " + r;
+  }
+  return line;
+}
+
+}  // namespace
+
+TempLevel temp_level(unsigned celsius) noexcept {
+  if (celsius < 50) return TempLevel::cool;
+  if (celsius < 80) return TempLevel::warm;
+  return TempLevel::hot;
+}
+
+std::string status_text(const Snapshot& snap, std::span<const std::size_t> order, const StatusOptions& opt) {
+  std::size_t name_width = opt.gpuname_width;
+  for (std::size_t pos : order) {
+    const auto& g = snap.gpus.at(pos);
+    if (g.info && g.info->name.ok())
+      name_width = std::max(name_width, display_width(clean(*g.info->name, opt.utf8)));
+  }
+  std::vector<std::string> lines;
+  auto build = [&](std::size_t width) {
+    lines.clear();
+    for (std::size_t pos : order) lines.push_back(gpu_line(snap, snap.gpus.at(pos), opt, width));
+  };
+  build(name_width);
+  if (opt.columns > 0) {
+    // Narrow terminal: give up name columns first (down to 4), then cut each line; never wrap.
+    std::size_t widest_overflow = 0;
+    for (const auto& l : lines) {
+      const std::size_t w = display_width(l);
+      if (w > opt.columns) widest_overflow = std::max(widest_overflow, w - opt.columns);
+    }
+    if (widest_overflow > 0)
+      build(std::max<std::size_t>(4, name_width > widest_overflow ? name_width - widest_overflow : 4));
+  }
+  std::string out;
+  const Painter paint{opt.color};
+  if (opt.show_header) {
+    const std::string host = snap.host.hostname.empty() ? std::string("localhost") : snap.host.hostname;
+    std::string ts = nvidia_smi_timestamp(snap.time_unix_ns);  // YYYY/MM/DD HH:MM:SS.mmm
+    ts = ts.substr(0, 4) + "-" + ts.substr(5, 2) + "-" + ts.substr(8, 2) + " " + ts.substr(11, 8);
+    std::string header =
+        paint(kBoldWhite, fmt::format("{:<{}}", clean(host, opt.utf8), name_width + 3)) + "  " + ts + "  " +
+        paint(kGray, snap.driver.driver_version.ok() ? *snap.driver.driver_version : std::string("N/A"));
+    if (!snap.driver.loaded && !snap.driver.error.empty())
+      header += "  " + paint(kBoldRed, clean(snap.driver.error, opt.utf8));
+    lines.insert(lines.begin(), header);
+  }
+  for (auto& l : lines) {
+    if (opt.columns > 0 && display_width(l) > opt.columns) l = truncate_display(l, opt.columns);
+    out += l + '\n';
+  }
+  return out;
+}
+
+}  // namespace trainmon::exp
