@@ -79,6 +79,15 @@ struct HostSample {
   std::vector<DiskSample> disks;
   std::vector<NetSample> nets;
   Reading<double> uptime_s;
+  // Added by the host collector (src/host):
+  double interval_s = 0;                    ///< CLOCK_BOOTTIME seconds (/proc/uptime) since the previous
+                                            ///< collect, the base of every rate; 0 on the first tick
+  Reading<std::uint64_t> boot_time_unix_s;  ///< /proc/stat btime
+  unsigned process_count = 0;               ///< processes listed this tick (all_processes only)
+  unsigned processes_unreadable = 0;        ///< listed or requested pids whose stat was not readable
+                                            ///< (hidepid, EACCES); they are not in the process list
+  Reading<unsigned> procs_running;          ///< /proc/stat procs_running
+  Reading<unsigned> procs_blocked;          ///< /proc/stat procs_blocked (waiting on I/O)
 };
 
 /// One host process. Identified by (pid, start_time_ticks), never pid alone.
@@ -106,6 +115,17 @@ struct ProcessSample {
   Reading<std::string> container_id;         ///< 64-hex id found in the cgroup path
   std::vector<std::uint32_t> nspid;          ///< NSpid chain (outermost first)
   double cpu_time_s = 0;                     ///< utime + stime, seconds
+  // Added by the host collector (src/host) and the GPU join (src/sampler/gpu_process_join):
+  double start_time_boot_s = 0;              ///< start_time_ticks / USER_HZ: seconds after boot
+  /// ps-style CPU %: cpu_time_s over the whole life (per-core basis). Available on the first tick;
+  /// not_available for a process that started this very tick (no elapsed time).
+  Reading<double> cpu_pct_lifetime;
+  /// Result of reading /proc/PID/status: when not ok (the process exited between reading stat and
+  /// status, or hidepid) uid is 0 and user empty (unknown), nspid empty, shared_bytes not ok.
+  ReadStatus status_file = ReadStatus::not_collected;
+  Reading<std::uint64_t> swap_bytes;         ///< VmSwap
+  std::vector<unsigned> gpu_indices;         ///< GPUs on which the join found this process (ascending)
+  Reading<std::uint64_t> gpu_memory_bytes;   ///< sum of used_memory_bytes over those GPUs
 };
 
 }  // namespace trainmon

@@ -4,6 +4,7 @@
 // previous counters, so the first tick reports zeros / N/A for them.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -15,11 +16,17 @@
 namespace trainmon {
 
 struct HostOptions {
-  std::string proc_root = "/proc";   ///< --proc-root (a fixture tree in tests)
-  std::string sys_root = "/sys";     ///< --sys-root
-  bool all_processes = false;        ///< list every process, not only the requested pids
-  bool disks = true;                 ///< /proc/diskstats rates
-  bool nets = true;                  ///< /proc/net/dev rates
+  std::string proc_root = "/proc";  ///< --proc-root (a fixture tree in tests)
+  std::string sys_root = "/sys";    ///< --sys-root
+  bool all_processes = false;       ///< list every process, not only the requested pids
+  bool disks = true;                ///< /proc/diskstats rates
+  bool nets = true;                 ///< /proc/net/dev rates
+  // Added by the host collector (src/host):
+  /// Read /proc/PID/io and /proc/PID/cgroup for every listed process; otherwise only for `pids`.
+  bool all_process_details = false;
+  bool disks_include_virtual = false;     ///< also report loop*, ram*, zram* devices
+  bool disks_include_partitions = false;  ///< also report partitions (sda1, nvme0n1p2)
+  std::size_t cmdline_max_bytes = 4096;   ///< longer command lines are cut (UTF-8 boundary)
 };
 
 class HostCollector {
