@@ -185,6 +185,8 @@ struct GpuProcessSample {
   unsigned gpu_index = 0;
   std::uint32_t pid = 0;                       ///< host PID as the driver reports it
   char type = 'C';                             ///< 'C' compute, 'G' graphics, 'M' MPS (pmon's C/G)
+  /// Listed by both the compute and the graphics list (pmon shows "C+G"); `type` is then 'C'.
+  bool compute_and_graphics = false;
   Reading<std::uint64_t> used_memory_bytes;    ///< not_available under WDDM / without permission
   Reading<unsigned> gpu_instance_id;           ///< MIG only (not_available when MIG is off)
   Reading<unsigned> compute_instance_id;

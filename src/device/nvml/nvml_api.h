@@ -344,6 +344,68 @@ nvmlReturn_t nvmlGpmSampleFree(nvmlGpmSample_t gpmSample);
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample);
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet);
 
+// ---- added for the fake driver (tests/fake_nvml): more entry points a real driver exports -------
+/// nvmlTemperature_v1_t (NVML 12.8+, nvmlDeviceGetTemperatureV); version = nvmlTemperature_v1.
+typedef struct {
+  unsigned int version;
+  unsigned int sensorType;  // nvmlTemperatureSensors_t
+  int temperature;          // °C
+} nvmlTemperature_v1_t;
+
+/// nvmlProcessDetail_v1_t: the 32-byte layout incl. CC-protected memory (NVML 12.2+).
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+  unsigned int gpuInstanceId;
+  unsigned int computeInstanceId;
+  unsigned long long usedGpuCcProtectedMemory;
+} nvmlProcessDetail_v1_t;
+
+/// nvmlProcessDetailList_v1_t (nvmlDeviceGetRunningProcessDetailList); version = 0x01000018.
+typedef struct {
+  unsigned int version;
+  unsigned int mode;  // nvmlProcessMode_t: 0 compute, 1 graphics, 2 MPS
+  unsigned int numProcArrayEntries;
+  nvmlProcessDetail_v1_t* procArray;
+} nvmlProcessDetailList_v1_t;
+
+/// nvmlProcessUtilizationInfo_v1_t (NVML 12.4+): adds jpg/ofa to the per-process sample.
+typedef struct {
+  unsigned long long timeStamp;  // µs since epoch
+  unsigned int pid;
+  unsigned int smUtil, memUtil, encUtil, decUtil, jpgUtil, ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+/// nvmlProcessesUtilizationInfo_v1_t (nvmlDeviceGetProcessesUtilizationInfo); version = 0x01000018.
+typedef struct {
+  unsigned int version;
+  unsigned int processSamplesCount;
+  unsigned long long lastSeenTimeStamp;
+  nvmlProcessUtilizationInfo_v1_t* procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber);
+nvmlReturn_t nvmlDeviceGetBoardPartNumber(nvmlDevice_t device, char* partNumber, unsigned int length);
+nvmlReturn_t nvmlDeviceGetDisplayMode(nvmlDevice_t device, unsigned int* display);
+nvmlReturn_t nvmlDeviceGetPcieSpeed(nvmlDevice_t device, unsigned int* pcieSpeed);
+nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int* speed);
+nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, unsigned int* pState);
+nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_v1_t* temperature);
+nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, unsigned int clockType, unsigned int clockId, unsigned int* clockMHz);
+nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, unsigned int errorType, unsigned int counterType,
+                                             unsigned int locationType, unsigned long long* count);
+nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice);
+nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t* device);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t* plist);
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizationInfo_v1_t* procesesUtilInfo);
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
+
 }  // extern "C"
 
 // ---- layout checks (NVML-NOTES §6.3, LP64) -----------------------------------------------------
@@ -373,3 +435,10 @@ static_assert(sizeof(nvmlPciInfo_t) == 68 && offsetof(nvmlPciInfo_t, domain) == 
 static_assert(sizeof(nvmlEventData_t) == 32 && offsetof(nvmlEventData_t, eventType) == 8 &&
               offsetof(nvmlEventData_t, eventData) == 16 && offsetof(nvmlEventData_t, gpuInstanceId) == 24);
 static_assert(sizeof(nvmlViolationTime_t) == 16);
+static_assert(sizeof(nvmlTemperature_v1_t) == 12 && TRAINMON_NVML_STRUCT_VERSION(nvmlTemperature_v1_t, 1) == 0x0100000Cu);
+static_assert(sizeof(nvmlProcessDetail_v1_t) == 32);
+static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24 && offsetof(nvmlProcessDetailList_v1_t, procArray) == 16 &&
+              TRAINMON_NVML_STRUCT_VERSION(nvmlProcessDetailList_v1_t, 1) == 0x01000018u);
+static_assert(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40 && offsetof(nvmlProcessUtilizationInfo_v1_t, ofaUtil) == 32);
+static_assert(sizeof(nvmlProcessesUtilizationInfo_v1_t) == 24 &&
+              offsetof(nvmlProcessesUtilizationInfo_v1_t, procUtilArray) == 16);

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+// DeviceWorker: one thread per GPU so that an NVML call that hangs (a GPU falling off the bus)
+// cannot freeze the program. The sampler hands each worker one job per tick and waits for all of
+// them up to a common deadline; a worker still inside a previous job is reported as busy and gets
+// no new work.
+//
+// Shutdown choice: bounded join, then detach. stop() waits up to `grace` for the thread to leave
+// its current job; a thread still stuck is detached. Everything the job touches is held by
+// shared_ptr inside the job itself, so a detached thread that returns later finds its data alive;
+// the owner must also keep the NVML library mapped (NvmlLibrary::leak()) and skip nvmlShutdown when
+// stop() returns false.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+namespace trainmon::device {
+
+class DeviceWorker {
+ public:
+  DeviceWorker();
+  /// Calls stop() with a 1 s grace period if the owner did not.
+  ~DeviceWorker();
+  DeviceWorker(const DeviceWorker&) = delete;
+  DeviceWorker& operator=(const DeviceWorker&) = delete;
+
+  /// Start `job` on the worker thread. False (job dropped) when the previous job is still running
+  /// or the worker is stopped.
+  bool try_submit(std::function<void()> job);
+  /// Wait until the current job has finished or `deadline` passes. True when idle.
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
+  /// True while a job is running (e.g. stuck in a hung NVML call).
+  bool busy() const;
+  /// Ask the thread to exit and wait up to `grace`. True when it exited and was joined; false when
+  /// it was still inside a job and has been detached (see the file comment).
+  bool stop(std::chrono::milliseconds grace);
+  /// The two halves of stop(), so that many workers can be told first and then waited for with
+  /// one common deadline.
+  void request_stop();
+  bool stop_until(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::function<void()> job;
+    bool busy = false;
+    bool stopping = false;
+    bool exited = false;
+  };
+  static void run(std::shared_ptr<State> state);
+
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace trainmon::device

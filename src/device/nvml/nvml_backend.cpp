@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// open_nvml_backend: load, init, enumerate, then sample every device on its own worker thread with
+// a common deadline per tick (BackendOptions::device_timeout).
+#include "device/nvml/nvml_backend.h"
+
+#include <algorithm>
+#include <array>
+
+#include "device/nvml/nvml_error.h"
+#include "device/nvml/nvml_validate.h"
+
+namespace trainmon::nvml {
+
+namespace {
+
+std::string init_failure_line(const NvmlLibrary& lib, int rc) {
+  std::string what = lib.bound_name("nvmlInit_v2");
+  std::string line = "NVML library " + lib.path() + " loaded but " + what +
+                     " failed: " + nvml_error_name_or_number(rc) + " (" +
+                     std::string(nvml_error_sentence(rc)) + ")";
+  if (rc == NVML_ERROR_LIBRARY_NOT_FOUND) {
+    line +=
+        "; this is what the CUDA toolkit's stub libnvidia-ml.so answers: point TRAINMON_NVML_LIBRARY at the "
+        "driver's libnvidia-ml.so.1, not at .../stubs/";
+  } else if (rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
+    line +=
+        "; the driver was probably upgraded without reloading the kernel module: reboot, or compare "
+        "`cat /proc/driver/nvidia/version` with the library version";
+  } else {
+    line += "; " + std::string(kNvmlHint);
+  }
+  return line;
+}
+
+template <std::size_t N>
+Reading<std::string> read_version(int rc, const std::array<char, N>& buf) {
+  if (rc != NVML_SUCCESS) return nvml_fail<std::string>(rc);
+  return checked_string(buf.data(), N);
+}
+
+}  // namespace
+
+NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
+  driver_.device_count = Reading<unsigned>::fail(ReadStatus::not_collected);
+  auto loaded = load_nvml_library(nvml_library_candidates(options.library_path));
+  if (!loaded) {
+    driver_.error = loaded.error().message;
+    driver_.device_count = Reading<unsigned>::fail(ReadStatus::failed, loaded.error().code);
+    return;
+  }
+  lib_ = std::make_shared<NvmlLibrary>(std::move(*loaded));
+  driver_.library_path = lib_->path();
+  const NvmlApi& a = lib_->api();
+
+  if (int rc = a.init(); rc != NVML_SUCCESS) {
+    driver_.error = init_failure_line(*lib_, rc);
+    driver_.device_count = nvml_fail<unsigned>(rc);
+    lib_.reset();  // dlclose: nothing of it is used
+    return;
+  }
+  initialised_ = true;
+  driver_.loaded = true;
+
+  std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> dv{};
+  driver_.driver_version =
+      read_version(a.system_get_driver_version ? a.system_get_driver_version(dv.data(), unsigned{dv.size()})
+                                               : NVML_ERROR_FUNCTION_NOT_FOUND,
+                   dv);
+  std::array<char, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE> nv{};
+  driver_.nvml_version =
+      read_version(a.system_get_nvml_version ? a.system_get_nvml_version(nv.data(), unsigned{nv.size()})
+                                             : NVML_ERROR_FUNCTION_NOT_FOUND,
+                   nv);
+  int cuda = 0;
+  int crc = a.system_get_cuda_driver_version ? a.system_get_cuda_driver_version(&cuda)
+                                             : NVML_ERROR_FUNCTION_NOT_FOUND;
+  driver_.cuda_driver_version =
+      crc != NVML_SUCCESS
+          ? nvml_fail<int>(crc)
+          : (cuda > 0 ? Reading<int>::of(cuda) : Reading<int>::fail(ReadStatus::invalid_value));
+
+  unsigned count = 0;
+  if (int rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
+    driver_.device_count = nvml_fail<unsigned>(rc);
+    driver_.error = "NVML loaded from " + lib_->path() + " but " +
+                    nvml_error(rc, lib_->bound_name("nvmlDeviceGetCount_v2")).message +
+                    "; check `nvidia-smi -L`";
+    count = 0;
+  } else {
+    driver_.device_count = Reading<unsigned>::of(count);
+    if (count == 0) {
+      driver_.error =
+          "NVML loaded from " + lib_->path() +
+          " but it reports no GPUs; check `nvidia-smi -L`, CUDA_VISIBLE_DEVICES is not applied by NVML, "
+          "and in a container the --gpus option";
+    }
+  }
+  if (count > 1024) count = 1024;  // a corrupt count must not allocate the world
+
+  std::vector<nvmlDevice_t> handles(count, nullptr);
+  for (unsigned i = 0; i < count; ++i) {
+    nvmlDevice_t h = nullptr;
+    if (a.device_get_handle_by_index(i, &h) != NVML_SUCCESS) h = nullptr;  // retried by its worker
+    handles[i] = h;
+    Device d;
+    d.ctx = std::make_shared<DeviceContext>(lib_, h, i, options_);
+    d.worker = std::make_unique<device::DeviceWorker>();
+    auto info = std::make_shared<GpuStaticInfo>();
+    info->index = i;
+    d.last_info = std::move(info);
+    devices_.push_back(std::move(d));
+  }
+  if (options_.watch_events && count > 0) events_ = std::make_unique<EventWatcher>(lib_, handles);
+}
+
+NvmlBackend::~NvmlBackend() {
+  const auto grace =
+      std::clamp(options_.device_timeout, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+  const auto deadline = std::chrono::steady_clock::now() + grace;
+  bool all_joined = true;
+  for (auto& d : devices_) d.worker->request_stop();
+  if (events_) all_joined = events_->stop(deadline) && all_joined;
+  for (auto& d : devices_) all_joined = d.worker->stop_until(deadline) && all_joined;
+  if (!all_joined) {
+    // A detached thread may still be inside the driver: keep it mapped, do not shut it down.
+    if (lib_) lib_->leak();
+    return;
+  }
+  events_.reset();
+  devices_.clear();  // frees GPM samples while NVML is still initialised
+  if (initialised_ && lib_) lib_->api().shutdown();
+}
+
+void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
+  const NvmlApi& a = *ctx.api;
+  Call call;
+  if (ctx.handle == nullptr) {
+    nvmlDevice_t h = nullptr;
+    int rc = call(a.device_get_handle_by_index, ctx.index, &h);
+    if (rc != NVML_SUCCESS || h == nullptr) {
+      out.sample.index = ctx.index;
+      out.sample.info = ctx.info;
+      set_all_status(out.sample, nvml_read_status(rc == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : rc), rc);
+      if (out.sample.responsive.status == ReadStatus::not_supported)
+        out.sample.responsive.status = ReadStatus::failed;
+      return;
+    }
+    ctx.handle = h;
+  }
+  read_static_info(ctx, call);
+  out.sample = read_sample(ctx, call);
+  if (call.fatal() != 0) {
+    set_all_status(out.sample, ReadStatus::gpu_lost, call.fatal());
+    return;
+  }
+  if (call.ok_count() == 0 && call.failed_count() > 0) {
+    out.sample.responsive = Reading<bool>::fail(ReadStatus::failed, call.last_failure());
+  } else {
+    out.sample.responsive = Reading<bool>::of(true);
+  }
+  if (ctx.options.collect_processes) {
+    Call pcall;
+    out.processes = read_processes(ctx, pcall);
+  }
+}
+
+void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.device_timeout;
+  std::vector<std::shared_ptr<TickResult>> results(devices_.size());
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    auto slot = std::make_shared<TickResult>();
+    // The job owns what it touches (context, result slot): a job that outlives this tick, or the
+    // backend, writes only into memory it keeps alive itself.
+    if (devices_[i].worker->try_submit([ctx = devices_[i].ctx, slot] { run_tick(*ctx, *slot); })) {
+      results[i] = std::move(slot);
+    }
+  }
+  for (std::size_t i = 0; i < devices_.size(); ++i) {
+    Device& d = devices_[i];
+    if (results[i] && d.worker->wait_until(deadline)) {
+      TickResult& r = *results[i];
+      if (r.sample.info) d.last_info = r.sample.info;
+      r.sample.info = d.last_info;
+      gpus.push_back(std::move(r.sample));
+      for (auto& p : r.processes) processes.push_back(std::move(p));
+      continue;
+    }
+    // Still inside an NVML call (this tick's, or one from an earlier tick): report and move on.
+    GpuSample s;
+    s.index = static_cast<unsigned>(i);
+    s.info = d.last_info;
+    set_all_status(s, ReadStatus::timeout, 0);
+    gpus.push_back(std::move(s));
+  }
+}
+
+std::vector<GpuEvent> NvmlBackend::drain_events() {
+  return events_ ? events_->drain() : std::vector<GpuEvent>{};
+}
+
+std::vector<SymbolBinding> NvmlBackend::bindings() const {
+  return lib_ ? lib_->bindings() : std::vector<SymbolBinding>{};
+}
+
+std::string NvmlBackend::events_status() const {
+  if (!options_.watch_events) return "events not watched: disabled";
+  return events_ ? events_->status() : "events not watched: NVML not loaded or no devices";
+}
+
+}  // namespace trainmon::nvml
+
+namespace trainmon {
+
+std::unique_ptr<DeviceBackend> open_nvml_backend(const BackendOptions& options) {
+  return std::make_unique<nvml::NvmlBackend>(options);
+}
+
+}  // namespace trainmon

@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to the NVML backend: the per-device state that one DeviceWorker owns, the call wrapper
+// that stops touching a device once it reported itself lost, and the readers that fill
+// GpuStaticInfo / GpuSample / GpuProcessSample (one file each).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "device/nvml/nvml_api.h"
+#include "device/nvml/nvml_error.h"
+#include "device/nvml/nvml_loader.h"
+#include "trainmon/core/gpu_sample.h"
+#include "trainmon/device/backend.h"
+
+namespace trainmon::nvml {
+
+/// Wraps NVML calls for one device during one tick. A missing entry point answers
+/// NVML_ERROR_FUNCTION_NOT_FOUND; after GPU_IS_LOST / RESET_REQUIRED every later call answers the
+/// same code without calling the driver (a lost GPU is not hammered, and every field says lost).
+class Call {
+ public:
+  template <class Fn, class... A>
+  int operator()(Fn fn, A&&... args) {
+    if (fatal_ != 0) return fatal_;
+    if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
+    int rc = fn(std::forward<A>(args)...);
+    if (rc == NVML_SUCCESS) {
+      ++ok_;
+    } else if (nvml_device_fatal(rc)) {
+      fatal_ = rc;
+    } else if (nvml_read_status(rc) == ReadStatus::failed || rc == NVML_ERROR_TIMEOUT) {
+      ++failed_;
+      last_failure_ = rc;
+    }
+    return rc;
+  }
+  int fatal() const noexcept { return fatal_; }
+  unsigned ok_count() const noexcept { return ok_; }
+  unsigned failed_count() const noexcept { return failed_; }
+  /// The code of the most recent failed call (0 when none).
+  int last_failure() const noexcept { return last_failure_; }
+
+ private:
+  int fatal_ = 0;
+  unsigned ok_ = 0;
+  unsigned failed_ = 0;
+  int last_failure_ = 0;
+};
+
+/// `check(value)` when rc is NVML_SUCCESS, else the failure status for rc.
+template <class V, class Check>
+auto checked(int rc, const V& value, Check check) -> decltype(check(value)) {
+  using R = decltype(check(value));
+  if (rc != NVML_SUCCESS) return R::fail(nvml_read_status(rc), rc);
+  return check(value);
+}
+
+/// GPM state of one device: the previous tick's sample and this tick's.
+struct GpmState {
+  nvmlGpmSample_t previous = nullptr;
+  nvmlGpmSample_t current = nullptr;
+  bool previous_valid = false;
+};
+
+/// Everything one device's worker keeps between ticks. Only that worker's thread touches it.
+struct DeviceContext {
+  DeviceContext(std::shared_ptr<NvmlLibrary> library, nvmlDevice_t h, unsigned i, const BackendOptions& o)
+      : lib(std::move(library)), api(&lib->api()), handle(h), index(i), options(o) {}
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  std::shared_ptr<NvmlLibrary> lib;  ///< keeps the entry points alive while a job runs
+  const NvmlApi* api;
+  nvmlDevice_t handle;
+  unsigned index;
+  BackendOptions options;
+
+  // static info (nvml_static_info.cpp)
+  std::shared_ptr<const GpuStaticInfo> info;
+  unsigned ticks_since_full_probe = 0;
+
+  // high-resolution samples and per-process utilisation: newest driver timestamp seen (µs)
+  std::uint64_t last_gpu_util_sample_us = 0;
+  std::uint64_t last_power_sample_us = 0;
+  std::uint64_t last_process_util_us = 0;
+
+  // previous good values of cumulative counters (backwards = invalid_value)
+  std::optional<std::uint64_t> prev_energy_mj;
+  std::array<std::optional<std::uint64_t>, 4> prev_ecc;        // cor/unc × volatile/aggregate
+  std::array<std::optional<std::uint64_t>, 5> prev_violation;  // 74, 75, 269, 270, 271
+
+  // process lists (nvml_processes.cpp): stride of _v3 entries once known (24 or 32)
+  std::optional<std::size_t> v3_stride;
+
+  GpmState gpm;
+};
+
+/// Microseconds since the Unix epoch (NVML's sample clock).
+std::uint64_t now_unix_us();
+
+/// Read (or re-probe) the static facts into ctx.info. Fields that failed transiently are re-read
+/// every tick; every field is re-read every kFullReprobeTicks ticks (never switched off for good).
+void read_static_info(DeviceContext& ctx, Call& call);
+inline constexpr unsigned kFullReprobeTicks = 300;
+
+/// One tick of dynamic metrics for ctx's device.
+GpuSample read_sample(DeviceContext& ctx, Call& call);
+/// GPM metrics into `s` (nvml_gpm.cpp); needs info->gpm_supported.
+void read_gpm(DeviceContext& ctx, Call& call, GpuSample& s);
+/// Release GPM samples (on context destruction).
+void free_gpm(DeviceContext& ctx);
+/// Processes on ctx's device: compute and graphics lists, utilisation, names.
+std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call);
+
+/// Give every Reading of `s` (and its MIG rows) the same status: a lost or hung device.
+void set_all_status(GpuSample& s, ReadStatus status, std::int32_t code);
+
+}  // namespace trainmon::nvml

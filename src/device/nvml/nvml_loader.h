@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// The NVML loader: dlopen the driver's library and bind every entry point trainmon uses from ONE
+// table (nvml_loader.cpp, kEntryPoints), each marked required or optional, each with its versioned
+// names in order of preference (e.g. nvmlInit_v2 then nvmlInit). No link-time dependency on the
+// driver: pointer types are `decltype(&nvmlX)` of our own declarations (nvml_api.h).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "device/nvml/nvml_api.h"
+#include "trainmon/core/error.h"
+
+namespace trainmon::nvml {
+
+/// Bound entry points; a null pointer means the driver does not export any of the names tried.
+/// Functions whose versions take different structs (process lists, memory) have one slot per
+/// version; the others have one slot bound to the best name found.
+struct NvmlApi {
+  decltype(&nvmlInit_v2) init = nullptr;
+  decltype(&nvmlShutdown) shutdown = nullptr;
+  decltype(&nvmlErrorString) error_string = nullptr;
+  decltype(&nvmlSystemGetDriverVersion) system_get_driver_version = nullptr;
+  decltype(&nvmlSystemGetNVMLVersion) system_get_nvml_version = nullptr;
+  decltype(&nvmlSystemGetCudaDriverVersion_v2) system_get_cuda_driver_version = nullptr;
+  decltype(&nvmlSystemGetProcessName) system_get_process_name = nullptr;
+
+  decltype(&nvmlDeviceGetCount_v2) device_get_count = nullptr;
+  decltype(&nvmlDeviceGetHandleByIndex_v2) device_get_handle_by_index = nullptr;
+  decltype(&nvmlDeviceGetName) device_get_name = nullptr;
+  decltype(&nvmlDeviceGetUUID) device_get_uuid = nullptr;
+  decltype(&nvmlDeviceGetSerial) device_get_serial = nullptr;
+  decltype(&nvmlDeviceGetVbiosVersion) device_get_vbios_version = nullptr;
+  decltype(&nvmlDeviceGetPciInfo_v3) device_get_pci_info = nullptr;
+  decltype(&nvmlDeviceGetCudaComputeCapability) device_get_cuda_compute_capability = nullptr;
+  decltype(&nvmlDeviceGetBrand) device_get_brand = nullptr;
+  decltype(&nvmlDeviceGetArchitecture) device_get_architecture = nullptr;
+  decltype(&nvmlDeviceGetCurrPcieLinkGeneration) device_get_curr_pcie_link_generation = nullptr;
+  decltype(&nvmlDeviceGetCurrPcieLinkWidth) device_get_curr_pcie_link_width = nullptr;
+  decltype(&nvmlDeviceGetMaxPcieLinkGeneration) device_get_max_pcie_link_generation = nullptr;
+  decltype(&nvmlDeviceGetGpuMaxPcieLinkGeneration) device_get_gpu_max_pcie_link_generation = nullptr;
+  decltype(&nvmlDeviceGetMaxPcieLinkWidth) device_get_max_pcie_link_width = nullptr;
+  decltype(&nvmlDeviceGetPcieThroughput) device_get_pcie_throughput = nullptr;
+  decltype(&nvmlDeviceGetPcieReplayCounter) device_get_pcie_replay_counter = nullptr;
+
+  decltype(&nvmlDeviceGetMemoryInfo_v2) device_get_memory_info_v2 = nullptr;
+  decltype(&nvmlDeviceGetMemoryInfo) device_get_memory_info_v1 = nullptr;
+  decltype(&nvmlDeviceGetBAR1MemoryInfo) device_get_bar1_memory_info = nullptr;
+  decltype(&nvmlDeviceGetUtilizationRates) device_get_utilization_rates = nullptr;
+  decltype(&nvmlDeviceGetEncoderUtilization) device_get_encoder_utilization = nullptr;
+  decltype(&nvmlDeviceGetDecoderUtilization) device_get_decoder_utilization = nullptr;
+  decltype(&nvmlDeviceGetJpgUtilization) device_get_jpg_utilization = nullptr;
+  decltype(&nvmlDeviceGetOfaUtilization) device_get_ofa_utilization = nullptr;
+  decltype(&nvmlDeviceGetSamples) device_get_samples = nullptr;
+
+  decltype(&nvmlDeviceGetTemperature) device_get_temperature = nullptr;
+  decltype(&nvmlDeviceGetTemperatureThreshold) device_get_temperature_threshold = nullptr;
+  decltype(&nvmlDeviceGetPowerUsage) device_get_power_usage = nullptr;
+  decltype(&nvmlDeviceGetPowerManagementLimit) device_get_power_management_limit = nullptr;
+  decltype(&nvmlDeviceGetEnforcedPowerLimit) device_get_enforced_power_limit = nullptr;
+  decltype(&nvmlDeviceGetPowerManagementDefaultLimit) device_get_power_management_default_limit = nullptr;
+  decltype(&nvmlDeviceGetPowerManagementLimitConstraints) device_get_power_management_limit_constraints =
+      nullptr;
+  decltype(&nvmlDeviceGetTotalEnergyConsumption) device_get_total_energy_consumption = nullptr;
+  decltype(&nvmlDeviceGetFanSpeed) device_get_fan_speed = nullptr;
+  decltype(&nvmlDeviceGetNumFans) device_get_num_fans = nullptr;
+  decltype(&nvmlDeviceGetPerformanceState) device_get_performance_state = nullptr;
+
+  decltype(&nvmlDeviceGetClockInfo) device_get_clock_info = nullptr;
+  decltype(&nvmlDeviceGetMaxClockInfo) device_get_max_clock_info = nullptr;
+  decltype(&nvmlDeviceGetCurrentClocksEventReasons) device_get_current_clocks_event_reasons = nullptr;
+  decltype(&nvmlDeviceGetSupportedClocksEventReasons) device_get_supported_clocks_event_reasons = nullptr;
+  decltype(&nvmlDeviceGetFieldValues) device_get_field_values = nullptr;
+
+  decltype(&nvmlDeviceGetEccMode) device_get_ecc_mode = nullptr;
+  decltype(&nvmlDeviceGetTotalEccErrors) device_get_total_ecc_errors = nullptr;
+  decltype(&nvmlDeviceGetRetiredPages) device_get_retired_pages = nullptr;
+  decltype(&nvmlDeviceGetRetiredPagesPendingStatus) device_get_retired_pages_pending_status = nullptr;
+  decltype(&nvmlDeviceGetRemappedRows) device_get_remapped_rows = nullptr;
+
+  decltype(&nvmlDeviceGetPersistenceMode) device_get_persistence_mode = nullptr;
+  decltype(&nvmlDeviceGetComputeMode) device_get_compute_mode = nullptr;
+  decltype(&nvmlDeviceGetDisplayActive) device_get_display_active = nullptr;
+  decltype(&nvmlDeviceGetMigMode) device_get_mig_mode = nullptr;
+  decltype(&nvmlDeviceGetMaxMigDeviceCount) device_get_max_mig_device_count = nullptr;
+  decltype(&nvmlDeviceGetMigDeviceHandleByIndex) device_get_mig_device_handle_by_index = nullptr;
+  decltype(&nvmlDeviceGetGpuInstanceId) device_get_gpu_instance_id = nullptr;
+  decltype(&nvmlDeviceGetComputeInstanceId) device_get_compute_instance_id = nullptr;
+
+  // process lists: one slot per struct layout (v3 → nvmlProcessInfo_v2_t or the 535 layout,
+  // v2 → nvmlProcessInfo_v2_t, plain → nvmlProcessInfo_v1_t)
+  decltype(&nvmlDeviceGetComputeRunningProcesses_v3) device_get_compute_running_processes_v3 = nullptr;
+  decltype(&nvmlDeviceGetComputeRunningProcesses_v2) device_get_compute_running_processes_v2 = nullptr;
+  decltype(&nvmlDeviceGetComputeRunningProcesses) device_get_compute_running_processes_v1 = nullptr;
+  decltype(&nvmlDeviceGetGraphicsRunningProcesses_v3) device_get_graphics_running_processes_v3 = nullptr;
+  decltype(&nvmlDeviceGetGraphicsRunningProcesses_v2) device_get_graphics_running_processes_v2 = nullptr;
+  decltype(&nvmlDeviceGetGraphicsRunningProcesses) device_get_graphics_running_processes_v1 = nullptr;
+  decltype(&nvmlDeviceGetProcessUtilization) device_get_process_utilization = nullptr;
+
+  decltype(&nvmlEventSetCreate) event_set_create = nullptr;
+  decltype(&nvmlDeviceGetSupportedEventTypes) device_get_supported_event_types = nullptr;
+  decltype(&nvmlDeviceRegisterEvents) device_register_events = nullptr;
+  decltype(&nvmlEventSetWait_v2) event_set_wait = nullptr;
+  decltype(&nvmlEventSetFree) event_set_free = nullptr;
+
+  decltype(&nvmlGpmQueryDeviceSupport) gpm_query_device_support = nullptr;
+  decltype(&nvmlGpmSampleAlloc) gpm_sample_alloc = nullptr;
+  decltype(&nvmlGpmSampleFree) gpm_sample_free = nullptr;
+  decltype(&nvmlGpmSampleGet) gpm_sample_get = nullptr;
+  decltype(&nvmlGpmMetricsGet) gpm_metrics_get = nullptr;
+};
+
+/// Which name one table entry was bound to (for `trainmon doctor` and JSON output).
+struct SymbolBinding {
+  std::string entry;  ///< the preferred name, e.g. "nvmlInit_v2"
+  std::string bound;  ///< the name dlsym found, e.g. "nvmlInit"; empty when none was found
+  bool required = false;
+};
+
+/// An opened NVML library with its bound entry points. Move-only; dlclose()s in the destructor
+/// unless leak() was called (a worker thread may still be inside the library).
+class NvmlLibrary {
+ public:
+  NvmlLibrary() = default;
+  ~NvmlLibrary();
+  NvmlLibrary(NvmlLibrary&& other) noexcept;
+  NvmlLibrary& operator=(NvmlLibrary&& other) noexcept;
+  NvmlLibrary(const NvmlLibrary&) = delete;
+  NvmlLibrary& operator=(const NvmlLibrary&) = delete;
+
+  const NvmlApi& api() const noexcept { return api_; }
+  const std::string& path() const noexcept { return path_; }
+  const std::vector<SymbolBinding>& bindings() const noexcept { return bindings_; }
+  /// The name bound for the entry whose preferred name is `entry` ("" when unbound or unknown).
+  std::string bound_name(std::string_view entry) const;
+  /// Never dlclose this library (called when a hung NVML call may still return into it).
+  void leak() noexcept { leaked_ = true; }
+
+ private:
+  friend Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidates);
+  void* handle_ = nullptr;
+  bool leaked_ = false;
+  std::string path_;
+  NvmlApi api_;
+  std::vector<SymbolBinding> bindings_;
+};
+
+/// The library names to try, in order: `explicit_path` alone when set, else $TRAINMON_NVML_LIBRARY
+/// alone when set, else "libnvidia-ml.so.1" then "libnvidia-ml.so".
+std::vector<std::string> nvml_library_candidates(const std::string& explicit_path);
+
+/// dlopen the first candidate that opens and binds every required entry point. A library under a
+/// ".../stubs/" directory (the CUDA toolkit's build stub) is refused. On failure the Error message
+/// is one line naming every candidate tried and why it failed, plus what to check.
+Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidates);
+
+/// The hint appended to every "NVML not usable" line.
+inline constexpr std::string_view kNvmlHint =
+    "is the NVIDIA driver installed and loaded? check `lsmod | grep nvidia` and `nvidia-smi`, or set "
+    "TRAINMON_NVML_LIBRARY to the driver's libnvidia-ml.so.1";
+
+}  // namespace trainmon::nvml
