@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// DiagnosisEngine: runs every detector over a whole run (offline) or, through LiveDiagnosis, over a
+// sliding window while the run goes on, with hysteresis so findings do not flap. At run end the
+// live result is by construction the offline result on the same series.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainmon/diagnose/detectors.h"
+#include "trainmon/diagnose/finding.h"
+#include "trainmon/diagnose/series.h"
+#include "trainmon/diagnose/thresholds.h"
+
+namespace trainmon::diagnose {
+
+/// Runs the detector table.
+class DiagnosisEngine {
+ public:
+  /// Every detector over the whole series; findings sorted by finding_less.
+  [[nodiscard]] std::vector<Finding> run_all(const RunSeries& series, const Thresholds& th) const;
+};
+
+/// Settings of the live wrapper.
+struct LiveOptions {
+  double every_s = 10;        ///< re-evaluate at most this often (run-clock seconds)
+  double window_s = 3600;     ///< detectors see the last hour (long enough for D3/D5 trends)
+  double close_after_s = 60;  ///< an open finding closes after being absent this long (hysteresis)
+};
+
+/// A live finding and its state.
+struct LiveFinding {
+  Finding finding;         ///< latest version (end_s and evidence refresh while it stays open)
+  double opened_s = 0;     ///< run time the engine first reported it
+  double last_seen_s = 0;  ///< last evaluation that still saw it
+  bool open = true;
+};
+
+/// Live diagnosis: feed snapshots (or rows) in time order; read `active()` for what is wrong now.
+/// Detectors already require their own `for` durations before reporting, which is the "opens
+/// after the condition holds" half of the hysteresis; this class adds the "closes only after
+/// clear for close_after_s" half. Findings are matched across evaluations by (code, gpus, pids).
+class LiveDiagnosis {
+ public:
+  explicit LiveDiagnosis(Thresholds th = {}, LiveOptions opt = {});
+
+  /// Appends the snapshot to the run's series and re-evaluates when `every_s` has passed.
+  /// Returns true when the set of open findings changed (something opened or closed).
+  bool on_snapshot(const Snapshot& snap, const JobContext& ctx);
+  /// Records a training-process event (kept for the next evaluation).
+  void on_train_event(TrainEvent ev);
+  /// Re-evaluates now on the window ending at the last row. Returns true when the open set changed.
+  bool evaluate();
+  /// Open findings, sorted by finding_less.
+  [[nodiscard]] std::vector<Finding> active() const;
+  /// Every live finding ever opened, open or closed.
+  [[nodiscard]] const std::vector<LiveFinding>& history() const noexcept { return live_; }
+  /// Ends the run: stores `facts` and returns the offline result on the full series.
+  std::vector<Finding> finish(const JobFacts& facts);
+  /// The full series recorded so far.
+  [[nodiscard]] const RunSeries& series() const noexcept { return series_; }
+  /// Mutable access for callers that fill rows themselves (tests, replay).
+  RunSeries& mutable_series() noexcept { return series_; }
+
+ private:
+  Thresholds th_;
+  LiveOptions opt_;
+  RunSeries series_;
+  DiagnosisEngine engine_;
+  std::vector<LiveFinding> live_;
+  double last_eval_s_ = -1e300;
+};
+
+}  // namespace trainmon::diagnose

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Thresholds: every number a detector compares against, with MISSION.md's values as defaults.
+// Each field cites its source; docs/diagnosis.md lists them per finding code. Configurable from a
+// `[diagnose]` TOML table (thresholds_from_toml) and `--threshold name=value` (set_threshold).
+#pragma once
+
+#include <expected>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace trainmon::diagnose {
+
+/// Detector thresholds. Percent values are 0..100, durations seconds, memory MiB.
+struct Thresholds {
+  // --- common --------------------------------------------------------------------------------
+  double window_s = 60;          ///< rolling-mean window; MISSION §6 ("under 30 % for 60 s")
+  double clear_s = 30;           ///< a condition must be clear this long to end an episode (ours)
+  double busy_util_pct = 20;     ///< a GPU counts as "under load" at or above this (ours; links
+                                 ///< and clocks drop when idle, NVML-NOTES clock reasons)
+  double idle_util_pct = 5;      ///< "idle" GPU; MISSION §4 D2 ("others under 5-12 %")
+  double job_gpu_min_mib = 256;  ///< a process holding this much uses the GPU (CUDA context ~300 MiB)
+  // --- D1 fragmentation ------------------------------------------------------------------------
+  double frag_reserved_ratio = 1.5;   ///< reserved >= ratio x allocated (MISSION §4 D1 "far below")
+  double frag_min_gap_mib = 1024;     ///< and reserved - allocated >= this
+  double frag_min_events = 3;         ///< on at least this many memory events
+  double spike_frac_of_total = 0.10;  ///< a jump of this share of total memory ... (MISSION §4 D1)
+  double spike_within_s = 10;         ///< ... within this many seconds ...
+  double near_full_pct = 95;          ///< ... ending at or above this; MISSION §6 OOM warning 95 %
+  // --- D2 imbalance / D8 DDP ------------------------------------------------------------------
+  double imbalance_spread_pct = 15;  ///< max - min mean util across job GPUs; MISSION §4 D2
+  double imbalance_high_pct = 50;    ///< the busiest GPU is at least this busy (ours)
+  double imbalance_for_s = 60;       ///< sustained (MISSION §6 60 s)
+  // --- D3 host memory leak ----------------------------------------------------------------------
+  double leak_min_slope_mib_h = 200;  ///< job RSS growth by least squares; MISSION §4 D3 (40 G -> 8 G)
+  double leak_min_r2 = 0.8;           ///< linear enough to be a leak (ours)
+  double leak_min_span_s = 1800;      ///< fitted over at least 30 min (ours; D3 shows after hours)
+  double leak_critical_eta_s = 3600;  ///< critical when available memory runs out within 1 h
+  // --- D4 data loading -------------------------------------------------------------------------
+  double starved_util_pct = 40;  ///< mean GPU util under this; MISSION §4 D4/D11
+  double starved_sm_pct = 30;    ///< swinging util with mean sm under this; MISSION §4 D4
+  double starved_for_s = 120;    ///< "for long" (ours: two windows)
+  double swing_low_pct = 10;     ///< hi-res sample counts as "0" ...
+  double swing_high_pct = 80;    ///< ... or as "85-90"; MISSION §4 D4
+  double swing_min_cycles = 3;   ///< low->high->low cycles within the episode
+  double cpu_low_pct = 30;       ///< host CPU under this; MISSION §4 D4
+  double main_pinned_pct = 90;   ///< main process at >= 90 % of one core; MISSION §4 D2/D4
+  // --- D5 GPU memory growth -----------------------------------------------------------------------
+  double growth_per_epoch_mib = 200;  ///< MISSION §4 D5 (200 MB, read as MiB as nvidia-smi shows)
+  double growth_min_epochs = 3;       ///< epochs needed (first one ignored: caching warms up)
+  double growth_slope_mib_h = 500;    ///< fallback without epoch events: driver-memory slope (ours)
+  // --- D6 power / bandwidth bound ---------------------------------------------------------------
+  double power_cap_frac = 0.95;      ///< power >= 95 % of the enforced cap; MISSION §4 D6
+  double power_bound_util_pct = 80;  ///< while util < 70-80 %; MISSION §4 D6 (upper end)
+  double dram_bound_pct = 70;        ///< GPM DRAM bandwidth >= this = bandwidth bound (ours, GPM)
+  // --- D7 wrong device / D9 ghosts ---------------------------------------------------------------
+  double wrong_device_for_s = 60;  ///< intended GPU idle while the job runs elsewhere
+  double held_unused_for_s = 300;  ///< job holds memory on a GPU that stays idle this long
+  double ghost_for_s = 30;         ///< pid not visible on the host / zombie, holding memory
+  double idle_holder_for_s = 600;  ///< a foreign process holding memory at 0 % sm this long
+  // --- D11 utilisation headroom -------------------------------------------------------------------
+  double low_util_pct = 40;          ///< MISSION §4 D11 (below 40 % is wasted)
+  double healthy_util_low_pct = 70;  ///< MISSION §4 D11 / §7 (70-95 % healthy)
+  double healthy_util_high_pct = 95;
+  double util_min_span_s = 300;  ///< judge utilisation over at least 5 min of use (ours)
+  // --- D12 throttling ----------------------------------------------------------------------------
+  double throttle_for_s = 30;  ///< a throttle reason active under load this long (ours;
+                               ///< DCGM health watches use similar persistence)
+  // --- D16 PCIe -----------------------------------------------------------------------------------
+  double pcie_for_s = 60;  ///< link below max under load this long
+  // --- D17 host memory pressure ------------------------------------------------------------------
+  double psi_mem_some_pct = 10;  ///< PSI memory some avg10 (kernel PSI doc; ours: 10 %)
+  double pressure_for_s = 30;
+  double swap_growth_mib = 256;   ///< swap used grows this much within an episode
+  double low_available_pct = 10;  ///< MemAvailable under 10 % of total (ours)
+  // --- D18 / D19 I/O- and CPU-bound loading -----------------------------------------------------
+  double iowait_pct = 20;                     ///< host iowait (ours)
+  double psi_io_some_pct = 20;                ///< PSI io some avg10 (ours)
+  double disk_read_min_bps = 20 * 1048576.0;  ///< "high disk reads": 20 MiB/s (ours)
+  double cpu_saturated_pct = 90;              ///< whole host CPU busy (ours)
+  double loading_for_s = 60;
+  // --- D21 GPU memory near full / D22 batch advice ------------------------------------------------
+  double near_full_for_s = 10;       ///< used >= near_full_pct this long
+  double forecast_window_s = 600;    ///< fit the last 10 min for the time-to-full forecast
+  double forecast_horizon_s = 3600;  ///< warn when full within 1 h
+  double forecast_min_pct = 80;      ///< only forecast above 80 % used
+  double batch_margin_frac = 0.10;   ///< keep 10 % of total free (ours; MISSION §5 keeps 2000 MiB)
+  double batch_reserve_mib = 2000;   ///< MISSION §5 one-point formula's system/context reserve
+
+  friend bool operator==(const Thresholds&, const Thresholds&) = default;
+};
+
+/// One row of the thresholds table: its configuration name and a pointer to the member.
+struct ThresholdInfo {
+  std::string_view name;  ///< "starved_util_pct" (the member's name)
+  double Thresholds::*field;
+  std::string_view source;  ///< where the default comes from
+};
+
+/// Every threshold, in declaration order.
+std::span<const ThresholdInfo> threshold_table() noexcept;
+
+/// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem.
+std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view name_eq_value);
+
+/// Reads the `[diagnose]` table of a TOML document over `base`: each key a threshold name with a
+/// number value. A document without `[diagnose]` gives `base`. Error: parse error or unknown key.
+std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view toml_text,
+                                                            const Thresholds& base = {});
+
+}  // namespace trainmon::diagnose

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "diagnose/detail.h"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace trainmon::diagnose::detail {
+
+double mean(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  double sum = 0;
+  std::size_t n = 0;
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i) {
+    if (!na(col[i])) {
+      sum += col[i];
+      ++n;
+    }
+  }
+  return n ? sum / static_cast<double>(n) : NAN;
+}
+
+double max_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  double m = NAN;
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i)
+    if (!na(col[i]) && (na(m) || col[i] > m)) m = col[i];
+  return m;
+}
+
+double min_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  double m = NAN;
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i)
+    if (!na(col[i]) && (na(m) || col[i] < m)) m = col[i];
+  return m;
+}
+
+double last_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  if (col.empty()) return NAN;
+  for (std::size_t i = std::min(i1, col.size() - 1) + 1; i-- > i0;)
+    if (!na(col[i])) return col[i];
+  return NAN;
+}
+
+double first_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i)
+    if (!na(col[i])) return col[i];
+  return NAN;
+}
+
+std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s) {
+  std::vector<float> out(col.size(), NAN);
+  double sum = 0;
+  std::size_t n = 0, lo = 0;
+  for (std::size_t i = 0; i < col.size(); ++i) {
+    if (!na(col[i])) {
+      sum += col[i];
+      ++n;
+    }
+    while (lo < i && t[lo] <= t[i] - window_s) {
+      if (!na(col[lo])) {
+        sum -= col[lo];
+        --n;
+      }
+      ++lo;
+    }
+    if (n) out[i] = static_cast<float>(sum / static_cast<double>(n));
+  }
+  return out;
+}
+
+std::vector<Episode> episodes(std::span<const double> t, std::span<const std::uint8_t> cond, double for_s,
+                              double clear_s) {
+  std::vector<Episode> out;
+  constexpr std::size_t none = std::numeric_limits<std::size_t>::max();
+  std::size_t start = none, last = none;
+  auto close = [&] {
+    if (start != none && t[last] - t[start] >= for_s) out.push_back({start, last});
+    start = last = none;
+  };
+  for (std::size_t i = 0; i < cond.size() && i < t.size(); ++i) {
+    if (cond[i]) {
+      if (start == none) start = i;
+      last = i;
+    } else if (start != none && t[i] - t[last] > clear_s) {
+      close();
+    }
+  }
+  close();
+  return out;
+}
+
+LinFit fit_line(std::span<const double> x, std::span<const double> y) {
+  LinFit f;
+  double sx = 0, sy = 0;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (na(x[i]) || na(y[i])) continue;
+    sx += x[i];
+    sy += y[i];
+    ++n;
+  }
+  f.n = n;
+  if (n < 2) return f;
+  const double mx = sx / static_cast<double>(n), my = sy / static_cast<double>(n);
+  double sxx = 0, sxy = 0, syy = 0;
+  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) {
+    if (na(x[i]) || na(y[i])) continue;
+    const double dx = x[i] - mx, dy = y[i] - my;
+    sxx += dx * dx;
+    sxy += dx * dy;
+    syy += dy * dy;
+  }
+  if (sxx <= 0) return f;
+  f.slope = sxy / sxx;
+  f.intercept = my - f.slope * mx;
+  const double sse = std::max(0.0, syy - f.slope * sxy);
+  f.r2 = syy > 0 ? 1.0 - sse / syy : 1.0;
+  f.residual_sd = n > 2 ? std::sqrt(sse / static_cast<double>(n - 2)) : 0.0;
+  return f;
+}
+
+LinFit fit_column(std::span<const double> t, std::span<const float> col, std::size_t i0, std::size_t i1) {
+  std::vector<double> x, y;
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i) {
+    if (na(col[i])) continue;
+    x.push_back(t[i]);
+    y.push_back(col[i]);
+  }
+  return fit_line(x, y);
+}
+
+bool has_job_processes(const RunSeries& s) {
+  for (const auto& g : s.gpus)
+    for (const auto& p : g.procs)
+      if (p.in_job) return true;
+  return false;
+}
+
+GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th) {
+  GpuUse u;
+  const std::size_t n = s.size();
+  u.used.assign(n, 0);
+  u.job_mem_mib.assign(n, NAN);
+  const bool job = has_job_processes(s);
+  bool any_proc = false;
+  for (const auto& g2 : s.gpus) any_proc = any_proc || !g2.procs.empty();
+  std::set<std::uint32_t> pids;
+  if (job || any_proc) {
+    for (const auto& p : g.procs) {
+      if (p.tick >= n || (job && !p.in_job)) continue;
+      if (!na(p.used_mib) && p.used_mib < th.job_gpu_min_mib) continue;
+      u.used[p.tick] = 1;
+      pids.insert(p.pid);
+      if (!na(p.used_mib))
+        u.job_mem_mib[p.tick] = (na(u.job_mem_mib[p.tick]) ? 0.f : u.job_mem_mib[p.tick]) + p.used_mib;
+    }
+  } else {
+    for (std::size_t i = 0; i < n && i < g.mem_used_mib.size(); ++i)
+      if (!na(g.mem_used_mib[i]) && g.mem_used_mib[i] >= th.job_gpu_min_mib) u.used[i] = 1;
+  }
+  u.pids.assign(pids.begin(), pids.end());
+  for (auto v : u.used) u.used_rows += v;
+  return u;
+}
+
+std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th) {
+  if (!s.facts.gpus.empty()) {
+    auto v = s.facts.gpus;
+    std::sort(v.begin(), v.end());
+    return v;
+  }
+  std::vector<unsigned> out;
+  for (const auto& g : s.gpus)
+    if (gpu_use(s, g, th).used_rows > 0) out.push_back(g.index);
+  return out;
+}
+
+std::string num(double v, int decimals) {
+  if (na(v)) return "N/A";
+  return fmt::format("{:.{}f}", v, decimals);
+}
+
+std::string dur(double seconds) {
+  if (na(seconds)) return "N/A";
+  if (seconds < 120) return fmt::format("{:.0f} s", seconds);
+  if (seconds < 7200) return fmt::format("{:.0f} min", seconds / 60);
+  const auto h = static_cast<long>(seconds / 3600);
+  return fmt::format("{} h {:02d} min", h, static_cast<int>((seconds - static_cast<double>(h) * 3600) / 60));
+}
+
+std::string gpu_list(const std::vector<unsigned>& gpus) {
+  std::string s;
+  for (auto g : gpus) s += (s.empty() ? "" : ",") + fmt::format("GPU{}", g);
+  return s;
+}
+
+void put(std::map<std::string, double>& m, const std::string& key, double value) {
+  if (std::isfinite(value)) m[key] = value;
+}
+
+std::size_t row_at(const RunSeries& s, double t0) {
+  return static_cast<std::size_t>(std::lower_bound(s.t.begin(), s.t.end(), t0) - s.t.begin());
+}
+
+}  // namespace trainmon::diagnose::detail

@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal helpers shared by the detectors: NaN-aware statistics over columns, rolling means,
+// episode finding with hysteresis, least squares, and which GPUs the job uses.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainmon/diagnose/finding.h"
+#include "trainmon/diagnose/series.h"
+#include "trainmon/diagnose/thresholds.h"
+
+namespace trainmon::diagnose::detail {
+
+inline bool na(float v) noexcept {
+  return std::isnan(v);
+}
+inline bool na(double v) noexcept {
+  return std::isnan(v);
+}
+
+/// Mean of the non-NaN values in [i0, i1] (inclusive); NaN when none.
+double mean(std::span<const float> col, std::size_t i0, std::size_t i1);
+/// Max of the non-NaN values in [i0, i1]; NaN when none.
+double max_of(std::span<const float> col, std::size_t i0, std::size_t i1);
+/// Min of the non-NaN values in [i0, i1]; NaN when none.
+double min_of(std::span<const float> col, std::size_t i0, std::size_t i1);
+/// Last non-NaN value in [i0, i1]; NaN when none.
+double last_of(std::span<const float> col, std::size_t i0, std::size_t i1);
+/// First non-NaN value in [i0, i1]; NaN when none.
+double first_of(std::span<const float> col, std::size_t i0, std::size_t i1);
+
+/// Trailing rolling mean over (t[i] - window_s, t[i]], NaN-aware; NaN where the window has no value.
+std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s);
+
+/// A stretch of rows [i0, i1] where a condition held (with gaps no longer than clear_s).
+struct Episode {
+  std::size_t i0 = 0;
+  std::size_t i1 = 0;
+};
+
+/// Episodes of `cond` (1 = holds): an episode continues across rows where it does not hold for at
+/// most `clear_s` seconds, and is kept only when it lasts at least `for_s` (t[i1] - t[i0]).
+std::vector<Episode> episodes(std::span<const double> t, std::span<const std::uint8_t> cond, double for_s,
+                              double clear_s);
+
+/// Ordinary least squares y = a + b x over the pairs where neither is NaN.
+struct LinFit {
+  double intercept = NAN;
+  double slope = NAN;
+  double r2 = NAN;
+  std::size_t n = 0;
+  double residual_sd = NAN;
+  [[nodiscard]] bool ok() const { return n >= 2 && !std::isnan(slope); }
+};
+LinFit fit_line(std::span<const double> x, std::span<const double> y);
+/// Fit of a float column against time over rows [i0, i1], x in seconds.
+LinFit fit_column(std::span<const double> t, std::span<const float> col, std::size_t i0, std::size_t i1);
+
+/// Per-tick use of one GPU by the job (or, when the run watched no job, by any process, or by
+/// memory above th.job_gpu_min_mib when no process list was recorded).
+struct GpuUse {
+  std::vector<std::uint8_t> used;   ///< 1 when the job holds the GPU at that row
+  std::vector<float> job_mem_mib;   ///< memory the job's processes hold (NaN when none known)
+  std::vector<std::uint32_t> pids;  ///< job pids seen on this GPU, ascending
+  std::size_t used_rows = 0;
+};
+GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th);
+/// Whether the series records any process that belongs to the job.
+bool has_job_processes(const RunSeries& s);
+/// The GPUs the job is meant to use: facts.gpus when known, else GPUs it held at some row.
+std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th);
+
+/// "12.3" style number formatting for evidence sentences.
+std::string num(double v, int decimals = 0);
+/// "1 h 05 min", "42 s" style durations.
+std::string dur(double seconds);
+/// "GPU0,GPU3".
+std::string gpu_list(const std::vector<unsigned>& gpus);
+
+/// Adds `value` under `key` when finite.
+void put(std::map<std::string, double>& m, const std::string& key, double value);
+
+/// Index of the first row with t >= t0 (size() when none).
+std::size_t row_at(const RunSeries& s, double t0);
+
+}  // namespace trainmon::diagnose::detail

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// D12 clock-throttle: clocks_event_reasons.active (NVML-NOTES §6.2) names a power, thermal or
+// hardware slowdown on a GPU under load (utilisation >= busy_util_pct, GpuIdle bit clear) for
+// throttle_for_s. One finding per GPU and cause; evidence adds the clock vs its maximum, the
+// temperature vs the slowdown threshold and the growth of the violation counters. Power-cap
+// throttling under full load is normal (info); thermal and hardware slowdowns are warnings.
+#include <array>
+
+#include <fmt/format.h>
+
+#include "diagnose/detail.h"
+#include "trainmon/diagnose/detectors.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  struct Cause {
+    const char* name;
+    std::uint64_t mask;
+    Severity sev;
+    std::vector<float> GpuSeries::*viol;
+    const char* advice;
+  };
+  static const std::array<Cause, 3> kCauses{{
+      {"power cap", clock_event::sw_power_cap, Severity::info, &GpuSeries::viol_power_s,
+       "The GPU holds its power limit by lowering clocks; normal under full load. If the enforced limit is "
+       "below the default (`nvidia-smi -q -d POWER`) ask an administrator; see also D6."},
+      {"thermal", clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown, Severity::warning,
+       &GpuSeries::viol_thermal_s,
+       "The GPU is too hot and slows down: check airflow, fan curves, blocked intakes and the room/rack "
+       "temperature; spread jobs over GPUs that are not packed together."},
+      {"hardware slowdown", clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown,
+       Severity::warning, &GpuSeries::viol_hw_brake_s,
+       "A hardware slowdown (HW slowdown / power brake): the board or the power supply signals a problem. "
+       "Check "
+       "PSU capacity and cables; report to the administrator if it persists."},
+  }};
+  const std::size_t n = s.size();
+  for (const auto& g : s.gpus) {
+    for (const auto& cause : kCauses) {
+      std::vector<std::uint8_t> cond(n, 0);
+      bool any = false;
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto r = g.clock_reasons[i];
+        if (r == kReasonsNA || (r & clock_event::gpu_idle)) continue;
+        const float u = g.util_gpu_pct[i];
+        cond[i] = (r & cause.mask) && !na(u) && u >= th.busy_util_pct;
+        any = any || cond[i];
+      }
+      if (!any) continue;
+      for (const auto& ep : episodes(s.t, cond, th.throttle_for_s, th.clear_s)) {
+        Finding f = make_finding("D12", cause.sev, s.t[ep.i0], s.t[ep.i1]);
+        f.gpus = {g.index};
+        std::size_t hits = 0, rows = 0;
+        for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
+          ++rows;
+          hits += cond[i];
+        }
+        const double clk = mean(g.sm_clock_mhz, ep.i0, ep.i1),
+                     clk_max = last_of(g.sm_clock_max_mhz, ep.i0, ep.i1);
+        const double temp = max_of(g.temp_c, ep.i0, ep.i1), slow = last_of(g.temp_slowdown_c, ep.i0, ep.i1);
+        const auto& viol = g.*(cause.viol);
+        const double dv = last_of(viol, ep.i0, ep.i1) - first_of(viol, ep.i0, ep.i1);
+        const double span = s.t[ep.i1] - s.t[ep.i0];
+        put(f.numbers, "active_share_pct", 100.0 * static_cast<double>(hits) / static_cast<double>(rows));
+        put(f.numbers, "sm_clock_mhz", clk);
+        put(f.numbers, "sm_clock_max_mhz", clk_max);
+        put(f.numbers, "temp_max_c", temp);
+        put(f.numbers, "temp_slowdown_c", slow);
+        put(f.numbers, "violation_s", dv);
+        put(f.numbers, "reason_mask", static_cast<double>(cause.mask));
+        f.evidence =
+            fmt::format("GPU{} throttled by {} under load for {} ({} % of samples)", g.index, cause.name,
+                        dur(span), num(100.0 * static_cast<double>(hits) / static_cast<double>(rows)));
+        if (!na(clk) && !na(clk_max))
+          f.evidence += fmt::format("; SM clock {} of {} MHz", num(clk), num(clk_max));
+        if (!na(temp)) f.evidence += fmt::format("; temperature up to {} °C", num(temp));
+        if (!na(slow)) f.evidence += fmt::format(" (slowdown at {} °C)", num(slow));
+        if (!na(dv)) f.evidence += fmt::format("; violation counter +{} s", num(dv, 1));
+        f.advice = cause.advice;
+        f.thresholds = {{"throttle_for_s", th.throttle_for_s}, {"busy_util_pct", th.busy_util_pct}};
+        out.push_back(std::move(f));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose

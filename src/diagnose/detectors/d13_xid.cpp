@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+// D13 xid-error: NVML XidCriticalError events (event type 0x8, NVML-NOTES §6.2). Events with the
+// same GPU and Xid within window_s of each other are one finding (with a count). Meanings, advice
+// and severities follow NVIDIA's Xid catalog (https://docs.nvidia.com/deploy/xid-errors/).
+#include <algorithm>
+#include <array>
+
+#include <fmt/format.h>
+
+#include "diagnose/detail.h"
+#include "trainmon/diagnose/detectors.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+namespace {
+constexpr std::uint64_t kXidEvent = 0x8;
+
+const std::array<XidInfo, 12> kXids{{
+    {0, "Xid error (not in trainmon's table)",
+     "Look the code up in NVIDIA's Xid catalog; restart the application and "
+     "contact the administrator if it repeats.",
+     Severity::warning},
+    {13,
+     "Graphics engine exception: usually the application (illegal instruction or out-of-range access), "
+     "sometimes the driver or hardware",
+     "Rerun with CUDA_LAUNCH_BLOCKING=1 and compute-sanitizer to find the "
+     "failing kernel; if it repeats on one GPU only, report it.",
+     Severity::warning},
+    {31, "GPU memory page fault (MMU fault): usually an illegal memory access by the application",
+     "Debug the application (compute-sanitizer, CUDA_LAUNCH_BLOCKING=1); if unrelated programs fault on the "
+     "same "
+     "GPU, report the hardware.",
+     Severity::warning},
+    {43,
+     "GPU stopped processing: the channel was reset after a user-application fault; the GPU stays healthy",
+     "Restart the application; look for the application error logged just before.", Severity::warning},
+    {48, "Double-bit ECC error (uncorrectable memory error)",
+     "Stop using the GPU: results may be wrong. An administrator must drain it and reset it; RMA if it "
+     "repeats.",
+     Severity::critical},
+    {63, "ECC page retirement or row-remapping recorded: a memory row is being replaced",
+     "Finish or stop the job, then reset the GPU (when idle) so the remap takes effect.", Severity::warning},
+    {64, "ECC page retirement or row-remapping recording failed",
+     "The GPU could not record a bad memory row: drain it and contact support/RMA.", Severity::critical},
+    {74, "NVLink error",
+     "Check NVLink state (`nvidia-smi nvlink -s`, `-e`); drain and reset the GPUs involved; "
+     "report the hardware if it repeats.",
+     Severity::critical},
+    {79, "GPU has fallen off the bus",
+     "The GPU is gone until a reset or reboot: check power, cooling and PCIe "
+     "seating; drain the node and report it.",
+     Severity::critical},
+    {92, "High single-bit ECC error rate", "Watch the ECC counters; plan to drain the GPU for a check.",
+     Severity::warning},
+    {94, "Contained ECC error: only the affected application is hit",
+     "Restart the affected application; the GPU can keep running other work; reset it when idle.",
+     Severity::warning},
+    {95, "Uncontained ECC error: every application on the GPU is affected",
+     "Stop all work on the GPU; an administrator must reset it (drain the node).", Severity::critical},
+}};
+}  // namespace
+
+const XidInfo& xid_info(unsigned xid) noexcept {
+  for (const auto& x : kXids)
+    if (x.xid == xid) return x;
+  return kXids[0];
+}
+
+std::vector<Finding> detect_xid(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  std::vector<GpuEventRec> ev;
+  for (const auto& e : s.gpu_events)
+    if ((e.event_type & kXidEvent) || e.xid != 0) ev.push_back(e);
+  std::stable_sort(ev.begin(), ev.end(), [](const GpuEventRec& a, const GpuEventRec& b) {
+    return std::tie(a.gpu, a.xid, a.t) < std::tie(b.gpu, b.xid, b.t);
+  });
+  for (std::size_t i = 0; i < ev.size();) {
+    std::size_t j = i + 1;
+    while (j < ev.size() && ev[j].gpu == ev[i].gpu && ev[j].xid == ev[i].xid &&
+           ev[j].t - ev[j - 1].t <= th.window_s)
+      ++j;
+    const auto xid = static_cast<unsigned>(ev[i].xid);
+    const auto& info = xid_info(xid);
+    Finding f = make_finding("D13", info.severity, ev[i].t, ev[j - 1].t);
+    f.gpus = {ev[i].gpu};
+    f.numbers["xid"] = static_cast<double>(xid);
+    f.numbers["count"] = static_cast<double>(j - i);
+    f.evidence = fmt::format("Xid {} on GPU{}{}: {}", xid, ev[i].gpu,
+                             j - i > 1 ? fmt::format(" ({} times)", j - i) : "", info.meaning);
+    f.advice = std::string(info.advice);
+    f.thresholds = {{"window_s", th.window_s}};
+    out.push_back(std::move(f));
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// D14 gpu-lost: a GPU stops answering (NVML_ERROR_GPU_IS_LOST, hung calls past the deadline, whole-
+// device failures, or missing from the snapshot after having been there). Critical from the first
+// such row; the finding runs until the GPU answers again (or the run ends).
+#include <fmt/format.h>
+
+#include "diagnose/detail.h"
+#include "trainmon/diagnose/detectors.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  const std::size_t n = s.size();
+  for (const auto& g : s.gpus) {
+    std::vector<std::uint8_t> cond(n, 0);
+    bool seen = false;
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto st = g.state[i];
+      if (st == GpuState::ok) seen = true;
+      cond[i] = seen && st != GpuState::ok;
+    }
+    for (const auto& ep : episodes(s.t, cond, 0, th.clear_s)) {
+      Finding f = make_finding("D14", Severity::critical, s.t[ep.i0], s.t[ep.i1]);
+      f.gpus = {g.index};
+      int lost = 0, timeout = 0, other = 0;
+      for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
+        if (g.state[i] == GpuState::lost)
+          ++lost;
+        else if (g.state[i] == GpuState::timeout)
+          ++timeout;
+        else if (g.state[i] != GpuState::ok)
+          ++other;
+      }
+      const double before = ep.i0 > 0 ? last_of(g.util_gpu_pct, 0, ep.i0 - 1) : NAN;
+      const bool recovered = ep.i1 + 1 < n;
+      put(f.numbers, "lost_rows", lost);
+      put(f.numbers, "timeout_rows", timeout);
+      put(f.numbers, "failed_rows", other);
+      put(f.numbers, "util_before_pct", before);
+      f.numbers["recovered"] = recovered ? 1 : 0;
+      const char* why = lost      ? "NVML reports the GPU is lost (fallen off the bus)"
+                        : timeout ? "NVML calls hang past the deadline"
+                                  : "the device fails every query";
+      f.evidence =
+          fmt::format("GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
+                      dur(s.t[ep.i1] - s.t[ep.i0]), recovered ? " (then answered again)" : " until the end");
+      if (!na(before)) f.evidence += fmt::format("; utilisation before: {} %", num(before));
+      for (const auto& e : s.gpu_events)
+        if (e.gpu == g.index && e.xid == 79 && e.t >= s.t[ep.i0] - th.window_s &&
+            e.t <= s.t[ep.i1] + th.window_s)
+          f.evidence += "; Xid 79 reported";
+      f.advice =
+          "The GPU needs a reset or a reboot by an administrator; check power, cooling and PCIe seating "
+          "(`dmesg | grep -i xid`). trainmon never resets a GPU. Restart the job from its last checkpoint on "
+          "healthy GPUs.";
+      f.thresholds = {{"clear_s", th.clear_s}};
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose

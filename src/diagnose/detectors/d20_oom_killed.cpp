@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: Apache-2.0
+// D20 oom-killed: the kernel's OOM killer ended the job: JobFacts::oom_killed, a rise of the cgroup
+// oom_kill counter, or SIGKILL while MemAvailable was under low_available_pct in the last window_s
+// (MISSION §4 D3: "Killed" on the terminal after hours).
+#include <fmt/format.h>
+
+#include "diagnose/detail.h"
+#include "trainmon/diagnose/detectors.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  const std::size_t n = s.size();
+  if (n == 0) return out;
+  const auto& h = s.host;
+  std::size_t kill_row = n;
+  const double k0 = first_of(s.job.oom_kills, 0, n - 1);
+  for (std::size_t i = 0; i < n && !na(k0); ++i)
+    if (!na(s.job.oom_kills[i]) && s.job.oom_kills[i] > k0) {
+      kill_row = i;
+      break;
+    }
+  const std::size_t tail = row_at(s, s.t[n - 1] - th.window_s);
+  const double avail_min = min_of(h.mem_available_mib, tail, n - 1),
+               total = last_of(h.mem_total_mib, 0, n - 1);
+  const bool low =
+      !na(avail_min) && !na(total) && total > 0 && 100.0 * avail_min / total < th.low_available_pct;
+  const bool sigkill_low = s.facts.signal && *s.facts.signal == 9 && low;
+  if (!s.facts.oom_killed && kill_row == n && !sigkill_low) return out;
+  const std::size_t row = kill_row < n ? kill_row : n - 1;
+  Finding f = make_finding("D20", Severity::critical, s.t[row], s.t[row]);
+  if (s.facts.root_pid) f.pids = {s.facts.root_pid};
+  const double rss = max_of(s.job.rss_mib, 0, n - 1);
+  put(f.numbers, "job_rss_peak_mib", rss);
+  put(f.numbers, "available_min_mib", avail_min);
+  put(f.numbers, "total_mib", total);
+  if (s.facts.signal) f.numbers["signal"] = *s.facts.signal;
+  std::string how =
+      s.facts.oom_killed ? "the kernel OOM killer ended the job"
+      : kill_row < n     ? fmt::format("the job's cgroup counted an OOM kill at {:.0f} s", s.t[kill_row])
+                     : "the job got SIGKILL while host memory was nearly exhausted (likely the OOM killer)";
+  f.evidence = how;
+  if (!na(rss)) f.evidence += fmt::format("; job RSS peaked at {} MiB", num(rss));
+  if (!na(avail_min) && !na(total))
+    f.evidence += fmt::format("; MemAvailable down to {} of {} MiB", num(avail_min), num(total));
+  f.advice =
+      "Host RAM ran out (`Killed`, `dmesg | grep -i oom`). Check for a leak (D3), lower DataLoader workers "
+      "and "
+      "prefetch_factor, use `cache: disk` instead of `cache: ram`, or raise the job's memory limit.";
+  f.thresholds = {{"low_available_pct", th.low_available_pct}, {"window_s", th.window_s}};
+  out.push_back(std::move(f));
+  return out;
+}
+
+}  // namespace trainmon::diagnose

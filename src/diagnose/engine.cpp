@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/diagnose/engine.h"
+
+#include <algorithm>
+
+namespace trainmon::diagnose {
+
+std::vector<Finding> DiagnosisEngine::run_all(const RunSeries& series, const Thresholds& th) const {
+  std::vector<Finding> out;
+  for (const auto& d : detector_table()) {
+    auto v = d.fn(series, th);
+    out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
+  }
+  std::stable_sort(out.begin(), out.end(), finding_less);
+  return out;
+}
+
+LiveDiagnosis::LiveDiagnosis(Thresholds th, LiveOptions opt) : th_(th), opt_(opt) {}
+
+bool LiveDiagnosis::on_snapshot(const Snapshot& snap, const JobContext& ctx) {
+  append_snapshot(series_, snap, ctx);
+  if (series_.t.back() - last_eval_s_ < opt_.every_s) return false;
+  return evaluate();
+}
+
+void LiveDiagnosis::on_train_event(TrainEvent ev) {
+  append_train_event(series_, std::move(ev));
+}
+
+bool LiveDiagnosis::evaluate() {
+  if (series_.t.empty()) return false;
+  const double now = series_.t.back();
+  last_eval_s_ = now;
+  const RunSeries window = slice(series_, now - opt_.window_s, now);
+  const auto found = engine_.run_all(window, th_);
+  bool changed = false;
+  auto same = [](const Finding& a, const Finding& b) {
+    return a.code == b.code && a.gpus == b.gpus && a.pids == b.pids;
+  };
+  for (const auto& f : found) {
+    // Only what holds now counts as "seen": past episodes still inside the window do not keep a
+    // finding open (end_s lags the last row by at most one evaluation period plus clear_s).
+    if (now - f.end_s > opt_.every_s + th_.clear_s) continue;
+    auto it = std::find_if(live_.begin(), live_.end(),
+                           [&](const LiveFinding& l) { return l.open && same(l.finding, f); });
+    if (it != live_.end()) {
+      it->finding = f;
+      it->last_seen_s = now;
+      continue;
+    }
+    live_.push_back({f, now, now, true});
+    changed = true;
+  }
+  for (auto& l : live_) {
+    if (l.open && now - l.last_seen_s >= opt_.close_after_s) {
+      l.open = false;
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+std::vector<Finding> LiveDiagnosis::active() const {
+  std::vector<Finding> out;
+  for (const auto& l : live_)
+    if (l.open) out.push_back(l.finding);
+  std::stable_sort(out.begin(), out.end(), finding_less);
+  return out;
+}
+
+std::vector<Finding> LiveDiagnosis::finish(const JobFacts& facts) {
+  const auto root = series_.facts.root_pid;
+  series_.facts = facts;
+  if (!series_.facts.root_pid) series_.facts.root_pid = root;
+  return engine_.run_all(series_, th_);
+}
+
+}  // namespace trainmon::diagnose

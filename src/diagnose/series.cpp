@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/diagnose/series.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace trainmon::diagnose {
+namespace {
+
+template <class G, class F>
+void for_each_float(G& g, F&& f) {
+  for (auto* c : {&g.util_gpu_pct,           &g.util_mem_pct,     &g.mem_used_mib,
+                  &g.mem_reserved_mib,       &g.mem_total_mib,    &g.power_w,
+                  &g.power_limit_w,          &g.temp_c,           &g.temp_slowdown_c,
+                  &g.sm_clock_mhz,           &g.sm_clock_max_mhz, &g.viol_power_s,
+                  &g.viol_thermal_s,         &g.viol_hw_brake_s,  &g.ecc_uncorrected_volatile,
+                  &g.ecc_corrected_volatile, &g.retired_pages,    &g.retired_pending,
+                  &g.remapped_unc,           &g.remapped_cor,     &g.remapped_pending,
+                  &g.remapped_failure,       &g.pcie_gen,         &g.pcie_width,
+                  &g.pcie_gen_max,           &g.pcie_width_max,   &g.gpm_sm_pct,
+                  &g.gpm_tensor_pct,         &g.gpm_dram_pct})
+    f(*c);
+}
+
+template <class H, class F>
+void for_each_host(H& h, F&& f) {
+  for (auto* c : {&h.cpu_busy_pct, &h.cpu_iowait_pct, &h.cpu_core_max_pct, &h.cpu_count, &h.mem_available_mib,
+                  &h.mem_total_mib, &h.mem_cached_mib, &h.swap_used_mib, &h.psi_mem_some_avg10,
+                  &h.psi_io_some_avg10, &h.disk_read_bps})
+    f(*c);
+}
+
+template <class J, class F>
+void for_each_job(J& j, F&& f) {
+  for (auto* c : {&j.rss_mib, &j.cpu_pct, &j.main_cpu_pct, &j.workers, &j.oom_kills}) f(*c);
+}
+
+constexpr double kMiB = 1048576.0;
+
+template <class T>
+float mib(const Reading<T>& r) {
+  return r.ok() ? static_cast<float>(static_cast<double>(r.value) / kMiB) : kNA;
+}
+template <class T>
+float val(const Reading<T>& r, double scale = 1.0) {
+  return r.ok() ? static_cast<float>(static_cast<double>(r.value) * scale) : kNA;
+}
+float flag(const Reading<bool>& r) {
+  return r.ok() ? (r.value ? 1.f : 0.f) : kNA;
+}
+
+GpuState state_of(const GpuSample& g) {
+  if (g.responsive.ok()) return g.responsive.value ? GpuState::ok : GpuState::failed;
+  switch (g.responsive.status) {
+    case ReadStatus::gpu_lost: return GpuState::lost;
+    case ReadStatus::timeout: return GpuState::timeout;
+    case ReadStatus::not_collected: return GpuState::ok;  // sampler did not judge: trust the fields
+    default: return GpuState::failed;
+  }
+}
+
+}  // namespace
+
+const GpuSeries* RunSeries::gpu(unsigned index) const noexcept {
+  for (const auto& g : gpus)
+    if (g.index == index) return &g;
+  return nullptr;
+}
+
+GpuSeries& ensure_gpu(RunSeries& s, unsigned index) {
+  for (auto& g : s.gpus)
+    if (g.index == index) return g;
+  auto it = std::lower_bound(s.gpus.begin(), s.gpus.end(), index,
+                             [](const GpuSeries& g, unsigned i) { return g.index < i; });
+  GpuSeries g;
+  g.index = index;
+  const std::size_t n = s.size();
+  for_each_float(g, [n](std::vector<float>& c) { c.assign(n, kNA); });
+  g.state.assign(n, GpuState::absent);
+  g.clock_reasons.assign(n, kReasonsNA);
+  return *s.gpus.insert(it, std::move(g));
+}
+
+void append_empty_rows(RunSeries& s, const std::vector<double>& times) {
+  const std::size_t n = s.size() + times.size();
+  s.t.insert(s.t.end(), times.begin(), times.end());
+  for (auto& g : s.gpus) {
+    for_each_float(g, [n](std::vector<float>& c) { c.resize(n, kNA); });
+    g.state.resize(n, GpuState::absent);
+    g.clock_reasons.resize(n, kReasonsNA);
+  }
+  for_each_host(s.host, [n](std::vector<float>& c) { c.resize(n, kNA); });
+  for_each_job(s.job, [n](std::vector<float>& c) { c.resize(n, kNA); });
+}
+
+void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) {
+  const double t = static_cast<double>(snap.time_unix_ns - ctx.run_start_unix_ns) / 1e9;
+  const std::size_t row = s.size();
+  for (const auto& gs : snap.gpus) ensure_gpu(s, gs.index);
+  append_empty_rows(s, {t});
+
+  // ---- GPUs ------------------------------------------------------------------------------------
+  for (const auto& gs : snap.gpus) {
+    GpuSeries& g = ensure_gpu(s, gs.index);
+    const GpuStaticInfo* info = gs.info.get();
+    if (g.name.empty() && info && info->name.ok()) g.name = info->name.value;
+    g.state[row] = state_of(gs);
+    g.util_gpu_pct[row] = val(gs.utilization_gpu_pct);
+    g.util_mem_pct[row] = val(gs.utilization_memory_pct);
+    g.mem_used_mib[row] = mib(gs.memory_used_bytes);
+    g.mem_reserved_mib[row] = mib(gs.memory_reserved_bytes);
+    g.mem_total_mib[row] = gs.memory_total_bytes.ok() ? mib(gs.memory_total_bytes)
+                           : info                     ? mib(info->memory_total_bytes)
+                                                      : kNA;
+    g.power_w[row] = val(gs.power_draw_mw, 1e-3);
+    g.power_limit_w[row] = gs.enforced_power_limit_mw.ok() ? val(gs.enforced_power_limit_mw, 1e-3)
+                                                           : val(gs.power_limit_mw, 1e-3);
+    g.temp_c[row] = val(gs.temperature_gpu_c);
+    if (info) {
+      g.temp_slowdown_c[row] = val(info->temperature_slowdown_c);
+      g.sm_clock_max_mhz[row] = val(info->clocks_max_sm_mhz);
+      g.pcie_gen_max[row] = val(info->pcie_link_gen_max);
+      g.pcie_width_max[row] = val(info->pcie_link_width_max);
+    }
+    g.sm_clock_mhz[row] = val(gs.clocks_sm_mhz);
+    g.clock_reasons[row] =
+        gs.clocks_event_reasons_active.ok() ? gs.clocks_event_reasons_active.value : kReasonsNA;
+    g.viol_power_s[row] = val(gs.violation_power_ns, 1e-9);
+    g.viol_thermal_s[row] = val(gs.violation_thermal_ns, 1e-9);
+    g.viol_hw_brake_s[row] = val(gs.violation_hw_power_brake_ns, 1e-9);
+    g.ecc_uncorrected_volatile[row] = val(gs.ecc_uncorrected_volatile);
+    g.ecc_corrected_volatile[row] = val(gs.ecc_corrected_volatile);
+    if (gs.retired_pages_sbe.ok() || gs.retired_pages_dbe.ok())
+      g.retired_pages[row] =
+          static_cast<float>(gs.retired_pages_sbe.value_or(0) + gs.retired_pages_dbe.value_or(0));
+    g.retired_pending[row] = flag(gs.retired_pages_pending);
+    g.remapped_unc[row] = val(gs.remapped_rows_uncorrectable);
+    g.remapped_cor[row] = val(gs.remapped_rows_correctable);
+    g.remapped_pending[row] = flag(gs.remapped_rows_pending);
+    g.remapped_failure[row] = flag(gs.remapped_rows_failure);
+    g.pcie_gen[row] = val(gs.pcie_link_gen_current);
+    g.pcie_width[row] = val(gs.pcie_link_width_current);
+    g.gpm_sm_pct[row] = val(gs.gpm_sm_util_pct);
+    g.gpm_tensor_pct[row] = val(gs.gpm_tensor_util_pct);
+    g.gpm_dram_pct[row] = val(gs.gpm_dram_bw_util_pct);
+    for (const auto& hv : gs.gpu_utilization_samples) {
+      const double ht =
+          static_cast<double>(static_cast<std::int64_t>(hv.time_us) * 1000 - ctx.run_start_unix_ns) / 1e9;
+      if (!g.hires_util.t.empty() && ht <= g.hires_util.t.back()) continue;  // keep ascending, no repeats
+      g.hires_util.t.push_back(ht);
+      g.hires_util.value.push_back(static_cast<float>(hv.value));
+    }
+  }
+
+  // ---- the job's process tree --------------------------------------------------------------------
+  std::unordered_set<std::uint32_t> job;
+  if (!ctx.pids.empty()) {
+    job.insert(ctx.pids.begin(), ctx.pids.end());
+  } else if (ctx.root_pid != 0) {
+    job.insert(ctx.root_pid);
+    std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> children;
+    for (const auto& p : snap.processes) children[p.ppid].push_back(p.pid);
+    std::vector<std::uint32_t> stack{ctx.root_pid};
+    while (!stack.empty()) {
+      const auto pid = stack.back();
+      stack.pop_back();
+      for (auto c : children[pid])
+        if (job.insert(c).second) stack.push_back(c);
+    }
+  }
+  if (ctx.root_pid != 0) job.insert(ctx.root_pid);
+
+  for (const auto& gp : snap.gpu_processes) {
+    GpuSeries& g = ensure_gpu(s, gp.gpu_index);
+    GpuProcTick pt;
+    pt.tick = static_cast<std::uint32_t>(row);
+    pt.pid = gp.pid;
+    pt.used_mib = mib(gp.used_memory_bytes);
+    pt.sm_util_pct = val(gp.sm_util_pct);
+    pt.host = gp.host;
+    pt.in_job = job.contains(gp.pid);
+    g.procs.push_back(pt);
+  }
+
+  if (!job.empty()) {
+    double rss = 0, cpu = 0, workers = 0;
+    bool any_rss = false, any_cpu = false;
+    for (const auto& p : snap.processes) {
+      if (!job.contains(p.pid)) continue;
+      if (p.rss_bytes.ok()) {
+        rss += static_cast<double>(p.rss_bytes.value) / kMiB;
+        any_rss = true;
+      }
+      if (p.cpu_pct.ok()) {
+        cpu += p.cpu_pct.value;
+        any_cpu = true;
+      }
+      if (p.pid == ctx.root_pid) {
+        s.job.main_cpu_pct[row] = val(p.cpu_pct);
+      } else {
+        workers += 1;
+      }
+    }
+    s.job.rss_mib[row] = any_rss ? static_cast<float>(rss) : kNA;
+    s.job.cpu_pct[row] = any_cpu ? static_cast<float>(cpu) : kNA;
+    s.job.workers[row] = static_cast<float>(workers);
+  }
+  if (ctx.cgroup_oom_kills) s.job.oom_kills[row] = static_cast<float>(*ctx.cgroup_oom_kills);
+
+  // ---- host ------------------------------------------------------------------------------------
+  const HostSample& h = snap.host;
+  s.host.cpu_busy_pct[row] = static_cast<float>(h.cpu_total.busy_pct);
+  s.host.cpu_iowait_pct[row] = static_cast<float>(h.cpu_total.iowait_pct);
+  if (!h.cpus.empty()) {
+    double m = 0;
+    for (const auto& c : h.cpus) m = std::max(m, c.times.busy_pct);
+    s.host.cpu_core_max_pct[row] = static_cast<float>(m);
+  }
+  s.host.cpu_count[row] = h.cpu_count_online ? static_cast<float>(h.cpu_count_online) : kNA;
+  s.host.mem_available_mib[row] = mib(h.memory.available_bytes);
+  s.host.mem_total_mib[row] = mib(h.memory.total_bytes);
+  if (h.memory.cached_bytes.ok() || h.memory.buffers_bytes.ok())
+    s.host.mem_cached_mib[row] = static_cast<float>(
+        static_cast<double>(h.memory.cached_bytes.value_or(0) + h.memory.buffers_bytes.value_or(0)) / kMiB);
+  s.host.swap_used_mib[row] = mib(h.memory.swap_used_bytes);
+  s.host.psi_mem_some_avg10[row] = val(h.pressure_memory.some_avg10_pct);
+  s.host.psi_io_some_avg10[row] = val(h.pressure_io.some_avg10_pct);
+  if (!h.disks.empty()) {
+    double r = 0;
+    for (const auto& d : h.disks) r += d.read_bytes_per_s;
+    s.host.disk_read_bps[row] = static_cast<float>(r);
+  }
+
+  // ---- NVML events -------------------------------------------------------------------------------
+  for (const auto& e : snap.events) {
+    s.gpu_events.push_back({static_cast<double>(e.time_unix_ns - ctx.run_start_unix_ns) / 1e9, e.gpu_index,
+                            e.event_type, e.xid});
+  }
+  if (ctx.root_pid != 0) s.facts.root_pid = ctx.root_pid;
+}
+
+void append_train_event(RunSeries& s, TrainEvent ev) {
+  auto it = std::upper_bound(s.train_events.begin(), s.train_events.end(), ev.t,
+                             [](double t, const TrainEvent& e) { return t < e.t; });
+  s.train_events.insert(it, std::move(ev));
+}
+
+RunSeries slice(const RunSeries& s, double t0, double t1) {
+  RunSeries out;
+  const auto lo = static_cast<std::size_t>(std::lower_bound(s.t.begin(), s.t.end(), t0) - s.t.begin());
+  const auto hi = static_cast<std::size_t>(std::upper_bound(s.t.begin(), s.t.end(), t1) - s.t.begin());
+  const std::size_t a = lo, b = std::max(lo, hi);
+  out.t.assign(s.t.begin() + static_cast<std::ptrdiff_t>(a), s.t.begin() + static_cast<std::ptrdiff_t>(b));
+  auto cut = [a, b](auto& dst, const auto& src) {
+    dst.assign(src.begin() + static_cast<std::ptrdiff_t>(a), src.begin() + static_cast<std::ptrdiff_t>(b));
+  };
+  for (const auto& g : s.gpus) {
+    GpuSeries ng;
+    ng.index = g.index;
+    ng.name = g.name;
+    // copy columns pairwise
+    auto src_cols = std::vector<const std::vector<float>*>{};
+    for_each_float(g, [&](const std::vector<float>& c) { src_cols.push_back(&c); });
+    std::size_t k = 0;
+    for_each_float(ng, [&](std::vector<float>& c) { cut(c, *src_cols[k++]); });
+    cut(ng.state, g.state);
+    cut(ng.clock_reasons, g.clock_reasons);
+    for (std::size_t i = 0; i < g.hires_util.t.size(); ++i) {
+      if (g.hires_util.t[i] < t0 || g.hires_util.t[i] > t1) continue;
+      ng.hires_util.t.push_back(g.hires_util.t[i]);
+      ng.hires_util.value.push_back(g.hires_util.value[i]);
+    }
+    for (const auto& p : g.procs) {
+      if (p.tick < a || p.tick >= b) continue;
+      GpuProcTick q = p;
+      q.tick = static_cast<std::uint32_t>(p.tick - a);
+      ng.procs.push_back(q);
+    }
+    out.gpus.push_back(std::move(ng));
+  }
+  {
+    std::vector<const std::vector<float>*> src;
+    for_each_host(s.host, [&](const std::vector<float>& c) { src.push_back(&c); });
+    std::size_t k = 0;
+    for_each_host(out.host, [&](std::vector<float>& c) { cut(c, *src[k++]); });
+  }
+  {
+    std::vector<const std::vector<float>*> src;
+    for_each_job(s.job, [&](const std::vector<float>& c) { src.push_back(&c); });
+    std::size_t k = 0;
+    for_each_job(out.job, [&](std::vector<float>& c) { cut(c, *src[k++]); });
+  }
+  for (const auto& e : s.gpu_events)
+    if (e.t >= t0 && e.t <= t1) out.gpu_events.push_back(e);
+  for (const auto& e : s.train_events)
+    if (e.t >= t0 && e.t <= t1) out.train_events.push_back(e);
+  out.facts = s.facts;
+  return out;
+}
+
+}  // namespace trainmon::diagnose

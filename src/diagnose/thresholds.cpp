@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/diagnose/thresholds.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+namespace trainmon::diagnose {
+namespace {
+
+#define TM_TH(name, source)          \
+  ThresholdInfo {                    \
+#name, &Thresholds::name, source \
+  }
+const ThresholdInfo kTable[] = {
+    TM_TH(window_s, "MISSION.md §6 (60 s)"),
+    TM_TH(clear_s, "ours (hysteresis)"),
+    TM_TH(busy_util_pct, "ours; clocks/links drop when idle (NVML-NOTES §6.2)"),
+    TM_TH(idle_util_pct, "MISSION.md §4 D2 (others under 5-12 %)"),
+    TM_TH(job_gpu_min_mib, "ours (a CUDA context is ~300 MiB)"),
+    TM_TH(frag_reserved_ratio, "MISSION.md §4 D1"),
+    TM_TH(frag_min_gap_mib, "MISSION.md §4 D1 (ours: 1 GiB)"),
+    TM_TH(frag_min_events, "ours"),
+    TM_TH(spike_frac_of_total, "MISSION.md §4 D1 (sudden jump)"),
+    TM_TH(spike_within_s, "MISSION.md §4 D1 (ours: 10 s)"),
+    TM_TH(near_full_pct, "MISSION.md §6 (OOM warning over 95 %)"),
+    TM_TH(imbalance_spread_pct, "MISSION.md §4 D2 (spread under 15 %)"),
+    TM_TH(imbalance_high_pct, "ours"),
+    TM_TH(imbalance_for_s, "MISSION.md §6 (60 s)"),
+    TM_TH(leak_min_slope_mib_h, "MISSION.md §4 D3 (ours: 200 MiB/h)"),
+    TM_TH(leak_min_r2, "ours"),
+    TM_TH(leak_min_span_s, "ours"),
+    TM_TH(leak_critical_eta_s, "ours"),
+    TM_TH(starved_util_pct, "MISSION.md §4 D4/D11 (under 40 %)"),
+    TM_TH(starved_sm_pct, "MISSION.md §4 D4 (sm under 30 %)"),
+    TM_TH(starved_for_s, "MISSION.md §4 D4 (for long; ours 120 s)"),
+    TM_TH(swing_low_pct, "MISSION.md §4 D4 (0 -> 85-90 -> 0)"),
+    TM_TH(swing_high_pct, "MISSION.md §4 D4 (0 -> 85-90 -> 0)"),
+    TM_TH(swing_min_cycles, "ours"),
+    TM_TH(cpu_low_pct, "MISSION.md §4 D4 (CPU under 30 %)"),
+    TM_TH(main_pinned_pct, "MISSION.md §4 D2/D4 (one core saturated)"),
+    TM_TH(growth_per_epoch_mib, "MISSION.md §4 D5 (200 MB per epoch)"),
+    TM_TH(growth_min_epochs, "MISSION.md §4 D5 (after the first)"),
+    TM_TH(growth_slope_mib_h, "ours (fallback without epochs)"),
+    TM_TH(power_cap_frac, "MISSION.md §4 D6 (95 % of cap)"),
+    TM_TH(power_bound_util_pct, "MISSION.md §4 D6 (util under 70-80 %)"),
+    TM_TH(dram_bound_pct, "ours (NVML GPM DRAM_BW_UTIL)"),
+    TM_TH(wrong_device_for_s, "MISSION.md §6 (60 s)"),
+    TM_TH(held_unused_for_s, "ours"),
+    TM_TH(ghost_for_s, "ours"),
+    TM_TH(idle_holder_for_s, "ours"),
+    TM_TH(low_util_pct, "MISSION.md §4 D11 (below 40 %)"),
+    TM_TH(healthy_util_low_pct, "MISSION.md §4 D11, §7 (70-95 %)"),
+    TM_TH(healthy_util_high_pct, "MISSION.md §4 D11, §7 (70-95 %)"),
+    TM_TH(util_min_span_s, "ours"),
+    TM_TH(throttle_for_s, "ours (DCGM health-watch style persistence)"),
+    TM_TH(pcie_for_s, "ours"),
+    TM_TH(psi_mem_some_pct, "ours (kernel PSI documentation)"),
+    TM_TH(pressure_for_s, "ours"),
+    TM_TH(swap_growth_mib, "ours"),
+    TM_TH(low_available_pct, "ours"),
+    TM_TH(iowait_pct, "ours"),
+    TM_TH(psi_io_some_pct, "ours (kernel PSI documentation)"),
+    TM_TH(disk_read_min_bps, "ours (20 MiB/s)"),
+    TM_TH(cpu_saturated_pct, "ours"),
+    TM_TH(loading_for_s, "MISSION.md §6 (60 s)"),
+    TM_TH(near_full_for_s, "ours"),
+    TM_TH(forecast_window_s, "ours"),
+    TM_TH(forecast_horizon_s, "ours"),
+    TM_TH(forecast_min_pct, "ours"),
+    TM_TH(batch_margin_frac, "ours (MISSION.md §5 keeps 2000 MiB)"),
+    TM_TH(batch_reserve_mib, "MISSION.md §5 (2000 MiB)"),
+};
+#undef TM_TH
+
+const ThresholdInfo* lookup(std::string_view name) {
+  for (const auto& t : kTable)
+    if (t.name == name) return &t;
+  return nullptr;
+}
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+}  // namespace
+
+std::span<const ThresholdInfo> threshold_table() noexcept {
+  return kTable;
+}
+
+std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string_view::npos) return std::unexpected(fmt::format("'{}': expected name=value", arg));
+  const auto name = trim(arg.substr(0, eq));
+  const auto value = std::string(trim(arg.substr(eq + 1)));
+  const auto* info = lookup(name);
+  if (!info) return std::unexpected(fmt::format("unknown threshold '{}'", name));
+  char* end = nullptr;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
+    return std::unexpected(fmt::format("threshold '{}': '{}' is not a number", name, value));
+  th.*(info->field) = v;
+  return {};
+}
+
+std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view text, const Thresholds& base) {
+  Thresholds th = base;
+  toml::table doc;
+  try {
+    doc = toml::parse(text);
+  } catch (const toml::parse_error& e) {
+    return std::unexpected(
+        fmt::format("TOML parse error at line {}: {}", e.source().begin.line, e.description()));
+  }
+  const auto* diag = doc["diagnose"].as_table();
+  if (!diag) return th;
+  for (const auto& [key, node] : *diag) {
+    const auto* info = lookup(key.str());
+    if (!info) return std::unexpected(fmt::format("[diagnose]: unknown threshold '{}'", key.str()));
+    const auto v = node.value<double>();
+    if (!v) return std::unexpected(fmt::format("[diagnose]: '{}' must be a number", key.str()));
+    th.*(info->field) = *v;
+  }
+  return th;
+}
+
+}  // namespace trainmon::diagnose
