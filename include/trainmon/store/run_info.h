@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the store keeps about one run (one monitored job, or one `trainmon record` session).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trainmon/store/series_fields.h"
+
+namespace trainmon::store {
+
+/// One GPU as seen by a run, with the static facts worth keeping.
+struct RunGpu {
+  unsigned index = 0;
+  std::string uuid;  ///< empty when NVML did not say
+  std::string name;
+  std::string pci_bus_id;
+  std::optional<std::int64_t> memory_total_bytes;  ///< empty when N/A
+  std::optional<std::int64_t> power_limit_mw;      ///< default power limit; empty when N/A
+  bool used_by_job = false;                        ///< a process of the watched tree ran on it
+};
+
+/// One run's header row. Times are nanoseconds since the Unix epoch.
+struct RunInfo {
+  std::int64_t id = 0;  ///< 0 until stored
+  std::string name;
+  std::string kind = "run";          ///< "run" (a command) or "record" (the whole machine)
+  std::vector<std::string> command;  ///< argv; empty for `record`
+  std::string cwd;
+  std::string user;
+  std::string host;
+  std::int64_t start_unix_ns = 0;
+  std::optional<std::int64_t> end_unix_ns;  ///< empty while recording (or if the recorder died)
+  /// "running", "exited", "signaled", "oom_killed", "stopped" (record ended), "failed_to_start";
+  /// reads report "lost" for a run whose recorder on this host is gone without finishing it.
+  std::string status = "running";
+  std::optional<int> exit_code;    ///< as trainmon exits: the code, or 128 + signal
+  std::optional<int> exit_signal;  ///< the signal that killed the command, if any
+  std::int64_t recorder_pid = 0;
+  std::int64_t interval_ms = 1000;
+  std::vector<std::pair<std::string, std::string>> labels;  ///< sorted by key
+  std::string summary_json;                                 ///< written when the run finishes; empty before
+  std::int64_t finding_count = 0;
+  std::vector<RunGpu> gpus;  ///< by index
+};
+
+/// How a run ended (for Store::finish_run).
+struct RunEnd {
+  std::int64_t end_unix_ns = 0;
+  std::string status;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  std::string summary_json;
+};
+
+/// One stored series: which thing it describes.
+struct SeriesInfo {
+  std::int64_t id = 0;
+  std::int64_t run_id = 0;
+  SeriesKind kind = SeriesKind::gpu;
+  std::optional<unsigned> gpu_index;   ///< gpu, gpu_util_hr, gpu_process
+  std::optional<std::uint32_t> pid;    ///< process, gpu_process
+  std::uint64_t start_time_ticks = 0;  ///< process: /proc start time (tells reused pids apart)
+  std::uint32_t ppid = 0;
+  std::string comm;
+  std::string cmdline;
+  std::string user;
+  bool in_job = false;  ///< a process of the watched command's tree
+};
+
+/// An NVML event as stored.
+struct StoredGpuEvent {
+  std::int64_t time_unix_ns = 0;
+  unsigned gpu_index = 0;
+  std::uint64_t event_type = 0;
+  std::uint64_t xid = 0;
+};
+
+/// An event sent by the training process (epoch, batch, torch memory; a later issue fills it).
+struct TrainEvent {
+  std::int64_t time_unix_ns = 0;
+  std::string kind;
+  std::string json;
+};
+
+}  // namespace trainmon::store

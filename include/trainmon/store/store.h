@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: Apache-2.0
+// Store: the SQLite run store (docs/store.md). One object = one connection; use it from one thread
+// at a time (the recorder gives the writing one to StoreWriter's thread; readers open their own).
+// Every method returns an Error (domain store, code = SQLite's) instead of throwing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainmon/core/error.h"
+#include "trainmon/core/gpu_sample.h"
+#include "trainmon/store/chunk_codec.h"
+#include "trainmon/store/run_info.h"
+
+namespace trainmon::store {
+
+/// The newest schema this build writes (PRAGMA user_version).
+int latest_schema_version() noexcept;
+
+enum class OpenMode : std::uint8_t {
+  read_write,  ///< create the file (and its directory) when missing; migrate to the latest schema
+  read_only,   ///< the file must exist; no migration (a newer or older schema is read as is)
+};
+
+/// Error names a caller may test for.
+inline constexpr std::string_view kErrDamaged = "STORE_DAMAGED";    ///< not SQLite / quick_check failed
+inline constexpr std::string_view kErrMissing = "STORE_MISSING";    ///< read_only and no file
+inline constexpr std::string_view kErrNotFound = "RUN_NOT_FOUND";   ///< resolve_run found nothing
+inline constexpr std::string_view kErrAmbiguous = "RUN_AMBIGUOUS";  ///< a name matching several runs
+inline constexpr std::string_view kErrNewerSchema = "STORE_NEWER_SCHEMA";
+inline constexpr std::string_view kErrCannotCreate = "STORE_CANNOT_CREATE";
+
+/// Retention policy for Store::apply_retention. Durations in nanoseconds; 0 disables that step.
+struct RetentionPolicy {
+  std::int64_t delete_after_ns = 0;      ///< delete runs that ended longer ago than this
+  std::int64_t downsample_after_ns = 0;  ///< samples older than this kept at 1 row per chunk
+};
+
+/// What apply_retention did.
+struct RetentionResult {
+  std::int64_t runs_deleted = 0;
+  std::int64_t chunks_downsampled = 0;
+};
+
+class Store {
+ public:
+  /// Open (or create) the store at `path`. A file that is not SQLite, or that fails
+  /// `PRAGMA quick_check`, is refused with kErrDamaged and left untouched.
+  static Expected<Store> open(const std::string& path, OpenMode mode);
+
+  Store(Store&&) noexcept;
+  Store& operator=(Store&&) noexcept;
+  ~Store();
+
+  const std::string& path() const noexcept;
+  /// PRAGMA user_version of the open file.
+  Expected<int> schema_version();
+
+  // ---- transactions (writes batch one tick per transaction) ----
+  Expected<void> begin();
+  Expected<void> commit();
+  void rollback() noexcept;
+
+  // ---- runs ----
+  /// Insert `run` (id ignored) with its labels and GPUs; returns the new id.
+  Expected<std::int64_t> create_run(const RunInfo& run);
+  /// Replace the run's GPU list (static facts become known after the first tick).
+  Expected<void> put_gpus(std::int64_t run_id, const std::vector<RunGpu>& gpus);
+  Expected<void> finish_run(std::int64_t run_id, const RunEnd& end);
+  /// Every run, newest first, with gpus and finding_count filled.
+  Expected<std::vector<RunInfo>> list_runs();
+  Expected<RunInfo> get_run(std::int64_t run_id);
+  /// A run id ("12"), a name that matches one run, or "last" (the newest). kErrNotFound or
+  /// kErrAmbiguous (message lists the matching ids) otherwise.
+  Expected<std::int64_t> resolve_run(std::string_view spec);
+  /// Delete a run and everything recorded for it.
+  Expected<void> delete_run(std::int64_t run_id);
+
+  // ---- samples ----
+  Expected<std::int64_t> create_series(const SeriesInfo& series);
+  /// Insert a chunk (a new row); returns its id for update_chunk.
+  Expected<std::int64_t> insert_chunk(std::int64_t series_id, const Chunk& chunk);
+  /// Rewrite a chunk that grew (the open chunk of a series is rewritten every flush).
+  Expected<void> update_chunk(std::int64_t chunk_id, const Chunk& chunk);
+  Expected<std::vector<SeriesInfo>> list_series(std::int64_t run_id);
+  /// Call `fn` with each chunk of a series in time order; `aggregated` is true for a downsampled
+  /// chunk, whose columns are [mean..., min..., max...] of the original columns, one row.
+  Expected<void> read_series(std::int64_t series_id,
+                             const std::function<void(const Chunk& chunk, bool aggregated)>& fn);
+
+  // ---- events, findings ----
+  Expected<void> insert_gpu_events(std::int64_t run_id, const std::vector<GpuEvent>& events);
+  Expected<std::vector<StoredGpuEvent>> gpu_events(std::int64_t run_id);
+  Expected<void> insert_train_event(std::int64_t run_id, const TrainEvent& event);
+  Expected<std::vector<TrainEvent>> train_events(std::int64_t run_id);
+
+  // ---- maintenance ----
+  Expected<RetentionResult> apply_retention(std::int64_t now_unix_ns, const RetentionPolicy& policy);
+  /// Bytes in the main file (page_count x page_size); the WAL is not counted.
+  Expected<std::int64_t> size_bytes();
+
+ private:
+  struct Impl;
+  explicit Store(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The status to show for `run`: "lost" instead of "running" when the recorder pid is gone on this
+/// host; otherwise run.status.
+std::string effective_status(const RunInfo& run);
+
+}  // namespace trainmon::store

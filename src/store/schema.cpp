@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: Apache-2.0
+// The schema, as a table of migration steps. Step N brings a file from user_version N-1 to N.
+// Never edit a released step; append a new one. docs/store.md documents every table.
+#include <fmt/format.h>
+
+#include <string_view>
+
+#include "store/store_impl.h"
+
+namespace trainmon::store {
+namespace {
+
+struct Migration {
+  int version;
+  std::string_view sql;
+};
+
+constexpr Migration kMigrations[] = {
+    {1, R"sql(
+CREATE TABLE runs (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  name         TEXT NOT NULL,
+  kind         TEXT NOT NULL,            -- 'run' | 'record'
+  command      TEXT NOT NULL,            -- JSON array of argv
+  cwd          TEXT NOT NULL DEFAULT '',
+  user         TEXT NOT NULL DEFAULT '',
+  host         TEXT NOT NULL DEFAULT '',
+  start_ns     INTEGER NOT NULL,         -- Unix epoch, ns
+  end_ns       INTEGER,                  -- NULL while recording
+  status       TEXT NOT NULL,
+  exit_code    INTEGER,
+  exit_signal  INTEGER,
+  recorder_pid INTEGER NOT NULL DEFAULT 0,
+  interval_ms  INTEGER NOT NULL DEFAULT 1000,
+  summary      TEXT NOT NULL DEFAULT ''  -- JSON, written at the end
+);
+CREATE INDEX runs_name ON runs(name);
+CREATE TABLE labels (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  key    TEXT NOT NULL,
+  value  TEXT NOT NULL,
+  PRIMARY KEY (run_id, key)
+) WITHOUT ROWID;
+CREATE TABLE gpus (
+  run_id             INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  gpu_index          INTEGER NOT NULL,
+  uuid               TEXT NOT NULL DEFAULT '',
+  name               TEXT NOT NULL DEFAULT '',
+  pci_bus_id         TEXT NOT NULL DEFAULT '',
+  memory_total_bytes INTEGER,
+  power_limit_mw     INTEGER,
+  used_by_job        INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, gpu_index)
+) WITHOUT ROWID;
+CREATE TABLE series (
+  id          INTEGER PRIMARY KEY,
+  run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  kind        INTEGER NOT NULL,          -- SeriesKind: 1 gpu, 2 gpu_util_hr, 3 host, 4 process, 5 gpu_process
+  gpu_index   INTEGER,
+  pid         INTEGER,
+  start_ticks INTEGER NOT NULL DEFAULT 0,
+  ppid        INTEGER NOT NULL DEFAULT 0,
+  comm        TEXT NOT NULL DEFAULT '',
+  cmdline     TEXT NOT NULL DEFAULT '',
+  user        TEXT NOT NULL DEFAULT '',
+  in_job      INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX series_run ON series(run_id);
+CREATE TABLE chunks (
+  id        INTEGER PRIMARY KEY,
+  series_id INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,
+  t0_ms     INTEGER NOT NULL,            -- first row, Unix epoch ms
+  t1_ms     INTEGER NOT NULL,            -- last row
+  rows      INTEGER NOT NULL,
+  agg       INTEGER NOT NULL DEFAULT 0,  -- 1: downsampled (mean, min, max)
+  data      BLOB NOT NULL                -- chunk codec v1
+);
+CREATE INDEX chunks_series ON chunks(series_id, t0_ms);
+CREATE TABLE gpu_events (
+  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t_ns       INTEGER NOT NULL,
+  gpu_index  INTEGER NOT NULL,
+  event_type INTEGER NOT NULL,
+  xid        INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX gpu_events_run ON gpu_events(run_id, t_ns);
+CREATE TABLE train_events (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t      INTEGER NOT NULL,               -- Unix epoch, ns
+  kind   TEXT NOT NULL,
+  json   TEXT NOT NULL
+);
+CREATE INDEX train_events_run ON train_events(run_id, t);
+CREATE TABLE findings (
+  id       INTEGER PRIMARY KEY,
+  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  code     TEXT NOT NULL,
+  severity TEXT NOT NULL,
+  t0_ns    INTEGER,
+  t1_ns    INTEGER,
+  json     TEXT NOT NULL
+);
+CREATE INDEX findings_run ON findings(run_id);
+)sql"},
+};
+
+}  // namespace
+
+int latest_schema_version() noexcept {
+  return kMigrations[std::size(kMigrations) - 1].version;
+}
+
+Expected<void> migrate(sqlite3* db) {
+  // BEGIN IMMEDIATE: two recorders starting together must not both run step 1.
+  if (auto r = detail::exec(db, "BEGIN IMMEDIATE", "starting the schema migration"); !r) return r;
+  auto fail = [&](Error e) -> Expected<void> {
+    (void)detail::exec(db, "ROLLBACK", "rollback");
+    return std::unexpected(std::move(e));
+  };
+  detail::Stmt q(db, "PRAGMA user_version");
+  if (q.step() != SQLITE_ROW) return fail(detail::sqlite_error(db, q.step(), "reading the schema version"));
+  const int current = static_cast<int>(q.i64(0));
+  if (current > latest_schema_version()) {
+    return fail(Error{ErrorDomain::store, 0, std::string(kErrNewerSchema),
+                      fmt::format("the run store has schema version {}, newer than this trainmon's {}; "
+                                  "upgrade trainmon (nothing was changed)",
+                                  current, latest_schema_version())});
+  }
+  for (const auto& m : kMigrations) {
+    if (m.version <= current) continue;
+    if (auto r = detail::exec(db, m.sql, fmt::format("migrating the run store to schema {}", m.version)); !r)
+      return fail(r.error());
+    if (auto r = detail::exec(db, fmt::format("PRAGMA user_version = {}", m.version),
+                              "setting the schema version");
+        !r)
+      return fail(r.error());
+  }
+  return detail::exec(db, "COMMIT", "committing the schema migration");
+}
+
+}  // namespace trainmon::store

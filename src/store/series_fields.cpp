@@ -1,0 +1,248 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/store/series_fields.h"
+
+#include <cmath>
+
+#include "trainmon/store/chunk_codec.h"
+
+namespace trainmon::store {
+namespace {
+
+template <class T>
+std::int64_t v(const Reading<T>& r) {
+  if (!r.ok()) return kNull;
+  if constexpr (std::is_same_v<T, bool>) {
+    return r.value ? 1 : 0;
+  } else {
+    return static_cast<std::int64_t>(r.value);
+  }
+}
+std::int64_t scaled(const Reading<double>& r, double scale) {
+  return r.ok() && std::isfinite(r.value) ? static_cast<std::int64_t>(std::llround(r.value * scale)) : kNull;
+}
+std::int64_t scaled(double d, double scale) {
+  return std::isfinite(d) ? static_cast<std::int64_t>(std::llround(d * scale)) : kNull;
+}
+
+template <class S>
+struct Field {
+  FieldDef def;
+  std::int64_t (*get)(const S&);
+};
+
+// ---- GPU ------------------------------------------------------------------------------------
+const Field<GpuSample> kGpu[] = {
+    {{"responsive"}, [](const GpuSample& g) { return v(g.responsive); }},
+    {{"memory_total_bytes"}, [](const GpuSample& g) { return v(g.memory_total_bytes); }},
+    {{"memory_reserved_bytes"}, [](const GpuSample& g) { return v(g.memory_reserved_bytes); }},
+    {{"memory_used_bytes"}, [](const GpuSample& g) { return v(g.memory_used_bytes); }},
+    {{"memory_free_bytes"}, [](const GpuSample& g) { return v(g.memory_free_bytes); }},
+    {{"bar1_used_bytes"}, [](const GpuSample& g) { return v(g.bar1_used_bytes); }},
+    {{"bar1_free_bytes"}, [](const GpuSample& g) { return v(g.bar1_free_bytes); }},
+    {{"utilization_gpu_pct"}, [](const GpuSample& g) { return v(g.utilization_gpu_pct); }},
+    {{"utilization_memory_pct"}, [](const GpuSample& g) { return v(g.utilization_memory_pct); }},
+    {{"utilization_encoder_pct"}, [](const GpuSample& g) { return v(g.utilization_encoder_pct); }},
+    {{"utilization_decoder_pct"}, [](const GpuSample& g) { return v(g.utilization_decoder_pct); }},
+    {{"utilization_jpeg_pct"}, [](const GpuSample& g) { return v(g.utilization_jpeg_pct); }},
+    {{"utilization_ofa_pct"}, [](const GpuSample& g) { return v(g.utilization_ofa_pct); }},
+    {{"temperature_gpu_c"}, [](const GpuSample& g) { return v(g.temperature_gpu_c); }},
+    {{"temperature_memory_c"}, [](const GpuSample& g) { return v(g.temperature_memory_c); }},
+    {{"power_draw_mw"}, [](const GpuSample& g) { return v(g.power_draw_mw); }},
+    {{"power_draw_instant_mw"}, [](const GpuSample& g) { return v(g.power_draw_instant_mw); }},
+    {{"power_limit_mw"}, [](const GpuSample& g) { return v(g.power_limit_mw); }},
+    {{"enforced_power_limit_mw"}, [](const GpuSample& g) { return v(g.enforced_power_limit_mw); }},
+    {{"total_energy_mj"}, [](const GpuSample& g) { return v(g.total_energy_mj); }},
+    {{"fan_speed_pct"}, [](const GpuSample& g) { return v(g.fan_speed_pct); }},
+    {{"pstate"}, [](const GpuSample& g) { return v(g.pstate); }},
+    {{"clocks_graphics_mhz"}, [](const GpuSample& g) { return v(g.clocks_graphics_mhz); }},
+    {{"clocks_sm_mhz"}, [](const GpuSample& g) { return v(g.clocks_sm_mhz); }},
+    {{"clocks_memory_mhz"}, [](const GpuSample& g) { return v(g.clocks_memory_mhz); }},
+    {{"clocks_video_mhz"}, [](const GpuSample& g) { return v(g.clocks_video_mhz); }},
+    {{"clocks_event_reasons_active"}, [](const GpuSample& g) { return v(g.clocks_event_reasons_active); }},
+    {{"violation_power_ns"}, [](const GpuSample& g) { return v(g.violation_power_ns); }},
+    {{"violation_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_thermal_ns); }},
+    {{"violation_sw_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_sw_thermal_ns); }},
+    {{"violation_hw_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_hw_thermal_ns); }},
+    {{"violation_hw_power_brake_ns"}, [](const GpuSample& g) { return v(g.violation_hw_power_brake_ns); }},
+    {{"ecc_mode_current"}, [](const GpuSample& g) { return v(g.ecc_mode_current); }},
+    {{"ecc_mode_pending"}, [](const GpuSample& g) { return v(g.ecc_mode_pending); }},
+    {{"ecc_corrected_volatile"}, [](const GpuSample& g) { return v(g.ecc_corrected_volatile); }},
+    {{"ecc_uncorrected_volatile"}, [](const GpuSample& g) { return v(g.ecc_uncorrected_volatile); }},
+    {{"ecc_corrected_aggregate"}, [](const GpuSample& g) { return v(g.ecc_corrected_aggregate); }},
+    {{"ecc_uncorrected_aggregate"}, [](const GpuSample& g) { return v(g.ecc_uncorrected_aggregate); }},
+    {{"retired_pages_sbe"}, [](const GpuSample& g) { return v(g.retired_pages_sbe); }},
+    {{"retired_pages_dbe"}, [](const GpuSample& g) { return v(g.retired_pages_dbe); }},
+    {{"retired_pages_pending"}, [](const GpuSample& g) { return v(g.retired_pages_pending); }},
+    {{"remapped_rows_correctable"}, [](const GpuSample& g) { return v(g.remapped_rows_correctable); }},
+    {{"remapped_rows_uncorrectable"}, [](const GpuSample& g) { return v(g.remapped_rows_uncorrectable); }},
+    {{"remapped_rows_pending"}, [](const GpuSample& g) { return v(g.remapped_rows_pending); }},
+    {{"remapped_rows_failure"}, [](const GpuSample& g) { return v(g.remapped_rows_failure); }},
+    {{"pcie_link_gen_current"}, [](const GpuSample& g) { return v(g.pcie_link_gen_current); }},
+    {{"pcie_link_width_current"}, [](const GpuSample& g) { return v(g.pcie_link_width_current); }},
+    {{"pcie_rx_kib_s"}, [](const GpuSample& g) { return v(g.pcie_rx_kib_s); }},
+    {{"pcie_tx_kib_s"}, [](const GpuSample& g) { return v(g.pcie_tx_kib_s); }},
+    {{"pcie_replay_count"}, [](const GpuSample& g) { return v(g.pcie_replay_count); }},
+    {{"persistence_mode"}, [](const GpuSample& g) { return v(g.persistence_mode); }},
+    {{"compute_mode"}, [](const GpuSample& g) { return v(g.compute_mode); }},
+    {{"display_active"}, [](const GpuSample& g) { return v(g.display_active); }},
+    {{"mig_mode_current"}, [](const GpuSample& g) { return v(g.mig_mode_current); }},
+    {{"mig_mode_pending"}, [](const GpuSample& g) { return v(g.mig_mode_pending); }},
+    {{"gpm_sm_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 100); }},
+    {{"gpm_sm_occupancy_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 100); }},
+    {{"gpm_tensor_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 100); }},
+    {{"gpm_dram_bw_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 100); }},
+    {{"gpm_pcie_tx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 100); }},
+    {{"gpm_pcie_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 100); }},
+    {{"gpm_nvlink_tx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 100); }},
+    {{"gpm_nvlink_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 100); }},
+};
+
+// ---- host -----------------------------------------------------------------------------------
+std::uint64_t sum_disk(const HostSample& h, bool write) {
+  double s = 0;
+  for (const auto& d : h.disks) s += write ? d.write_bytes_per_s : d.read_bytes_per_s;
+  return static_cast<std::uint64_t>(s);
+}
+std::uint64_t sum_net(const HostSample& h, bool tx) {
+  double s = 0;
+  for (const auto& n : h.nets) s += tx ? n.tx_bytes_per_s : n.rx_bytes_per_s;
+  return static_cast<std::uint64_t>(s);
+}
+std::int64_t max_core_busy(const HostSample& h) {
+  double m = 0;
+  for (const auto& c : h.cpus) m = std::max(m, c.times.busy_pct);
+  return scaled(m, 100);
+}
+
+const Field<HostSample> kHost[] = {
+    {{"cpu_busy_pct", 100}, [](const HostSample& h) { return scaled(h.cpu_total.busy_pct, 100); }},
+    {{"cpu_user_pct", 100}, [](const HostSample& h) { return scaled(h.cpu_total.user_pct, 100); }},
+    {{"cpu_system_pct", 100}, [](const HostSample& h) { return scaled(h.cpu_total.system_pct, 100); }},
+    {{"cpu_iowait_pct", 100}, [](const HostSample& h) { return scaled(h.cpu_total.iowait_pct, 100); }},
+    {{"cpu_steal_pct", 100}, [](const HostSample& h) { return scaled(h.cpu_total.steal_pct, 100); }},
+    {{"cpu_max_core_busy_pct", 100}, max_core_busy},
+    {{"cpu_count_online"}, [](const HostSample& h) { return static_cast<std::int64_t>(h.cpu_count_online); }},
+    {{"cpu_temperature_c", 10}, [](const HostSample& h) { return scaled(h.cpu_temperature_c, 10); }},
+    {{"load1", 100}, [](const HostSample& h) { return scaled(h.load1, 100); }},
+    {{"memory_total_bytes"}, [](const HostSample& h) { return v(h.memory.total_bytes); }},
+    {{"memory_free_bytes"}, [](const HostSample& h) { return v(h.memory.free_bytes); }},
+    {{"memory_available_bytes"}, [](const HostSample& h) { return v(h.memory.available_bytes); }},
+    {{"memory_used_bytes"}, [](const HostSample& h) { return v(h.memory.used_bytes); }},
+    {{"memory_buffers_bytes"}, [](const HostSample& h) { return v(h.memory.buffers_bytes); }},
+    {{"memory_cached_bytes"}, [](const HostSample& h) { return v(h.memory.cached_bytes); }},
+    {{"memory_shared_bytes"}, [](const HostSample& h) { return v(h.memory.shared_bytes); }},
+    {{"memory_dirty_bytes"}, [](const HostSample& h) { return v(h.memory.dirty_bytes); }},
+    {{"swap_total_bytes"}, [](const HostSample& h) { return v(h.memory.swap_total_bytes); }},
+    {{"swap_used_bytes"}, [](const HostSample& h) { return v(h.memory.swap_used_bytes); }},
+    {{"pressure_cpu_some_avg10_pct", 100},
+     [](const HostSample& h) { return scaled(h.pressure_cpu.some_avg10_pct, 100); }},
+    {{"pressure_memory_some_avg10_pct", 100},
+     [](const HostSample& h) { return scaled(h.pressure_memory.some_avg10_pct, 100); }},
+    {{"pressure_memory_full_avg10_pct", 100},
+     [](const HostSample& h) { return scaled(h.pressure_memory.full_avg10_pct, 100); }},
+    {{"pressure_io_some_avg10_pct", 100},
+     [](const HostSample& h) { return scaled(h.pressure_io.some_avg10_pct, 100); }},
+    {{"disk_read_bytes_per_s"},
+     [](const HostSample& h) { return static_cast<std::int64_t>(sum_disk(h, false)); }},
+    {{"disk_write_bytes_per_s"},
+     [](const HostSample& h) { return static_cast<std::int64_t>(sum_disk(h, true)); }},
+    {{"net_rx_bytes_per_s"},
+     [](const HostSample& h) { return static_cast<std::int64_t>(sum_net(h, false)); }},
+    {{"net_tx_bytes_per_s"}, [](const HostSample& h) { return static_cast<std::int64_t>(sum_net(h, true)); }},
+};
+
+// ---- processes ------------------------------------------------------------------------------
+const Field<ProcessSample> kProcess[] = {
+    {{"rss_bytes"}, [](const ProcessSample& p) { return v(p.rss_bytes); }},
+    {{"vms_bytes"}, [](const ProcessSample& p) { return v(p.vms_bytes); }},
+    {{"shared_bytes"}, [](const ProcessSample& p) { return v(p.shared_bytes); }},
+    {{"num_threads"}, [](const ProcessSample& p) { return v(p.num_threads); }},
+    {{"cpu_pct", 100}, [](const ProcessSample& p) { return scaled(p.cpu_pct, 100); }},
+    {{"cpu_time_s", 1000}, [](const ProcessSample& p) { return scaled(p.cpu_time_s, 1000); }},
+    {{"read_bytes"}, [](const ProcessSample& p) { return v(p.read_bytes); }},
+    {{"write_bytes"}, [](const ProcessSample& p) { return v(p.write_bytes); }},
+    {{"state"}, [](const ProcessSample& p) { return static_cast<std::int64_t>(p.state); }},
+    {{"ppid"}, [](const ProcessSample& p) { return static_cast<std::int64_t>(p.ppid); }},
+};
+
+const Field<GpuProcessSample> kGpuProcess[] = {
+    {{"used_memory_bytes"}, [](const GpuProcessSample& p) { return v(p.used_memory_bytes); }},
+    {{"sm_util_pct"}, [](const GpuProcessSample& p) { return v(p.sm_util_pct); }},
+    {{"mem_util_pct"}, [](const GpuProcessSample& p) { return v(p.mem_util_pct); }},
+    {{"enc_util_pct"}, [](const GpuProcessSample& p) { return v(p.enc_util_pct); }},
+    {{"dec_util_pct"}, [](const GpuProcessSample& p) { return v(p.dec_util_pct); }},
+};
+
+const FieldDef kUtilHr[] = {{"utilization_gpu_pct", 100}};
+
+template <class S, std::size_t N>
+std::vector<FieldDef> defs(const Field<S> (&table)[N]) {
+  std::vector<FieldDef> out;
+  for (const auto& f : table) out.push_back(f.def);
+  return out;
+}
+
+template <class S, std::size_t N>
+std::vector<std::int64_t> row(const Field<S> (&table)[N], const S& s) {
+  std::vector<std::int64_t> out;
+  out.reserve(N);
+  for (const auto& f : table) out.push_back(f.get(s));
+  return out;
+}
+
+}  // namespace
+
+std::string_view series_kind_name(SeriesKind kind) noexcept {
+  switch (kind) {
+    case SeriesKind::gpu: return "gpu";
+    case SeriesKind::gpu_util_hr: return "gpu_util_hr";
+    case SeriesKind::host: return "host";
+    case SeriesKind::process: return "process";
+    case SeriesKind::gpu_process: return "gpu_process";
+  }
+  return "unknown";
+}
+
+std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept {
+  for (auto k : {SeriesKind::gpu, SeriesKind::gpu_util_hr, SeriesKind::host, SeriesKind::process,
+                 SeriesKind::gpu_process}) {
+    if (series_kind_name(k) == name) return k;
+  }
+  return std::nullopt;
+}
+
+std::span<const FieldDef> fields_of(SeriesKind kind) noexcept {
+  static const std::vector<FieldDef> gpu = defs(kGpu), host = defs(kHost), process = defs(kProcess),
+                                     gpu_process = defs(kGpuProcess);
+  switch (kind) {
+    case SeriesKind::gpu: return gpu;
+    case SeriesKind::gpu_util_hr: return kUtilHr;
+    case SeriesKind::host: return host;
+    case SeriesKind::process: return process;
+    case SeriesKind::gpu_process: return gpu_process;
+  }
+  return {};
+}
+
+std::optional<std::size_t> field_index(SeriesKind kind, std::string_view name) noexcept {
+  auto f = fields_of(kind);
+  for (std::size_t i = 0; i < f.size(); ++i) {
+    if (f[i].name == name) return i;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> gpu_row(const GpuSample& gpu) {
+  return row(kGpu, gpu);
+}
+std::vector<std::int64_t> host_row(const HostSample& host) {
+  return row(kHost, host);
+}
+std::vector<std::int64_t> process_row(const ProcessSample& process) {
+  return row(kProcess, process);
+}
+std::vector<std::int64_t> gpu_process_row(const GpuProcessSample& process) {
+  return row(kGpuProcess, process);
+}
+
+}  // namespace trainmon::store

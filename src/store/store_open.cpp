@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+// Opening the store: damage detection before anything is written, pragmas, migrations.
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "store/store_impl.h"
+
+namespace trainmon::store {
+namespace {
+
+namespace fs = std::filesystem;
+
+Error store_error(std::string_view name, std::string message, int code = 0) {
+  return Error{ErrorDomain::store, code, std::string(name), std::move(message)};
+}
+
+// The 16-byte magic every SQLite 3 database file starts with.
+bool has_sqlite_header(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char head[16] = {};
+  in.read(head, sizeof head);
+  return in.gcount() == 16 && std::memcmp(head, "SQLite format 3\0", 16) == 0;
+}
+
+Expected<void> check_integrity(sqlite3* db, const std::string& path) {
+  detail::Stmt q(db, "PRAGMA quick_check");
+  int rc = q.step();
+  if (rc == SQLITE_ROW && q.text(0) == "ok") return {};
+  std::string why = rc == SQLITE_ROW ? q.text(0) : std::string(sqlite3_errstr(rc));
+  if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+    return std::unexpected(detail::sqlite_error(db, rc, fmt::format("checking the run store {}", path)));
+  }
+  return std::unexpected(store_error(
+      kErrDamaged,
+      fmt::format("the run store {} is damaged (PRAGMA quick_check: {}); it was left untouched: move it "
+                  "aside or pass another --db",
+                  path, why),
+      rc));
+}
+
+}  // namespace
+
+Store::Store(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Store::Store(Store&&) noexcept = default;
+Store& Store::operator=(Store&&) noexcept = default;
+Store::~Store() = default;
+
+const std::string& Store::path() const noexcept {
+  return impl_->path;
+}
+
+Expected<Store> Store::open(const std::string& path, OpenMode mode) {
+  std::error_code ec;
+  const bool exists = fs::exists(path, ec);
+  const bool non_empty = exists && fs::file_size(path, ec) > 0 && !ec;
+  if (exists && fs::is_directory(path, ec)) {
+    return std::unexpected(
+        store_error(kErrCannotCreate, fmt::format("the run store path {} is a directory", path)));
+  }
+  if (non_empty && !has_sqlite_header(path)) {
+    return std::unexpected(store_error(
+        kErrDamaged, fmt::format("{} is not a trainmon run store (not a SQLite database); it was left "
+                                 "untouched: move it aside or pass another --db",
+                                 path)));
+  }
+  if (!exists && mode == OpenMode::read_only) {
+    return std::unexpected(store_error(
+        kErrMissing,
+        fmt::format("no run store at {} (nothing recorded yet? `trainmon run -- CMD` records one)", path)));
+  }
+  if (!exists) {
+    fs::path dir = fs::path(path).parent_path();
+    if (!dir.empty()) {
+      fs::create_directories(dir, ec);
+      if (ec) {
+        return std::unexpected(store_error(
+            kErrCannotCreate,
+            fmt::format("cannot create the run store directory {}: {}", dir.string(), ec.message()),
+            ec.value()));
+      }
+    }
+    // Probe write access to the directory ourselves: SQLite's own message ("unable to open
+    // database file") does not say why.
+    const std::string d = dir.empty() ? "." : dir.string();
+    if (::faccessat(AT_FDCWD, d.c_str(), W_OK, AT_EACCESS) != 0) {
+      int err = errno;
+      return std::unexpected(
+          store_error(kErrCannotCreate,
+                      fmt::format("cannot create the run store {}: directory {} is not writable ({})", path,
+                                  d, std::strerror(err)),
+                      err));
+    }
+  }
+
+  auto impl = std::make_unique<Impl>();
+  impl->path = path;
+  impl->read_only = mode == OpenMode::read_only;
+  sqlite3* raw = nullptr;
+  int flags =
+      mode == OpenMode::read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags | SQLITE_OPEN_NOMUTEX, nullptr);
+  impl->db.reset(raw);
+  if (rc != SQLITE_OK) {
+    auto e = detail::sqlite_error(raw, rc, fmt::format("cannot open the run store {}", path));
+    if (rc == SQLITE_NOTADB || rc == SQLITE_CORRUPT) e.name = kErrDamaged;
+    if (rc == SQLITE_CANTOPEN || rc == SQLITE_READONLY || rc == SQLITE_PERM) e.name = kErrCannotCreate;
+    return std::unexpected(e);
+  }
+  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_extended_result_codes(raw, 0);
+
+  if (non_empty) {
+    if (auto r = check_integrity(raw, path); !r) return std::unexpected(r.error());
+  }
+  if (mode == OpenMode::read_write) {
+    {
+      detail::Stmt wal(raw, "PRAGMA journal_mode=WAL");
+      int src = wal.step();
+      if (src != SQLITE_ROW) {
+        auto e = detail::sqlite_error(raw, src, fmt::format("cannot write to the run store {}", path));
+        if (src == SQLITE_READONLY || src == SQLITE_CANTOPEN || src == SQLITE_PERM) e.name = kErrCannotCreate;
+        return std::unexpected(e);
+      }
+    }
+    if (auto r = detail::exec(raw, "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON", "setting pragmas");
+        !r)
+      return std::unexpected(r.error());
+    if (auto r = migrate(raw); !r) return std::unexpected(r.error());
+  }
+  return Store(std::move(impl));
+}
+
+Expected<int> Store::schema_version() {
+  detail::Stmt q(impl_->db.get(), "PRAGMA user_version");
+  if (q.step() != SQLITE_ROW)
+    return std::unexpected(detail::sqlite_error(impl_->db.get(), SQLITE_ERROR, "user_version"));
+  return static_cast<int>(q.i64(0));
+}
+
+Expected<void> Store::begin() {
+  return detail::exec(impl_->db.get(), "BEGIN IMMEDIATE", "starting a write");
+}
+Expected<void> Store::commit() {
+  return detail::exec(impl_->db.get(), "COMMIT", "committing samples");
+}
+void Store::rollback() noexcept {
+  if (!sqlite3_get_autocommit(impl_->db.get())) (void)detail::exec(impl_->db.get(), "ROLLBACK", "rollback");
+}
+
+Expected<std::int64_t> Store::size_bytes() {
+  detail::Stmt q(impl_->db.get(),
+                 "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()");
+  if (q.step() != SQLITE_ROW)
+    return std::unexpected(detail::sqlite_error(impl_->db.get(), SQLITE_ERROR, "size"));
+  return q.i64(0);
+}
+
+}  // namespace trainmon::store
