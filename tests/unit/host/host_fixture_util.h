@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Helpers for host tests: fixture paths, a temp dir that removes itself, and lookup by pid.
+#pragma once
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/host_sample.h"
+
+namespace trainmon::test {
+
+inline std::string host_fixture(const std::string& name) {
+  return std::string(TRAINMON_FIXTURES_DIR) + "/host/" + name;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "trainmon-host-XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+inline const ProcessSample* find_pid(const std::vector<ProcessSample>& ps, std::uint32_t pid) {
+  const auto it = std::find_if(ps.begin(), ps.end(), [pid](const ProcessSample& p) { return p.pid == pid; });
+  return it == ps.end() ? nullptr : &*it;
+}
+
+}  // namespace trainmon::test
