@@ -37,7 +37,9 @@ Mem memory_of(const Call& c) {
 }
 
 /// Device-level utilization is unsupported on MIG-enabled GPUs and on MIG device handles.
-bool util_unsupported(const Call& c) { return c.mig != nullptr || c.dev->mig_enabled(); }
+bool util_unsupported(const Call& c) {
+  return c.mig != nullptr || c.dev->mig_enabled();
+}
 
 int engine_util(const Call& c, const char* key, unsigned int* utilization, unsigned int* samplingPeriodUs) {
   FAKE_NEED(utilization);
@@ -84,12 +86,14 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, n
   FAKE_NEED(bar1Memory);
   if (on_mig_handle(c) || c.dev->bar1_total == 0) return NVML_ERROR_NOT_SUPPORTED;
   const unsigned long long total = c.dev->bar1_total;
-  const unsigned long long used = std::min(total, rounded<unsigned long long>(c.metric("bar1_used").value_or(0)));
+  const unsigned long long used =
+      std::min(total, rounded<unsigned long long>(c.metric("bar1_used").value_or(0)));
   *bar1Memory = nvmlBAR1Memory_t{total, total - used, used};
   return NVML_SUCCESS;
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
+                                                            nvmlUtilization_t* utilization) {
   FAKE_ENTER(device);
   FAKE_NEED(utilization);
   if (util_unsupported(c)) return NVML_ERROR_NOT_SUPPORTED;
@@ -130,7 +134,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsi
   return put_metric(c, "temperature_gpu", temp);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType,
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
+                                                                unsigned int thresholdType,
                                                                 unsigned int* temp) {
   FAKE_ENTER(device);
   FAKE_NEED(temp);
@@ -156,7 +161,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t dev
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
   FAKE_ENTER(device);
   if (on_mig_handle(c)) return NVML_ERROR_NOT_SUPPORTED;
-  return power_limit_value(c.dev->power_enforced_limit ? c.dev->power_enforced_limit : c.dev->power_limit, limit);
+  return power_limit_value(c.dev->power_enforced_limit ? c.dev->power_enforced_limit : c.dev->power_limit,
+                           limit);
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
@@ -178,7 +184,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlD
   return NVML_SUCCESS;
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                                  unsigned long long* energy) {
   FAKE_ENTER(device);
   FAKE_NEED(energy);
   if (on_mig_handle(c)) return NVML_ERROR_NOT_SUPPORTED;

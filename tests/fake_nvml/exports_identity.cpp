@@ -35,8 +35,8 @@ int pci_info(const Call& c, nvmlPciInfo_t* pci) {
   *pci = nvmlPciInfo_t{};
   std::snprintf(pci->busId, sizeof pci->busId, "%s", d.bus_id.c_str());
   // Legacy id: "DDDD:BB:DD.F" (4-digit domain).
-  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", d.pci_domain & 0xFFFFu, d.pci_bus,
-                d.pci_device);
+  std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", d.pci_domain & 0xFFFFu,
+                d.pci_bus, d.pci_device);
   pci->domain = d.pci_domain;
   pci->bus = d.pci_bus;
   pci->device = d.pci_device;
@@ -84,7 +84,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t device, char* ser
   return copy_string(c.dev->serial, serial, length);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char* version, unsigned int length) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetVbiosVersion(nvmlDevice_t device, char* version,
+                                                        unsigned int length) {
   FAKE_ENTER(device);
   if (on_mig_handle(c) || c.dev->vbios.empty()) return NVML_ERROR_NOT_SUPPORTED;
   return copy_string(c.dev->vbios, version, length);
@@ -103,7 +104,8 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlP
   return pci_info(c, pci);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major, int* minor) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCudaComputeCapability(nvmlDevice_t device, int* major,
+                                                                 int* minor) {
   FAKE_ENTER(device);
   FAKE_NEED(major);
   FAKE_NEED(minor);
@@ -127,19 +129,22 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, uns
   return NVML_SUCCESS;
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device, unsigned int* currLinkGen) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t device,
+                                                                  unsigned int* currLinkGen) {
   FAKE_ENTER(device);
   if (on_mig_handle(c) || c.dev->pcie_gen_max == 0) return NVML_ERROR_NOT_SUPPORTED;
   return put_metric_or(c, "pcie_gen_current", currLinkGen, c.dev->pcie_gen_current);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* currLinkWidth) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device,
+                                                             unsigned int* currLinkWidth) {
   FAKE_ENTER(device);
   if (on_mig_handle(c) || c.dev->pcie_width_max == 0) return NVML_ERROR_NOT_SUPPORTED;
   return put_metric_or(c, "pcie_width_current", currLinkWidth, c.dev->pcie_width_current);
 }
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device, unsigned int* maxLinkGen) {
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t device,
+                                                                 unsigned int* maxLinkGen) {
   FAKE_ENTER(device);
   FAKE_NEED(maxLinkGen);
   if (on_mig_handle(c) || c.dev->pcie_gen_max == 0) return NVML_ERROR_NOT_SUPPORTED;

@@ -12,27 +12,34 @@ using fake_nvml::enter;
 namespace {
 
 /// True in the cuda_stub variant: every init fails like CUDA's stubs/libnvidia-ml.so.
-bool is_stub() { return std::strcmp(fake_nvml::variant(), "cuda_stub") == 0; }
+bool is_stub() {
+  return std::strcmp(fake_nvml::variant(), "cuda_stub") == 0;
+}
 
 int stub_init() {
-  std::fprintf(stderr,
-               "WARNING: You should always run with libnvidia-ml.so that is installed with your NVIDIA Display "
-               "Driver. By default it's installed in /usr/lib and /usr/lib64. libnvidia-ml.so in GDK package is a "
-               "stub library that is attached only for build purposes (e.g. machine that you build your "
-               "application doesn't have to have Display Driver installed).\n");
+  std::fprintf(
+      stderr,
+      "WARNING: You should always run with libnvidia-ml.so that is installed with your NVIDIA Display "
+      "Driver. By default it's installed in /usr/lib and /usr/lib64. libnvidia-ml.so in GDK package is a "
+      "stub library that is attached only for build purposes (e.g. machine that you build your "
+      "application doesn't have to have Display Driver installed).\n");
   return NVML_ERROR_LIBRARY_NOT_FOUND;
 }
 
 }  // namespace
 
-FAKE_NVML_EXPORT nvmlReturn_t nvmlInit(void) { return is_stub() ? stub_init() : fake_nvml::init("nvmlInit"); }
+FAKE_NVML_EXPORT nvmlReturn_t nvmlInit(void) {
+  return is_stub() ? stub_init() : fake_nvml::init("nvmlInit");
+}
 FAKE_NVML_EXPORT nvmlReturn_t nvmlInit_v2(void) {
   return is_stub() ? stub_init() : fake_nvml::init("nvmlInit_v2");
 }
 FAKE_NVML_EXPORT nvmlReturn_t nvmlInitWithFlags(unsigned int /*flags*/) {
   return is_stub() ? stub_init() : fake_nvml::init("nvmlInitWithFlags");
 }
-FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) { return fake_nvml::shutdown(); }
+FAKE_NVML_EXPORT nvmlReturn_t nvmlShutdown(void) {
+  return fake_nvml::shutdown();
+}
 
 FAKE_NVML_EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {

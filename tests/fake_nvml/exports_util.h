@@ -8,7 +8,7 @@
 #include "state.h"
 
 /// Enters the calling entry point for `device`; returns its code early unless SUCCESS.
-#define FAKE_ENTER(device)                              \
+#define FAKE_ENTER(device)                                    \
   ::fake_nvml::Call c = ::fake_nvml::enter(__func__, device); \
   if (c.rc != NVML_SUCCESS) return c.rc
 
@@ -44,7 +44,9 @@ int put_metric_or(const Call& c, const char* key, T* out, double fallback) {
 }
 
 /// Physical-GPU-only entry points answer NOT_SUPPORTED on a MIG device handle.
-inline bool on_mig_handle(const Call& c) { return c.mig != nullptr; }
+inline bool on_mig_handle(const Call& c) {
+  return c.mig != nullptr;
+}
 
 /// Memory in use (bytes) at the call time: the "memory_used" metric, else the sum of the live
 /// processes' used_memory on that GPU (or MIG device).

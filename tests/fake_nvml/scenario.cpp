@@ -70,7 +70,9 @@ unsigned long long to_ull(const json& j, const std::string& what) {
   throw std::runtime_error(what + ": expected a number, got " + j.dump());
 }
 
-unsigned to_u(const json& j, const std::string& what) { return static_cast<unsigned>(to_ull(j, what)); }
+unsigned to_u(const json& j, const std::string& what) {
+  return static_cast<unsigned>(to_ull(j, what));
+}
 
 /// Booleans, numbers and "Enabled"/"Disabled" all map to 0/1.
 unsigned to_flag(const json& j, const std::string& what) {
@@ -83,7 +85,8 @@ unsigned to_flag(const json& j, const std::string& what) {
   return to_u(j, what);
 }
 
-unsigned named_or_number(const json& j, const std::map<std::string, unsigned>& names, const std::string& what) {
+unsigned named_or_number(const json& j, const std::map<std::string, unsigned>& names,
+                         const std::string& what) {
   if (j.is_string()) {
     std::string s = j.get<std::string>();
     for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
@@ -93,22 +96,27 @@ unsigned named_or_number(const json& j, const std::map<std::string, unsigned>& n
   return to_u(j, what);
 }
 
-const std::map<std::string, unsigned> kBrands = {
-    {"UNKNOWN", 0}, {"QUADRO", 1},  {"TESLA", 2},   {"NVS", 3},         {"GRID", 4},
-    {"GEFORCE", 5}, {"TITAN", 6},   {"NVIDIA", 14}, {"GEFORCE_RTX", 15}, {"NVIDIA_RTX", 13},
-    {"QUADRO_RTX", 12}, {"TITAN_RTX", 16}};
-const std::map<std::string, unsigned> kArchs = {{"KEPLER", 2}, {"MAXWELL", 3}, {"PASCAL", 4},   {"VOLTA", 5},
-                                                {"TURING", 6}, {"AMPERE", 7},  {"ADA", 8},      {"HOPPER", 9},
-                                                {"BLACKWELL", 10}, {"UNKNOWN", 0xFFFFFFFFu}};
+const std::map<std::string, unsigned> kBrands = {{"UNKNOWN", 0},     {"QUADRO", 1},      {"TESLA", 2},
+                                                 {"NVS", 3},         {"GRID", 4},        {"GEFORCE", 5},
+                                                 {"TITAN", 6},       {"NVIDIA", 14},     {"GEFORCE_RTX", 15},
+                                                 {"NVIDIA_RTX", 13}, {"QUADRO_RTX", 12}, {"TITAN_RTX", 16}};
+const std::map<std::string, unsigned> kArchs = {
+    {"KEPLER", 2}, {"MAXWELL", 3}, {"PASCAL", 4}, {"VOLTA", 5},      {"TURING", 6},
+    {"AMPERE", 7}, {"ADA", 8},     {"HOPPER", 9}, {"BLACKWELL", 10}, {"UNKNOWN", 0xFFFFFFFFu}};
 const std::map<std::string, unsigned> kComputeModes = {
     {"DEFAULT", 0}, {"EXCLUSIVE_THREAD", 1}, {"PROHIBITED", 2}, {"EXCLUSIVE_PROCESS", 3}};
 const std::map<std::string, unsigned> kThresholds = {
-    {"shutdown", 0}, {"slowdown", 1}, {"mem_max", 2}, {"gpu_max", 3},
+    {"shutdown", 0},     {"slowdown", 1},      {"mem_max", 2},      {"gpu_max", 3},
     {"acoustic_min", 4}, {"acoustic_curr", 5}, {"acoustic_max", 6}, {"gps_curr", 7}};
-const std::map<std::string, unsigned> kClocks = {{"graphics", 0}, {"sm", 1}, {"memory", 2}, {"mem", 2}, {"video", 3}};
-const std::map<std::string, unsigned long long> kEventTypes = {
-    {"single_bit_ecc", 0x1}, {"double_bit_ecc", 0x2}, {"pstate", 0x4}, {"xid", 0x8}, {"clock", 0x10},
-    {"power_source_change", 0x80}, {"mig_config_change", 0x100}};
+const std::map<std::string, unsigned> kClocks = {
+    {"graphics", 0}, {"sm", 1}, {"memory", 2}, {"mem", 2}, {"video", 3}};
+const std::map<std::string, unsigned long long> kEventTypes = {{"single_bit_ecc", 0x1},
+                                                               {"double_bit_ecc", 0x2},
+                                                               {"pstate", 0x4},
+                                                               {"xid", 0x8},
+                                                               {"clock", 0x10},
+                                                               {"power_source_change", 0x80},
+                                                               {"mig_config_change", 0x100}};
 
 std::map<std::string, Timeline> parse_metrics(const json& j, std::uint64_t seed, const std::string& where) {
   std::map<std::string, Timeline> out;
@@ -138,7 +146,8 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
     if (p.contains("bus")) d.pci_bus = to_u(p.at("bus"), where + ".pci.bus");
     if (p.contains("device")) d.pci_device = to_u(p.at("device"), where + ".pci.device");
     if (p.contains("device_id")) d.pci_device_id = to_u(p.at("device_id"), where + ".pci.device_id");
-    if (p.contains("subsystem_id")) d.pci_subsystem_id = to_u(p.at("subsystem_id"), where + ".pci.subsystem_id");
+    if (p.contains("subsystem_id"))
+      d.pci_subsystem_id = to_u(p.at("subsystem_id"), where + ".pci.subsystem_id");
   }
   if (j.contains("compute_capability")) {
     const json& cc = j.at("compute_capability");
@@ -164,14 +173,16 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
     const json& p = j.at("power_limits");
     if (p.contains("current")) d.power_limit = to_u(p.at("current"), where + ".power_limits.current");
     if (p.contains("default")) d.power_default_limit = to_u(p.at("default"), where + ".power_limits.default");
-    if (p.contains("enforced")) d.power_enforced_limit = to_u(p.at("enforced"), where + ".power_limits.enforced");
+    if (p.contains("enforced"))
+      d.power_enforced_limit = to_u(p.at("enforced"), where + ".power_limits.enforced");
     if (p.contains("min")) d.power_min_limit = to_u(p.at("min"), where + ".power_limits.min");
     if (p.contains("max")) d.power_max_limit = to_u(p.at("max"), where + ".power_limits.max");
   }
   if (j.contains("temperature_thresholds")) {
     for (const auto& [k, v] : j.at("temperature_thresholds").items()) {
       auto it = kThresholds.find(k);
-      if (it == kThresholds.end()) throw std::runtime_error(where + ".temperature_thresholds: unknown key " + k);
+      if (it == kThresholds.end())
+        throw std::runtime_error(where + ".temperature_thresholds: unknown key " + k);
       d.temperature_thresholds[it->second] = to_u(v, where + ".temperature_thresholds." + k);
     }
   }
@@ -183,7 +194,8 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
     }
   }
   if (j.contains("supported_clocks_event_reasons"))
-    d.supported_clock_reasons = to_ull(j.at("supported_clocks_event_reasons"), where + ".supported_clocks_event_reasons");
+    d.supported_clock_reasons =
+        to_ull(j.at("supported_clocks_event_reasons"), where + ".supported_clocks_event_reasons");
   if (j.contains("num_fans")) d.num_fans = to_u(j.at("num_fans"), where + ".num_fans");
   auto mode_pair = [&](const char* key, std::optional<unsigned>& cur, std::optional<unsigned>& pend) {
     if (!j.contains(key)) return;
@@ -197,7 +209,8 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
   };
   mode_pair("ecc_mode", d.ecc_current, d.ecc_pending);
   mode_pair("mig_mode", d.mig_current, d.mig_pending);
-  if (j.contains("max_mig_devices")) d.max_mig_devices = to_u(j.at("max_mig_devices"), where + ".max_mig_devices");
+  if (j.contains("max_mig_devices"))
+    d.max_mig_devices = to_u(j.at("max_mig_devices"), where + ".max_mig_devices");
   if (j.contains("mig_devices")) {
     unsigned i = 0;
     for (const auto& m : j.at("mig_devices")) {
@@ -213,19 +226,24 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
       ++i;
     }
   }
-  if (j.contains("persistence_mode")) d.persistence_mode = to_flag(j.at("persistence_mode"), where + ".persistence_mode");
+  if (j.contains("persistence_mode"))
+    d.persistence_mode = to_flag(j.at("persistence_mode"), where + ".persistence_mode");
   if (j.contains("compute_mode"))
     d.compute_mode = named_or_number(j.at("compute_mode"), kComputeModes, where + ".compute_mode");
-  if (j.contains("display_active")) d.display_active = to_flag(j.at("display_active"), where + ".display_active");
+  if (j.contains("display_active"))
+    d.display_active = to_flag(j.at("display_active"), where + ".display_active");
   if (j.contains("display_mode")) d.display_mode = to_flag(j.at("display_mode"), where + ".display_mode");
   if (j.contains("pcie")) {
     const json& p = j.at("pcie");
     d.pcie_gen_max = p.contains("gen_max") ? to_u(p.at("gen_max"), where + ".pcie.gen_max") : 0;
-    d.pcie_gen_gpu_max = p.contains("gen_gpu_max") ? to_u(p.at("gen_gpu_max"), where + ".pcie.gen_gpu_max") : d.pcie_gen_max;
-    d.pcie_gen_current = p.contains("gen_current") ? to_u(p.at("gen_current"), where + ".pcie.gen_current") : d.pcie_gen_max;
+    d.pcie_gen_gpu_max =
+        p.contains("gen_gpu_max") ? to_u(p.at("gen_gpu_max"), where + ".pcie.gen_gpu_max") : d.pcie_gen_max;
+    d.pcie_gen_current =
+        p.contains("gen_current") ? to_u(p.at("gen_current"), where + ".pcie.gen_current") : d.pcie_gen_max;
     d.pcie_width_max = p.contains("width_max") ? to_u(p.at("width_max"), where + ".pcie.width_max") : 0;
-    d.pcie_width_current =
-        p.contains("width_current") ? to_u(p.at("width_current"), where + ".pcie.width_current") : d.pcie_width_max;
+    d.pcie_width_current = p.contains("width_current")
+                               ? to_u(p.at("width_current"), where + ".pcie.width_current")
+                               : d.pcie_width_max;
   }
   d.gpm_supported = j.value("gpm_supported", false);
   d.supported_event_types = j.contains("supported_event_types")
@@ -262,14 +280,17 @@ Process parse_process(const json& j, std::uint64_t seed, const std::string& wher
   p.pid = pid;
   p.gpu = to_u(j.value("gpu", json(0)), where + ".gpu");
   const std::string type = j.value("type", "C");
-  p.compute = type.find('C') != std::string::npos || type.find('M') != std::string::npos;
+  p.compute = type.find('C') != std::string::npos;
   p.graphics = type.find('G') != std::string::npos;
-  if (!p.compute && !p.graphics) throw std::runtime_error(where + ".type must be \"C\", \"G\" or \"C+G\"");
+  p.mps = type.find('M') != std::string::npos;
+  if (!p.compute && !p.graphics && !p.mps)
+    throw std::runtime_error(where + ".type must be \"C\", \"G\", \"M\" or a combination like \"C+G\"");
   p.name = j.value("name", "python");
   p.start_s = j.value("start_s", 0.0);
   if (j.contains("end_s") && !j.at("end_s").is_null()) p.end_s = j.at("end_s").get<double>();
   if (j.contains("gpu_instance_id")) p.gi_id = to_u(j.at("gpu_instance_id"), where + ".gpu_instance_id");
-  if (j.contains("compute_instance_id")) p.ci_id = to_u(j.at("compute_instance_id"), where + ".compute_instance_id");
+  if (j.contains("compute_instance_id"))
+    p.ci_id = to_u(j.at("compute_instance_id"), where + ".compute_instance_id");
   auto tl = [&](const char* key, Timeline& out) {
     if (!j.contains(key)) return;
     try {
@@ -345,7 +366,8 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
   s.time_scale = j.value("time_scale", 1.0);
   s.start_offset_s = j.value("start_offset_s", 0.0);
   const std::uint64_t seed = j.value("seed", std::uint64_t{1});
-  if (j.contains("init_error") && !j.at("init_error").is_null()) s.init_error = parse_return_code(j.at("init_error"));
+  if (j.contains("init_error") && !j.at("init_error").is_null())
+    s.init_error = parse_return_code(j.at("init_error"));
   if (j.contains("devices")) {
     unsigned i = 0;
     for (const auto& d : j.at("devices")) {
@@ -382,14 +404,17 @@ Scenario parse_scenario(const std::string& text, const std::string& path) {
       if (e.contains("data")) ev.data = to_ull(e.at("data"), w + ".data");
       if (e.contains("xid")) ev.data = to_ull(e.at("xid"), w + ".xid");
       if (e.contains("gpu_instance_id")) ev.gi_id = to_u(e.at("gpu_instance_id"), w + ".gpu_instance_id");
-      if (e.contains("compute_instance_id")) ev.ci_id = to_u(e.at("compute_instance_id"), w + ".compute_instance_id");
+      if (e.contains("compute_instance_id"))
+        ev.ci_id = to_u(e.at("compute_instance_id"), w + ".compute_instance_id");
       s.events.push_back(ev);
     }
-    std::stable_sort(s.events.begin(), s.events.end(), [](const Event& a, const Event& b) { return a.t < b.t; });
+    std::stable_sort(s.events.begin(), s.events.end(),
+                     [](const Event& a, const Event& b) { return a.t < b.t; });
   }
   if (j.contains("errors")) {
     unsigned i = 0;
-    for (const auto& e : j.at("errors")) s.errors.push_back(parse_rule(e, "errors[" + std::to_string(i++) + "]"));
+    for (const auto& e : j.at("errors"))
+      s.errors.push_back(parse_rule(e, "errors[" + std::to_string(i++) + "]"));
   }
   return s;
 }

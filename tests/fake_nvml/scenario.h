@@ -20,7 +20,7 @@ struct MigDevice {
   unsigned ci_id = 0;
   std::string uuid;
   std::string name;
-  unsigned long long memory_total = 0;  // bytes
+  unsigned long long memory_total = 0;      // bytes
   std::map<std::string, Timeline> metrics;  // "memory_used", "bar1_used"
 };
 
@@ -33,7 +33,7 @@ struct Device {
   unsigned brand = 0, architecture = 0;
   unsigned long long memory_total = 0, bar1_total = 0;  // bytes
   std::optional<unsigned> power_limit, power_default_limit, power_enforced_limit, power_min_limit,
-      power_max_limit;  // mW
+      power_max_limit;                                  // mW
   std::map<unsigned, unsigned> temperature_thresholds;  // NVML threshold enum → °C
   std::map<unsigned, unsigned> max_clocks;              // NVML clock type → MHz
   std::optional<unsigned long long> supported_clock_reasons;
@@ -64,7 +64,7 @@ struct Device {
 struct Process {
   unsigned pid = 0;
   unsigned gpu = 0;
-  bool compute = true, graphics = false;
+  bool compute = true, graphics = false, mps = false;
   std::string name;
   double start_s = 0, end_s = 1e300;
   unsigned gi_id = 0xFFFFFFFFu, ci_id = 0xFFFFFFFFu;
@@ -83,10 +83,10 @@ struct Event {
 
 /// An error injection rule: when it matches a call, the call hangs hang_ms and/or returns `ret`.
 struct ErrorRule {
-  std::string function = "*";  // entry point name or "*"
-  std::optional<unsigned> gpu;  // unset: any device (and device-less calls)
-  double from_s = -1e300, to_s = 1e300;  // scenario-time window [from, to)
-  std::set<unsigned long long> calls;   // 1-based numbers of matching calls; empty: every call
+  std::string function = "*";                     // entry point name or "*"
+  std::optional<unsigned> gpu;                    // unset: any device (and device-less calls)
+  double from_s = -1e300, to_s = 1e300;           // scenario-time window [from, to)
+  std::set<unsigned long long> calls;             // 1-based numbers of matching calls; empty: every call
   unsigned long long call_from = 0, call_to = 0;  // inclusive range when call_to > 0
   std::optional<int> ret;
   unsigned hang_ms = 0;

@@ -15,8 +15,8 @@ struct Global {
   std::mutex mu;
   int refs = 0;
   std::shared_ptr<const Scenario> sc;
-  std::string counters_for;                        // path the rule counters belong to
-  std::vector<unsigned long long> rule_calls;      // matching calls seen, per rule
+  std::string counters_for;                    // path the rule counters belong to
+  std::vector<unsigned long long> rule_calls;  // matching calls seen, per rule
   std::array<DeviceRuntime, kMaxGpus> runtime{};
   bool origin_set = false;
   std::chrono::steady_clock::time_point origin_steady;
@@ -47,7 +47,9 @@ std::optional<double> env_double(const char* name) {
   return d;
 }
 
-double time_scale(const Scenario& sc) { return env_double("TRAINMON_FAKE_NVML_TIME_SCALE").value_or(sc.time_scale); }
+double time_scale(const Scenario& sc) {
+  return env_double("TRAINMON_FAKE_NVML_TIME_SCALE").value_or(sc.time_scale);
+}
 
 void set_origin_locked(Global& gl) {
   if (gl.origin_set) return;
@@ -63,14 +65,16 @@ void set_origin_locked(Global& gl) {
   return true;
 }();
 
-bool rule_matches_fn(const ErrorRule& r, const char* fn) { return r.function == "*" || r.function == fn; }
+bool rule_matches_fn(const ErrorRule& r, const char* fn) {
+  return r.function == "*" || r.function == fn;
+}
 
 }  // namespace
 
 unsigned long long wall_now_us() {
-  return static_cast<unsigned long long>(
-      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+  return static_cast<unsigned long long>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                             std::chrono::system_clock::now().time_since_epoch())
+                                             .count());
 }
 
 unsigned long long origin_wall_us() {
@@ -98,7 +102,9 @@ double scenario_at_wall_us(const Scenario& sc, unsigned long long wall_us) {
   return wall * time_scale(sc) + sc.start_offset_s;
 }
 
-nvmlDevice_t handle_of(unsigned gpu, int mig) { return &handles()[gpu][static_cast<unsigned>(mig + 1)]; }
+nvmlDevice_t handle_of(unsigned gpu, int mig) {
+  return &handles()[gpu][static_cast<unsigned>(mig + 1)];
+}
 
 int copy_string(const std::string& s, char* buf, unsigned length) {
   if (buf == nullptr) return NVML_ERROR_INVALID_ARGUMENT;

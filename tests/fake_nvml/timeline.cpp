@@ -61,7 +61,8 @@ Timeline Timeline::parse(const nlohmann::json& j, std::uint64_t default_seed) {
   if (pts->is_number()) {
     t.points_.emplace_back(0.0, pts->get<double>());
   } else {
-    if (!pts->is_array() || pts->empty()) throw std::runtime_error("timeline points must be a non-empty array");
+    if (!pts->is_array() || pts->empty())
+      throw std::runtime_error("timeline points must be a non-empty array");
     for (const auto& p : *pts) {
       if (!p.is_array() || p.size() != 2) throw std::runtime_error("timeline point must be [t, v]");
       t.points_.emplace_back(as_number(p[0], "time"), as_number(p[1], "value"));

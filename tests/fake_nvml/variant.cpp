@@ -7,5 +7,7 @@
 #endif
 
 namespace fake_nvml {
-const char* variant() { return FAKE_NVML_VARIANT; }
+const char* variant() {
+  return FAKE_NVML_VARIANT;
+}
 }  // namespace fake_nvml
