@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/host/process_tree.h"
 
-#include <unordered_map>
+#include <algorithm>
+#include <tuple>
 
 namespace trainmon {
 
@@ -9,13 +10,15 @@ std::vector<std::size_t> process_tree_indices(std::span<const ProcessSample> pro
                                               std::uint32_t root_pid,
                                               std::optional<std::uint64_t> root_start_ticks) {
   std::vector<std::size_t> out;
-  std::unordered_multimap<std::uint32_t, std::size_t> children;  // ppid -> index
+  // (ppid, pid, index), sorted: the children of one parent are a contiguous run in pid order.
+  std::vector<std::tuple<std::uint32_t, std::uint32_t, std::size_t>> children;
   std::optional<std::size_t> root;
   children.reserve(processes.size());
   for (std::size_t i = 0; i < processes.size(); ++i) {
     if (processes[i].pid == root_pid && !root) root = i;
-    if (processes[i].pid != processes[i].ppid) children.emplace(processes[i].ppid, i);
+    if (processes[i].pid != processes[i].ppid) children.emplace_back(processes[i].ppid, processes[i].pid, i);
   }
+  std::sort(children.begin(), children.end());
   if (!root) return out;
   if (root_start_ticks && processes[*root].start_time_ticks != *root_start_ticks) return out;
   std::vector<bool> taken(processes.size(), false);
@@ -23,9 +26,10 @@ std::vector<std::size_t> process_tree_indices(std::span<const ProcessSample> pro
   taken[*root] = true;
   for (std::size_t next = 0; next < out.size(); ++next) {
     const ProcessSample& parent = processes[out[next]];
-    const auto [lo, hi] = children.equal_range(parent.pid);
-    for (auto it = lo; it != hi; ++it) {
-      const std::size_t c = it->second;
+    auto it =
+        std::lower_bound(children.begin(), children.end(), std::make_tuple(parent.pid, 0u, std::size_t{0}));
+    for (; it != children.end() && std::get<0>(*it) == parent.pid; ++it) {
+      const std::size_t c = std::get<2>(*it);
       if (taken[c] || processes[c].start_time_ticks < parent.start_time_ticks) continue;
       taken[c] = true;
       out.push_back(c);

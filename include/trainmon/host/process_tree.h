@@ -14,11 +14,11 @@
 namespace trainmon {
 
 /// Indices into `processes` of `root_pid` and all its descendants (children, grandchildren ...),
-/// root first, then breadth-first. A child counts only when it started no earlier than its parent
-/// (pid + start time identity: a stale ppid never adopts an older process); cycles in malformed data
-/// are ignored. Empty when the root is not in the list, or when `root_start_ticks` is given and
-/// differs from the listed root's (the pid was reused). The list must hold every process (collected
-/// with HostOptions::all_processes) for grandchildren to be found.
+/// root first, then breadth-first (siblings in pid order). A child counts only when it started no earlier
+/// than its parent (pid + start time identity: a stale ppid never adopts an older process); cycles in
+/// malformed data are ignored. Empty when the root is not in the list, or when `root_start_ticks` is given
+/// and differs from the listed root's (the pid was reused). The list must hold every process (collected with
+/// HostOptions::all_processes) for grandchildren to be found.
 std::vector<std::size_t> process_tree_indices(std::span<const ProcessSample> processes,
                                               std::uint32_t root_pid,
                                               std::optional<std::uint64_t> root_start_ticks = std::nullopt);
