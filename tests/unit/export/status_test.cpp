@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmon/export/status.h"
+#include "trainmon/export/terminal.h"
+#include "trainmon/export/units.h"
+#include "unit/export/export_fixtures.h"
+
+using namespace trainmon;
+using namespace trainmon::exp;
+using trainmon::testing::gpu_process;
+using trainmon::testing::h200_snapshot;
+
+namespace {
+const std::vector<std::size_t> kFirst{0};
+
+Snapshot loaded_snapshot() {
+  Snapshot s = h200_snapshot();
+  auto& g = s.gpus[0];
+  g.temperature_gpu_c = Reading<unsigned>::of(52);
+  g.utilization_gpu_pct = Reading<unsigned>::of(100);
+  g.memory_used_bytes = Reading<std::uint64_t>::of(32362 * trainmon::testing::kMiB);
+  g.power_draw_mw = Reading<unsigned>::of(627400);
+  s.gpu_processes.push_back(gpu_process(10291, "/root/tools/memhog", 2566));
+  s.gpu_processes.push_back(gpu_process(10309, "./gpu_burn", 28234));
+  ProcessSample p;
+  p.pid = 10291;
+  p.user = "alice";
+  p.comm = "memhog";
+  p.cmdline = "/root/tools/memhog 2560";
+  p.rss_bytes = Reading<std::uint64_t>::of(5'000'000);
+  p.cpu_pct = Reading<double>::of(12.5);
+  s.processes.push_back(p);
+  return s;
+}
+}  // namespace
+
+TEST(StatusText, GpustatLayoutWithoutColour) {
+  StatusOptions o;
+  o.show_header = false;
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
+            "[0] NVIDIA H200      | 52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
+  o.show_pid = true;
+  o.show_cmd = true;
+  o.show_power = true;
+  o.show_fan = true;
+  o.show_enc = o.show_dec = true;
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
+            "[0] NVIDIA H200      | 52\xC2\xB0"
+            "C,  ?? %, 100 % (E:   0 %  D:   0 %),  627 / 700 W | 32362 / 143771 MB |"
+            " memhog/10291(2566M) gpu_burn/10309(28234M)\n");
+}
+
+TEST(StatusText, AsciiLocaleAndHeader) {
+  StatusOptions o;
+  o.utf8 = false;
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  const std::string text = status_text(loaded_snapshot(), kFirst, o);
+  EXPECT_EQ(text,
+            "gpu-node-01          2026-07-03 22:10:46  590.48.01\n"
+            "[0] NVIDIA H200      | 52C, 100 % | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
+  for (unsigned char c : text) EXPECT_LT(c, 0x80);
+}
+
+TEST(StatusText, ColoursOnlyWhenAskedAndByLevel) {
+  StatusOptions o;
+  o.show_header = false;
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o).find('\x1b'), std::string::npos);
+  o.color = true;
+  const std::string c = status_text(loaded_snapshot(), kFirst, o);
+  EXPECT_NE(c.find("\x1b[33m 52"), std::string::npos);      // warm: yellow
+  EXPECT_NE(c.find("\x1b[1;32m100 %"), std::string::npos);  // busy: bold green
+  EXPECT_EQ(temp_level(28), TempLevel::cool);
+  EXPECT_EQ(temp_level(79), TempLevel::warm);
+  EXPECT_EQ(temp_level(85), TempLevel::hot);
+  Snapshot full = loaded_snapshot();
+  full.gpus[0].memory_used_bytes = Reading<std::uint64_t>::of(140000 * trainmon::testing::kMiB);
+  EXPECT_NE(status_text(full, kFirst, o).find("\x1b[1;31m140000"), std::string::npos);  // nearly full
+}
+
+TEST(StatusText, NarrowTerminalTruncatesNeverWraps) {
+  StatusOptions o;
+  o.columns = 20;
+  o.color = true;
+  const std::string text = status_text(loaded_snapshot(), kFirst, o);
+  std::size_t lines = 0;
+  std::size_t start = 0;
+  for (auto nl = text.find('\n'); nl != std::string::npos; nl = text.find('\n', start)) {
+    EXPECT_LE(display_width(std::string_view(text).substr(start, nl - start)), 20u);
+    start = nl + 1;
+    ++lines;
+  }
+  EXPECT_EQ(lines, 2u);
+  o.color = false;
+  o.show_header = false;
+  o.columns = 40;
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
+            "[0] NVID | 52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 \n");
+}
+
+TEST(StatusText, LostGpuSaysSo) {
+  Snapshot s = h200_snapshot();
+  s.gpus[0].responsive = Reading<bool>::fail(ReadStatus::gpu_lost);
+  StatusOptions o;
+  o.show_header = false;
+  EXPECT_EQ(status_text(s, kFirst, o), "[0] NVIDIA H200      | GPU gpu_lost |\n");
+}
+
+TEST(StatusJson, GpustatKeysAndUnits) {
+  const auto doc = nlohmann::json::parse(status_json(loaded_snapshot(), kFirst, false));
+  EXPECT_EQ(doc["schema_version"], kStatusSchemaVersion);
+  EXPECT_EQ(doc["hostname"], "gpu-node-01");
+  EXPECT_EQ(doc["driver_version"], "590.48.01");
+  EXPECT_TRUE(doc["query_time"].is_string());
+  const auto& g = doc["gpus"][0];
+  EXPECT_EQ(g["index"], 0);
+  EXPECT_EQ(g["name"], "NVIDIA H200");
+  EXPECT_EQ(g["uuid"], "GPU-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(g["temperature.gpu"], 52);
+  EXPECT_TRUE(g["fan.speed"].is_null());
+  EXPECT_EQ(g["na_reasons"]["fan.speed"], "not_supported");
+  EXPECT_EQ(g["utilization.gpu"], 100);
+  EXPECT_EQ(g["utilization.enc"], 0);
+  EXPECT_EQ(g["utilization.dec"], 0);
+  EXPECT_EQ(g["power.draw"], 627);
+  EXPECT_EQ(g["enforced.power.limit"], 700);
+  EXPECT_EQ(g["memory.used"], 32362);
+  EXPECT_EQ(g["memory.total"], 143771);
+  EXPECT_EQ(g["clocks_event_reasons.active_names"], nlohmann::json::array({"gpu_idle"}));
+  const auto& p = g["processes"][0];
+  EXPECT_EQ(p["username"], "alice");
+  EXPECT_EQ(p["command"], "memhog");
+  EXPECT_EQ(p["full_command"], nlohmann::json::array({"/root/tools/memhog", "2560"}));
+  EXPECT_EQ(p["gpu_memory_usage"], 2566);
+  EXPECT_EQ(p["cpu_percent"], 12.5);
+  EXPECT_EQ(p["cpu_memory_usage"], 5'000'000);
+  EXPECT_EQ(p["pid"], 10291);
+  const auto& q = g["processes"][1];
+  EXPECT_TRUE(q["username"].is_null());
+  EXPECT_EQ(q["na_reasons"]["username"], "not_visible");
+  EXPECT_EQ(q["command"], "gpu_burn");
+  EXPECT_FALSE(doc.contains("host_processes"));
+  const auto all = nlohmann::json::parse(status_json(loaded_snapshot(), kFirst, true));
+  EXPECT_EQ(all["host_processes"][0]["pid"], 10291);
+}
+
+TEST(Terminal, ColourDecision) {
+  TerminalInfo tty;
+  tty.is_tty = true;
+  EXPECT_TRUE(use_color(ColorMode::automatic, tty));
+  TerminalInfo pipe;
+  EXPECT_FALSE(use_color(ColorMode::automatic, pipe));
+  EXPECT_TRUE(use_color(ColorMode::always, pipe));
+  tty.no_color_env = true;
+  EXPECT_FALSE(use_color(ColorMode::automatic, tty));
+  EXPECT_TRUE(use_color(ColorMode::always, tty));
+  EXPECT_FALSE(use_color(ColorMode::never, TerminalInfo{true, 80, true, false, false}));
+}
+
+TEST(Terminal, LocaleAndColumns) {
+  EXPECT_TRUE(locale_is_utf8("en_US.UTF-8"));
+  EXPECT_TRUE(locale_is_utf8("C.utf8"));
+  EXPECT_FALSE(locale_is_utf8("C"));
+  EXPECT_FALSE(locale_is_utf8("POSIX"));
+  EXPECT_EQ(parse_columns("132"), 132u);
+  EXPECT_FALSE(parse_columns("abc").has_value());
+  EXPECT_FALSE(parse_columns("0").has_value());
+  EXPECT_FALSE(parse_columns(nullptr).has_value());
+}
