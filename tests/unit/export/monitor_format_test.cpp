@@ -121,7 +121,7 @@ TEST(PmonFormat, MemoryGroupAndMachineFormats) {
   MonitorOptions o;
   o.groups = *parse_pmon_groups("um");
   EXPECT_FALSE(parse_pmon_groups("x").has_value());
-  EXPECT_EQ(pmon_header(o).substr(0, 49), "# gpu         pid   type     fb   ccpm     sm    m");
+  EXPECT_EQ(pmon_header(o).substr(0, 52), "# gpu         pid   type     fb   ccpm     sm    mem");
   Snapshot s = h200_snapshot();
   s.gpu_processes.push_back(gpu_process(10291, "/root/tools/memhog", 2566));
   EXPECT_EQ(
