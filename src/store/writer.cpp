@@ -88,6 +88,16 @@ Expected<StoreWriter::Open*> StoreWriter::series_for(const SeriesInfo& info) {
   return &open_.emplace(key, std::move(o)).first->second;
 }
 
+Expected<void> StoreWriter::persist(Open& o) {
+  if (o.chunk_id == 0) {
+    auto id = store_.insert_chunk(o.series_id, o.chunk);
+    if (!id) return std::unexpected(id.error());
+    o.chunk_id = *id;
+    return {};
+  }
+  return store_.update_chunk(o.chunk_id, o.chunk);
+}
+
 Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {
   ++batch_counter_;
   if (auto r = store_.begin(); !r) return r;
@@ -108,8 +118,11 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {
         return fail(open.error());
       }
       Open& o = **open;
-      // Close a full chunk before appending: it was written at the previous flush.
+      // Close a full chunk before appending (writing it first when this transaction filled it).
       if (o.chunk.rows() >= options_.chunk_rows) {
+        if (o.dirty) {
+          if (auto r = persist(o); !r) return fail(r.error());
+        }
         o.chunk.clear();
         o.chunk_id = 0;
       }
@@ -125,15 +138,7 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {
   }
   for (auto& [key, o] : open_) {
     if (!o.dirty) continue;
-    if (o.chunk_id == 0) {
-      auto id = store_.insert_chunk(o.series_id, o.chunk);
-      if (!id) {
-        return fail(id.error());
-      }
-      o.chunk_id = *id;
-    } else if (auto r = store_.update_chunk(o.chunk_id, o.chunk); !r) {
-      return fail(r.error());
-    }
+    if (auto r = persist(o); !r) return fail(r.error());
   }
   if (auto r = store_.commit(); !r) {
     return fail(r.error());

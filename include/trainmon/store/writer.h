@@ -79,6 +79,7 @@ class StoreWriter {
   void loop();
   Expected<void> write(std::vector<TickBatch>& batches);
   Expected<Open*> series_for(const SeriesInfo& info);
+  Expected<void> persist(Open& open);
 
   Store store_;
   const std::int64_t run_id_;

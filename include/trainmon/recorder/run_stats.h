@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// RunStats: what the end-of-run summary says, accumulated tick by tick in constant memory (works
+// whether or not the store is writable).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/snapshot.h"
+#include "trainmon/recorder/resource_line.h"
+
+namespace trainmon::recorder {
+
+struct GpuSummary {
+  unsigned index = 0;
+  std::string name;
+  bool used_by_job = false;             ///< a process of the job ran on it
+  std::optional<double> mean_util_pct;  ///< empty when never available
+  std::optional<double> peak_util_pct;
+  std::optional<std::uint64_t> peak_memory_used_bytes;
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
+struct RunSummary {
+  std::int64_t duration_ms = 0;
+  std::uint64_t ticks = 0;
+  std::vector<GpuSummary> gpus;
+  std::optional<std::uint64_t> peak_job_rss_bytes;  ///< job runs only
+  std::optional<std::uint64_t> last_job_rss_bytes;
+  std::optional<double> job_rss_growth_bytes_per_h;  ///< least-squares slope over the run (>= 3 ticks)
+  std::optional<double> peak_job_cpu_pct;
+  std::optional<std::uint64_t> peak_job_processes;
+  std::optional<std::uint64_t> min_available_recent_bytes;  ///< lowest MemAvailable of the last 10 ticks
+  std::optional<std::uint64_t> memory_total_bytes;
+};
+
+class RunStats {
+ public:
+  /// Add one tick. `job` is the job tree's totals (nullopt for `record`); `job_gpus` the GPU indexes
+  /// the job's processes used at this tick.
+  void add(const Snapshot& snap, std::int64_t elapsed_ms, const std::optional<JobTotals>& job,
+           const std::vector<unsigned>& job_gpus);
+  RunSummary summary() const;
+
+ private:
+  struct Gpu {
+    unsigned index = 0;
+    std::string name;
+    bool used = false;
+    double util_sum = 0;
+    std::uint64_t util_n = 0;
+    double util_peak = 0;
+    std::optional<std::uint64_t> mem_peak, mem_total;
+  };
+  std::vector<Gpu> gpus_;
+  RunSummary base_;
+  // least squares of job RSS against hours
+  double n_ = 0, st_ = 0, sy_ = 0, stt_ = 0, sty_ = 0;
+  std::deque<std::uint64_t> recent_available_;
+};
+
+/// The summary as JSON (stored with the run, printed by `show --json`).
+std::string summary_to_json(const RunSummary& s);
+/// Parse what summary_to_json wrote; an empty summary for empty or malformed text.
+RunSummary summary_from_json(const std::string& json);
+
+/// The lines printed when a run ends (each ends with '\n'): duration, status, GPUs, job peaks,
+/// findings, run id.
+std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
+                           std::optional<std::int64_t> findings);
+
+}  // namespace trainmon::recorder

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// RecorderSession: what happens at every tick of `trainmon run` / `trainmon record`, apart from
+// taking the snapshot: find the job's processes, turn the Snapshot into store rows (handed to the
+// StoreWriter thread), keep the summary statistics, note the job's cgroups for the OOM verdict, and
+// print the resource line. A store failure is reported once and recording goes on in memory.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/snapshot.h"
+#include "trainmon/recorder/resource_line.h"
+#include "trainmon/recorder/run_stats.h"
+#include "trainmon/runner/oom.h"
+#include "trainmon/store/writer.h"
+
+namespace trainmon::recorder {
+
+/// Store rows for one snapshot. `stored_pids` (sorted): host processes to keep; `job_pids` (sorted):
+/// those of them that belong to the watched job (flagged in_job). GPU processes are always kept.
+store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
+                                 std::span<const std::uint32_t> job_pids);
+
+/// Totals over `snap.processes` whose pid is in `pids` (sorted).
+JobTotals job_totals(const Snapshot& snap, std::span<const std::uint32_t> pids);
+
+struct SessionOptions {
+  std::optional<std::uint32_t> child_pid;  ///< `run`: the command; empty for `record`
+  std::uint32_t self_pid = 0;              ///< trainmon (the job's subreaper), never counted in the job
+  std::string proc_root = "/proc";
+  std::string sys_root = "/sys";
+  std::int64_t print_every_ms = 30'000;  ///< 0: no resource line
+  bool quiet = false;
+  std::int64_t start_monotonic_ns = 0;  ///< elapsed times count from here
+  std::FILE* out = stderr;
+};
+
+class RecorderSession {
+ public:
+  /// `writer` may be null (no store: monitoring only).
+  RecorderSession(SessionOptions options, std::unique_ptr<store::StoreWriter> writer);
+
+  /// The job's pids now (the command, its descendants and orphans adopted by trainmon), sorted; the
+  /// Sampler's watch list for the next tick. Empty for `record`.
+  std::vector<std::uint32_t> refresh_job_pids();
+  /// Account for one snapshot (see the header comment). Never throws.
+  void tick(const Snapshot& snap);
+
+  RunSummary summary() const { return stats_.summary(); }
+  const runner::OomWatch& oom_watch() const { return oom_; }
+  /// Last job totals (zero before the first tick).
+  const JobTotals& last_job() const { return last_job_; }
+  /// Flush the store and record the end; the store's first error if recording failed at some point.
+  std::optional<Error> finish(const store::RunEnd& end);
+  /// Report a store problem once ("trainmon: recording stopped: ..."); returns true when printed now.
+  bool report_store_error();
+
+ private:
+  SessionOptions options_;
+  std::unique_ptr<store::StoreWriter> writer_;
+  RunStats stats_;
+  runner::OomWatch oom_;
+  std::vector<std::uint32_t> job_pids_;
+  JobTotals last_job_;
+  std::vector<std::string> gpu_ids_;  ///< uuid (or index) per GPU last sent to the store
+  std::int64_t last_print_ms_ = 0;
+  bool store_error_reported_ = false;
+};
+
+}  // namespace trainmon::recorder

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launcher: starts the user's command the way `time` and `nice` do: same terminal, stdin and
+// environment, in trainmon's own (foreground) process group so that Ctrl-C reaches it directly.
+// trainmon becomes a child subreaper, so orphans of the job (double-forked workers) stay in its tree.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trainmon/core/error.h"
+#include "trainmon/runner/exit_status.h"
+
+namespace trainmon::runner {
+
+/// Blocks SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD in the calling thread (call it first in
+/// main's thread, before any other thread exists, so every thread inherits the mask), and makes
+/// this process a child subreaper. wait_for_event() then receives those signals synchronously.
+void prepare_signals();
+
+struct LaunchOptions {
+  std::vector<std::string> argv;                               ///< argv[0] is looked up in PATH
+  std::vector<std::pair<std::string, std::string>> extra_env;  ///< added to the inherited environment
+};
+
+/// Start the command. Error (domain os) when fork fails or the program cannot be executed
+/// (ENOENT: exit status 127 as a shell; EACCES: 126), with the child already reaped.
+Expected<pid_t> launch(const LaunchOptions& options);
+
+/// What wait_for_event() saw.
+struct Event {
+  enum Kind { timeout, child_exited, signal } kind = timeout;
+  ChildExit exit;         ///< child_exited: how the main child ended
+  int signal_number = 0;  ///< signal: which (already forwarded to the child when needed)
+};
+
+/// Wait up to `timeout` for the main child `child` to end or a signal to arrive. A SIGINT, SIGTERM,
+/// SIGHUP or SIGQUIT sent to trainmon by another process is forwarded to the child; one generated
+/// by the terminal (which already reached the child, in the same process group) is not sent twice.
+/// Orphans reparented to trainmon are reaped silently.
+Event wait_for_event(pid_t child, std::chrono::milliseconds timeout);
+
+/// For a command that cannot start: 127 when not found, 126 when not executable (as a shell).
+int exit_code_for_launch_error(const Error& error) noexcept;
+
+}  // namespace trainmon::runner

@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/recorder/run_stats.h"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+
+#include "trainmon/runner/oom.h"
+
+namespace trainmon::recorder {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kMiB = 1024.0 * 1024;
+
+template <class T>
+nlohmann::json opt(const std::optional<T>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+template <class T>
+std::optional<T> get_opt(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  return j[key].get<T>();
+}
+
+}  // namespace
+
+void RunStats::add(const Snapshot& snap, std::int64_t elapsed_ms, const std::optional<JobTotals>& job,
+                   const std::vector<unsigned>& job_gpus) {
+  base_.duration_ms = elapsed_ms;
+  ++base_.ticks;
+  for (const auto& g : snap.gpus) {
+    auto it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Gpu& x) { return x.index == g.index; });
+    if (it == gpus_.end()) {
+      gpus_.push_back(Gpu{g.index});
+      it = gpus_.end() - 1;
+      std::sort(gpus_.begin(), gpus_.end(), [](const Gpu& a, const Gpu& b) { return a.index < b.index; });
+      it = std::find_if(gpus_.begin(), gpus_.end(), [&](const Gpu& x) { return x.index == g.index; });
+    }
+    if (it->name.empty() && g.info && g.info->name.ok()) it->name = *g.info->name;
+    if (std::find(job_gpus.begin(), job_gpus.end(), g.index) != job_gpus.end()) it->used = true;
+    if (auto u = gpu_utilization(g)) {
+      it->util_sum += *u;
+      ++it->util_n;
+      it->util_peak = std::max(it->util_peak, *u);
+      for (const auto& s : g.gpu_utilization_samples) it->util_peak = std::max(it->util_peak, s.value);
+    }
+    if (g.memory_used_bytes.ok()) it->mem_peak = std::max(it->mem_peak.value_or(0), *g.memory_used_bytes);
+    if (g.memory_total_bytes.ok()) it->mem_total = *g.memory_total_bytes;
+  }
+  if (job) {
+    base_.peak_job_rss_bytes = std::max(base_.peak_job_rss_bytes.value_or(0), job->rss_bytes);
+    base_.last_job_rss_bytes = job->rss_bytes;
+    base_.peak_job_cpu_pct = std::max(base_.peak_job_cpu_pct.value_or(0), job->cpu_pct);
+    base_.peak_job_processes = std::max<std::uint64_t>(base_.peak_job_processes.value_or(0), job->processes);
+    if (job->processes > 0) {
+      const double t = static_cast<double>(elapsed_ms) / 3.6e6, y = static_cast<double>(job->rss_bytes);
+      n_ += 1;
+      st_ += t;
+      sy_ += y;
+      stt_ += t * t;
+      sty_ += t * y;
+    }
+  }
+  const auto& m = snap.host.memory;
+  if (m.total_bytes.ok()) base_.memory_total_bytes = *m.total_bytes;
+  if (m.available_bytes.ok()) {
+    recent_available_.push_back(*m.available_bytes);
+    if (recent_available_.size() > 10) recent_available_.pop_front();
+  }
+}
+
+RunSummary RunStats::summary() const {
+  RunSummary s = base_;
+  for (const auto& g : gpus_) {
+    GpuSummary out{g.index, g.name, g.used};
+    if (g.util_n) {
+      out.mean_util_pct = g.util_sum / static_cast<double>(g.util_n);
+      out.peak_util_pct = g.util_peak;
+    }
+    out.peak_memory_used_bytes = g.mem_peak;
+    out.memory_total_bytes = g.mem_total;
+    s.gpus.push_back(out);
+  }
+  const double denom = n_ * stt_ - st_ * st_;
+  if (n_ >= 3 && denom > 1e-12) s.job_rss_growth_bytes_per_h = (n_ * sty_ - st_ * sy_) / denom;
+  if (!recent_available_.empty())
+    s.min_available_recent_bytes = *std::min_element(recent_available_.begin(), recent_available_.end());
+  return s;
+}
+
+std::string summary_to_json(const RunSummary& s) {
+  nlohmann::json j;
+  j["duration_s"] = static_cast<double>(s.duration_ms) / 1000.0;
+  j["ticks"] = s.ticks;
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& g : s.gpus) {
+    j["gpus"].push_back({{"index", g.index},
+                         {"name", g.name},
+                         {"used_by_job", g.used_by_job},
+                         {"mean_utilization_pct", opt(g.mean_util_pct)},
+                         {"peak_utilization_pct", opt(g.peak_util_pct)},
+                         {"peak_memory_used_bytes", opt(g.peak_memory_used_bytes)},
+                         {"memory_total_bytes", opt(g.memory_total_bytes)}});
+  }
+  j["peak_job_rss_bytes"] = opt(s.peak_job_rss_bytes);
+  j["last_job_rss_bytes"] = opt(s.last_job_rss_bytes);
+  j["job_rss_growth_bytes_per_h"] = opt(s.job_rss_growth_bytes_per_h);
+  j["peak_job_cpu_pct"] = opt(s.peak_job_cpu_pct);
+  j["peak_job_processes"] = opt(s.peak_job_processes);
+  j["min_available_recent_bytes"] = opt(s.min_available_recent_bytes);
+  j["memory_total_bytes"] = opt(s.memory_total_bytes);
+  return j.dump();
+}
+
+RunSummary summary_from_json(const std::string& text) {
+  RunSummary s;
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object()) return s;
+  try {
+    s.duration_ms = static_cast<std::int64_t>(j.value("duration_s", 0.0) * 1000.0 + 0.5);
+    s.ticks = j.value("ticks", std::uint64_t{0});
+    for (const auto& g : j.value("gpus", nlohmann::json::array())) {
+      GpuSummary out;
+      out.index = g.value("index", 0u);
+      out.name = g.value("name", std::string());
+      out.used_by_job = g.value("used_by_job", false);
+      out.mean_util_pct = get_opt<double>(g, "mean_utilization_pct");
+      out.peak_util_pct = get_opt<double>(g, "peak_utilization_pct");
+      out.peak_memory_used_bytes = get_opt<std::uint64_t>(g, "peak_memory_used_bytes");
+      out.memory_total_bytes = get_opt<std::uint64_t>(g, "memory_total_bytes");
+      s.gpus.push_back(out);
+    }
+    s.peak_job_rss_bytes = get_opt<std::uint64_t>(j, "peak_job_rss_bytes");
+    s.last_job_rss_bytes = get_opt<std::uint64_t>(j, "last_job_rss_bytes");
+    s.job_rss_growth_bytes_per_h = get_opt<double>(j, "job_rss_growth_bytes_per_h");
+    s.peak_job_cpu_pct = get_opt<double>(j, "peak_job_cpu_pct");
+    s.peak_job_processes = get_opt<std::uint64_t>(j, "peak_job_processes");
+    s.min_available_recent_bytes = get_opt<std::uint64_t>(j, "min_available_recent_bytes");
+    s.memory_total_bytes = get_opt<std::uint64_t>(j, "memory_total_bytes");
+  } catch (const nlohmann::json::exception&) {
+    return RunSummary{};
+  }
+  return s;
+}
+
+std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
+                           std::optional<std::int64_t> findings) {
+  std::string out =
+      fmt::format("trainmon: {} after {}\n", status_line, runner::format_elapsed(s.duration_ms));
+  for (const auto& g : s.gpus) {
+    std::string mem = g.peak_memory_used_bytes
+                          ? fmt::format("{:.0f} MiB", static_cast<double>(*g.peak_memory_used_bytes) / kMiB)
+                          : "N/A";
+    if (g.peak_memory_used_bytes && g.memory_total_bytes)
+      mem += fmt::format(" of {:.0f} MiB", static_cast<double>(*g.memory_total_bytes) / kMiB);
+    out += fmt::format("  GPU{}{}{}: utilisation mean {} peak {}, peak memory {}\n", g.index,
+                       g.name.empty() ? "" : " " + g.name, g.used_by_job ? " (used by the job)" : "",
+                       g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
+                       g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem);
+  }
+  if (s.gpus.empty()) out += "  no GPU seen\n";
+  if (s.peak_job_rss_bytes) {
+    out += fmt::format("  job: peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+                       static_cast<double>(*s.peak_job_rss_bytes) / kGiB, s.peak_job_cpu_pct.value_or(0),
+                       s.peak_job_processes.value_or(0));
+  }
+  out += findings ? fmt::format("  findings: {}\n", *findings)
+                  : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");
+  if (run_id > 0) out += fmt::format("  run id: {} (trainmon show {})\n", run_id, run_id);
+  return out;
+}
+
+}  // namespace trainmon::recorder

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/recorder/session.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "trainmon/recorder/job_tree.h"
+#include "trainmon/store/chunk_codec.h"
+
+namespace trainmon::recorder {
+namespace {
+
+bool contains(std::span<const std::uint32_t> sorted, std::uint32_t pid) {
+  return std::binary_search(sorted.begin(), sorted.end(), pid);
+}
+
+std::int64_t ms_of_ns(std::int64_t ns) {
+  return ns / 1'000'000;
+}
+
+}  // namespace
+
+store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
+                                 std::span<const std::uint32_t> job_pids) {
+  using store::SeriesKind;
+  store::TickBatch batch;
+  const std::int64_t t = ms_of_ns(snap.time_unix_ns);
+  for (const auto& g : snap.gpus) {
+    store::SeriesRow row;
+    row.series.kind = SeriesKind::gpu;
+    row.series.gpu_index = g.index;
+    row.t_ms = t;
+    row.values = store::gpu_row(g);
+    batch.rows.push_back(std::move(row));
+    for (const auto& s : g.gpu_utilization_samples) {
+      store::SeriesRow hr;
+      hr.series.kind = SeriesKind::gpu_util_hr;
+      hr.series.gpu_index = g.index;
+      hr.t_ms = static_cast<std::int64_t>(s.time_us / 1000);
+      hr.values = {static_cast<std::int64_t>(s.value * 100 + 0.5)};
+      batch.rows.push_back(std::move(hr));
+    }
+  }
+  {
+    store::SeriesRow row;
+    row.series.kind = SeriesKind::host;
+    row.t_ms = t;
+    row.values = store::host_row(snap.host);
+    batch.rows.push_back(std::move(row));
+  }
+  for (const auto& p : snap.processes) {
+    if (!contains(stored_pids, p.pid)) continue;
+    store::SeriesRow row;
+    row.series.kind = SeriesKind::process;
+    row.series.pid = p.pid;
+    row.series.start_time_ticks = p.start_time_ticks;
+    row.series.ppid = p.ppid;
+    row.series.comm = p.comm;
+    row.series.cmdline = p.cmdline;
+    row.series.user = p.user;
+    row.series.in_job = contains(job_pids, p.pid);
+    row.t_ms = t;
+    row.values = store::process_row(p);
+    batch.rows.push_back(std::move(row));
+  }
+  for (const auto& p : snap.gpu_processes) {
+    store::SeriesRow row;
+    row.series.kind = SeriesKind::gpu_process;
+    row.series.gpu_index = p.gpu_index;
+    row.series.pid = p.pid;
+    row.series.comm = p.process_name.value_or("");
+    row.series.in_job = contains(job_pids, p.pid);
+    row.t_ms = t;
+    row.values = store::gpu_process_row(p);
+    batch.rows.push_back(std::move(row));
+  }
+  batch.events = snap.events;
+  return batch;
+}
+
+JobTotals job_totals(const Snapshot& snap, std::span<const std::uint32_t> pids) {
+  JobTotals t;
+  for (const auto& p : snap.processes) {
+    if (!contains(pids, p.pid) || p.state == 'Z') continue;
+    ++t.processes;
+    t.rss_bytes += p.rss_bytes.value_or(0);
+    t.cpu_pct += p.cpu_pct.value_or(0);
+  }
+  return t;
+}
+
+RecorderSession::RecorderSession(SessionOptions options, std::unique_ptr<store::StoreWriter> writer)
+    : options_(std::move(options)), writer_(std::move(writer)), oom_(options_.proc_root, options_.sys_root) {}
+
+std::vector<std::uint32_t> RecorderSession::refresh_job_pids() {
+  if (!options_.child_pid) return {};
+  auto parents = read_parent_pids(options_.proc_root);
+  std::vector<std::uint32_t> roots{*options_.child_pid};
+  if (options_.self_pid) roots.push_back(options_.self_pid);
+  job_pids_ = descendants(parents, roots, options_.self_pid);
+  for (auto pid : job_pids_) oom_.observe(pid);
+  return job_pids_;
+}
+
+void RecorderSession::tick(const Snapshot& snap) {
+  const std::int64_t elapsed_ms = (snap.monotonic_ns - options_.start_monotonic_ns) / 1'000'000;
+  std::optional<JobTotals> job;
+  std::vector<std::uint32_t> stored;
+  std::vector<unsigned> job_gpus;
+  if (options_.child_pid) {
+    last_job_ = job_totals(snap, job_pids_);
+    job = last_job_;
+    stored = job_pids_;
+    for (const auto& gp : snap.gpu_processes) {
+      if (contains(job_pids_, gp.pid)) job_gpus.push_back(gp.gpu_index);
+    }
+  } else {
+    // record: keep the processes using a GPU and everything below them (the machine's jobs).
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> parents;
+    parents.reserve(snap.processes.size());
+    for (const auto& p : snap.processes) parents.emplace_back(p.pid, p.ppid);
+    std::vector<std::uint32_t> roots;
+    for (const auto& gp : snap.gpu_processes) roots.push_back(gp.pid);
+    stored = descendants(parents, roots);
+  }
+  stats_.add(snap, elapsed_ms, job, job_gpus);
+
+  if (writer_) {
+    auto batch = make_tick_batch(snap, stored, job_pids_);
+    std::vector<std::string> ids;
+    for (const auto& g : snap.gpus) {
+      ids.push_back(g.info && g.info->uuid.ok() ? *g.info->uuid : fmt::format("#{}", g.index));
+    }
+    // The GPU list (and which GPUs the job uses) is sent when it changes.
+    std::sort(job_gpus.begin(), job_gpus.end());
+    job_gpus.erase(std::unique(job_gpus.begin(), job_gpus.end()), job_gpus.end());
+    for (auto i : job_gpus) ids.push_back(fmt::format("used{}", i));
+    if (ids != gpu_ids_) {
+      gpu_ids_ = ids;
+      std::vector<store::RunGpu> gpus;
+      auto summary = stats_.summary();
+      for (const auto& g : snap.gpus) {
+        store::RunGpu r;
+        r.index = g.index;
+        if (g.info) {
+          r.uuid = g.info->uuid.value_or("");
+          r.name = g.info->name.value_or("");
+          r.pci_bus_id = g.info->pci_bus_id.value_or("");
+          if (g.info->memory_total_bytes.ok()) r.memory_total_bytes = *g.info->memory_total_bytes;
+          if (g.info->power_default_limit_mw.ok()) r.power_limit_mw = *g.info->power_default_limit_mw;
+        }
+        if (!r.memory_total_bytes && g.memory_total_bytes.ok()) r.memory_total_bytes = *g.memory_total_bytes;
+        for (const auto& s : summary.gpus) {
+          if (s.index == g.index) r.used_by_job = s.used_by_job;
+        }
+        gpus.push_back(std::move(r));
+      }
+      batch.gpus = std::move(gpus);
+    }
+    writer_->push(std::move(batch));
+    report_store_error();
+  }
+
+  if (options_.print_every_ms > 0 && !options_.quiet &&
+      elapsed_ms - last_print_ms_ >= options_.print_every_ms) {
+    last_print_ms_ = elapsed_ms;
+    std::fprintf(options_.out, "%s\n", format_resource_line(snap, elapsed_ms, job).c_str());
+    std::fflush(options_.out);
+  }
+}
+
+bool RecorderSession::report_store_error() {
+  if (store_error_reported_ || !writer_) return false;
+  auto e = writer_->error();
+  if (!e) return false;
+  store_error_reported_ = true;
+  std::fprintf(options_.out, "trainmon: recording stopped: %s; monitoring goes on (summary at the end)\n",
+               e->message.c_str());
+  std::fflush(options_.out);
+  return true;
+}
+
+std::optional<Error> RecorderSession::finish(const store::RunEnd& end) {
+  if (!writer_) return std::nullopt;
+  auto r = writer_->finish(end);
+  report_store_error();
+  if (!r) return r.error();
+  return std::nullopt;
+}
+
+}  // namespace trainmon::recorder

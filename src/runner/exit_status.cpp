@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/runner/exit_status.h"
+
+#include <fmt/format.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+
+namespace trainmon::runner {
+
+ChildExit decode_wait_status(int status) noexcept {
+  ChildExit e;
+  if (WIFEXITED(status)) {
+    e.exited = true;
+    e.code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    e.signal = WTERMSIG(status);
+    e.core_dumped = WCOREDUMP(status);
+  }
+  return e;
+}
+
+int exit_code_for(const ChildExit& e) noexcept {
+  if (e.signal) return 128 + *e.signal;
+  return e.code;
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = ::sigabbrev_np(sig);
+  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+std::string describe_exit(const ChildExit& e) {
+  if (e.signal) {
+    return fmt::format("killed by {} (signal {}{})", signal_name(*e.signal), *e.signal,
+                       e.core_dumped ? ", core dumped" : "");
+  }
+  return fmt::format("exit status {}", e.code);
+}
+
+}  // namespace trainmon::runner
