@@ -6,7 +6,7 @@
 set -euo pipefail
 build="${1:?usage: $0 BUILD_DIR}"
 src="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$build/trainmon"
+bin="${TRAINMON_BIN:-$build/trainmon}"
 fake="$build/fake_nvml/libnvidia-ml.so.1"
 scenario="$src/tests/scenarios/ddp-8gpu-healthy.json"
 for f in "$bin" "$fake" "$scenario"; do
