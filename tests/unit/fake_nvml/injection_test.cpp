@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Fake NVML: error injection by window, call number and device; hangs; events; MIG rules.
+#include <atomic>
 #include <chrono>
+#include <thread>
+#include <vector>
 
 #include "fake_nvml_fixture.h"
 
@@ -144,4 +147,31 @@ TEST(FakeNvmlMig, DeviceUtilizationUnsupportedAndMigHandlesAnswerMemory) {
   ASSERT_EQ(FAKE_FN(lib, nvmlDeviceGetComputeRunningProcesses_v3)(m1, &n, p), NVML_SUCCESS);
   ASSERT_EQ(n, 1u);
   EXPECT_EQ(p[0].gpuInstanceId, 9u);
+}
+
+TEST(FakeNvmlThreads, ConcurrentCallsAreConsistent) {
+  Lib lib;
+  use_scenario(one_gpu(R"("metrics": {"power_draw": 123000, "memory_used": 5000})",
+                       R"("processes": [{"pid": 1, "gpu": 0, "used_memory": 10}])"),
+               3, "threads");
+  Session s(lib);
+  ASSERT_EQ(s.rc, NVML_SUCCESS);
+  std::atomic<int> bad{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 500; ++k) {
+        unsigned p = 0, n = 4;
+        nvmlProcessInfo_v2_t buf[4];
+        nvmlMemory_t m{};
+        if (FAKE_FN(lib, nvmlDeviceGetPowerUsage)(s.dev0, &p) != NVML_SUCCESS || p != 123000) ++bad;
+        if (FAKE_FN(lib, nvmlDeviceGetComputeRunningProcesses_v3)(s.dev0, &n, buf) != NVML_SUCCESS || n != 1)
+          ++bad;
+        if (FAKE_FN(lib, nvmlDeviceGetMemoryInfo)(s.dev0, &m) != NVML_SUCCESS || m.used != 5000) ++bad;
+        if (FAKE_FN(lib, nvmlInit_v2)() != NVML_SUCCESS || FAKE_FN(lib, nvmlShutdown)() != NVML_SUCCESS)
+          ++bad;
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
 }
