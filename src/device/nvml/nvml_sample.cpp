@@ -189,8 +189,8 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
   u32(s.clocks_video_mhz, checked_u32, a.device_get_clock_info, NVML_CLOCK_VIDEO);
   {
     unsigned long long r = 0;
-    s.clocks_event_reasons_active =
-        checked(call(a.device_get_current_clocks_event_reasons, h, &r), std::uint64_t{r}, checked_u64);
+    const int rc = call(a.device_get_current_clocks_event_reasons, h, &r);
+    s.clocks_event_reasons_active = checked(rc, std::uint64_t{r}, checked_u64);
   }
 
   // ---- field values: violation counters, memory temperature, instant power (one call) ----

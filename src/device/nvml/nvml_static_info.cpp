@@ -140,8 +140,8 @@ void read_static_info(DeviceContext& ctx, Call& call) {
   }
   if (want(info.clocks_event_reasons_supported)) {
     unsigned long long v = 0;
-    info.clocks_event_reasons_supported =
-        checked(call(a.device_get_supported_clocks_event_reasons, h, &v), std::uint64_t{v}, checked_u64);
+    const int rc = call(a.device_get_supported_clocks_event_reasons, h, &v);
+    info.clocks_event_reasons_supported = checked(rc, std::uint64_t{v}, checked_u64);
   }
   if (want(info.gpm_supported)) {
     nvmlGpmSupport_t g{};
