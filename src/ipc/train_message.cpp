@@ -22,9 +22,9 @@ constexpr std::array<std::string_view, kRejectReasonCount> kReasonNames = {
 // 2^53: the largest integer a double (and so a JSON reader in Python or JS) holds exactly.
 constexpr double kMaxExactInt = 9007199254740992.0;
 
-std::unexpected<Error> reject(RejectReason reason, std::string message) {
-  return std::unexpected(Error{ErrorDomain::usage, static_cast<std::int32_t>(reason),
-                               std::string(reject_reason_name(reason)), std::move(message)});
+Error reject(RejectReason reason, std::string message) {
+  return Error{ErrorDomain::usage, static_cast<std::int32_t>(reason), std::string(reject_reason_name(reason)),
+               std::move(message)};
 }
 
 // Nesting depth of a JSON text, counted outside strings, stopping early past `limit`. Runs before
@@ -163,7 +163,8 @@ RejectReason reject_reason_of(const Error& error) noexcept {
   return RejectReason::not_json;
 }
 
-Expected<TrainMessage> parse_train_event(std::string_view message) {
+std::optional<Error> parse_train_event_into(std::string_view message, TrainMessage& m) {
+  m = TrainMessage{};
   if (message.size() > kMaxMessageBytes) {
     return reject(RejectReason::too_large,
                   fmt::format("{} bytes, limit {}", message.size(), kMaxMessageBytes));
@@ -188,7 +189,6 @@ Expected<TrainMessage> parse_train_event(std::string_view message) {
                   fmt::format("unknown type '{}'", type_name.size() <= 32 ? type_name : "(long)"));
   }
 
-  TrainMessage m;
   m.type = *kind;
   FieldReader r(doc);
   // Times from 2001-09 to 2286-11: anything else is a broken clock or a hostile sender.
@@ -230,6 +230,12 @@ Expected<TrainMessage> parse_train_event(std::string_view message) {
     whole("num_ooms", m.torch.num_ooms);
     if (!tr.error().empty()) return reject(RejectReason::bad_field, "torch." + tr.error());
   }
+  return std::nullopt;
+}
+
+Expected<TrainMessage> parse_train_event(std::string_view message) {
+  TrainMessage m;
+  if (auto error = parse_train_event_into(message, m)) return std::unexpected(std::move(*error));
   return m;
 }
 

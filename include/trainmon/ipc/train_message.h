@@ -108,6 +108,11 @@ struct TrainMessage {
 /// `name` = its reject_reason_name and a message naming the field.
 Expected<TrainMessage> parse_train_event(std::string_view message);
 
+/// The same, filling `out` (reset first; reusable across calls): nullopt when accepted, else the
+/// Error parse_train_event would return. (Also the form the libFuzzer target uses: clang 14 cannot
+/// destroy libstdc++ 12's std::expected of a non-trivial type.)
+std::optional<Error> parse_train_event_into(std::string_view message, TrainMessage& out);
+
 /// The RejectReason an Error from parse_train_event carries.
 RejectReason reject_reason_of(const Error& error) noexcept;
 
