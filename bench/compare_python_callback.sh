@@ -109,10 +109,15 @@ print("%-40s %12s %12s %10s" % ("training loop (%d steps, median of %d)" % (step
 print("-" * 77)
 print("%-40s %12.3f %12.3f %9.2f%%" % ("small CNN, callback on every batch", a, b, 100 * (b - a) / a))
 print("%-40s %12.1f %12.1f" % ("per step, ms", a / steps * 1e3, b / steps * 1e3))
+ratios = sorted(100 * (w - wo) / wo for wo, w in zip(without, with_cb))
+print("%-40s %38s" % ("slower, per round (paired, sorted)", " ".join("%.2f%%" % r for r in ratios)))
+print("%-40s %38.3f%%" % ("expected from the per-call cost", 100 * rows[1][1] * 1e-6 * steps / a))
+print("(on a loaded machine the loop times wander by more than the hook costs; the last row is the")
+print(" hook's share of a step computed from its measured per-call cost)")
 PYEOF
 
 export TRAINMON_PYTHON_DIR="$ROOT/python" BENCH_WORK="$WORK" TRAINMON_NO_AGENT=1
-if [[ -x "$BIN" ]] && "$BIN" run --help >/dev/null 2>&1; then
+if [[ -x "$BIN" ]] && "$BIN" --help 2>/dev/null | grep -qE "^[[:space:]]+run[[:space:]]"; then
   export TRAINMON_NVML_LIBRARY="${TRAINMON_FAKE_NVML_PATH:-$BUILD/tests/fake_nvml/libnvidia-ml.so.1}"
   export TRAINMON_FAKE_NVML_SCENARIO="$ROOT/tests/scenarios/healthy-1gpu.json"
   export TRAINMON_DB="$WORK/bench.db"
