@@ -208,12 +208,13 @@ def test_training_under_trainmon_run_records_every_epoch(tmp_path, style):
     export = subprocess.run([BIN, "export", "last", "--format", "jsonl"], capture_output=True, text=True,
                             env=env, timeout=60)
     assert export.returncode == 0, export.stderr
+    # export jsonl: {"t":..., "event":"train", "kind":"epoch_end", "data":{the stored message}}
     events = []
     for row in export.stdout.splitlines():
         doc = json.loads(row)
-        if doc.get("type") in ("epoch_end", "batch_end", "train_start", "train_end", "val_end", "hello",
-                               "epoch_start", "memory") and "epoch" in doc or doc.get("type") in ("hello",):
-            events.append(doc)
+        if doc.get("event") == "train":
+            assert doc["kind"] == doc["data"]["type"]
+            events.append(doc["data"])
     ends = [e for e in events if e["type"] == "epoch_end"]
     assert [e["epoch"] for e in ends] == list(range(EPOCHS)), ends
     assert all(e.get("epochs") == EPOCHS for e in ends)
