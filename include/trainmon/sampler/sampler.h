@@ -9,6 +9,7 @@
 #include "trainmon/core/snapshot.h"
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
+#include "trainmon/sampler/gpu_process_join.h"
 
 namespace trainmon {
 
@@ -39,6 +40,8 @@ class Sampler {
   SamplerOptions options_;
   std::unique_ptr<DeviceBackend> backend_;
   std::unique_ptr<HostCollector> host_;
+  GpuJoinMemory join_memory_;
+  GpuJoinOptions join_options_;
 };
 
 }  // namespace trainmon

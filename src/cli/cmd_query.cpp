@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon query`: nvidia-smi's --query-gpu / --query-compute-apps, byte-compatible CSV.
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/export/query_fields.h"
+#include "trainmon/sampler/sampler.h"
+
+namespace trainmon::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+struct QueryOptions {
+  std::string query_gpu;
+  std::string query_apps;
+  std::string format = "csv";
+  std::string ids;
+  double loop_s = 0;
+  long loop_ms = 0;
+  std::string file;
+  bool help_gpu = false;
+  bool help_apps = false;
+};
+
+int run(const QueryOptions& o, const GlobalOptions& global) {
+  if (o.help_gpu) {
+    std::fputs(exp::help_query_gpu().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.help_apps) {
+    std::fputs(exp::help_query_compute_apps().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.query_gpu.empty() == o.query_apps.empty()) {
+    std::fputs("trainmon query: give exactly one of --query-gpu=FIELDS or --query-compute-apps=FIELDS\n", stderr);
+    return kExitUsage;
+  }
+  auto fmt = exp::parse_csv_format(o.format);
+  if (!fmt) {
+    std::fprintf(stderr, "%s\n", fmt.error().c_str());
+    return kExitUsage;
+  }
+  // Unknown fields: nvidia-smi's exact message on stdout, then a blank line, exit status 2.
+  exp::GpuQuery gq;
+  exp::AppQuery aq;
+  if (!o.query_gpu.empty()) {
+    auto q = exp::parse_gpu_query(o.query_gpu);
+    if (!q) {
+      std::printf("%s\n\n", q.error().c_str());
+      return kExitUsage;
+    }
+    gq = *q;
+  } else {
+    auto q = exp::parse_app_query(o.query_apps);
+    if (!q) {
+      std::printf("%s\n\n", q.error().c_str());
+      return kExitUsage;
+    }
+    aq = *q;
+  }
+  FILE* out = stdout;
+  if (!o.file.empty()) {
+    out = std::fopen(o.file.c_str(), "w");
+    if (!out) {
+      std::fprintf(stderr, "trainmon query: cannot open %s for writing\n", o.file.c_str());
+      return kExitFailure;
+    }
+  }
+  SamplerOptions so;
+  so.backend.library_path = global.nvml_library;
+  so.backend.collect_processes = !o.query_apps.empty();
+  so.backend.collect_pcie_throughput = false;
+  so.backend.collect_gpm = false;
+  so.backend.watch_events = false;
+  so.host.proc_root = global.proc_root;
+  so.host.sys_root = global.sys_root;
+  so.host.disks = so.host.nets = false;
+  so.collect_host = false;
+  Sampler sampler(so);
+  const std::chrono::milliseconds period =
+      o.loop_ms > 0 ? std::chrono::milliseconds(o.loop_ms)
+                    : std::chrono::milliseconds(static_cast<long>(o.loop_s * 1000.0));
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  bool first = true;
+  int rc = kExitOk;
+  while (!g_stop) {
+    const auto tick = std::chrono::steady_clock::now();
+    const Snapshot snap = sampler.sample();
+    if (!snap.driver.loaded) {
+      std::fprintf(stderr, "trainmon query: %s\n",
+                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+      rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
+      break;
+    }
+    if (snap.gpus.empty()) {
+      std::fputs("No devices were found\n", stdout);
+      rc = kExitNoGpu;
+      break;
+    }
+    auto order = exp::select_gpus(snap, o.ids);
+    if (!order) {
+      std::fprintf(stderr, "trainmon query: %s\n", order.error().c_str());
+      rc = kExitUsage;
+      break;
+    }
+    const std::string text = o.query_gpu.empty() ? exp::csv_query_apps(aq, *fmt, snap, *order, first)
+                                                 : exp::csv_query_gpu(gq, *fmt, snap, *order, first);
+    std::fputs(text.c_str(), out);
+    std::fflush(out);
+    first = false;
+    if (period.count() <= 0) break;
+    while (!g_stop && std::chrono::steady_clock::now() - tick < period)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (out != stdout) std::fclose(out);
+  return rc;
+}
+
+Registrar reg{{"query", "nvidia-smi compatible --query-gpu / --query-compute-apps CSV",
+               [](CLI::App& app, const GlobalOptions& global) -> Runner {
+                 auto o = std::make_shared<QueryOptions>();
+                 app.add_option("--query-gpu", o->query_gpu, "comma list of GPU fields (see --help-query-gpu)");
+                 app.add_option("--query-compute-apps", o->query_apps, "comma list of compute process fields");
+                 app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
+                 app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
+                 app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C");
+                 app.add_option("--lms,--loop-ms", o->loop_ms, "repeat every MS milliseconds until Ctrl-C");
+                 app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
+                 app.add_flag("--help-query-gpu", o->help_gpu, "list the --query-gpu fields");
+                 app.add_flag("--help-query-compute-apps", o->help_apps, "list the --query-compute-apps fields");
+                 return [o, &global] { return run(*o, global); };
+               },
+               20}};
+
+}  // namespace
+}  // namespace trainmon::cli

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon status`: gpustat's job (one line per GPU, processes, --json), without Python's start-up.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/export/query_fields.h"
+#include "trainmon/export/status.h"
+#include "trainmon/export/terminal.h"
+#include "trainmon/sampler/sampler.h"
+
+namespace trainmon::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) { g_stop = true; }
+
+struct StatusCliOptions {
+  exp::StatusOptions view;
+  bool json = false;
+  bool no_color = false;
+  bool force_color = false;
+  bool codec = false;
+  bool no_header = false;
+  double interval_s = 0;
+  std::string ids;
+  bool all_processes = false;
+};
+
+int run(StatusCliOptions o, const GlobalOptions& global) {
+  if (o.no_color && o.force_color) {
+    std::fputs("trainmon status: --no-color and --force-color exclude each other\n", stderr);
+    return kExitUsage;
+  }
+  const exp::TerminalInfo term = exp::probe_terminal(STDOUT_FILENO);
+  const exp::ColorMode mode =
+      o.force_color ? exp::ColorMode::always : o.no_color ? exp::ColorMode::never : exp::ColorMode::automatic;
+  o.view.color = exp::use_color(mode, term);
+  o.view.utf8 = term.utf8;
+  o.view.columns = term.is_tty ? term.columns : 0;  // pipes and files are never cut
+  o.view.show_header = !o.no_header;
+  o.view.show_enc = o.view.show_dec = o.codec;
+
+  SamplerOptions so;
+  so.backend.library_path = global.nvml_library;
+  so.backend.collect_high_res_samples = false;
+  so.backend.collect_pcie_throughput = o.json;
+  so.backend.collect_gpm = false;
+  so.backend.watch_events = false;
+  so.host.proc_root = global.proc_root;
+  so.host.sys_root = global.sys_root;
+  so.host.all_processes = o.all_processes;
+  so.host.disks = so.host.nets = false;
+  Sampler sampler(so);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  const bool redraw = o.interval_s > 0 && term.is_tty && !o.json;
+  int rc = kExitOk;
+  while (!g_stop) {
+    const auto tick = std::chrono::steady_clock::now();
+    Snapshot snap = sampler.sample();
+    if (o.json && o.interval_s <= 0) {
+      // Process CPU % needs two ticks (as gpustat's 0.1 s wait): sample again.
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      snap = sampler.sample();
+    }
+    if (!snap.driver.loaded) {
+      std::fprintf(stderr, "trainmon status: %s\n",
+                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+      rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
+    } else if (snap.gpus.empty()) {
+      rc = kExitNoGpu;
+    }
+    auto order = exp::select_gpus(snap, o.ids);
+    if (!order) {
+      std::fprintf(stderr, "trainmon status: %s\n", order.error().c_str());
+      return kExitUsage;
+    }
+    const std::string text =
+        o.json ? exp::status_json(snap, *order, o.all_processes) : exp::status_text(snap, *order, o.view);
+    if (redraw) std::fputs("\x1b[H\x1b[2J", stdout);
+    std::fputs(text.c_str(), stdout);
+    std::fflush(stdout);
+    if (o.interval_s <= 0) break;
+    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return rc;
+}
+
+Registrar reg{{"status", "one line per GPU with its processes (gpustat compatible, --json for scripts)",
+               [](CLI::App& app, const GlobalOptions& global) -> Runner {
+                 auto o = std::make_shared<StatusCliOptions>();
+                 app.add_flag("--json", o->json, "print JSON (a superset of gpustat --json)");
+                 app.add_flag("-c,--show-cmd", o->view.show_cmd, "show each process's command");
+                 app.add_flag("-u,--show-user", o->view.show_user, "show the user even with --show-cmd");
+                 app.add_flag("-p,--show-pid", o->view.show_pid, "show each process's pid");
+                 app.add_flag("-P,--show-power", o->view.show_power, "show power draw / limit");
+                 app.add_flag("-F,--show-fan-speed", o->view.show_fan, "show fan speed");
+                 app.add_flag("-e,--show-codec", o->codec, "show encoder / decoder utilisation");
+                 app.add_flag("--no-color", o->no_color, "never colour (also: NO_COLOR)");
+                 app.add_flag("--force-color,--color", o->force_color, "colour even on a pipe");
+                 app.add_flag("--no-header", o->no_header, "no hostname / time / driver line");
+                 app.add_option("-i,--interval", o->interval_s, "redraw every SEC seconds until Ctrl-C");
+                 app.add_option("--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
+                 app.add_option("--gpuname-width", o->view.gpuname_width, "minimum width of the name column");
+                 app.add_flag("--all-processes", o->all_processes, "include every host process in --json");
+                 return [o, &global] { return run(*o, global); };
+               },
+               10}};
+
+}  // namespace
+}  // namespace trainmon::cli

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/sampler/sampler.h"
+
+#include <algorithm>
+#include <ctime>
+
+#include "trainmon/sampler/gpu_process_join.h"
+
+namespace trainmon {
+namespace {
+
+std::int64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  ::clock_gettime(id, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
+  if (options_.collect_gpus) backend_ = open_nvml_backend(options_.backend);
+  if (options_.collect_host) {
+    host_ = std::make_unique<HostCollector>(options_.host);
+    join_options_.host_pid_namespace = detect_host_pid_namespace(options_.host.proc_root);
+  }
+}
+
+Sampler::~Sampler() = default;
+
+SamplerOptions& Sampler::options() noexcept { return options_; }
+
+DriverInfo Sampler::driver_info() const {
+  if (!backend_) {
+    DriverInfo info;
+    info.error = "GPU collection disabled";
+    return info;
+  }
+  return backend_->driver_info();
+}
+
+Snapshot Sampler::sample() {
+  Snapshot snap;
+  snap.time_unix_ns = clock_ns(CLOCK_REALTIME);
+  snap.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+
+  // --- GPUs ---
+  if (backend_) {
+    snap.driver = backend_->driver_info();
+    backend_->sample(snap.gpus, snap.gpu_processes);
+    snap.events = backend_->drain_events();
+  }
+
+  // --- host: the GPU processes' pids plus the watched ones ---
+  if (host_) {
+    std::vector<std::uint32_t> pids = options_.watch_pids;
+    pids.reserve(pids.size() + snap.gpu_processes.size());
+    for (const auto& p : snap.gpu_processes) pids.push_back(p.pid);
+    std::sort(pids.begin(), pids.end());
+    pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+    host_->collect(snap.host, snap.processes, pids);
+    join_gpu_processes(snap.gpu_processes, snap.processes, join_memory_, snap.host.uptime_s.value_or(0.0),
+                       join_options_);
+  }
+  return snap;
+}
+
+}  // namespace trainmon
