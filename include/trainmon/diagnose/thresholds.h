@@ -15,7 +15,9 @@ namespace trainmon::diagnose {
 struct Thresholds {
   // --- common --------------------------------------------------------------------------------
   double window_s = 60;          ///< rolling-mean window; MISSION §6 ("under 30 % for 60 s")
-  double clear_s = 30;           ///< a condition must be clear this long to end an episode (ours)
+  double clear_s = 60;           ///< a condition must be clear this long to end an episode; one
+                                 ///< rolling window, since a short recovery lifts a trailing mean
+                                 ///< for about window_s (ours, hysteresis)
   double busy_util_pct = 20;     ///< a GPU counts as "under load" at or above this (ours; links
                                  ///< and clocks drop when idle, NVML-NOTES clock reasons)
   double idle_util_pct = 5;      ///< "idle" GPU; MISSION §4 D2 ("others under 5-12 %")

@@ -43,8 +43,10 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
     if (!na(v)) per_gpu[e.gpu].push_back({e.epoch, e.t, v});
   }
 
-  for (const auto& [gpu, pts] : per_gpu) {
-    if (static_cast<double>(pts.size()) < th.growth_min_epochs) continue;
+  for (auto& [gpu, all] : per_gpu) {
+    // The first epoch end is left out: growth up to it (and a higher first epoch) is caching warm-up.
+    const std::vector<Pt> pts(all.begin() + (all.empty() ? 0 : 1), all.end());
+    if (pts.empty() || static_cast<double>(pts.size()) < th.growth_min_epochs) continue;
     std::vector<double> x, y;
     int up = 0;
     for (std::size_t k = 0; k < pts.size(); ++k) {
@@ -66,8 +68,9 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
     for (std::size_t k = 0; k < pts.size() && k < 6; ++k)
       vals += fmt::format("{}{}", k ? ", " : "", num(pts[k].mib));
     if (pts.size() > 6) vals += ", ...";
-    f.evidence = fmt::format("memory at epoch ends {} MiB: +{} MiB per epoch over {} epochs (> {} MiB)", vals,
-                             num(fit.slope), pts.size(), num(th.growth_per_epoch_mib));
+    f.evidence = fmt::format(
+        "memory at epoch ends {} MiB: +{} MiB per epoch over {} epochs after the first (> {} MiB)", vals,
+        num(fit.slope), pts.size(), num(th.growth_per_epoch_mib));
     if (const auto* g = gpu >= 0 ? s.gpu(static_cast<unsigned>(gpu)) : nullptr) {
       const double total = last_of(g->mem_total_mib, 0, s.size() ? s.size() - 1 : 0);
       if (!na(total) && total > pts.back().mib) {

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+// Diagnosis speed: every detector over a simulated 24 h x 8 GPU run sampled at 1 s (target: under
+// 2 s), and one live evaluation over the last hour of it (what LiveDiagnosis does every N seconds).
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+
+#include "trainmon/diagnose/engine.h"
+#include "unit/diagnose/synth.h"
+
+namespace {
+using trainmon::diagnose::DiagnosisEngine;
+using trainmon::diagnose::RunSeries;
+using trainmon::diagnose::Thresholds;
+using trainmon::diagnose::testing::Synth;
+
+const RunSeries& day_run() {
+  static const RunSeries series = [] {
+    Synth x(8, 24 * 3600.0);
+    // a few failure modes so detectors do real work: a starved stretch, a slow host leak,
+    // a thermal episode and hi-res samples on every GPU
+    for (auto& g : x.s.gpus) x.set(g.util_gpu_pct, 20000, 23600, 25, 5);
+    x.set(x.s.host.cpu_busy_pct, 20000, 23600, 20, 2);
+    x.apply(x.s.job.rss_mib, 0, 1e9,
+            [](double t, float v) { return v + static_cast<float>(300 * t / 3600); });
+    for (std::size_t i = 40000; i < 40600; ++i) x.s.gpus[3].clock_reasons[i] = 0x20;
+    for (auto& g : x.s.gpus)
+      for (double t = 0; t < 24 * 3600.0; t += 1.0) {  // one hi-res sample per second per GPU
+        g.hires_util.t.push_back(t + 0.5);
+        g.hires_util.value.push_back(std::fmod(t, 4) < 2 ? 10.f : 90.f);
+      }
+    return std::move(x.s);
+  }();
+  return series;
+}
+
+void BM_DiagnoseDay8Gpus(benchmark::State& state) {
+  const auto& s = day_run();
+  const DiagnosisEngine engine;
+  const Thresholds th;
+  std::size_t findings = 0;
+  for (auto _ : state) {
+    auto f = engine.run_all(s, th);
+    findings = f.size();
+    benchmark::DoNotOptimize(f);
+  }
+  state.counters["rows"] = static_cast<double>(s.size());
+  state.counters["gpus"] = static_cast<double>(s.gpus.size());
+  state.counters["findings"] = static_cast<double>(findings);
+}
+BENCHMARK(BM_DiagnoseDay8Gpus)->Unit(benchmark::kMillisecond)->Iterations(3);
+
+void BM_LiveWindowHour8Gpus(benchmark::State& state) {
+  const auto& s = day_run();
+  const DiagnosisEngine engine;
+  const Thresholds th;
+  for (auto _ : state) {
+    const auto w = trainmon::diagnose::slice(s, s.t.back() - 3600, s.t.back());
+    auto f = engine.run_all(w, th);
+    benchmark::DoNotOptimize(f);
+  }
+}
+BENCHMARK(BM_LiveWindowHour8Gpus)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();

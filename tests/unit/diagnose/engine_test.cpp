@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+// The engine: healthy runs stay quiet; the live wrapper does not flap and ends with exactly the
+// offline result on the same series.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "trainmon/diagnose/engine.h"
+#include "unit/diagnose/synth.h"
+
+namespace trainmon::diagnose {
+namespace {
+using testing::Synth;
+using testing::with_code;
+
+void make_healthy(Synth& x) {
+  // all GPUs move together around 90 % (85-95), with noise
+  for (auto& g : x.s.gpus)
+    x.apply(g.util_gpu_pct, 0, 1e9, [&](double t, float) {
+      return std::clamp(static_cast<float>(90 + 4 * std::sin(t / 300)) + x.noise(1.5f), 0.f, 100.f);
+    });
+}
+
+TEST(DiagHealthy, OneGpuRunHasNothingAboveInfo) {
+  Synth x(1, 2 * 3600);
+  make_healthy(x);
+  const auto f = DiagnosisEngine{}.run_all(x.s, Thresholds{});
+  for (const auto& v : f) EXPECT_EQ(v.severity, Severity::info) << to_text(v);
+  EXPECT_EQ(with_code(f, "D11").size(), 1u);
+}
+
+TEST(DiagHealthy, EightGpuRunHasNothingAboveInfo) {
+  Synth x(8, 2 * 3600);
+  make_healthy(x);
+  const auto f = DiagnosisEngine{}.run_all(x.s, Thresholds{});
+  for (const auto& v : f) EXPECT_EQ(v.severity, Severity::info) << to_text(v);
+  ASSERT_EQ(with_code(f, "D11").size(), 1u);
+  EXPECT_EQ(with_code(f, "D11")[0].gpus.size(), 8u);
+}
+
+TEST(DiagEngine, RunAllSortsAndCombines) {
+  Synth x(2, 900);
+  x.set(x.gpu(1).ecc_uncorrected_volatile, 600, 900, 1);
+  x.s.gpu_events = {{100, 0, 0x8, 43}};
+  const auto f = DiagnosisEngine{}.run_all(x.s, Thresholds{});
+  ASSERT_GE(f.size(), 3u);
+  for (std::size_t i = 1; i < f.size(); ++i) EXPECT_FALSE(finding_less(f[i], f[i - 1]));
+  EXPECT_EQ(with_code(f, "D13").size(), 1u);
+  EXPECT_EQ(with_code(f, "D10").size(), 1u);
+}
+
+constexpr std::int64_t kStart = 1'800'000'000'000'000'000;
+
+/// One tick of a 2-GPU job: root 1000 on GPU0, its child 1001 on GPU1; GPU1 is starved from
+/// 300 to 800 s (with 18 s recoveries every 100 s, which briefly lift the 60 s mean over 40 %)
+/// while the host CPU idles.
+Snapshot tick(double t, std::mt19937& rng) {
+  std::normal_distribution<double> nd(0, 2);
+  Snapshot s;
+  s.time_unix_ns = kStart + static_cast<std::int64_t>(t * 1e9);
+  auto info = std::make_shared<GpuStaticInfo>();
+  info->memory_total_bytes = Reading<std::uint64_t>::of(80ull << 30);
+  for (unsigned g = 0; g < 2; ++g) {
+    GpuSample gs;
+    gs.index = g;
+    gs.info = info;
+    gs.responsive = Reading<bool>::of(true);
+    double u = 90 + nd(rng);
+    const bool starved = g == 1 && t >= 300 && t <= 800 && std::fmod(t, 100) >= 18;
+    if (starved) u = 20 + nd(rng);
+    gs.utilization_gpu_pct = Reading<unsigned>::of(static_cast<unsigned>(std::clamp(u, 0.0, 100.0)));
+    gs.memory_used_bytes = Reading<std::uint64_t>::of(30ull << 30);
+    gs.memory_total_bytes = Reading<std::uint64_t>::of(80ull << 30);
+    gs.power_draw_mw = Reading<unsigned>::of(300000);
+    gs.enforced_power_limit_mw = Reading<unsigned>::of(400000);
+    gs.clocks_event_reasons_active = Reading<std::uint64_t>::of(0);
+    s.gpus.push_back(gs);
+    GpuProcessSample p;
+    p.gpu_index = g;
+    p.pid = 1000 + g;
+    p.used_memory_bytes = Reading<std::uint64_t>::of(29ull << 30);
+    p.host = HostVisibility::visible;
+    s.gpu_processes.push_back(p);
+  }
+  s.host.cpu_total.busy_pct = t >= 300 && t <= 800 ? 15 : 45;
+  s.host.cpu_count_online = 32;
+  s.host.memory.total_bytes = Reading<std::uint64_t>::of(256ull << 30);
+  s.host.memory.available_bytes = Reading<std::uint64_t>::of(200ull << 30);
+  ProcessSample root;
+  root.pid = 1000;
+  root.ppid = 1;
+  root.rss_bytes = Reading<std::uint64_t>::of(8ull << 30);
+  root.cpu_pct = Reading<double>::of(60);
+  ProcessSample child = root;
+  child.pid = 1001;
+  child.ppid = 1000;
+  s.processes = {root, child};
+  if (t == 500) s.events.push_back({s.time_unix_ns, 0, 0x8, 31});
+  return s;
+}
+
+TEST(DiagLive, DoesNotFlapAndEndsWithTheOfflineResult) {
+  LiveDiagnosis live(Thresholds{}, LiveOptions{.every_s = 10, .window_s = 3600, .close_after_s = 60});
+  const JobContext ctx{kStart, 1000, {}, std::nullopt};
+  std::mt19937 rng(7);
+  bool d4_open_mid_run = false;
+  for (int t = 0; t <= 1500; ++t) {
+    live.on_snapshot(tick(t, rng), ctx);
+    if (t == 600) d4_open_mid_run = !with_code(live.active(), "D4").empty();
+  }
+  EXPECT_TRUE(d4_open_mid_run);
+  EXPECT_TRUE(with_code(live.active(), "D4").empty());  // closed after the run recovered
+  int d4_opened = 0;
+  for (const auto& l : live.history())
+    if (l.finding.code == "D4") {
+      ++d4_opened;
+      EXPECT_GE(l.opened_s, 300 + Thresholds{}.starved_for_s);
+      EXPECT_FALSE(l.open);
+    }
+  EXPECT_EQ(d4_opened, 1);  // short recoveries inside the episode did not close and reopen it
+
+  JobFacts facts;
+  facts.exit_status = 0;
+  facts.gpus = {0, 1};
+  facts.root_pid = 1000;
+  const auto final_live = live.finish(facts);
+  const auto offline = DiagnosisEngine{}.run_all(live.series(), Thresholds{});
+  EXPECT_EQ(final_live, offline);
+  const auto d4 = with_code(offline, "D4");
+  std::string all;
+  for (const auto& f : offline) all += to_text(f) + "\n";
+  ASSERT_EQ(d4.size(), 1u) << all;
+  EXPECT_EQ(d4[0].gpus, std::vector<unsigned>{1});
+  EXPECT_EQ(d4[0].pids, std::vector<std::uint32_t>{1001});
+  EXPECT_EQ(with_code(offline, "D13").size(), 1u);
+  EXPECT_EQ(with_code(offline, "D2").size(), 1u);  // GPU0 90 % while GPU1 ~30 %
+
+  // The same rows rebuilt from JSON findings give the same findings back (store round trip).
+  const nlohmann::json j = offline;
+  EXPECT_EQ(j.get<std::vector<Finding>>(), offline);
+}
+
+}  // namespace
+}  // namespace trainmon::diagnose
