@@ -133,7 +133,7 @@ Event wait_for_event(pid_t child, std::chrono::milliseconds timeout) {
       int st = 0;
       pid_t p = ::waitpid(-1, &st, WNOHANG);
       if (p <= 0) break;
-      if (p == child) return Event{Event::child_exited, decode_wait_status(st), 0};
+      if (child > 0 && p == child) return Event{Event::child_exited, decode_wait_status(st), 0};
     }
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
@@ -150,7 +150,7 @@ Event wait_for_event(pid_t child, std::chrono::milliseconds timeout) {
     if (sig == SIGCHLD) continue;
     // A terminal-generated signal (si_code SI_KERNEL) went to the whole foreground group, child
     // included; anything else (kill(1), a scheduler) only reached us: pass it on.
-    if (info.si_code != SI_KERNEL) ::kill(child, sig);
+    if (child > 0 && info.si_code != SI_KERNEL) ::kill(child, sig);
     return Event{Event::signal, {}, sig};
   }
 }

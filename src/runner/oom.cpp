@@ -61,7 +61,17 @@ OomWatch::OomWatch(std::string proc_root, std::string sys_root)
     : proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {}
 
 void OomWatch::observe(std::uint32_t pid) {
-  if (!seen_pids_.emplace(pid, true).second) return;
+  std::string membership;
+  {
+    std::ifstream in(proc_root_ + "/" + std::to_string(pid) + "/cgroup");
+    if (!in) return;
+    membership.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto [it, fresh] = seen_pids_.try_emplace(pid, membership);
+  if (!fresh) {
+    if (it->second == membership) return;
+    it->second = membership;
+  }
   auto cg = read_cgroup_memory(pid, proc_root_, sys_root_);
   if (!cg || !cg->oom_kill_count.ok()) return;
   const std::string file = cg->directory + (cg->version == 2 ? "/memory.events" : "/memory.oom_control");

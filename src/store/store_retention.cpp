@@ -50,6 +50,11 @@ Expected<RetentionResult> Store::apply_retention(std::int64_t now_unix_ns, const
       if (auto r = delete_run(id); !r) return std::unexpected(r.error());
       ++result.runs_deleted;
     }
+    // A run still going (a `record` of many days) loses its own samples past the horizon.
+    Stmt d(db, "DELETE FROM chunks WHERE t1_ms < ?");
+    d.bind(1, (now_unix_ns - policy.delete_after_ns) / 1'000'000);
+    if (int rc = d.step(); rc != SQLITE_DONE) return std::unexpected(detail::sqlite_error(db, rc, "deleting old samples"));
+    result.chunks_deleted = sqlite3_changes(db);
   }
   if (policy.downsample_after_ns > 0) {
     const std::int64_t cutoff_ms = (now_unix_ns - policy.downsample_after_ns) / 1'000'000;

@@ -42,7 +42,8 @@ struct Event {
 /// Wait up to `timeout` for the main child `child` to end or a signal to arrive. A SIGINT, SIGTERM,
 /// SIGHUP or SIGQUIT sent to trainmon by another process is forwarded to the child; one generated
 /// by the terminal (which already reached the child, in the same process group) is not sent twice.
-/// Orphans reparented to trainmon are reaped silently.
+/// Orphans reparented to trainmon are reaped silently. `child` <= 0 (no command: `record`) only
+/// waits for signals and reaps.
 Event wait_for_event(pid_t child, std::chrono::milliseconds timeout);
 
 /// For a command that cannot start: 127 when not found, 126 when not executable (as a shell).

@@ -44,16 +44,17 @@ std::string format_elapsed(std::int64_t ms);
 class OomWatch {
  public:
   OomWatch(std::string proc_root, std::string sys_root);
-  /// Note a process of the job (cheap for a pid already seen). Its cgroup's count is taken as the
-  /// baseline the first time that cgroup is seen.
+  /// Note a process of the job: reads /proc/PID/cgroup (one small read) and, when the process is new
+  /// or moved to another cgroup (a launcher placing itself), that cgroup's counters. A cgroup's
+  /// oom_kill count is taken as the baseline the first time that cgroup is seen.
   void observe(std::uint32_t pid);
   /// Kills counted since each cgroup's baseline, summed; nullopt when no cgroup count was readable.
   std::optional<std::uint64_t> kills_since_start() const;
 
  private:
   std::string proc_root_, sys_root_;
-  std::map<std::uint32_t, bool> seen_pids_;
-  std::map<std::string, std::uint64_t> baseline_;  ///< counter file -> count when first seen
+  std::map<std::uint32_t, std::string> seen_pids_;  ///< pid -> /proc/PID/cgroup text last seen
+  std::map<std::string, std::uint64_t> baseline_;   ///< counter file -> count when first seen
 };
 
 }  // namespace trainmon::runner

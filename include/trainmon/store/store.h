@@ -36,7 +36,7 @@ inline constexpr std::string_view kErrCannotCreate = "STORE_CANNOT_CREATE";
 
 /// Retention policy for Store::apply_retention. Durations in nanoseconds; 0 disables that step.
 struct RetentionPolicy {
-  std::int64_t delete_after_ns = 0;      ///< delete runs that ended longer ago than this
+  std::int64_t delete_after_ns = 0;      ///< delete runs that ended, and samples taken, longer ago than this
   std::int64_t downsample_after_ns = 0;  ///< samples older than this kept at 1 row per chunk
 };
 
@@ -44,6 +44,7 @@ struct RetentionPolicy {
 struct RetentionResult {
   std::int64_t runs_deleted = 0;
   std::int64_t chunks_downsampled = 0;
+  std::int64_t chunks_deleted = 0;  ///< samples older than delete_after_ns in runs still going
 };
 
 class Store {

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Reading recorded runs back for people and scripts: the run as JSON, the `runs` table, and the
+// sample export (CSV per series kind, or JSON Lines with everything).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmon/core/error.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::recorder {
+
+/// The run header as JSON (id, name, kind, command, cwd, user, host, start/end as Unix seconds and
+/// ISO text, duration_s, status (effective), exit_code, exit_signal, labels, gpus, finding_count,
+/// summary object or null).
+nlohmann::json run_to_json(const store::RunInfo& run);
+
+/// The `trainmon runs` table, one line per run, newest first.
+std::string format_runs_table(const std::vector<store::RunInfo>& runs);
+
+/// `trainmon show` text for one run.
+std::string format_run_details(const store::RunInfo& run);
+
+/// CSV of one series kind of a run, or of its events (`what` = "events"): a header, then one line
+/// per row with time_unix_s first and the series' key columns (gpu, pid). Values in the unit of the
+/// column name; empty for N/A. Error for an unknown `what`.
+Expected<void> export_csv(store::Store& store, std::int64_t run_id, const std::string& what,
+                          std::ostream& out);
+
+/// JSON Lines: one object per sample row of every series ({"t":..., "series":"gpu", "gpu":0, ...})
+/// then one per event ({"t":..., "event":"gpu", ...}).
+Expected<void> export_jsonl(store::Store& store, std::int64_t run_id, std::ostream& out);
+
+}  // namespace trainmon::recorder

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon export RUN --format csv|jsonl [-o FILE]`: a run's samples and events. CSV holds one
+// series kind (--series gpu by default; host, process, gpu_process, gpu_util_hr, events); JSON
+// Lines holds everything.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/recorder/run_report.h"
+#include "trainmon/store/db_path.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::cli {
+namespace {
+
+struct ExportOptions {
+  std::string db;
+  std::string run = "last";
+  std::string format = "jsonl";
+  std::string series = "gpu";
+  std::string output;
+};
+
+int export_run(const ExportOptions& o) {
+  if (o.format != "csv" && o.format != "jsonl") {
+    std::fprintf(stderr, "trainmon export: --format is csv or jsonl\n");
+    return kExitUsage;
+  }
+  auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
+  if (!st) {
+    std::fprintf(stderr, "trainmon export: %s\n", st.error().message.c_str());
+    return kExitFailure;
+  }
+  auto id = st->resolve_run(o.run);
+  if (!id) {
+    std::fprintf(stderr, "trainmon export: %s\n", id.error().message.c_str());
+    return id.error().code == 0 ? kExitUsage : kExitFailure;
+  }
+  std::ofstream file;
+  if (!o.output.empty() && o.output != "-") {
+    file.open(o.output, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      std::fprintf(stderr, "trainmon export: cannot write %s\n", o.output.c_str());
+      return kExitFailure;
+    }
+  }
+  std::ostream& out = file.is_open() ? static_cast<std::ostream&>(file) : std::cout;
+  auto r = o.format == "csv" ? recorder::export_csv(*st, *id, o.series, out)
+                             : recorder::export_jsonl(*st, *id, out);
+  out.flush();
+  if (!r) {
+    std::fprintf(stderr, "trainmon export: %s\n", r.error().message.c_str());
+    return r.error().domain == ErrorDomain::usage ? kExitUsage : kExitFailure;
+  }
+  if (!out) {
+    std::fprintf(stderr, "trainmon export: write failed\n");
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+const Registrar kRegistrar{
+    CommandSpec{"export", "Export a recorded run's samples and events (csv or jsonl)",
+                [](CLI::App& app, const GlobalOptions&) -> Runner {
+                  auto o = std::make_shared<ExportOptions>();
+                  app.add_option("run", o->run, "Run id, unique name, or last")->capture_default_str();
+                  app.add_option("--format", o->format, "csv or jsonl")->capture_default_str();
+                  app.add_option("--series", o->series,
+                                 "CSV only: gpu, gpu_util_hr, host, process, gpu_process or events")
+                      ->capture_default_str();
+                  app.add_option("-o,--output", o->output, "Output file (default: stdout)");
+                  app.add_option("--db", o->db, "Run store");
+                  return [o] { return export_run(*o); };
+                },
+                34}};
+
+}  // namespace
+}  // namespace trainmon::cli

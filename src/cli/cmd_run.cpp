@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon run [options] -- COMMAND [ARGS...]`: start the command as `time` would, watch its
+// process tree, its GPUs and the host, record everything, print a resource line every
+// --print-every seconds and a summary at the end; exit with the command's status. A trainmon
+// failure (store, sampler, exception) only degrades monitoring: the command runs on untouched.
+#include <fmt/format.h>
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/recorder/duration.h"
+#include "trainmon/recorder/labels.h"
+#include "trainmon/recorder/recording.h"
+#include "trainmon/recorder/session.h"
+#include "trainmon/runner/launcher.h"
+#include "trainmon/runner/oom.h"
+#include "trainmon/sampler/sampler.h"
+#include "trainmon/store/db_path.h"
+
+extern char** environ;
+
+namespace trainmon::cli {
+namespace {
+
+struct RunOptions {
+  std::string name;
+  std::string interval = "1";
+  std::string db;
+  std::vector<std::string> labels;
+  bool quiet = false;
+  std::string print_every = "30";
+  std::vector<std::string> command;
+};
+
+std::int64_t now_ns(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+int run_command(const RunOptions& o, const GlobalOptions& global) {
+  auto interval = recorder::parse_duration_ns(o.interval);
+  auto print_every = recorder::parse_duration_ns(o.print_every);
+  if (!interval || *interval < 100'000'000) {
+    std::fprintf(stderr, "trainmon run: --interval must be at least 0.1 s (got '%s')\n", o.interval.c_str());
+    return kExitUsage;
+  }
+  if (!print_every) {
+    std::fprintf(stderr, "trainmon run: bad --print-every '%s'\n", o.print_every.c_str());
+    return kExitUsage;
+  }
+  std::vector<std::pair<std::string, std::string>> given;
+  for (const auto& l : o.labels) {
+    auto kv = recorder::parse_label(l);
+    if (!kv) {
+      std::fprintf(stderr, "trainmon run: --label wants KEY=VALUE (got '%s')\n", l.c_str());
+      return kExitUsage;
+    }
+    given.push_back(*kv);
+  }
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+
+  // Before any thread exists: every thread inherits the blocked signals.
+  runner::prepare_signals();
+  const std::int64_t start_unix = now_ns(CLOCK_REALTIME);
+  const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
+
+  // ---- the store (failure: one message, monitoring in memory) ----
+  store::RunInfo info = recorder::this_process_run_info(
+      "run", o.name.empty() ? recorder::default_run_name(o.command) : o.name, start_unix);
+  info.command = o.command;
+  info.labels = recorder::collect_labels(given, env);
+  info.interval_ms = *interval / 1'000'000;
+  const std::string db_path = store::resolve_db_path(o.db);
+  std::optional<recorder::Recording> recording;
+  if (auto r = recorder::start_recording(db_path, info)) {
+    recording = std::move(*r);
+  } else {
+    std::fprintf(stderr, "trainmon: not recording: %s; monitoring goes on (summary at the end)\n",
+                 r.error().message.c_str());
+  }
+  const std::int64_t run_id = recording ? recording->run_id : 0;
+
+  // ---- the command ----
+  runner::LaunchOptions launch;
+  launch.argv = o.command;
+  if (run_id) launch.extra_env.emplace_back("TRAINMON_RUN_ID", std::to_string(run_id));
+  launch.extra_env.emplace_back("TRAINMON_DB", db_path);
+  auto child = runner::launch(launch);
+  if (!child) {
+    std::fprintf(stderr, "trainmon: %s\n", child.error().message.c_str());
+    if (recording) {
+      (void)recording->writer->finish(store::RunEnd{now_ns(CLOCK_REALTIME),
+                                                    "failed_to_start",
+                                                    runner::exit_code_for_launch_error(child.error()),
+                                                    {},
+                                                    ""});
+    }
+    return runner::exit_code_for_launch_error(child.error());
+  }
+  if (!o.quiet) {
+    std::fprintf(stderr, "trainmon: watching pid %d%s\n", static_cast<int>(*child),
+                 run_id ? fmt::format(" as run {} ({})", run_id, db_path).c_str() : "");
+  }
+
+  // ---- monitoring: any failure here stops monitoring, never the command ----
+  std::unique_ptr<Sampler> sampler;
+  std::unique_ptr<recorder::RecorderSession> session;
+  bool monitoring = true;
+  try {
+    SamplerOptions so;
+    so.backend.library_path = global.nvml_library;
+    so.host.proc_root = global.proc_root;
+    so.host.sys_root = global.sys_root;
+    sampler = std::make_unique<Sampler>(so);
+    recorder::SessionOptions opts;
+    opts.child_pid = static_cast<std::uint32_t>(*child);
+    opts.self_pid = static_cast<std::uint32_t>(::getpid());
+    opts.proc_root = global.proc_root;
+    opts.sys_root = global.sys_root;
+    opts.print_every_ms = *print_every / 1'000'000;
+    opts.quiet = o.quiet;
+    opts.start_monotonic_ns = start_mono;
+    session = std::make_unique<recorder::RecorderSession>(
+        opts, recording ? std::move(recording->writer) : std::unique_ptr<store::StoreWriter>());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
+    monitoring = false;
+  }
+
+  runner::ChildExit exit;
+  std::int64_t next = start_mono;
+  for (bool done = false; !done;) {
+    if (monitoring) {
+      try {
+        sampler->options().watch_pids = session->refresh_job_pids();
+        session->tick(sampler->sample());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
+        monitoring = false;
+      }
+    }
+    next += *interval;
+    for (;;) {
+      std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
+      if (left <= 0 && monitoring) break;
+      auto ev = runner::wait_for_event(
+          *child, std::chrono::milliseconds(monitoring ? std::max<std::int64_t>(left / 1'000'000, 0) : 1000));
+      if (ev.kind == runner::Event::child_exited) {
+        exit = ev.exit;
+        done = true;
+        break;
+      }
+      // signals were forwarded to the command (or reached it from the terminal): wait for it
+      if (ev.kind == runner::Event::timeout && monitoring) break;
+    }
+  }
+  const std::int64_t end_unix = now_ns(CLOCK_REALTIME);
+  const std::int64_t end_elapsed_ms = (now_ns(CLOCK_MONOTONIC) - start_mono) / 1'000'000;
+
+  // ---- verdict and summary ----
+  recorder::RunSummary summary;
+  std::optional<runner::OomVerdict> oom;
+  if (session) {
+    summary = session->summary();
+    summary.duration_ms = end_elapsed_ms;
+    runner::OomInputs in;
+    in.exit = exit;
+    in.oom_kills = session->oom_watch().kills_since_start();
+    in.end_elapsed_ms = end_elapsed_ms;
+    in.tree_rss_bytes = summary.last_job_rss_bytes;
+    in.rss_growth_bytes_per_h = summary.job_rss_growth_bytes_per_h;
+    in.min_available_bytes = summary.min_available_recent_bytes;
+    in.memory_total_bytes = summary.memory_total_bytes;
+    oom = runner::oom_verdict(in);
+  }
+  std::string status = exit.signal ? "signaled" : "exited";
+  if (oom && oom->main_process_killed) status = "oom_killed";
+  std::string status_line = "command " + runner::describe_exit(exit);
+  if (session) {
+    store::RunEnd end{end_unix, status, runner::exit_code_for(exit), exit.signal,
+                      recorder::summary_to_json(summary)};
+    if (auto err = session->finish(end); err && run_id) {
+      std::fprintf(stderr, "trainmon: the run's end was not recorded: %s\n", err->message.c_str());
+    }
+  }
+  if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
+  if (!o.quiet) {
+    std::fputs(recorder::format_summary(summary, status_line, run_id, std::nullopt).c_str(), stderr);
+  }
+  return runner::exit_code_for(exit);
+}
+
+const Registrar kRegistrar{CommandSpec{
+    "run", "Run a training command and watch, record and summarise it (trainmon run -- python train.py)",
+    [](CLI::App& app, const GlobalOptions& global) -> Runner {
+      auto o = std::make_shared<RunOptions>();
+      app.add_option("--name", o->name, "Run name (default: the script or program name)");
+      app.add_option("--interval", o->interval, "Sampling interval: seconds (0.5) or 500ms; at least 0.1 s")
+          ->capture_default_str();
+      app.add_option("--db", o->db,
+                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
+      app.add_option("--label", o->labels, "KEY=VALUE label for the run (repeatable)");
+      app.add_flag("-q,--quiet", o->quiet, "No resource lines and no summary");
+      app.add_option("--print-every", o->print_every, "Seconds between resource lines on stderr; 0: none")
+          ->capture_default_str();
+      app.add_option("command", o->command, "The command to run, after --")->required();
+      app.prefix_command(false);
+      return [o, &global] { return run_command(*o, global); };
+    },
+    30}};
+
+}  // namespace
+}  // namespace trainmon::cli

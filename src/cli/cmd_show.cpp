@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon show RUN`: one run's header and summary (RUN: an id, a unique name, or `last`).
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/recorder/run_report.h"
+#include "trainmon/store/db_path.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::cli {
+namespace {
+
+struct ShowOptions {
+  std::string db;
+  std::string run = "last";
+  bool json = false;
+};
+
+int show(const ShowOptions& o) {
+  auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
+  if (!st) {
+    std::fprintf(stderr, "trainmon show: %s\n", st.error().message.c_str());
+    return kExitFailure;
+  }
+  auto id = st->resolve_run(o.run);
+  if (!id) {
+    std::fprintf(stderr, "trainmon show: %s\n", id.error().message.c_str());
+    return id.error().domain == ErrorDomain::store && id.error().code == 0 ? kExitUsage : kExitFailure;
+  }
+  auto run = st->get_run(*id);
+  if (!run) {
+    std::fprintf(stderr, "trainmon show: %s\n", run.error().message.c_str());
+    return kExitFailure;
+  }
+  if (o.json) {
+    std::puts(recorder::run_to_json(*run).dump(2).c_str());
+  } else {
+    std::fputs(recorder::format_run_details(*run).c_str(), stdout);
+  }
+  return kExitOk;
+}
+
+const Registrar kRegistrar{
+    CommandSpec{"show", "Show one recorded run (id, unique name, or last)",
+                [](CLI::App& app, const GlobalOptions&) -> Runner {
+                  auto o = std::make_shared<ShowOptions>();
+                  app.add_option("run", o->run, "Run id, unique name, or last")->capture_default_str();
+                  app.add_option("--db", o->db, "Run store");
+                  app.add_flag("--json", o->json, "JSON object");
+                  return [o] { return show(*o); };
+                },
+                33}};
+
+}  // namespace
+}  // namespace trainmon::cli

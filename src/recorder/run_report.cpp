@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/recorder/run_report.h"
+
+#include <fmt/format.h>
+
+#include <ctime>
+
+#include "trainmon/recorder/duration.h"
+#include "trainmon/recorder/run_stats.h"
+#include "trainmon/store/chunk_codec.h"
+
+namespace trainmon::recorder {
+namespace {
+
+std::string iso_time(std::int64_t unix_ns) {
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  return buf;
+}
+
+std::string join_command(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& a : argv) {
+    if (!out.empty()) out += ' ';
+    bool plain = !a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos;
+    out += plain ? a : "'" + a + "'";
+  }
+  return out;
+}
+
+std::int64_t duration_ms(const store::RunInfo& r) {
+  if (r.end_unix_ns) return (*r.end_unix_ns - r.start_unix_ns) / 1'000'000;
+  auto s = summary_from_json(r.summary_json);
+  return s.duration_ms;
+}
+
+std::string csv_escape(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+/// A stored integer back in the column's unit (text, to keep integers exact).
+std::string value_text(std::int64_t v, double scale) {
+  if (v == store::kNull) return "";
+  if (scale == 1) return std::to_string(v);
+  return fmt::format("{}", static_cast<double>(v) / scale);
+}
+
+std::vector<std::string> column_names(store::SeriesKind kind, bool aggregated) {
+  std::vector<std::string> names;
+  auto f = store::fields_of(kind);
+  if (!aggregated) {
+    for (const auto& d : f) names.emplace_back(d.name);
+    return names;
+  }
+  for (const char* suffix : {"", "_min", "_max"}) {
+    for (const auto& d : f) names.push_back(std::string(d.name) + suffix);
+  }
+  return names;
+}
+
+double column_scale(store::SeriesKind kind, std::size_t col) {
+  auto f = store::fields_of(kind);
+  return f.empty() ? 1 : f[col % f.size()].scale;
+}
+
+}  // namespace
+
+nlohmann::json run_to_json(const store::RunInfo& r) {
+  nlohmann::json j;
+  j["id"] = r.id;
+  j["name"] = r.name;
+  j["kind"] = r.kind;
+  j["command"] = r.command;
+  j["cwd"] = r.cwd;
+  j["user"] = r.user;
+  j["host"] = r.host;
+  j["start_unix_s"] = static_cast<double>(r.start_unix_ns) / 1e9;
+  j["start"] = iso_time(r.start_unix_ns);
+  j["end_unix_s"] =
+      r.end_unix_ns ? nlohmann::json(static_cast<double>(*r.end_unix_ns) / 1e9) : nlohmann::json();
+  j["duration_s"] = static_cast<double>(duration_ms(r)) / 1000.0;
+  j["status"] = store::effective_status(r);
+  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
+  j["exit_signal"] = r.exit_signal ? nlohmann::json(*r.exit_signal) : nlohmann::json();
+  j["interval_ms"] = r.interval_ms;
+  j["labels"] = nlohmann::json::object();
+  for (const auto& [k, v] : r.labels) j["labels"][k] = v;
+  j["gpus"] = nlohmann::json::array();
+  for (const auto& g : r.gpus) {
+    j["gpus"].push_back({{"index", g.index},
+                         {"uuid", g.uuid},
+                         {"name", g.name},
+                         {"pci_bus_id", g.pci_bus_id},
+                         {"memory_total_bytes",
+                          g.memory_total_bytes ? nlohmann::json(*g.memory_total_bytes) : nlohmann::json()},
+                         {"used_by_job", g.used_by_job}});
+  }
+  j["finding_count"] = r.finding_count;
+  auto summary = nlohmann::json::parse(r.summary_json, nullptr, false);
+  j["summary"] = summary.is_object() ? summary : nlohmann::json();
+  return j;
+}
+
+std::string format_runs_table(const std::vector<store::RunInfo>& runs) {
+  std::string out = fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", "ID", "NAME", "STATUS",
+                                "START", "DURATION", "GPUS", "FINDINGS", "COMMAND");
+  for (const auto& r : runs) {
+    std::string status = store::effective_status(r);
+    if (r.exit_code && status != "running") status += fmt::format("({})", *r.exit_code);
+    out +=
+        fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", r.id, r.name.substr(0, 16), status,
+                    iso_time(r.start_unix_ns), format_duration_ms(duration_ms(r)), r.gpus.size(),
+                    r.finding_count, r.kind == "record" ? std::string("(record)") : join_command(r.command));
+  }
+  return out;
+}
+
+std::string format_run_details(const store::RunInfo& r) {
+  std::string out = fmt::format("run {} \"{}\" ({})\n", r.id, r.name, r.kind);
+  if (!r.command.empty()) out += fmt::format("  command:  {}\n", join_command(r.command));
+  out += fmt::format("  cwd:      {}\n  user:     {}@{}\n", r.cwd, r.user, r.host);
+  out += fmt::format("  start:    {}\n", iso_time(r.start_unix_ns));
+  out += fmt::format("  duration: {}\n", format_duration_ms(duration_ms(r)));
+  std::string status = store::effective_status(r);
+  if (r.exit_signal) {
+    status += fmt::format(" (signal {}, exit status {})", *r.exit_signal, r.exit_code.value_or(0));
+  } else if (r.exit_code) {
+    status += fmt::format(" (exit status {})", *r.exit_code);
+  }
+  out += fmt::format("  status:   {}\n", status);
+  for (const auto& [k, v] : r.labels) out += fmt::format("  label:    {}={}\n", k, v);
+  auto s = summary_from_json(r.summary_json);
+  for (const auto& g : r.gpus) {
+    std::string stats;
+    for (const auto& gs : s.gpus) {
+      if (gs.index != g.index) continue;
+      stats = fmt::format(
+          ", utilisation mean {} peak {}, peak memory {}",
+          gs.mean_util_pct ? fmt::format("{:.1f}%", *gs.mean_util_pct) : "N/A",
+          gs.peak_util_pct ? fmt::format("{:.1f}%", *gs.peak_util_pct) : "N/A",
+          gs.peak_memory_used_bytes
+              ? fmt::format("{:.0f} MiB", static_cast<double>(*gs.peak_memory_used_bytes) / 1048576.0)
+              : "N/A");
+    }
+    out += fmt::format("  GPU{}:     {} {}{}{}\n", g.index, g.name, g.uuid,
+                       g.used_by_job ? " (used by the job)" : "", stats);
+  }
+  if (s.peak_job_rss_bytes) {
+    out += fmt::format("  job:      peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+                       static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
+                       s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
+  }
+  if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
+  out += fmt::format("  findings: {}\n", r.finding_count);
+  return out;
+}
+
+Expected<void> export_csv(store::Store& st, std::int64_t run_id, const std::string& what, std::ostream& out) {
+  if (what == "events") {
+    auto ev = st.gpu_events(run_id);
+    if (!ev) return std::unexpected(ev.error());
+    out << "time_unix_s,source,gpu,event_type,xid,kind,json\n";
+    for (const auto& e : *ev) {
+      out << fmt::format("{:.3f},nvml,{},{},{},,\n", static_cast<double>(e.time_unix_ns) / 1e9, e.gpu_index,
+                         e.event_type, e.xid);
+    }
+    auto te = st.train_events(run_id);
+    if (!te) return std::unexpected(te.error());
+    for (const auto& e : *te) {
+      out << fmt::format("{:.3f},train,,,,{},{}\n", static_cast<double>(e.time_unix_ns) / 1e9,
+                         csv_escape(e.kind), csv_escape(e.json));
+    }
+    return {};
+  }
+  auto kind = store::parse_series_kind(what);
+  if (!kind) {
+    return std::unexpected(Error{
+        ErrorDomain::usage, 0, "BAD_SERIES",
+        fmt::format("unknown series '{}' (gpu, gpu_util_hr, host, process, gpu_process, events)", what)});
+  }
+  auto series = st.list_series(run_id);
+  if (!series) return std::unexpected(series.error());
+  // Downsampled rows (aggregated = 1) hold the means; `export --format jsonl` has their min/max too.
+  out << "time_unix_s,gpu,pid,comm,aggregated";
+  for (const auto& n : column_names(*kind, false)) out << ',' << n;
+  out << '\n';
+  const std::size_t ncols = store::fields_of(*kind).size();
+  for (const auto& s : *series) {
+    if (s.kind != *kind) continue;
+    std::string key = fmt::format("{},{},{}", s.gpu_index ? std::to_string(*s.gpu_index) : "",
+                                  s.pid ? std::to_string(*s.pid) : "", csv_escape(s.comm));
+    auto r = st.read_series(s.id, [&](const store::Chunk& c, bool agg) {
+      for (std::size_t row = 0; row < c.rows(); ++row) {
+        out << fmt::format("{:.3f},{},{}", static_cast<double>(c.t_ms[row]) / 1e3, key, agg ? 1 : 0);
+        for (std::size_t col = 0; col < ncols; ++col) {
+          out << ',';
+          if (col < c.columns) out << value_text(c.at(row, col), column_scale(*kind, col));
+        }
+        out << '\n';
+      }
+    });
+    if (!r) return r;
+  }
+  return {};
+}
+
+Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream& out) {
+  auto series = st.list_series(run_id);
+  if (!series) return std::unexpected(series.error());
+  for (const auto& s : *series) {
+    auto names = column_names(s.kind, true);
+    const std::size_t ncols = store::fields_of(s.kind).size();
+    auto r = st.read_series(s.id, [&](const store::Chunk& c, bool agg) {
+      for (std::size_t row = 0; row < c.rows(); ++row) {
+        nlohmann::json j;
+        j["t"] = static_cast<double>(c.t_ms[row]) / 1e3;
+        j["series"] = store::series_kind_name(s.kind);
+        if (s.gpu_index) j["gpu"] = *s.gpu_index;
+        if (s.pid) {
+          j["pid"] = *s.pid;
+          j["comm"] = s.comm;
+          j["in_job"] = s.in_job;
+        }
+        if (agg) j["aggregated"] = true;
+        const std::size_t n = std::min(c.columns, agg ? ncols * 3 : ncols);
+        for (std::size_t col = 0; col < n; ++col) {
+          std::int64_t v = c.at(row, col);
+          double scale = column_scale(s.kind, col);
+          if (v == store::kNull) {
+            j[names[col]] = nullptr;
+          } else if (scale == 1) {
+            j[names[col]] = v;
+          } else {
+            j[names[col]] = static_cast<double>(v) / scale;
+          }
+        }
+        out << j.dump() << '\n';
+      }
+    });
+    if (!r) return r;
+  }
+  auto ev = st.gpu_events(run_id);
+  if (!ev) return std::unexpected(ev.error());
+  for (const auto& e : *ev) {
+    out << nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
+                          {"event", "nvml"},
+                          {"gpu", e.gpu_index},
+                          {"event_type", e.event_type},
+                          {"xid", e.xid}}
+               .dump()
+        << '\n';
+  }
+  auto te = st.train_events(run_id);
+  if (!te) return std::unexpected(te.error());
+  for (const auto& e : *te) {
+    auto payload = nlohmann::json::parse(e.json, nullptr, false);
+    out << nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
+                          {"event", "train"},
+                          {"kind", e.kind},
+                          {"data", payload.is_discarded() ? nlohmann::json(e.json) : payload}}
+               .dump()
+        << '\n';
+  }
+  return {};
+}
+
+}  // namespace trainmon::recorder

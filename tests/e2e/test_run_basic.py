@@ -1,0 +1,191 @@
+# SPDX-License-Identifier: Apache-2.0
+"""`trainmon run` end to end with the fake NVML driver: exit statuses, signal forwarding, the
+recorded run as `runs`, `show` and `export` see it, the child's children attributed to the run,
+readers during a recording, a SIGKILLed recorder, and a damaged store."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_run_helpers import PY, env, export_jsonl, kill_quietly, run, runs_json, tm_run, trainmon_bin, wait_for  # noqa: E402
+
+
+def test_exit_status_propagates_and_is_recorded(tmp_path):
+    db = tmp_path / "t.db"
+    assert tm_run(db, ["sh", "-c", "exit 0"]).returncode == 0
+    assert tm_run(db, ["sh", "-c", "exit 3"]).returncode == 3
+    p = tm_run(db, ["sh", "-c", "kill -TERM $$"])
+    assert p.returncode == 143, p.stderr
+    assert "killed by SIGTERM" in p.stderr
+    runs = runs_json(db)
+    assert [r["exit_code"] for r in runs] == [143, 3, 0]  # newest first
+    assert runs[0]["status"] == "signaled" and runs[0]["exit_signal"] == 15
+    assert runs[1]["status"] == "exited"
+    assert runs[2]["command"] == ["sh", "-c", "exit 0"]
+
+
+def test_missing_command_is_127(tmp_path):
+    p = tm_run(tmp_path / "t.db", ["/nonexistent/no-such-program"])
+    assert p.returncode == 127
+    assert "no-such-program" in p.stderr
+
+
+def test_sigint_is_forwarded_to_the_command(tmp_path):
+    ready = tmp_path / "ready"
+    got = tmp_path / "got"
+    script = (
+        "import signal, sys, time, pathlib\n"
+        f"def h(s, f):\n    pathlib.Path({str(got)!r}).write_text(str(s)); sys.exit(7)\n"
+        "signal.signal(signal.SIGINT, h)\n"
+        f"pathlib.Path({str(ready)!r}).write_text('1')\n"
+        "time.sleep(60)\n")
+    proc = subprocess.Popen([trainmon_bin(), "run", "--db", str(tmp_path / "t.db"), "--interval", "0.2", "--",
+                             PY, "-c", script], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert wait_for(ready.exists, 30), "the command did not start"
+        proc.send_signal(signal.SIGINT)  # from another process: trainmon must pass it on
+        out, err = proc.communicate(timeout=30)
+    finally:
+        kill_quietly(proc)
+    assert proc.returncode == 7, err
+    assert got.read_text() == str(int(signal.SIGINT))  # exactly one SIGINT reached the handler path
+
+
+def test_run_is_recorded_and_readable(tmp_path):
+    db = tmp_path / "t.db"
+    p = tm_run(db, [PY, "-c", "import time; time.sleep(1.5)"], "--name", "smoke", "--label", "team=vision",
+               "--print-every", "0.5")
+    assert p.returncode == 0, p.stderr
+    assert "Resource @ 00:00:0" in p.stderr
+    assert "GPU0 " in p.stderr and "| Mem " in p.stderr and "| RSS " in p.stderr
+    assert "run id: 1" in p.stderr
+
+    [r] = runs_json(db)
+    assert r["name"] == "smoke" and r["status"] == "exited" and r["exit_code"] == 0
+    assert r["labels"]["team"] == "vision"
+    assert len(r["gpus"]) == 1 and r["gpus"][0]["uuid"].startswith("GPU-")
+    assert 1.0 < r["duration_s"] < 60
+
+    show = run(["show", "smoke", "--json"], db)
+    assert show.returncode == 0, show.stderr
+    s = json.loads(show.stdout)
+    assert s["id"] == r["id"]
+    summary = s["summary"]
+    assert summary["ticks"] >= 5
+    assert summary["gpus"][0]["mean_utilization_pct"] is not None
+    assert summary["peak_job_rss_bytes"] > 1 << 20
+    text = run(["show", "last"], db)
+    assert text.returncode == 0 and "status:   exited (exit status 0)" in text.stdout
+
+    rows = export_jsonl(db)
+    gpu = [x for x in rows if x["series"] == "gpu"]
+    host = [x for x in rows if x["series"] == "host"]
+    procs = [x for x in rows if x["series"] == "process"]
+    assert len(gpu) >= 5 and len(host) >= 5
+    assert all(x["gpu"] == 0 for x in gpu)
+    assert gpu[-1]["memory_total_bytes"] > 0 and gpu[-1]["utilization_gpu_pct"] is not None
+    assert host[-1]["memory_total_bytes"] > 0
+    assert any(x["comm"].startswith("python") and x["in_job"] and x["rss_bytes"] > 1 << 20 for x in procs)
+
+    out = tmp_path / "gpu.csv"
+    csv = run(["export", "1", "--format", "csv", "-o", str(out)], db)
+    assert csv.returncode == 0, csv.stderr
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("time_unix_s,gpu,pid,comm,aggregated,responsive,memory_total_bytes")
+    assert len(lines) == len(gpu) + 1
+
+    assert run(["rm", "smoke"], db).returncode == 0
+    assert runs_json(db) == []
+    assert run(["show", "smoke"], db).returncode == 2
+
+
+def test_children_of_the_command_are_attributed(tmp_path):
+    db = tmp_path / "t.db"
+    cmd = ["bash", "-c", f"sleep 3 & {PY} -c 'x=bytearray(50<<20); import time; time.sleep(3)'; wait"]
+    p = tm_run(db, cmd)
+    assert p.returncode == 0, p.stderr
+    rows = export_jsonl(db)
+    procs = [x for x in rows if x["series"] == "process" and x["in_job"]]
+    comms = {x["comm"] for x in procs}
+    assert {"bash", "sleep"} <= comms and any(c.startswith("python") for c in comms), comms
+    py_rss = max(x["rss_bytes"] or 0 for x in procs if x["comm"].startswith("python"))
+    assert py_rss >= 50 << 20
+    [r] = runs_json(db)
+    assert r["summary"]["peak_job_rss_bytes"] >= py_rss
+    assert r["summary"]["peak_job_processes"] >= 3
+
+
+def test_readers_work_while_recording(tmp_path):
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--", "sleep", "4"],
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def live_rows():
+            if not db.exists():
+                return None
+            r = run(["export", "last", "--format", "jsonl"], db)
+            return r.returncode == 0 and sum('"series":"gpu"' in line for line in r.stdout.splitlines()) >= 3
+        assert wait_for(live_rows, 30)
+        [r] = runs_json(db)
+        assert r["status"] == "running" and r["end_unix_s"] is None
+        proc.wait(timeout=60)
+    finally:
+        kill_quietly(proc)
+    assert proc.returncode == 0
+    assert runs_json(db)[0]["status"] == "exited"
+
+
+def test_sigkill_of_the_recorder_leaves_a_readable_store(tmp_path):
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--", "sleep", "30"],
+                            env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sleeper = None
+    try:
+        def gpu_rows():
+            if not db.exists():
+                return 0
+            r = run(["export", "last", "--format", "jsonl"], db)
+            return r.returncode == 0 and [json.loads(x) for x in r.stdout.splitlines()]
+        rows = wait_for(lambda: (lambda v: v if v and sum(x["series"] == "gpu" for x in v) >= 5 else None)(gpu_rows()), 30)
+        assert rows
+        sleeper = next(x["pid"] for x in rows if x["series"] == "process" and x["comm"] == "sleep")
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        kill_quietly(proc)
+        if sleeper:
+            try:
+                os.kill(sleeper, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    con = sqlite3.connect(str(db))
+    assert con.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    con.close()
+    [r] = runs_json(db)
+    assert r["status"] == "lost"
+    after = export_jsonl(db)
+    assert sum(x["series"] == "gpu" for x in after) >= 5
+
+
+def test_damaged_store_is_refused_and_left_untouched(tmp_path):
+    db = tmp_path / "t.db"
+    garbage = bytes((i * 7919) % 251 for i in range(8192))
+    db.write_bytes(garbage)
+    for args in (["runs"], ["show", "last"], ["export", "last"], ["rm", "1"]):
+        p = run(args, db)
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        assert "not a trainmon run store" in p.stderr and "left untouched" in p.stderr
+    # `run` warns, does not record, and still runs the command with its own status
+    p = tm_run(db, ["sh", "-c", "exit 4"])
+    assert p.returncode == 4
+    assert "not recording" in p.stderr
+    rec = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--duration", "1"], env=env(),
+                         capture_output=True, text=True, timeout=60)
+    assert rec.returncode == 1
+    assert db.read_bytes() == garbage
+    assert not (tmp_path / "t.db-wal").exists()
