@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "trainmon/recorder/job_tree.h"
@@ -39,7 +40,7 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
       hr.series.kind = SeriesKind::gpu_util_hr;
       hr.series.gpu_index = g.index;
       hr.t_ms = static_cast<std::int64_t>(s.time_us / 1000);
-      hr.values = {static_cast<std::int64_t>(s.value * 100 + 0.5)};
+      hr.values = {static_cast<std::int64_t>(std::llround(s.value))};
       batch.rows.push_back(std::move(hr));
     }
   }

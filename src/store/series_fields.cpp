@@ -173,7 +173,7 @@ const Field<GpuProcessSample> kGpuProcess[] = {
     {{"dec_util_pct"}, [](const GpuProcessSample& p) { return v(p.dec_util_pct); }},
 };
 
-const FieldDef kUtilHr[] = {{"utilization_gpu_pct", 100}};
+const FieldDef kUtilHr[] = {{"utilization_gpu_pct"}};  // whole percent, as NVML reports it
 
 template <class S, std::size_t N>
 std::vector<FieldDef> defs(const Field<S> (&table)[N]) {

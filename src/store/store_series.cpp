@@ -43,6 +43,16 @@ Expected<void> Store::update_chunk(std::int64_t chunk_id, const Chunk& chunk) {
   return {};
 }
 
+Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t series_id,
+                                            const Chunk& chunk) {
+  sqlite3* db = impl_->db.get();
+  Stmt d(db, "DELETE FROM chunks WHERE id = ?");
+  d.bind(1, chunk_id);
+  if (int rc = d.step(); rc != SQLITE_DONE)
+    return std::unexpected(detail::sqlite_error(db, rc, "writing samples"));
+  return insert_chunk(series_id, chunk);
+}
+
 Expected<std::vector<SeriesInfo>> Store::list_series(std::int64_t run_id) {
   sqlite3* db = impl_->db.get();
   Stmt q(

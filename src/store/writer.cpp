@@ -95,7 +95,10 @@ Expected<void> StoreWriter::persist(Open& o) {
     o.chunk_id = *id;
     return {};
   }
-  return store_.update_chunk(o.chunk_id, o.chunk);
+  auto id = store_.replace_chunk(o.chunk_id, o.series_id, o.chunk);
+  if (!id) return std::unexpected(id.error());
+  o.chunk_id = *id;
+  return {};
 }
 
 Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {

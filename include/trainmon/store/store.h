@@ -85,8 +85,12 @@ class Store {
   Expected<std::int64_t> create_series(const SeriesInfo& series);
   /// Insert a chunk (a new row); returns its id for update_chunk.
   Expected<std::int64_t> insert_chunk(std::int64_t series_id, const Chunk& chunk);
-  /// Rewrite a chunk that grew (the open chunk of a series is rewritten every flush).
+  /// Rewrite a chunk that grew, in place.
   Expected<void> update_chunk(std::int64_t chunk_id, const Chunk& chunk);
+  /// Delete chunk `chunk_id` and insert `chunk` as a new row at the end of the table; returns the new
+  /// id. The writer uses this for the open chunk of each series so that growing rows always sit at
+  /// the tail and closed chunks stay densely packed (in-place growth splits pages half empty).
+  Expected<std::int64_t> replace_chunk(std::int64_t chunk_id, std::int64_t series_id, const Chunk& chunk);
   Expected<std::vector<SeriesInfo>> list_series(std::int64_t run_id);
   /// Call `fn` with each chunk of a series in time order; `aggregated` is true for a downsampled
   /// chunk, whose columns are [mean..., min..., max...] of the original columns, one row.

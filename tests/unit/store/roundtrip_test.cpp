@@ -113,7 +113,7 @@ TEST(StoreRoundTrip, SnapshotsComeBackThroughWriterAndSqlite) {
     } else if (si.kind == SeriesKind::gpu_util_hr) {
       ASSERT_EQ(rows.size(), 30u);
       EXPECT_EQ(rows[0][0], 0);
-      EXPECT_EQ(rows[1][0], 9000);  // percent x 100
+      EXPECT_EQ(rows[1][0], 90);  // whole percent
       EXPECT_EQ(rows[2][0], 0);
       ++checked;
     } else if (si.kind == SeriesKind::process) {
