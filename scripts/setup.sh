@@ -19,7 +19,7 @@ done
 
 packages=(
   build-essential cmake ninja-build pkg-config git clang-format
-  libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3
+  libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3 libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-pytest python3-psutil python3-torch
   tmux procps
