@@ -10,7 +10,7 @@ BUILD=${1:?usage: $0 BUILD_DIR}
 DURATION=${DURATION:-60}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 TRAINMON=$BUILD/trainmon
-FAKE=$(find "$BUILD" -name 'libnvidia-ml.so.1' -path '*fake_nvml*' | head -1)
+FAKE=$(find -L "$BUILD" -maxdepth 3 -name 'libnvidia-ml.so.1' -path '*fake_nvml*' | head -1)
 [[ -x $TRAINMON ]] || { echo "no trainmon binary in $BUILD" >&2; exit 2; }
 [[ -n $FAKE ]] || { echo "no fake libnvidia-ml.so.1 in $BUILD" >&2; exit 2; }
 command -v glances >/dev/null || { echo "glances is not installed (apt-get install glances)" >&2; exit 2; }

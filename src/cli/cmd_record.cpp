@@ -17,6 +17,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "trainmon/recorder/duration.h"
+#include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/session.h"
@@ -118,7 +119,9 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   so.backend.library_path = global.nvml_library;
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
-  so.host.all_processes = true;  // to find the trees below GPU processes
+  // Not every process: only the trees below the GPU processes of the previous tick, found from the
+  // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
+  so.host.all_processes = false;
   Sampler sampler(so);
   recorder::SessionOptions opts;
   opts.self_pid = static_cast<std::uint32_t>(::getpid());
@@ -132,9 +135,19 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   int stop_signal = 0;
   std::int64_t next = start_mono;
   std::int64_t next_retention = start_mono + 3600LL * 1'000'000'000;
+  std::vector<std::uint32_t> gpu_pids;
   while (!stop_signal) {
     try {
-      session.tick(sampler.sample());
+      if (gpu_pids.empty()) {
+        sampler.options().watch_pids.clear();
+      } else {
+        sampler.options().watch_pids =
+            recorder::descendants(recorder::read_parent_pids(global.proc_root), gpu_pids);
+      }
+      Snapshot snap = sampler.sample();
+      gpu_pids.clear();
+      for (const auto& p : snap.gpu_processes) gpu_pids.push_back(p.pid);
+      session.tick(snap);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "trainmon record: tick failed: %s\n", e.what());
     }

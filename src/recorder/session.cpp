@@ -167,7 +167,8 @@ void RecorderSession::tick(const Snapshot& snap) {
   if (options_.print_every_ms > 0 && !options_.quiet &&
       elapsed_ms - last_print_ms_ >= options_.print_every_ms) {
     last_print_ms_ = elapsed_ms;
-    std::fprintf(options_.out, "%s\n", format_resource_line(snap, elapsed_ms, job).c_str());
+    std::optional<std::string> epoch = options_.epoch ? options_.epoch() : std::nullopt;
+    std::fprintf(options_.out, "%s\n", format_resource_line(snap, elapsed_ms, job, epoch).c_str());
     std::fflush(options_.out);
   }
 }

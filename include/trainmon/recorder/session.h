@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -38,6 +39,9 @@ struct SessionOptions {
   bool quiet = false;
   std::int64_t start_monotonic_ns = 0;  ///< elapsed times count from here
   std::FILE* out = stderr;
+  /// The training process's current epoch ("45/200") for the resource line; empty function or
+  /// nullopt: the elapsed time is shown instead. (Filled from the training-event channel.)
+  std::function<std::optional<std::string>()> epoch;
 };
 
 class RecorderSession {
