@@ -15,6 +15,17 @@ int FileReader::read(const char* path, std::size_t max_bytes) noexcept {
   len_ = 0;
   const int fd = ::open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) return errno;
+  return read_fd(fd, max_bytes, false);
+}
+
+int FileReader::read_at(int dirfd, const char* name, std::size_t max_bytes, bool single_shot) noexcept {
+  len_ = 0;
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return errno;
+  return read_fd(fd, max_bytes, single_shot);
+}
+
+int FileReader::read_fd(int fd, std::size_t max_bytes, bool single_shot) noexcept {
   int err = 0;
   while (len_ < max_bytes) {
     if (len_ == cap_) {
@@ -38,6 +49,7 @@ int FileReader::read(const char* path, std::size_t max_bytes) noexcept {
     }
     if (n == 0) break;
     len_ += static_cast<std::size_t>(n);
+    if (single_shot && static_cast<std::size_t>(n) < want) break;
   }
   ::close(fd);
   if (err != 0) len_ = 0;

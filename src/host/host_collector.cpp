@@ -5,6 +5,7 @@
 #include "trainmon/host/host_collector.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -362,8 +363,15 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
   if (options.all_processes) host.process_count = static_cast<unsigned>(pids.size());
 
+  const int root_fd = ::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (root_fd < 0) return;
+  struct Close {
+    int fd;
+    ~Close() { ::close(fd); }
+  } const close_root{root_fd};
   ProcessReadContext ctx;
   ctx.proc_root = options.proc_root;
+  ctx.proc_root_fd = root_fd;
   ctx.ticks_per_s = ticks_per_s;
   ctx.page_size = page_size;
   if (host.boot_time_unix_s) ctx.boot_time_unix_s = *host.boot_time_unix_s;

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "process_reader.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <charconv>
 
@@ -19,24 +22,30 @@ Reading<T> fail_from(int err) {
 
 }  // namespace
 
-ProcessReader::ProcessReader(std::string passwd_path) : users_(std::move(passwd_path)) {
-  path_.reserve(256);
-}
+ProcessReader::ProcessReader(std::string passwd_path) : users_(std::move(passwd_path)) {}
 
-const char* ProcessReader::path(std::string_view root, std::uint32_t pid, std::string_view file) {
-  path_.assign(root);
-  path_ += '/';
-  char digits[16];
-  const auto r = std::to_chars(digits, digits + sizeof digits, pid);
-  path_.append(digits, r.ptr);
-  path_ += '/';
-  path_.append(file);
-  return path_.c_str();
-}
+namespace {
+/// Closes a directory descriptor at scope exit.
+struct FdGuard {
+  int fd;
+  ~FdGuard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
 
 ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContext& ctx, ProcessSample& out) {
+  // One descriptor for /proc/PID: every file below is read relative to it, so all of them come from
+  // the same process even if the pid is reused meanwhile (the old directory then answers ESRCH).
+  char digits[16];
+  *std::to_chars(digits, digits + sizeof digits - 1, pid).ptr = '\0';
+  const int dir = ::openat(ctx.proc_root_fd, digits, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir < 0) {
+    return (errno == ENOENT || errno == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
+  }
+  const FdGuard guard{dir};
   // --- stat: identity, state, times, memory. Without it the process is skipped.
-  if (const int err = file_.read(path(ctx.proc_root, pid, "stat"), 4096); err != 0) {
+  if (const int err = file_.read_at(dir, "stat", 4096, true); err != 0) {
     return (err == ENOENT || err == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
   }
   auto stat = parse_pid_stat(file_.text());
@@ -66,7 +75,7 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   }
 
   // --- status: uid, NSpid, shared memory.
-  if (const int err = file_.read(path(ctx.proc_root, pid, "status"), 16384); err != 0) {
+  if (const int err = file_.read_at(dir, "status", 16384, true); err != 0) {
     const auto r = fail_from<std::uint64_t>(err);
     out.status_file = r.status;
     out.shared_bytes = r;
@@ -92,14 +101,14 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   }
 
   // --- cmdline (may be long; read up to 4× the display cap so the cut is ours).
-  if (file_.read(path(ctx.proc_root, pid, "cmdline"), ctx.cmdline_max_bytes * 4 + 4) == 0) {
+  if (file_.read_at(dir, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
     out.cmdline = parse_cmdline(file_.text(), ctx.cmdline_max_bytes);
   }
 
   if (!ctx.details) return ProcessReadResult::ok;
 
   // --- io (ptrace-checked: other users' processes give EACCES).
-  if (const int err = file_.read(path(ctx.proc_root, pid, "io"), 4096); err != 0) {
+  if (const int err = file_.read_at(dir, "io", 4096, true); err != 0) {
     out.read_bytes = out.write_bytes = fail_from<std::uint64_t>(err);
   } else {
     const PidIo io = parse_pid_io(file_.text());
@@ -121,7 +130,7 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   entry.valid = true;
   entry.touched = true;
   entry.start_time_ticks = out.start_time_ticks;
-  if (const int err = file_.read(path(ctx.proc_root, pid, "cgroup"), 65536); err != 0) {
+  if (const int err = file_.read_at(dir, "cgroup", 65536); err != 0) {
     entry.cgroup = fail_from<std::string>(err);
     entry.container_id = entry.cgroup;
   } else {

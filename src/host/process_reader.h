@@ -19,6 +19,7 @@ namespace trainmon::host_detail {
 
 struct ProcessReadContext {
   std::string_view proc_root;
+  int proc_root_fd = -1;     ///< open directory of proc_root (openat base)
   double ticks_per_s = 100;  ///< sysconf(_SC_CLK_TCK)
   std::uint64_t page_size = 4096;
   std::optional<std::uint64_t> boot_time_unix_s;  ///< /proc/stat btime
@@ -43,11 +44,8 @@ class ProcessReader {
   void sweep();
 
  private:
-  const char* path(std::string_view root, std::uint32_t pid, std::string_view file);
-
   FileReader file_;
   UserNames users_;
-  std::string path_;
   struct CgroupEntry {
     std::uint64_t start_time_ticks = 0;
     Reading<std::string> cgroup;

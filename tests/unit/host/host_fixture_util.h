@@ -14,9 +14,11 @@
 
 namespace trainmon::test {
 
+#ifdef TRAINMON_FIXTURES_DIR  // defined for the unit tests, not for the benchmarks
 inline std::string host_fixture(const std::string& name) {
   return std::string(TRAINMON_FIXTURES_DIR) + "/host/" + name;
 }
+#endif
 
 class TempDir {
  public:
