@@ -133,10 +133,9 @@ NvmlBackend::~NvmlBackend() {
 
 void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
   const NvmlApi& a = *ctx.api;
-  Call call;
-  if (ctx.handle == nullptr) {
+  if (ctx.handle == nullptr) {  // the lookup at open failed: try again
     nvmlDevice_t h = nullptr;
-    int rc = call(a.device_get_handle_by_index, ctx.index, &h);
+    int rc = a.device_get_handle_by_index(ctx.index, &h);
     if (rc != NVML_SUCCESS || h == nullptr) {
       out.sample.index = ctx.index;
       out.sample.info = ctx.info;
@@ -147,7 +146,19 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
     }
     ctx.handle = h;
   }
-  read_static_info(ctx, call);
+  {
+    // Static facts count apart: a GPU whose dynamic calls all fail is "failed" on every tick,
+    // including the first one where its static facts still read.
+    Call static_call;
+    read_static_info(ctx, static_call);
+    if (static_call.fatal() != 0) {
+      out.sample.index = ctx.index;
+      out.sample.info = ctx.info;
+      set_all_status(out.sample, ReadStatus::gpu_lost, static_call.fatal());
+      return;
+    }
+  }
+  Call call;
   out.sample = read_sample(ctx, call);
   if (call.fatal() != 0) {
     set_all_status(out.sample, ReadStatus::gpu_lost, call.fatal());
