@@ -1,19 +1,30 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The built-in demo: no GPU needed. trainmon loads the fake NVML driver (a real libnvidia-ml.so.1
-# built from tests/fake_nvml/) playing a bundled scenario, through its real dlopen loader.
-#   scripts/demo.sh [SCENARIO]   (default: ddp-8gpu-healthy; see tests/scenarios/)
+# built from tests/fake_nvml/) playing a bundled scenario, through its real dlopen loader, and
+# watches a real PyTorch training job (examples/train_cnn.py, CPU) under `trainmon run`.
+#   scripts/demo.sh [SCENARIO]   (default: healthy-1gpu; see tests/scenarios/)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=build/release
-scenario=${1:-ddp-8gpu-healthy}
-[ -x "$build/trainmon" ] || { echo "demo: $build/trainmon missing; run scripts/setup.sh first" >&2; exit 1; }
+scenario=${1:-healthy-1gpu}
+tm=$PWD/$build/trainmon
+[ -x "$tm" ] || { echo "demo: $build/trainmon missing; run scripts/setup.sh first" >&2; exit 1; }
 export TRAINMON_NVML_LIBRARY=$PWD/$build/fake_nvml/libnvidia-ml.so.1
 export TRAINMON_FAKE_NVML_SCENARIO=$PWD/tests/scenarios/$scenario.json
 [ -f "$TRAINMON_FAKE_NVML_SCENARIO" ] || { echo "demo: no scenario $scenario" >&2; exit 1; }
+# Keep the demo's recordings apart from the user's own store.
+export TRAINMON_DB=${TRAINMON_DB:-$PWD/build/demo.db}
 
 echo "== trainmon status (gpustat's job) on fake GPUs: $scenario"
-"$build/trainmon" status
+"$tm" status
 echo
 echo "== trainmon query (nvidia-smi --query-gpu compatible)"
-"$build/trainmon" query --query-gpu=index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu --format=csv
+"$tm" query --query-gpu=index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu --format=csv
+echo
+echo "== trainmon run: a real PyTorch CNN with 2 DataLoader workers, watched and recorded"
+"$tm" run --name demo-cnn --print-every 5 -- /usr/bin/python3 examples/train_cnn.py --steps 150 --workers 2
+echo
+echo "== trainmon runs / diagnose last (database: $TRAINMON_DB)"
+"$tm" runs
+"$tm" diagnose last
