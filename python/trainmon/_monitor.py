@@ -160,6 +160,11 @@ class Monitor:
         with memory figures, then a line if one is due."""
         if not self.enabled:
             return
+        # The epoch hooks of some frameworks (Lightning) do not see the batch: use the last known.
+        if batch_size is None:
+            batch_size = self.batch_size
+        if imgsz is None:
+            imgsz = self.imgsz
         self.send(kind, epoch=epoch, epochs=epochs, loss=loss, batch_size=batch_size, imgsz=imgsz,
                   step=step, memory=True)
         self.maybe_print()
@@ -250,7 +255,8 @@ class Monitor:
         if not self.enabled:
             return
         if self._loop_epoch is not None:
-            self.epoch_end(epoch=self._loop_epoch, epochs=self.epochs)
+            self.epoch_end(epoch=self._loop_epoch, epochs=self.epochs, batch_size=self.batch_size,
+                           imgsz=self.imgsz)
             self._loop_epoch = None
         self.send("train_end", epoch=self.epoch, epochs=self.epochs, memory=True)
 
