@@ -18,6 +18,9 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "trainmon/diagnose/engine.h"
+#include "trainmon/ipc/train_channel.h"
+#include "trainmon/ipc/train_message.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/recording.h"
@@ -26,6 +29,8 @@
 #include "trainmon/runner/oom.h"
 #include "trainmon/sampler/sampler.h"
 #include "trainmon/store/db_path.h"
+#include "trainmon/store/job_gpus.h"
+#include "trainmon/store/store.h"
 
 extern char** environ;
 
@@ -39,6 +44,7 @@ struct RunOptions {
   std::vector<std::string> labels;
   bool quiet = false;
   std::string print_every = "30";
+  std::vector<std::string> thresholds;  ///< diagnosis threshold overrides, name=value
   std::vector<std::string> command;
 };
 
@@ -67,6 +73,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       return kExitUsage;
     }
     given.push_back(*kv);
+  }
+  diagnose::Thresholds th;
+  for (const auto& kv : o.thresholds) {
+    if (auto r = diagnose::set_threshold(th, kv); !r) {
+      std::fprintf(stderr, "trainmon run: --threshold %s\n", r.error().c_str());
+      return kExitUsage;
+    }
   }
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
@@ -97,6 +110,17 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   launch.argv = o.command;
   if (run_id) launch.extra_env.emplace_back("TRAINMON_RUN_ID", std::to_string(run_id));
   launch.extra_env.emplace_back("TRAINMON_DB", db_path);
+  // ---- the training process's events (python/trainmon): failure only loses them ----
+  std::unique_ptr<ipc::TrainChannel> channel;
+  if (auto ch = ipc::TrainChannel::open(std::to_string(run_id))) {
+    channel = std::move(*ch);
+    for (auto& kv : channel->child_environment()) {
+      if (kv.first != ipc::kEnvRunId) launch.extra_env.push_back(std::move(kv));
+    }
+  } else {
+    std::fprintf(stderr, "trainmon: no training events: %s; monitoring goes on\n",
+                 ch.error().message.c_str());
+  }
   auto child = runner::launch(launch);
   if (!child) {
     std::fprintf(stderr, "trainmon: %s\n", child.error().message.c_str());
@@ -139,13 +163,42 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     monitoring = false;
   }
 
+  // ---- diagnosis, live: the same detectors `trainmon diagnose` runs on the stored run ----
+  diagnose::LiveDiagnosis live(th);
+  std::size_t announced = 0;  // live.history() entries already printed
+  const double start_unix_s = static_cast<double>(start_unix) / 1e9;
+  auto feed_events = [&](const std::vector<ipc::ReceivedEvent>& received) {
+    std::vector<store::TrainEvent> rows;
+    for (const auto& e : received) {
+      rows.push_back(ipc::to_store_event(e.message));
+      live.on_train_event(ipc::to_diagnose_event(e.message, start_unix_s));
+    }
+    return rows;
+  };
+
   runner::ChildExit exit;
   std::int64_t next = start_mono;
   for (bool done = false; !done;) {
     if (monitoring) {
       try {
-        sampler->options().watch_pids = session->refresh_job_pids();
-        session->tick(sampler->sample());
+        auto job_pids = session->refresh_job_pids();
+        sampler->options().watch_pids = job_pids;
+        auto snap = sampler->sample();
+        std::vector<store::TrainEvent> events;
+        std::optional<std::string> epoch;
+        if (channel) {
+          (void)channel->publish(snap, *interval / 1'000'000);
+          events = feed_events(channel->drain_messages());
+          epoch = channel->epoch_text();
+        }
+        session->tick(snap, std::move(events), std::move(epoch));
+        live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child),
+                                                    std::move(job_pids), std::nullopt});
+        for (; announced < live.history().size(); ++announced) {
+          if (!o.quiet)
+            std::fprintf(stderr, "trainmon: %s\n",
+                         diagnose::to_text(live.history()[announced].finding).c_str());
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
         monitoring = false;
@@ -165,6 +218,11 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       // signals were forwarded to the command (or reached it from the terminal): wait for it
       if (ev.kind == runner::Event::timeout && monitoring) break;
     }
+  }
+  // The last events (epoch_end, train_end) were sent just before the command exited.
+  if (channel && session) {
+    ::usleep(50'000);  // let the receiving thread read what is still in the socket
+    session->add_train_events(feed_events(channel->drain_messages()));
   }
   const std::int64_t end_unix = now_ns(CLOCK_REALTIME);
   const std::int64_t end_elapsed_ms = (now_ns(CLOCK_MONOTONIC) - start_mono) / 1'000'000;
@@ -188,6 +246,28 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   std::string status = exit.signal ? "signaled" : "exited";
   if (oom && oom->main_process_killed) status = "oom_killed";
   std::string status_line = "command " + runner::describe_exit(exit);
+  // The final diagnosis: every detector over the whole run (what `trainmon diagnose` gives offline).
+  std::optional<std::vector<diagnose::Finding>> findings;
+  if (session) {
+    diagnose::JobFacts facts;
+    if (exit.signal) {
+      facts.signal = exit.signal;
+    } else {
+      facts.exit_status = runner::exit_code_for(exit);
+    }
+    facts.oom_killed = status == "oom_killed";
+    std::vector<unsigned> used;
+    for (const auto& g : summary.gpus) {
+      if (g.used_by_job) used.push_back(g.index);
+    }
+    facts.gpus = store::job_gpus(std::move(used), info.labels);
+    facts.root_pid = static_cast<std::uint32_t>(*child);
+    try {
+      findings = live.finish(facts);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trainmon: no diagnosis: %s\n", e.what());
+    }
+  }
   if (session) {
     store::RunEnd end{end_unix, status, runner::exit_code_for(exit), exit.signal,
                       recorder::summary_to_json(summary)};
@@ -195,9 +275,21 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       std::fprintf(stderr, "trainmon: the run's end was not recorded: %s\n", err->message.c_str());
     }
   }
+  if (findings && run_id) {
+    auto st = store::Store::open(db_path, store::OpenMode::read_write);
+    auto r = st ? st->insert_findings(run_id, *findings) : Expected<void>(std::unexpected(st.error()));
+    if (!r) std::fprintf(stderr, "trainmon: the findings were not recorded: %s\n", r.error().message.c_str());
+  }
   if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
   if (!o.quiet) {
-    std::fputs(recorder::format_summary(summary, status_line, run_id, std::nullopt).c_str(), stderr);
+    std::fputs(
+        recorder::format_summary(summary, status_line, run_id,
+                                 findings ? std::optional<std::int64_t>(findings->size()) : std::nullopt)
+            .c_str(),
+        stderr);
+    if (findings) {
+      for (const auto& f : *findings) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
+    }
   }
   return runner::exit_code_for(exit);
 }
@@ -215,6 +307,7 @@ const Registrar kRegistrar{CommandSpec{
       app.add_flag("-q,--quiet", o->quiet, "No resource lines and no summary");
       app.add_option("--print-every", o->print_every, "Seconds between resource lines on stderr; 0: none")
           ->capture_default_str();
+      app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)");
       app.add_option("command", o->command, "The command to run, after --")->required();
       app.prefix_command(false);
       return [o, &global] { return run_command(*o, global); };

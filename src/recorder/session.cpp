@@ -106,6 +106,11 @@ std::vector<std::uint32_t> RecorderSession::refresh_job_pids() {
 }
 
 void RecorderSession::tick(const Snapshot& snap) {
+  tick(snap, {}, std::nullopt);
+}
+
+void RecorderSession::tick(const Snapshot& snap, std::vector<store::TrainEvent> train_events,
+                           std::optional<std::string> epoch) {
   const std::int64_t elapsed_ms = (snap.monotonic_ns - options_.start_monotonic_ns) / 1'000'000;
   std::optional<JobTotals> job;
   std::vector<std::uint32_t> stored;
@@ -130,6 +135,7 @@ void RecorderSession::tick(const Snapshot& snap) {
 
   if (writer_) {
     auto batch = make_tick_batch(snap, stored, job_pids_);
+    batch.train_events = std::move(train_events);
     std::vector<std::string> ids;
     for (const auto& g : snap.gpus) {
       ids.push_back(g.info && g.info->uuid.ok() ? *g.info->uuid : fmt::format("#{}", g.index));
@@ -167,10 +173,17 @@ void RecorderSession::tick(const Snapshot& snap) {
   if (options_.print_every_ms > 0 && !options_.quiet &&
       elapsed_ms - last_print_ms_ >= options_.print_every_ms) {
     last_print_ms_ = elapsed_ms;
-    std::optional<std::string> epoch = options_.epoch ? options_.epoch() : std::nullopt;
+    if (!epoch && options_.epoch) epoch = options_.epoch();
     std::fprintf(options_.out, "%s\n", format_resource_line(snap, elapsed_ms, job, epoch).c_str());
     std::fflush(options_.out);
   }
+}
+
+void RecorderSession::add_train_events(std::vector<store::TrainEvent> train_events) {
+  if (!writer_ || train_events.empty()) return;
+  store::TickBatch batch;
+  batch.train_events = std::move(train_events);
+  writer_->push(std::move(batch));
 }
 
 bool RecorderSession::report_store_error() {

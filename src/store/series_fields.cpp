@@ -95,6 +95,13 @@ const Field<GpuSample> kGpu[] = {
     {{"gpm_pcie_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 100); }},
     {{"gpm_nvlink_tx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 100); }},
     {{"gpm_nvlink_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 100); }},
+    // Static facts the detectors compare against (D12, D16), constant per GPU (cost ~nothing encoded).
+    {{"temperature_slowdown_c"},
+     [](const GpuSample& g) { return g.info ? v(g.info->temperature_slowdown_c) : kNull; }},
+    {{"clocks_max_sm_mhz"}, [](const GpuSample& g) { return g.info ? v(g.info->clocks_max_sm_mhz) : kNull; }},
+    {{"pcie_link_gen_max"}, [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_gen_max) : kNull; }},
+    {{"pcie_link_width_max"},
+     [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_width_max) : kNull; }},
 };
 
 // ---- host -----------------------------------------------------------------------------------
@@ -171,6 +178,8 @@ const Field<GpuProcessSample> kGpuProcess[] = {
     {{"mem_util_pct"}, [](const GpuProcessSample& p) { return v(p.mem_util_pct); }},
     {{"enc_util_pct"}, [](const GpuProcessSample& p) { return v(p.enc_util_pct); }},
     {{"dec_util_pct"}, [](const GpuProcessSample& p) { return v(p.dec_util_pct); }},
+    // HostVisibility as an integer: 0 unknown, 1 visible, 2 not visible, 3 zombie (D9 offline).
+    {{"host_visibility"}, [](const GpuProcessSample& p) { return static_cast<std::int64_t>(p.host); }},
 };
 
 const FieldDef kUtilHr[] = {{"utilization_gpu_pct"}};  // whole percent, as NVML reports it

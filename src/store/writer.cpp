@@ -28,8 +28,12 @@ void StoreWriter::push(TickBatch batch) {
     while (queue_.size() > options_.max_queued) {
       // Keep the newest ticks, but never drop a GPU list change.
       auto gpus = std::move(queue_.front().gpus);
+      auto train = std::move(queue_.front().train_events);
       queue_.pop_front();
       if (gpus && !queue_.front().gpus) queue_.front().gpus = std::move(gpus);
+      // Training events are few and not sampled again: carry them to the next tick.
+      auto& next = queue_.front().train_events;
+      next.insert(next.begin(), std::make_move_iterator(train.begin()), std::make_move_iterator(train.end()));
       ++stats_.ticks_dropped;
     }
   }
@@ -137,6 +141,9 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {
       if (auto r = store_.insert_gpu_events(run_id_, batch.events); !r) {
         return fail(r.error());
       }
+    }
+    for (const auto& e : batch.train_events) {
+      if (auto r = store_.insert_train_event(run_id_, e); !r) return fail(r.error());
     }
   }
   for (auto& [key, o] : open_) {

@@ -54,6 +54,13 @@ class RecorderSession {
   std::vector<std::uint32_t> refresh_job_pids();
   /// Account for one snapshot (see the header comment). Never throws.
   void tick(const Snapshot& snap);
+  /// The same, with the training process's events since the last tick (stored with the tick) and its
+  /// current epoch ("45/200") for the resource line (nullopt: SessionOptions::epoch, else elapsed time).
+  void tick(const Snapshot& snap, std::vector<store::TrainEvent> train_events,
+            std::optional<std::string> epoch);
+
+  /// Store training events outside a tick (the last ones, after the command exited).
+  void add_train_events(std::vector<store::TrainEvent> train_events);
 
   RunSummary summary() const { return stats_.summary(); }
   const runner::OomWatch& oom_watch() const { return oom_; }

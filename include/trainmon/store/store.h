@@ -13,6 +13,7 @@
 
 #include "trainmon/core/error.h"
 #include "trainmon/core/gpu_sample.h"
+#include "trainmon/diagnose/finding.h"
 #include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/run_info.h"
 
@@ -102,6 +103,10 @@ class Store {
   Expected<std::vector<StoredGpuEvent>> gpu_events(std::int64_t run_id);
   Expected<void> insert_train_event(std::int64_t run_id, const TrainEvent& event);
   Expected<std::vector<TrainEvent>> train_events(std::int64_t run_id);
+  /// Replace the run's findings (one row each: code, severity, times, the Finding's JSON).
+  Expected<void> insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings);
+  /// The run's stored findings, in the order they were stored.
+  Expected<std::vector<diagnose::Finding>> findings(std::int64_t run_id);
 
   // ---- maintenance ----
   Expected<RetentionResult> apply_retention(std::int64_t now_unix_ns, const RetentionPolicy& policy);

@@ -35,6 +35,7 @@ struct TickBatch {
   std::vector<SeriesRow> rows;
   std::vector<GpuEvent> events;
   std::optional<std::vector<RunGpu>> gpus;  ///< set when the run's GPU list changed
+  std::vector<TrainEvent> train_events;     ///< events from the training process since the last tick
 };
 
 struct WriterOptions {

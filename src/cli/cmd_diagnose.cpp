@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon diagnose RUN [--json] [--threshold name=value]... [--config FILE]`: re-runs every
+// detector on a recorded run and prints the findings (one line each, or a JSON array).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/diagnose/engine.h"
+#include "trainmon/diagnose/thresholds.h"
+#include "trainmon/store/db_path.h"
+#include "trainmon/store/load_run_series.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::cli {
+namespace {
+
+struct DiagnoseOptions {
+  std::string db;
+  std::string run = "last";
+  bool json = false;
+  std::string config;                   ///< TOML file with a [diagnose] table
+  std::vector<std::string> thresholds;  ///< name=value
+  std::string min_severity = "info";
+};
+
+int diagnose(const DiagnoseOptions& o) {
+  diagnose::Thresholds th;
+  if (!o.config.empty()) {
+    std::ifstream in(o.config);
+    if (!in) {
+      std::fprintf(stderr, "trainmon diagnose: cannot read %s\n", o.config.c_str());
+      return kExitUsage;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto t = diagnose::thresholds_from_toml(text.str(), th);
+    if (!t) {
+      std::fprintf(stderr, "trainmon diagnose: %s: %s\n", o.config.c_str(), t.error().c_str());
+      return kExitUsage;
+    }
+    th = *t;
+  }
+  for (const auto& kv : o.thresholds) {
+    if (auto r = diagnose::set_threshold(th, kv); !r) {
+      std::fprintf(stderr, "trainmon diagnose: --threshold %s\n", r.error().c_str());
+      return kExitUsage;
+    }
+  }
+  diagnose::Severity min = diagnose::Severity::info;
+  if (!diagnose::parse_severity(o.min_severity, min)) {
+    std::fprintf(stderr, "trainmon diagnose: --min-severity: info, warning or critical\n");
+    return kExitUsage;
+  }
+  auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
+  if (!st) {
+    std::fprintf(stderr, "trainmon diagnose: %s\n", st.error().message.c_str());
+    return kExitFailure;
+  }
+  auto id = st->resolve_run(o.run);
+  if (!id) {
+    std::fprintf(stderr, "trainmon diagnose: %s\n", id.error().message.c_str());
+    return kExitFailure;
+  }
+  auto series = store::load_run_series(*st, *id);
+  if (!series) {
+    std::fprintf(stderr, "trainmon diagnose: %s\n", series.error().message.c_str());
+    return kExitFailure;
+  }
+  auto findings = diagnose::DiagnosisEngine{}.run_all(*series, th);
+  std::erase_if(findings, [min](const diagnose::Finding& f) { return f.severity < min; });
+  if (o.json) {
+    const nlohmann::json j = findings;
+    std::puts(j.dump(2).c_str());
+  } else if (findings.empty()) {
+    std::printf("run %lld: nothing found\n", static_cast<long long>(*id));
+  } else {
+    for (const auto& f : findings) std::puts(diagnose::to_text(f).c_str());
+  }
+  return kExitOk;
+}
+
+const Registrar kRegistrar{CommandSpec{
+    "diagnose", "Name what went wrong in a recorded run, with evidence and advice",
+    [](CLI::App& app, const GlobalOptions&) -> Runner {
+      auto o = std::make_shared<DiagnoseOptions>();
+      app.add_option("RUN", o->run, "Run id, name, or 'last'");
+      app.add_option("--db", o->db,
+                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
+      app.add_flag("--json", o->json, "JSON array of findings");
+      app.add_option("--config", o->config, "TOML file with a [diagnose] table of thresholds");
+      app.add_option("--threshold", o->thresholds, "Override a threshold: name=value (repeatable)");
+      app.add_option("--min-severity", o->min_severity, "info, warning or critical");
+      return [o] { return diagnose(*o); };
+    },
+    60}};
+
+}  // namespace
+}  // namespace trainmon::cli

@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: Apache-2.0
+// The store -> RunSeries conversion mirrors diagnose::append_snapshot column by column (units,
+// N/A rules, which processes form the job) so that `trainmon diagnose` finds what `trainmon run`
+// found live.
+#include "trainmon/store/load_run_series.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "trainmon/ipc/train_message.h"
+#include "trainmon/store/job_gpus.h"
+
+namespace trainmon::store {
+namespace {
+
+using diagnose::kNA;
+constexpr double kMiB = 1048576.0;
+
+/// One decoded row: its time and a getter by column name (kNull when absent or N/A).
+struct RowView {
+  const Chunk* chunk;
+  std::size_t row;
+  std::size_t stride;  // columns of the original kind (aggregated chunks hold 3x)
+  SeriesKind kind;
+  std::int64_t raw(std::string_view name) const {
+    auto i = field_index(kind, name);
+    if (!i || *i >= stride || *i >= chunk->columns) return kNull;
+    return chunk->at(row, *i);
+  }
+  bool has(std::string_view name) const { return raw(name) != kNull; }
+  float scaled(std::string_view name, double factor) const {
+    auto v = raw(name);
+    return v == kNull ? kNA : static_cast<float>(static_cast<double>(v) * factor);
+  }
+  float mib(std::string_view name) const { return scaled(name, 1.0 / kMiB); }
+  float pct100(std::string_view name) const { return scaled(name, 0.01); }
+  float plain(std::string_view name) const { return scaled(name, 1.0); }
+};
+
+/// Calls fn(t_ms, RowView) for every row of a series.
+template <class F>
+Expected<void> for_each_row(Store& store, const SeriesInfo& s, F&& fn) {
+  const std::size_t width = fields_of(s.kind).size();
+  return store.read_series(s.id, [&](const Chunk& c, bool aggregated) {
+    // An aggregated chunk holds means, minima, maxima of the original columns: use the means.
+    const std::size_t stride = aggregated ? std::min(width, c.columns / 3) : std::min(width, c.columns);
+    for (std::size_t r = 0; r < c.rows(); ++r) fn(c.t_ms[r], RowView{&c, r, stride, s.kind});
+  });
+}
+
+}  // namespace
+
+Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id) {
+  auto info = store.get_run(run_id);
+  if (!info) return std::unexpected(info.error());
+  auto series = store.list_series(run_id);
+  if (!series) return std::unexpected(series.error());
+
+  diagnose::RunSeries out;
+  const std::int64_t start_ns = info->start_unix_ns;
+  auto secs = [start_ns](std::int64_t t_ms) {
+    return static_cast<double>(t_ms * 1'000'000 - start_ns) / 1e9;
+  };
+
+  // ---- the timeline: every tick has a host row (GPU rows as a fallback) ----
+  std::vector<std::int64_t> ticks;
+  for (auto kind : {SeriesKind::host, SeriesKind::gpu}) {
+    for (const auto& s : *series) {
+      if (s.kind != kind) continue;
+      if (auto r = for_each_row(store, s, [&](std::int64_t t, const RowView&) { ticks.push_back(t); }); !r)
+        return std::unexpected(r.error());
+    }
+    if (!ticks.empty()) break;
+  }
+  std::sort(ticks.begin(), ticks.end());
+  ticks.erase(std::unique(ticks.begin(), ticks.end()), ticks.end());
+  std::unordered_map<std::int64_t, std::size_t> row_of;
+  std::vector<double> times;
+  times.reserve(ticks.size());
+  for (std::size_t i = 0; i < ticks.size(); ++i) {
+    row_of.emplace(ticks[i], i);
+    times.push_back(secs(ticks[i]));
+  }
+  auto tick_of = [&](std::int64_t t_ms) -> std::optional<std::size_t> {
+    auto it = row_of.find(t_ms);
+    if (it == row_of.end()) return std::nullopt;
+    return it->second;
+  };
+
+  // GPUs first (so their columns exist), then the rows.
+  for (const auto& s : *series) {
+    if ((s.kind == SeriesKind::gpu || s.kind == SeriesKind::gpu_process) && s.gpu_index)
+      diagnose::ensure_gpu(out, *s.gpu_index);
+  }
+  diagnose::append_empty_rows(out, times);
+  for (const auto& g : info->gpus) {
+    if (auto* gs = const_cast<diagnose::GpuSeries*>(out.gpu(g.index)); gs && gs->name.empty())
+      gs->name = g.name;
+  }
+
+  const bool is_job = info->kind == "run";
+  if (is_job) std::fill(out.job.workers.begin(), out.job.workers.end(), 0.f);
+
+  // Root of the job: the first process of the job that the recorder started (its parent).
+  std::uint32_t root_pid = 0;
+  std::int64_t root_first = INT64_MAX;
+
+  std::vector<std::pair<unsigned, diagnose::GpuProcTick>> procs;
+  for (const auto& s : *series) {
+    Expected<void> r{};
+    switch (s.kind) {
+      case SeriesKind::gpu: {
+        auto& g = diagnose::ensure_gpu(out, s.gpu_index.value_or(0));
+        r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
+          auto row = tick_of(t);
+          if (!row) return;
+          const std::size_t i = *row;
+          const auto responsive = v.raw("responsive");
+          if (responsive == 1) {
+            g.state[i] = diagnose::GpuState::ok;
+          } else if (responsive == 0) {
+            g.state[i] = diagnose::GpuState::failed;
+          } else {
+            // N/A: either not judged (fields present) or the GPU did not answer (no fields).
+            g.state[i] = v.has("memory_used_bytes") || v.has("utilization_gpu_pct")
+                             ? diagnose::GpuState::ok
+                             : diagnose::GpuState::failed;
+          }
+          g.util_gpu_pct[i] = v.plain("utilization_gpu_pct");
+          g.util_mem_pct[i] = v.plain("utilization_memory_pct");
+          g.mem_used_mib[i] = v.mib("memory_used_bytes");
+          g.mem_reserved_mib[i] = v.mib("memory_reserved_bytes");
+          g.mem_total_mib[i] = v.mib("memory_total_bytes");
+          g.power_w[i] = v.scaled("power_draw_mw", 1e-3);
+          g.power_limit_w[i] = v.has("enforced_power_limit_mw") ? v.scaled("enforced_power_limit_mw", 1e-3)
+                                                                : v.scaled("power_limit_mw", 1e-3);
+          g.temp_c[i] = v.plain("temperature_gpu_c");
+          g.temp_slowdown_c[i] = v.plain("temperature_slowdown_c");
+          g.sm_clock_max_mhz[i] = v.plain("clocks_max_sm_mhz");
+          g.pcie_gen_max[i] = v.plain("pcie_link_gen_max");
+          g.pcie_width_max[i] = v.plain("pcie_link_width_max");
+          g.sm_clock_mhz[i] = v.plain("clocks_sm_mhz");
+          const auto reasons = v.raw("clocks_event_reasons_active");
+          g.clock_reasons[i] = reasons == kNull ? diagnose::kReasonsNA : static_cast<std::uint64_t>(reasons);
+          g.viol_power_s[i] = v.scaled("violation_power_ns", 1e-9);
+          g.viol_thermal_s[i] = v.scaled("violation_thermal_ns", 1e-9);
+          g.viol_hw_brake_s[i] = v.scaled("violation_hw_power_brake_ns", 1e-9);
+          g.ecc_uncorrected_volatile[i] = v.plain("ecc_uncorrected_volatile");
+          g.ecc_corrected_volatile[i] = v.plain("ecc_corrected_volatile");
+          const auto sbe = v.raw("retired_pages_sbe"), dbe = v.raw("retired_pages_dbe");
+          if (sbe != kNull || dbe != kNull)
+            g.retired_pages[i] = static_cast<float>((sbe == kNull ? 0 : sbe) + (dbe == kNull ? 0 : dbe));
+          g.retired_pending[i] = v.plain("retired_pages_pending");
+          g.remapped_unc[i] = v.plain("remapped_rows_uncorrectable");
+          g.remapped_cor[i] = v.plain("remapped_rows_correctable");
+          g.remapped_pending[i] = v.plain("remapped_rows_pending");
+          g.remapped_failure[i] = v.plain("remapped_rows_failure");
+          g.pcie_gen[i] = v.plain("pcie_link_gen_current");
+          g.pcie_width[i] = v.plain("pcie_link_width_current");
+          g.gpm_sm_pct[i] = v.pct100("gpm_sm_util_pct");
+          g.gpm_tensor_pct[i] = v.pct100("gpm_tensor_util_pct");
+          g.gpm_dram_pct[i] = v.pct100("gpm_dram_bw_util_pct");
+        });
+        break;
+      }
+      case SeriesKind::gpu_util_hr: {
+        auto& g = diagnose::ensure_gpu(out, s.gpu_index.value_or(0));
+        r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
+          const double ht = secs(t);
+          if (!g.hires_util.t.empty() && ht <= g.hires_util.t.back()) return;
+          const auto val = v.raw("utilization_gpu_pct");
+          if (val == kNull) return;
+          g.hires_util.t.push_back(ht);
+          g.hires_util.value.push_back(static_cast<float>(val));
+        });
+        break;
+      }
+      case SeriesKind::host: {
+        auto& h = out.host;
+        r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
+          auto row = tick_of(t);
+          if (!row) return;
+          const std::size_t i = *row;
+          h.cpu_busy_pct[i] = v.pct100("cpu_busy_pct");
+          h.cpu_iowait_pct[i] = v.pct100("cpu_iowait_pct");
+          h.cpu_core_max_pct[i] = v.pct100("cpu_max_core_busy_pct");
+          const auto cpus = v.raw("cpu_count_online");
+          h.cpu_count[i] = cpus == kNull || cpus == 0 ? kNA : static_cast<float>(cpus);
+          h.mem_available_mib[i] = v.mib("memory_available_bytes");
+          h.mem_total_mib[i] = v.mib("memory_total_bytes");
+          const auto cached = v.raw("memory_cached_bytes"), buffers = v.raw("memory_buffers_bytes");
+          if (cached != kNull || buffers != kNull)
+            h.mem_cached_mib[i] = static_cast<float>(
+                static_cast<double>((cached == kNull ? 0 : cached) + (buffers == kNull ? 0 : buffers)) /
+                kMiB);
+          h.swap_used_mib[i] = v.mib("swap_used_bytes");
+          h.psi_mem_some_avg10[i] = v.pct100("pressure_memory_some_avg10_pct");
+          h.psi_io_some_avg10[i] = v.pct100("pressure_io_some_avg10_pct");
+          h.disk_read_bps[i] = v.plain("disk_read_bytes_per_s");
+        });
+        break;
+      }
+      case SeriesKind::process: {
+        if (!s.in_job || !s.pid) break;
+        r = for_each_row(store, s, [&](std::int64_t t, const RowView&) {
+          if (s.ppid == static_cast<std::uint32_t>(info->recorder_pid) && t < root_first) {
+            root_first = t;
+            root_pid = *s.pid;
+          }
+        });
+        break;
+      }
+      case SeriesKind::gpu_process: {
+        if (!s.gpu_index || !s.pid) break;
+        r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
+          auto row = tick_of(t);
+          if (!row) return;
+          diagnose::GpuProcTick pt;
+          pt.tick = static_cast<std::uint32_t>(*row);
+          pt.pid = *s.pid;
+          pt.used_mib = v.mib("used_memory_bytes");
+          pt.sm_util_pct = v.plain("sm_util_pct");
+          const auto hv = v.raw("host_visibility");
+          pt.host =
+              hv == kNull || hv < 0 || hv > 3 ? HostVisibility::unknown : static_cast<HostVisibility>(hv);
+          pt.in_job = s.in_job;
+          procs.emplace_back(*s.gpu_index, pt);
+        });
+        break;
+      }
+    }
+    if (!r) return std::unexpected(r.error());
+  }
+  std::stable_sort(procs.begin(), procs.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.tick, a.second.pid) < std::tie(b.second.tick, b.second.pid);
+  });
+  for (auto& [gpu, pt] : procs) diagnose::ensure_gpu(out, gpu).procs.push_back(pt);
+
+  // ---- the job's process tree (second pass: the root is known now) ----
+  if (is_job) {
+    std::vector<bool> any_rss(ticks.size()), any_cpu(ticks.size());
+    std::vector<double> rss(ticks.size()), cpu(ticks.size());
+    for (const auto& s : *series) {
+      if (s.kind != SeriesKind::process || !s.in_job || !s.pid) continue;
+      const bool root = *s.pid == root_pid;
+      auto r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
+        auto row = tick_of(t);
+        if (!row) return;
+        const std::size_t i = *row;
+        if (const auto b = v.raw("rss_bytes"); b != kNull) {
+          rss[i] += static_cast<double>(b) / kMiB;
+          any_rss[i] = true;
+        }
+        if (const auto c = v.raw("cpu_pct"); c != kNull) {
+          cpu[i] += static_cast<double>(c) / 100.0;
+          any_cpu[i] = true;
+        }
+        if (root) {
+          out.job.main_cpu_pct[i] = v.pct100("cpu_pct");
+        } else {
+          out.job.workers[i] += 1;
+        }
+      });
+      if (!r) return std::unexpected(r.error());
+    }
+    for (std::size_t i = 0; i < ticks.size(); ++i) {
+      out.job.rss_mib[i] = any_rss[i] ? static_cast<float>(rss[i]) : kNA;
+      out.job.cpu_pct[i] = any_cpu[i] ? static_cast<float>(cpu[i]) : kNA;
+    }
+  }
+
+  // ---- events ----
+  auto events = store.gpu_events(run_id);
+  if (!events) return std::unexpected(events.error());
+  for (const auto& e : *events) {
+    out.gpu_events.push_back(
+        {static_cast<double>(e.time_unix_ns - start_ns) / 1e9, e.gpu_index, e.event_type, e.xid});
+  }
+  auto train = store.train_events(run_id);
+  if (!train) return std::unexpected(train.error());
+  const double start_s = static_cast<double>(start_ns) / 1e9;
+  for (const auto& e : *train) {
+    auto m = ipc::parse_train_event(e.json);
+    if (!m) continue;  // written by this program, so only a newer protocol's event would be skipped
+    diagnose::append_train_event(out, ipc::to_diagnose_event(*m, start_s));
+  }
+
+  // ---- facts ----
+  auto& f = out.facts;
+  if (info->exit_signal) {
+    f.signal = info->exit_signal;
+  } else if (info->exit_code) {
+    f.exit_status = info->exit_code;
+  }
+  f.oom_killed = info->status == "oom_killed";
+  f.gpus = job_gpus(*info);
+  f.root_pid = root_pid;
+  return out;
+}
+
+}  // namespace trainmon::store
