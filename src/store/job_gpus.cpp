@@ -9,7 +9,10 @@ namespace trainmon::store {
 
 std::vector<unsigned> job_gpus(std::vector<unsigned> used,
                                const std::vector<std::pair<std::string, std::string>>& labels) {
-  if (used.empty()) {
+  // CUDA_VISIBLE_DEVICES states the intent (D7: the job may run elsewhere): it wins when it lists indices.
+  {
+    std::vector<unsigned> visible;
+    bool ok = false;
     for (const auto& [k, v] : labels) {
       if (k != "CUDA_VISIBLE_DEVICES") continue;
       std::string_view rest = v;
@@ -18,12 +21,14 @@ std::vector<unsigned> job_gpus(std::vector<unsigned> used,
         const std::string_view item = rest.substr(0, comma);
         unsigned idx = 0;
         auto [p, ec] = std::from_chars(item.data(), item.data() + item.size(), idx);
-        if (ec != std::errc{} || p != item.data() + item.size()) return {};  // UUIDs, MIG names: unknown
-        used.push_back(idx);
+        ok = ec == std::errc{} && p == item.data() + item.size();  // UUIDs, MIG names: unknown
+        if (!ok) break;
+        visible.push_back(idx);
         if (comma == std::string_view::npos) break;
         rest.remove_prefix(comma + 1);
       }
     }
+    if (ok && !visible.empty()) used = std::move(visible);
   }
   std::sort(used.begin(), used.end());
   used.erase(std::unique(used.begin(), used.end()), used.end());

@@ -10,8 +10,8 @@
 
 namespace trainmon::store {
 
-/// `used` (GPUs where the job's tree had processes) when not empty, else the integer indices of the
-/// CUDA_VISIBLE_DEVICES label (UUIDs or an empty value: unknown). Sorted, unique.
+/// The integer indices of the CUDA_VISIBLE_DEVICES label when it has them (the job's intent), else
+/// `used` (GPUs where the job's tree had processes). UUIDs / MIG names in the label: `used`. Sorted, unique.
 std::vector<unsigned> job_gpus(std::vector<unsigned> used,
                                const std::vector<std::pair<std::string, std::string>>& labels);
 /// The same for a stored run (RunGpu::used_by_job and its labels).
