@@ -33,6 +33,9 @@ Mem memory_of(const Call& c) {
   m.reserved = std::min(m.reserved, m.total);
   m.used = std::min(m.used, m.total - m.reserved);
   m.free = m.total - m.reserved - m.used;
+  // A scenario may give free itself: the driver measures each value on its own, so free need not be
+  // total - reserved - used (the captures show nvidia-smi's MiB values off by one or two that way).
+  if (auto f = c.metric("memory_free")) m.free = std::min(rounded<unsigned long long>(*f), m.total);
   return m;
 }
 

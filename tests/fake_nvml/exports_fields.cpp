@@ -52,7 +52,8 @@ int field(const Call& c, nvmlFieldValue_t& f) {
     case 144: return ecc ? ui(c.metric("remapped_rows_pending").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     case 145: return ecc ? ui(c.metric("remapped_rows_failure").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     case 185: return metric_ui("power_draw");  // POWER_AVERAGE
-    case NVML_FI_DEV_POWER_INSTANT: return metric_ui("power_draw");
+    case NVML_FI_DEV_POWER_INSTANT:            // its own reading where the scenario has one, else the average
+      return metric_ui(c.metric("power_draw_instant") ? "power_draw_instant" : "power_draw");
     case 190: return d.power_limit ? ui(*d.power_limit) : NVML_ERROR_NOT_SUPPORTED;  // POWER_CURRENT_LIMIT
     case 193:
     case 194:
