@@ -314,6 +314,14 @@ def apply_csv(m, row):
     power = val("power.draw [W]", "W")
     if power is not None:
         m["power_draw"] = int(round(power * 1000))
+    instant = val("power.draw.instant [W]", "W")
+    if instant is not None:
+        m["power_draw_instant"] = int(round(instant * 1000))
+    # nvidia-smi floors each of total/reserved/used/free from its own byte count, so free is not
+    # total - reserved - used in whole MiB: carry the capture's free value itself.
+    free = val("memory.free [MiB]", "MiB")
+    if free is not None:
+        m["memory_free"] = int(free) * MIB
     ps = row.get("pstate", "")
     if ps.startswith("P"):
         m["pstate"] = int(ps[1:])
@@ -324,6 +332,26 @@ def apply_csv(m, row):
         v = val(col)
         if v is not None:
             m[key] = int(v)
+
+
+def apply_csv_device(d, row):
+    """Static device properties the -q section lacks or reports differently, from the CSV."""
+    supported = row.get("clocks_event_reasons.supported", "")
+    if supported.startswith("0x"):
+        d["supported_clocks_event_reasons"] = "0x%X" % int(supported, 16)
+    cc = row.get("compute_cap", "")
+    if re.match(r"^[0-9]+\.[0-9]+$", cc):
+        d["compute_capability"] = cc
+    # Entry points the GPU answers NOT_SUPPORTED (nvidia-smi prints [N/A] for their fields): page
+    # retirement on row-remapping GPUs, remapped rows on MIG-enabled ones.
+    not_supported = set(d.get("not_supported", []))
+    for col, fns in (("retired_pages.single_bit_ecc.count", ["nvmlDeviceGetRetiredPages"]),
+                     ("retired_pages.pending", ["nvmlDeviceGetRetiredPagesPendingStatus"]),
+                     ("remapped_rows.correctable", ["nvmlDeviceGetRemappedRows"])):
+        if row.get(col) == "[N/A]":
+            not_supported.update(fns)
+    if not_supported:
+        d["not_supported"] = sorted(not_supported)
 
 
 def mig_devices(gpu_nodes, name):
@@ -359,6 +387,7 @@ def main():
         d = device(gpu[2], gpu[1])
         d["metrics"] = metrics(gpu[2], d)
         apply_csv(d["metrics"], rows[index])
+        apply_csv_device(d, rows[index])
         if d.get("mig_mode", {}).get("current"):
             d["mig_devices"] = mig_devices(gpu[2], d["name"])
         devices.append(d)
