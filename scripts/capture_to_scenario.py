@@ -123,6 +123,26 @@ def processes(gpu_nodes, state):
     return out
 
 
+def pmon_util(text, state):
+    """Per-process utilisation from the state's pmon rows: {(gpu, pid): {"sm_util": v, ...}}. The first
+    row of each process is kept (constant values); '-' (no sample) leaves the key out."""
+    out = {}
+    try:
+        body = section(text, state, "pmon")
+    except SystemExit:
+        return out
+    for line in body:
+        cols = line.split()
+        if line.startswith("#") or len(cols) < 9 or not (cols[0].isdigit() and cols[1].isdigit()):
+            continue
+        key = (int(cols[0]), int(cols[1]))
+        if key in out:
+            continue
+        out[key] = {name: int(v) for name, v in zip(("sm_util", "mem_util", "enc_util", "dec_util"), cols[3:7])
+                    if v.isdigit()}
+    return out
+
+
 def device(gpu_nodes, bus_id):
     d = {}
     put(d, "name", get(gpu_nodes, "Product Name"))
@@ -382,6 +402,7 @@ def main():
     cuda = get(tree, "CUDA Version")
     gpus = [n for n in tree if n[0] == "GPU"]
     rows = csv_rows(text, args.state)
+    util = pmon_util(text, args.state)
     devices, procs = [], []
     for index, gpu in enumerate(gpus):
         d = device(gpu[2], gpu[1])
@@ -393,6 +414,7 @@ def main():
         devices.append(d)
         for p in processes(gpu[2], args.state):
             p["gpu"] = index
+            p.update(util.get((index, p["pid"]), {}))
             procs.append(p)
     driver = get(tree, "Driver Version")
     scenario = {
