@@ -23,8 +23,12 @@ struct Global {
   unsigned long long origin_wall = 0;
 };
 
+Global* g_global = nullptr;
+
 Global& g() {
-  static Global* global = new Global();  // never destroyed: safe for calls during exit
+  // Created on first use and kept for calls during exit; freed when the library is unloaded
+  // (release_at_unload below), so a dlclose()d fake leaves nothing behind for LeakSanitizer.
+  static Global* global = g_global = new Global();
   return *global;
 }
 
@@ -186,9 +190,20 @@ Call enter(const char* fn, nvmlDevice_t device, bool needs_device) {
   return c;
 }
 
+std::mutex* g_init_mu = nullptr;
+
 std::mutex& init_mu() {
-  static auto* mu = new std::mutex();
+  static auto* mu = g_init_mu = new std::mutex();
   return *mu;
+}
+
+// Runs at dlclose() or process exit. The backend never unloads a library while one of its calls
+// is still running (a hung worker keeps it loaded), so nothing can use these after this point.
+__attribute__((destructor)) void release_at_unload() {
+  delete g_global;
+  g_global = nullptr;
+  delete g_init_mu;
+  g_init_mu = nullptr;
 }
 
 int init(const char* fn) {
