@@ -303,11 +303,13 @@ const Registrar kRegistrar{CommandSpec{
           ->capture_default_str();
       app.add_option("--db", o->db,
                      "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-      app.add_option("--label", o->labels, "KEY=VALUE label for the run (repeatable)");
+      app.add_option("--label", o->labels, "KEY=VALUE label for the run (repeatable)")
+          ->allow_extra_args(false);  // one value per --label, so `--label a=b -- cmd` keeps its `--`
       app.add_flag("-q,--quiet", o->quiet, "No resource lines and no summary");
       app.add_option("--print-every", o->print_every, "Seconds between resource lines on stderr; 0: none")
           ->capture_default_str();
-      app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)");
+      app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
+          ->allow_extra_args(false);
       app.add_option("command", o->command, "The command to run, after --")->required();
       app.prefix_command(false);
       return [o, &global] { return run_command(*o, global); };
