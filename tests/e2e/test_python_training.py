@@ -257,7 +257,8 @@ def test_without_any_trainmon_binary_lines_have_host_data_and_one_hint(tmp_path)
     env.pop("TRAINMON_BIN", None)
     if subprocess.run(["sh", "-c", "command -v trainmon"], env=env, capture_output=True).returncode == 0:
         pytest.skip("a trainmon binary is installed on PATH")
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "loop", "2", "40", "0.2"],
+    # interval 0: a line at every step, so the count does not depend on how fast this machine is
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__), "loop", "2", "10", "0"],
                           capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = _our_lines(proc.stderr)
