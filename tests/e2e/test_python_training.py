@@ -192,7 +192,10 @@ def test_training_under_trainmon_run_records_every_epoch(tmp_path, style):
     env = _env(tmp_path)
     t0 = time.monotonic()
     proc = subprocess.run(
-        [BIN, "run", "--", sys.executable, os.path.abspath(__file__), style, str(EPOCHS), str(BATCHES), "0.5"],
+        # Sample every 0.2 s and print a line at every hook call (interval 0), so the number of
+        # lines and the arrival of GPU data do not depend on how fast this machine trains.
+        [BIN, "run", "--interval", "0.2", "--", sys.executable, os.path.abspath(__file__), style, str(EPOCHS),
+         str(BATCHES), "0"],
         capture_output=True, text=True, env=env, timeout=120)
     took = time.monotonic() - t0
     assert proc.returncode == 0, proc.stderr[-3000:]
