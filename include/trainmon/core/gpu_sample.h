@@ -53,7 +53,7 @@ struct GpuStaticInfo {
   Reading<int> compute_cap_major;
   Reading<int> compute_cap_minor;
   Reading<unsigned> brand;                     ///< nvmlBrandType_t
-  Reading<unsigned> architecture;              ///< nvmlDeviceArchitecture_t (7 = Hopper)
+  Reading<unsigned> architecture;              ///< nvmlDeviceArchitecture_t (7 = Ampere, 9 = Hopper)
   Reading<unsigned> pcie_link_gen_max;         ///< max generation the GPU+host link supports
   Reading<unsigned> pcie_link_gen_gpumax;      ///< max generation the GPU supports
   Reading<unsigned> pcie_link_width_max;       ///< lanes
