@@ -1,110 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon pmon`: nvidia-smi pmon's per-process scrolling monitor (same columns), plus --json / --csv.
-#include <atomic>
-#include <chrono>
-#include <csignal>
-#include <cstdio>
-#include <memory>
-#include <optional>
-#include <string>
-#include <thread>
-
-#include "cli/command.h"
-#include "cli/exit_codes.h"
-#include "trainmon/export/monitor_format.h"
-#include "trainmon/export/query_fields.h"
-#include "trainmon/sampler/sampler.h"
+#include "cli/monitor_loop.h"
 
 namespace trainmon::cli {
 namespace {
 
-std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
-
-struct PmonCliOptions {
-  std::string groups;
-  unsigned delay_s = 1;
-  long count = 0;
-  std::string ids;
-  std::string date_time;
-  bool json = false;
-  bool csv = false;
-};
-
-int run(const PmonCliOptions& o, const GlobalOptions& global) {
-  auto groups = exp::parse_pmon_groups(o.groups);
-  if (!groups) {
-    std::fprintf(stderr, "%s\n", groups.error().c_str());
-    return kExitUsage;
-  }
-  exp::MonitorOptions mo;
-  mo.groups = *groups;
-  mo.format = o.json ? exp::MonitorFormat::json : o.csv ? exp::MonitorFormat::csv : exp::MonitorFormat::text;
-  auto withdt = exp::parse_date_time(o.date_time, mo);
-  if (!withdt) {
-    std::fprintf(stderr, "%s\n", withdt.error().c_str());
-    return kExitUsage;
-  }
-  mo = *withdt;
-  if (o.delay_s == 0) {
-    std::fputs("trainmon pmon: -d must be at least 1 second\n", stderr);
-    return kExitUsage;
-  }
-  SamplerOptions so;
-  so.backend.library_path = global.nvml_library;
-  so.backend.collect_processes = true;
-  so.backend.collect_pcie_throughput = false;
-  so.backend.collect_gpm = false;
-  so.backend.watch_events = false;
-  so.collect_host = false;
-  Sampler sampler(so);
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
-  std::optional<Snapshot> prev;
-  long printed = 0;
-  while (!g_stop && (o.count <= 0 || printed < o.count)) {
-    const auto tick = std::chrono::steady_clock::now();
-    Snapshot snap = sampler.sample();
-    if (!snap.driver.loaded) {
-      std::fprintf(stderr, "trainmon pmon: %s\n", snap.driver.error.c_str());
-      return snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
-    }
-    if (snap.gpus.empty()) {
-      std::fputs("No devices were found\n", stderr);
-      return kExitNoGpu;
-    }
-    auto order = exp::select_gpus(snap, o.ids);
-    if (!order) {
-      std::fprintf(stderr, "trainmon pmon: %s\n", order.error().c_str());
-      return kExitUsage;
-    }
-    // nvidia-smi repeats the header every 20 lines' worth of samples on the text output.
-    if (printed == 0 || (mo.format == exp::MonitorFormat::text && printed % 20 == 0))
-      std::fputs(exp::pmon_header(mo).c_str(), stdout);
-    std::fputs(exp::pmon_rows(mo, snap, *order).c_str(), stdout);
-    std::fflush(stdout);
-    prev = std::move(snap);
-    ++printed;
-    if (o.count > 0 && printed >= o.count) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::seconds(o.delay_s))
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return kExitOk;
-}
-
-Registrar reg{{"pmon", "per-process scrolling monitor (nvidia-smi pmon columns)",
-               [](CLI::App& app, const GlobalOptions& global) -> Runner {
-                 auto o = std::make_shared<PmonCliOptions>();
-                 app.add_option("-s", o->groups, "metric groups u (utilisation), m (memory) (default u)");
-                 app.add_option("-d", o->delay_s, "interval in seconds (default 1)");
-                 app.add_option("-c", o->count, "stop after COUNT samples");
-                 app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-                 app.add_option("-o", o->date_time, "D: date column, T: time column");
-                 app.add_flag("--json", o->json, "one JSON object per process per line");
-                 app.add_flag("--csv", o->csv, "CSV with a header line");
-                 return [o, &global] { return run(*o, global); };
-               },
-               31}};
+Registrar reg{
+    {"pmon", "per-process scrolling monitor (nvidia-smi pmon columns)",
+     [](CLI::App& app, const GlobalOptions& global) -> Runner {
+       return setup_monitor(
+           app, global,
+           {.name = "pmon",
+            .groups_help = "metric groups u (utilisation), m (memory) (default u)",
+            .json_help = "one JSON object per process per line",
+            .parse_groups = [](const std::string& s) { return exp::parse_pmon_groups(s); },
+            .configure =
+                [](SamplerOptions& so, const exp::MonitorOptions&) {
+                  so.backend.collect_processes = true;
+                  so.backend.collect_pcie_throughput = false;
+                },
+            .header = [](const exp::MonitorOptions& mo) { return exp::pmon_header(mo); },
+            .rows = [](const exp::MonitorOptions& mo, const Snapshot& snap, const Snapshot*,
+                       std::span<const std::size_t> order) { return exp::pmon_rows(mo, snap, order); }});
+     },
+     31}};
 
 }  // namespace
 }  // namespace trainmon::cli

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/monitor_loop.h"
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "cli/exit_codes.h"
+#include "trainmon/export/query_fields.h"
+
+namespace trainmon::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) {
+  g_stop = true;
+}
+
+struct MonitorCliOptions {
+  std::string groups;
+  unsigned delay_s = 1;
+  long count = 0;
+  std::string ids;
+  std::string date_time;
+  bool json = false;
+  bool csv = false;
+};
+
+int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions& global) {
+  const char* name = spec.name.c_str();
+  auto groups = spec.parse_groups(o.groups);
+  if (!groups) {
+    std::fprintf(stderr, "%s\n", groups.error().c_str());
+    return kExitUsage;
+  }
+  exp::MonitorOptions mo;
+  mo.groups = *groups;
+  mo.format = o.json ? exp::MonitorFormat::json : o.csv ? exp::MonitorFormat::csv : exp::MonitorFormat::text;
+  auto withdt = exp::parse_date_time(o.date_time, mo);
+  if (!withdt) {
+    std::fprintf(stderr, "%s\n", withdt.error().c_str());
+    return kExitUsage;
+  }
+  mo = *withdt;
+  if (o.delay_s == 0) {
+    std::fprintf(stderr, "trainmon %s: -d must be at least 1 second\n", name);
+    return kExitUsage;
+  }
+  SamplerOptions so;
+  so.backend.library_path = global.nvml_library;
+  so.backend.collect_gpm = false;
+  so.backend.watch_events = false;
+  so.collect_host = false;
+  spec.configure(so, mo);
+  Sampler sampler(so);
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::optional<Snapshot> prev;
+  long printed = 0;
+  while (!g_stop && (o.count <= 0 || printed < o.count)) {
+    const auto tick = std::chrono::steady_clock::now();
+    Snapshot snap = sampler.sample();
+    if (!snap.driver.loaded) {
+      std::fprintf(stderr, "trainmon %s: %s\n", name, snap.driver.error.c_str());
+      return snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
+    }
+    if (snap.gpus.empty()) {
+      std::fputs("No devices were found\n", stderr);
+      return kExitNoGpu;
+    }
+    auto order = exp::select_gpus(snap, o.ids);
+    if (!order) {
+      std::fprintf(stderr, "trainmon %s: %s\n", name, order.error().c_str());
+      return kExitUsage;
+    }
+    // nvidia-smi repeats the header every 20 lines' worth of samples on the text output.
+    if (printed == 0 || (mo.format == exp::MonitorFormat::text && printed % 20 == 0))
+      std::fputs(spec.header(mo).c_str(), stdout);
+    std::fputs(spec.rows(mo, snap, prev ? &*prev : nullptr, *order).c_str(), stdout);
+    std::fflush(stdout);
+    prev = std::move(snap);
+    ++printed;
+    if (o.count > 0 && printed >= o.count) break;
+    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::seconds(o.delay_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spec) {
+  auto o = std::make_shared<MonitorCliOptions>();
+  app.add_option("-s", o->groups, spec.groups_help);
+  app.add_option("-d", o->delay_s, "interval in seconds (default 1)");
+  app.add_option("-c", o->count, "stop after COUNT samples");
+  app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
+  app.add_option("-o", o->date_time, "D: date column, T: time column");
+  app.add_flag("--json", o->json, spec.json_help);
+  app.add_flag("--csv", o->csv, "CSV with a header line");
+  auto s = std::make_shared<MonitorSpec>(std::move(spec));
+  return [s, o, &global] { return run(*s, *o, global); };
+}
+
+}  // namespace trainmon::cli

@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scrolling-monitor loop shared by `trainmon dmon` and `trainmon pmon`: options, sampling every
+// -d seconds until -c samples or Ctrl-C, the header every 20 samples, exit statuses.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <expected>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "cli/command.h"
+#include "trainmon/export/monitor_format.h"
+#include "trainmon/sampler/sampler.h"
+
+namespace trainmon::cli {
+
+/// What differs between dmon and pmon.
+struct MonitorSpec {
+  std::string name;         ///< "dmon" / "pmon" (used in messages)
+  std::string groups_help;  ///< help text of -s
+  std::string json_help;    ///< help text of --json
+  std::function<std::expected<std::string, std::string>(const std::string&)> parse_groups;
+  /// Adjusts the sampler for this monitor (which collectors are needed for the chosen groups).
+  std::function<void(SamplerOptions&, const exp::MonitorOptions&)> configure;
+  std::function<std::string(const exp::MonitorOptions&)> header;
+  /// Rows for one sample; `prev` is the previous snapshot (nullptr on the first).
+  std::function<std::string(const exp::MonitorOptions&, const Snapshot& snap, const Snapshot* prev,
+                            std::span<const std::size_t> order)>
+      rows;
+};
+
+/// Adds the shared options (-s -d -c -i -o --json --csv) to `app` and returns its runner.
+Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spec);
+
+}  // namespace trainmon::cli
