@@ -21,9 +21,12 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3 libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-pytest python3-psutil python3-torch
-  tmux procps
+  libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev
+  python3 python3-pytest python3-psutil python3-torch python3-aiosmtpd
+  tmux procps chromium prometheus
 )
+# Node.js and npm: the machine's own when it has them (Debian's npm conflicts with other builds).
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 bench_packages=(hyperfine glances btop wrk)
 ((bench)) && packages+=("${bench_packages[@]}")
 
@@ -39,6 +42,14 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all ${#packages[@]} packages already installed"
+fi
+
+# Front-end packages (uPlot, built into the binary; playwright-core, for the browser tests), pinned
+# by web/package-lock.json.
+if [ ! -f web/node_modules/.package-lock.json ] || ! cmp -s web/package-lock.json web/.installed-lock.json; then
+  echo "setup: npm ci in web/"
+  npm ci --prefix web --no-audit --no-fund --loglevel=error
+  cp web/package-lock.json web/.installed-lock.json
 fi
 
 if ((build)); then

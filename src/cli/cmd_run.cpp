@@ -25,6 +25,7 @@
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/session.h"
+#include "trainmon/recorder/tick_observer.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
 #include "trainmon/sampler/sampler.h"
@@ -176,6 +177,25 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     return rows;
   };
 
+  // ---- observers (alerts): one that throws is reported and left out from then on ----
+  std::vector<recorder::TickObserver*> observers;
+  auto notify = [&](auto&& f) {
+    for (auto& obs : observers) {
+      if (!obs) continue;
+      try {
+        f(*obs);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "trainmon: an observer failed and is off from now on: %s\n", e.what());
+        obs = nullptr;
+      }
+    }
+  };
+  const std::string run_name = info.name;
+  notify([&](recorder::TickObserver& x) {
+    x.on_start(recorder::StartContext{"run", run_id, run_name, db_path, start_unix});
+  });
+  std::vector<diagnose::Finding> active;
+
   runner::ChildExit exit;
   std::int64_t next = start_mono;
   for (bool done = false; !done;) {
@@ -199,6 +219,12 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
             std::fprintf(stderr, "trainmon: %s\n",
                          diagnose::to_text(live.history()[announced].finding).c_str());
         }
+        if (!observers.empty()) {
+          active = live.active();
+          const recorder::TickContext ctx{snap, active, run_id,
+                                          static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
+          notify([&](recorder::TickObserver& x) { x.on_tick(ctx); });
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
         monitoring = false;
@@ -219,6 +245,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       if (ev.kind == runner::Event::timeout && monitoring) break;
     }
   }
+  notify([](recorder::TickObserver& x) { x.on_finish(); });
   // The last events (epoch_end, train_end) were sent just before the command exited.
   if (channel && session) {
     ::usleep(50'000);  // let the receiving thread read what is still in the socket

@@ -19,8 +19,19 @@ LiveDiagnosis::LiveDiagnosis(Thresholds th, LiveOptions opt) : th_(th), opt_(opt
 
 bool LiveDiagnosis::on_snapshot(const Snapshot& snap, const JobContext& ctx) {
   append_snapshot(series_, snap, ctx);
+  trim();
   if (series_.t.back() - last_eval_s_ < opt_.every_s) return false;
   return evaluate();
+}
+
+void LiveDiagnosis::trim() {
+  if (opt_.retain_s <= 0 || series_.t.empty()) return;
+  const double now = series_.t.back();
+  const double keep = std::max(opt_.retain_s, opt_.window_s);
+  // Trim in steps of a tenth of the retained span: one copy per step, not one per tick.
+  if (now - series_.t.front() < keep * 1.1) return;
+  series_ = slice(series_, now - keep, now);
+  std::erase_if(live_, [&](const LiveFinding& l) { return !l.open && now - l.last_seen_s > keep; });
 }
 
 void LiveDiagnosis::on_train_event(TrainEvent ev) {

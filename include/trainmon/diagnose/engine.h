@@ -27,6 +27,10 @@ struct LiveOptions {
   double every_s = 10;        ///< re-evaluate at most this often (run-clock seconds)
   double window_s = 3600;     ///< detectors see the last hour (long enough for D3/D5 trends)
   double close_after_s = 60;  ///< an open finding closes after being absent this long (hysteresis)
+  /// 0: keep the whole run (`trainmon run`: finish() diagnoses all of it). Otherwise rows and closed
+  /// findings older than this many seconds are dropped, so a `record` / `serve` daemon running for
+  /// weeks stays bounded; must be at least window_s. finish() then sees only what is retained.
+  double retain_s = 0;
 };
 
 /// A live finding and its state.
@@ -64,6 +68,8 @@ class LiveDiagnosis {
   RunSeries& mutable_series() noexcept { return series_; }
 
  private:
+  void trim();
+
   Thresholds th_;
   LiveOptions opt_;
   RunSeries series_;

@@ -141,5 +141,26 @@ TEST(DiagLive, DoesNotFlapAndEndsWithTheOfflineResult) {
   EXPECT_EQ(j.get<std::vector<Finding>>(), offline);
 }
 
+TEST(DiagLive, RetainBoundsTheSeriesAndStillFindsWhatHoldsNow) {
+  // A daemon (record / serve) keeps only retain_s seconds; the D4 episode (300..900 s) is still
+  // found live, and the series never grows past 1.1 x retain_s rows.
+  LiveDiagnosis live(Thresholds{},
+                     LiveOptions{.every_s = 10, .window_s = 400, .close_after_s = 60, .retain_s = 400});
+  const JobContext ctx{kStart, 1000, {}, std::nullopt};
+  std::mt19937 rng(7);
+  bool d4_open_mid_run = false;
+  std::size_t most_rows = 0;
+  for (int t = 0; t <= 1500; ++t) {
+    live.on_snapshot(tick(t, rng), ctx);
+    most_rows = std::max(most_rows, live.series().size());
+    if (t == 600) d4_open_mid_run = !with_code(live.active(), "D4").empty();
+  }
+  EXPECT_TRUE(d4_open_mid_run);
+  EXPECT_LE(most_rows, 441u);
+  EXPECT_GE(live.series().size(), 400u);
+  EXPECT_DOUBLE_EQ(live.series().t.back(), 1500);
+  EXPECT_GE(live.series().t.front(), 1500 - 440);
+}
+
 }  // namespace
 }  // namespace trainmon::diagnose

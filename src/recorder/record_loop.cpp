@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/recorder/record_loop.h"
+
+#include <fmt/format.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trainmon/diagnose/engine.h"
+#include "trainmon/recorder/job_tree.h"
+#include "trainmon/recorder/labels.h"
+#include "trainmon/recorder/recording.h"
+#include "trainmon/recorder/session.h"
+#include "trainmon/runner/launcher.h"
+#include "trainmon/sampler/sampler.h"
+
+extern char** environ;
+
+namespace trainmon::recorder {
+namespace {
+
+std::int64_t now_ns(clockid_t clock) {
+  timespec ts{};
+  ::clock_gettime(clock, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void apply_retention(const RecordLoopOptions& o) {
+  const auto& policy = o.retention;
+  if (!policy.delete_after_ns && !policy.downsample_after_ns) return;
+  auto s = store::Store::open(o.db_path, store::OpenMode::read_write);
+  if (!s) return;
+  auto r = s->apply_retention(now_ns(CLOCK_REALTIME), policy);
+  if (!r) {
+    std::fprintf(stderr, "trainmon %s: retention failed: %s\n", o.tool.c_str(), r.error().message.c_str());
+  } else if (!o.quiet && (r->runs_deleted || r->chunks_downsampled || r->chunks_deleted)) {
+    std::fprintf(stderr, "trainmon %s: retention: %lld runs deleted, %lld chunks downsampled, %lld deleted\n",
+                 o.tool.c_str(), static_cast<long long>(r->runs_deleted),
+                 static_cast<long long>(r->chunks_downsampled), static_cast<long long>(r->chunks_deleted));
+  }
+}
+
+/// Calls one observer hook; an exception disables that observer (reported once).
+template <typename F>
+void call_observer(const std::string& tool, TickObserver*& obs, F&& f) {
+  if (!obs) return;
+  try {
+    f(*obs);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "trainmon %s: an observer failed and is off from now on: %s\n", tool.c_str(),
+                 e.what());
+    obs = nullptr;
+  }
+}
+
+}  // namespace
+
+int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> observers_in) {
+  std::vector<TickObserver*> observers(observers_in.begin(), observers_in.end());
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
+
+  const std::int64_t start_unix = now_ns(CLOCK_REALTIME);
+  const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
+  // Retention first, on its own connection: a damaged store is refused here too.
+  apply_retention(o);
+  store::RunInfo info = this_process_run_info(o.kind, o.name, start_unix);
+  info.labels = collect_labels(o.labels, env);
+  info.interval_ms = o.interval_ns / 1'000'000;
+  auto rec = start_recording(o.db_path, info);
+  if (!rec) {
+    std::fprintf(stderr, "trainmon %s: %s\n", o.tool.c_str(), rec.error().message.c_str());
+    return 1;
+  }
+  const std::int64_t run_id = rec->run_id;
+  if (!o.quiet)
+    std::fprintf(stderr, "trainmon %s: recording run %lld into %s\n", o.tool.c_str(),
+                 static_cast<long long>(run_id), o.db_path.c_str());
+
+  SamplerOptions so;
+  so.backend.library_path = o.nvml_library;
+  so.host.proc_root = o.proc_root;
+  so.host.sys_root = o.sys_root;
+  // Not every process: only the trees below the GPU processes of the previous tick, found from the
+  // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
+  so.host.all_processes = false;
+  Sampler sampler(so);
+  SessionOptions opts;
+  opts.self_pid = static_cast<std::uint32_t>(::getpid());
+  opts.proc_root = o.proc_root;
+  opts.sys_root = o.sys_root;
+  opts.print_every_ms = o.print_every_ns / 1'000'000;
+  opts.quiet = o.quiet;
+  opts.start_monotonic_ns = start_mono;
+  RecorderSession session(opts, std::move(rec->writer));
+  // The live diagnosis of a daemon keeps one hour: bounded memory for runs of weeks.
+  diagnose::LiveDiagnosis live(o.thresholds, diagnose::LiveOptions{.retain_s = 3600});
+
+  const StartContext start{o.tool, run_id, o.name, o.db_path, start_unix};
+  for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_start(start); });
+
+  int stop_signal = 0;
+  std::int64_t next = start_mono;
+  std::int64_t next_retention = start_mono + 3600LL * 1'000'000'000;
+  std::vector<std::uint32_t> gpu_pids;
+  std::vector<diagnose::Finding> active;
+  while (!stop_signal) {
+    try {
+      if (gpu_pids.empty()) {
+        sampler.options().watch_pids.clear();
+      } else {
+        sampler.options().watch_pids = descendants(read_parent_pids(o.proc_root), gpu_pids);
+      }
+      Snapshot snap = sampler.sample();
+      gpu_pids.clear();
+      for (const auto& p : snap.gpu_processes) gpu_pids.push_back(p.pid);
+      session.tick(snap);
+      if (o.diagnose) {
+        if (live.on_snapshot(snap, diagnose::JobContext{start_unix, 0, {}, std::nullopt})) {
+          active = live.active();
+        } else if (!active.empty()) {
+          active = live.active();  // evidence and end times refresh while findings stay open
+        }
+      }
+      const TickContext ctx{snap, active, run_id,
+                            static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
+      for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_tick(ctx); });
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trainmon %s: tick failed: %s\n", o.tool.c_str(), e.what());
+    }
+    next += o.interval_ns;
+    if (o.stop_after_ns && next - start_mono > *o.stop_after_ns) break;
+    for (;;) {
+      std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
+      if (left <= 0) break;
+      auto ev = runner::wait_for_event(0, std::chrono::milliseconds(left / 1'000'000));
+      if (ev.kind == runner::Event::signal) {
+        stop_signal = ev.signal_number;
+        break;
+      }
+    }
+    if (now_ns(CLOCK_MONOTONIC) >= next_retention) {
+      apply_retention(o);
+      next_retention += 3600LL * 1'000'000'000;
+    }
+  }
+  for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_finish(); });
+  auto summary = session.summary();
+  store::RunEnd end{now_ns(CLOCK_REALTIME), "stopped", std::nullopt, std::nullopt, summary_to_json(summary)};
+  auto err = session.finish(end);
+  if (!o.quiet) {
+    std::string why =
+        stop_signal ? fmt::format("stopped by {}", runner::signal_name(stop_signal)) : "stopped";
+    std::fputs(format_summary(summary, "recording " + why, run_id, std::nullopt).c_str(), stderr);
+  }
+  return err ? 1 : 0;
+}
+
+}  // namespace trainmon::recorder
