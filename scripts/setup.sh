@@ -21,7 +21,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git clang-format
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3 libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev
+  libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev prometheus-cpp-dev
   python3 python3-pytest python3-psutil python3-torch python3-aiosmtpd
   tmux procps chromium prometheus
 )
