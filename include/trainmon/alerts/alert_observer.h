@@ -33,7 +33,13 @@ struct AlertSetup {
 };
 
 /// Adds --alerts FILE and --alerts-spool DIR to `app`, stored in `setup`.
-void add_alert_options(CLI::App& app, AlertSetup& setup);
+inline void add_alert_options(CLI::App& app, AlertSetup& setup) {
+  app.add_option("--alerts", setup.rules_path,
+                 "Alert rules file (TOML, docs/alerts.md); default: $XDG_CONFIG_HOME/trainmon/alerts.toml "
+                 "if it exists, else built-in rules to the log");
+  app.add_option("--alerts-spool", setup.spool_dir,
+                 "Directory for undelivered alerts (default: $XDG_STATE_HOME/trainmon/alerts-spool)");
+}
 
 /// Loads the rules and starts the delivery thread. The value is nullptr when there is nothing to
 /// do (built-in defaults with a silent log sink). Error (domain usage) when the rules file is
