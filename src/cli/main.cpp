@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // trainmon entry point: global options, subcommand dispatch, one place for exit statuses.
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -8,6 +9,9 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
@@ -45,6 +49,25 @@ int main(int argc, char** argv) {
     runners[sub] = spec.setup(*sub, global);
   }
 
+  // nvidia-smi spells the query loop in milliseconds "-lms MS"; CLI11 takes no multi-letter option
+  // after a single dash, so after the `query` subcommand that one token (alone or as "-lms=MS")
+  // becomes "--lms" before parsing.
+  static char lms_long[] = "--lms";
+  std::vector<std::string> lms_joined;
+  lms_joined.reserve(static_cast<std::size_t>(argc));
+  bool in_query = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (!in_query) {
+      in_query = a == "query";
+    } else if (a == "-lms") {
+      argv[i] = lms_long;
+    } else if (a.starts_with("-lms=")) {
+      argv[i] = lms_joined.emplace_back("-" + std::string(a)).data();
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,9 +80,14 @@ int main(int argc, char** argv) {
     for (auto& [sub, runner] : runners) {
       if (sub->parsed()) return runner();
     }
-    // No subcommand: the live dashboard on a terminal once it exists; until then, status.
+    // No subcommand: the live dashboard (top) when stdout is a terminal whose TERM can be driven;
+    // otherwise status, as before.
+    const char* term = std::getenv("TERM");
+    const bool usable_tty = ::isatty(STDOUT_FILENO) == 1 && ::isatty(STDIN_FILENO) == 1 && term && *term &&
+                            std::string_view(term) != "dumb";
+    const std::string_view fallback = usable_tty ? "top" : "status";
     for (auto& [sub, runner] : runners) {
-      if (sub->get_name() == "status") return runner();
+      if (sub->get_name() == fallback) return runner();
     }
     std::fputs(app.help().c_str(), stdout);
     return kExitOk;

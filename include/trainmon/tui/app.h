@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon top` application: sampling thread, live diagnosis, store look-ups, ncurses I/O loop.
+#pragma once
+
+#include <string>
+
+#include "trainmon/sampler/sampler.h"
+
+namespace trainmon::tui {
+
+struct TopOptions {
+  SamplerOptions sampler;  ///< host.all_processes is forced on
+  int interval_ms = 1000;
+  bool utf8 = true;      ///< false: ASCII drawing (non-UTF-8 locale)
+  bool color = true;     ///< false: attributes only (NO_COLOR, --no-color)
+  bool diagnose = true;  ///< run the live diagnosis on the snapshots
+  std::string db_path;   ///< store to look for the active run in; empty: none
+};
+
+/// Runs the dashboard on the controlling terminal (stdin / stdout) until `q` or SIGINT / SIGTERM.
+/// Returns 0, or 1 with a message on stderr when the terminal cannot be initialised.
+int run_top(const TopOptions& options);
+
+}  // namespace trainmon::tui

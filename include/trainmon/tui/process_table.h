@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+// The process table of `trainmon top`: rows built from one Snapshot (GPU processes joined to host
+// processes), filtered, sorted and optionally arranged as a tree; then drawn into a Canvas.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainmon/core/snapshot.h"
+#include "trainmon/tui/canvas.h"
+#include "trainmon/tui/ui_state.h"
+
+namespace trainmon::tui {
+
+/// One row. GPU figures are summed over the GPUs the process uses.
+struct ProcessRow {
+  std::uint32_t pid = 0;
+  std::uint32_t ppid = 0;
+  std::string user;  ///< "?" when the process is not visible from here
+  std::string gpus;  ///< "0", "0,3", "" for a process on no GPU
+  bool on_gpu = false;
+  double gpu_memory_bytes = -1;  ///< -1: N/A or not on a GPU
+  double sm_pct = -1;            ///< -1: N/A
+  double cpu_pct = -1;           ///< per-core basis; -1: N/A (first tick)
+  double rss_bytes = -1;
+  double elapsed_s = -1;
+  std::string command;  ///< command line, else comm, else the driver's process name
+  /// Listed by the driver but without a process here (another PID namespace, or exited).
+  bool not_visible = false;
+  /// Zombie that still holds GPU memory: "ghost memory" (MISSION.md D9).
+  bool ghost = false;
+  int depth = 0;            ///< tree view: nesting level
+  std::string tree_prefix;  ///< tree view: "├─ " / "└─ " chains (ASCII "|- " / "`- ")
+};
+
+/// Rows for the current view, filtered and sorted as `ui` says. GPU processes always come before
+/// the others; within each group rows follow the sort key (ties by pid). In tree view children
+/// follow their parent (a row whose parent is not listed is a root); siblings follow the sort key.
+std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8);
+
+/// Index of the selected row: the row whose pid is ui.selected_pid, else 0; -1 when `rows` is empty.
+int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcept;
+
+/// Draws the header and as many rows as fit into rows [top, top + height) of `canvas`, scrolled so
+/// the selected row is visible (updates ui.scroll). Columns that do not fit the width are dropped
+/// (SM %, elapsed, user, GPU, RSS in that order); the command takes what is left.
+void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows,
+                        UiState& ui);
+
+}  // namespace trainmon::tui

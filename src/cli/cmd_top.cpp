@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon top`: the live dashboard (nvitop / nvtop / htop in one screen). On a terminal that
+// cannot be driven (TERM unset or dumb, or not a terminal at all) it prints the `status -i` view.
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "trainmon/export/query_fields.h"
+#include "trainmon/export/status.h"
+#include "trainmon/export/terminal.h"
+#include "trainmon/store/db_path.h"
+#include "trainmon/tui/app.h"
+
+namespace trainmon::cli {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void on_signal(int) {
+  g_stop = true;
+}
+
+struct TopCliOptions {
+  double interval_s = 1.0;
+  bool no_color = false;
+  bool ascii = false;
+  bool no_diagnose = false;
+  std::string db;
+  int iterations = 0;
+};
+
+SamplerOptions sampler_options(const GlobalOptions& global) {
+  SamplerOptions so;
+  so.backend.library_path = global.nvml_library;
+  so.backend.collect_high_res_samples = false;
+  so.backend.collect_pcie_throughput = true;
+  so.backend.collect_gpm = false;
+  so.backend.watch_events = false;
+  so.host.proc_root = global.proc_root;
+  so.host.sys_root = global.sys_root;
+  return so;
+}
+
+// TERM unset or dumb, or not a terminal: the `status -i` text, appended every interval.
+int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp::TerminalInfo& term) {
+  exp::StatusOptions view;
+  view.show_power = view.show_pid = true;
+  view.utf8 = term.utf8 && !o.ascii;
+  view.columns = term.is_tty ? term.columns : 0;
+  Sampler sampler(sampler_options(global));
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
+    const auto tick = std::chrono::steady_clock::now();
+    const Snapshot snap = sampler.sample();
+    if (!snap.driver.loaded && n == 0)
+      std::fprintf(stderr, "trainmon top: %s (host only)\n",
+                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+    std::vector<std::size_t> order(snap.gpus.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (n > 0) std::fputs("\n", stdout);
+    std::fputs(exp::status_text(snap, order, view).c_str(), stdout);
+    std::fflush(stdout);
+    if (o.iterations > 0 && n + 1 >= o.iterations) break;
+    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return kExitOk;
+}
+
+int run(const TopCliOptions& o, const GlobalOptions& global) {
+  if (!(o.interval_s >= 0.1 && o.interval_s <= 10)) {
+    std::fputs("trainmon top: --interval must be between 0.1 and 10 seconds\n", stderr);
+    return kExitUsage;
+  }
+  const exp::TerminalInfo term = exp::probe_terminal(STDOUT_FILENO);
+  if (!term.is_tty || term.dumb || !::isatty(STDIN_FILENO)) return run_fallback(o, global, term);
+  tui::TopOptions t;
+  t.sampler = sampler_options(global);
+  t.interval_ms = static_cast<int>(o.interval_s * 1000 + 0.5);
+  t.utf8 = term.utf8 && !o.ascii;
+  t.color = exp::use_color(o.no_color ? exp::ColorMode::never : exp::ColorMode::automatic, term);
+  t.diagnose = !o.no_diagnose;
+  t.db_path = store::resolve_db_path(o.db);
+  const int rc = tui::run_top(t);
+  return rc == 0 ? kExitOk : kExitFailure;
+}
+
+Registrar reg{{"top", "live dashboard: GPUs, host, processes and findings in one screen (nvitop + htop)",
+               [](CLI::App& app, const GlobalOptions& global) -> Runner {
+                 auto o = std::make_shared<TopCliOptions>();
+                 app.add_option("-i,--interval", o->interval_s, "seconds between samples (0.1 to 10)")
+                     ->capture_default_str();
+                 app.add_flag("--no-color", o->no_color, "no colours (also: NO_COLOR)");
+                 app.add_flag("--ascii", o->ascii, "ASCII drawing even in a UTF-8 locale");
+                 app.add_flag("--no-diagnose", o->no_diagnose, "do not run the live diagnosis");
+                 app.add_option("--db", o->db, "run store to show the active run from (default: as `runs`)");
+                 app.add_option("-n,--iterations", o->iterations,
+                                "without a usable terminal: print this many status views, then exit");
+                 return [o, &global] { return run(*o, global); };
+               },
+               5}};
+
+}  // namespace
+}  // namespace trainmon::cli

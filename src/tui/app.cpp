@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon top`: a sampling thread (its own cadence, the live diagnosis, a store look-up every
+// few seconds) and the UI loop, which sleeps in poll() until a key, a new snapshot, a resize or a
+// signal arrives: no busy loop, and the screen is redrawn only when something changed.
+#include "trainmon/tui/app.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "curses_output.h"
+#include "trainmon/diagnose/engine.h"
+#include "trainmon/store/store.h"
+#include "trainmon/tui/history.h"
+#include "trainmon/tui/keys.h"
+#include "trainmon/tui/screen.h"
+
+namespace trainmon::tui {
+
+namespace {
+
+int g_wake_fd = -1;
+std::atomic<bool> g_stop{false};
+
+void on_stop_signal(int) {
+  g_stop = true;
+  if (g_wake_fd >= 0) {
+    const char b = 's';
+    [[maybe_unused]] auto n = ::write(g_wake_fd, &b, 1);
+  }
+}
+
+// What the sampling thread publishes.
+struct Shared {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::shared_ptr<const Snapshot> snapshot;
+  std::vector<diagnose::Finding> findings;
+  std::string active_run;
+  std::uint64_t seq = 0;
+  int interval_ms = 1000;
+  bool stop = false;
+};
+
+std::string describe_active_run(const std::string& db_path) {
+  if (db_path.empty()) return {};
+  std::error_code ec;
+  if (!std::filesystem::exists(db_path, ec)) return {};
+  auto st = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!st) return {};
+  auto runs = st->list_runs();
+  if (!runs) return {};
+  for (const auto& r : *runs) {
+    if (store::effective_status(r) != "running") continue;
+    const std::time_t t = static_cast<std::time_t>(r.start_unix_ns / 1000000000);
+    std::tm tm{};
+    localtime_r(&t, &tm);
+    char since[16];
+    std::strftime(since, sizeof since, "%H:%M", &tm);
+    std::string what = r.command.empty() ? r.kind : r.command.front();
+    for (std::size_t i = 1; i < r.command.size() && i < 4; ++i) what += " " + r.command[i];
+    return "run " + std::to_string(r.id) + " '" + r.name + "' since " + since + " (" + what + ")";
+  }
+  return {};
+}
+
+void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
+  SamplerOptions so = opt.sampler;
+  so.host.all_processes = true;
+  Sampler sampler(so);
+  diagnose::LiveDiagnosis diag(diagnose::Thresholds{}, diagnose::LiveOptions{.retain_s = 3600});
+  std::int64_t start_ns = 0;
+  auto last_store = std::chrono::steady_clock::time_point{};
+  std::string active_run;
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto snap = std::make_shared<Snapshot>(sampler.sample());
+    if (start_ns == 0) start_ns = snap->time_unix_ns;
+    std::vector<diagnose::Finding> findings;
+    if (opt.diagnose) {
+      diag.on_snapshot(*snap, diagnose::JobContext{start_ns, 0, {}, std::nullopt});
+      findings = diag.active();
+    }
+    if (t0 - last_store >= std::chrono::seconds(5)) {
+      active_run = describe_active_run(opt.db_path);
+      last_store = t0;
+    }
+    std::unique_lock lk(sh.mu);
+    sh.snapshot = std::move(snap);
+    sh.findings = std::move(findings);
+    sh.active_run = active_run;
+    ++sh.seq;
+    const char b = 'n';
+    [[maybe_unused]] auto n = ::write(wake_fd, &b, 1);
+    const auto deadline = t0 + std::chrono::milliseconds(sh.interval_ms);
+    const std::uint64_t seen_interval = static_cast<std::uint64_t>(sh.interval_ms);
+    sh.cv.wait_until(lk, deadline,
+                     [&] { return sh.stop || static_cast<std::uint64_t>(sh.interval_ms) != seen_interval; });
+    if (sh.stop) return;
+  }
+}
+
+}  // namespace
+
+int run_top(const TopOptions& opt) {
+  int pipefd[2];
+  if (::pipe(pipefd) != 0) {
+    std::perror("trainmon top: pipe");
+    return 1;
+  }
+  CursesOutput out;
+  std::string err;
+  if (!out.open(opt.color, err)) {
+    std::fprintf(stderr, "trainmon top: %s\n", err.c_str());
+    ::close(pipefd[0]);
+    ::close(pipefd[1]);
+    return 1;
+  }
+  g_wake_fd = pipefd[1];
+  g_stop = false;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  struct sigaction old_int {
+  }, old_term{}, old_hup{};
+  sigaction(SIGINT, &sa, &old_int);
+  sigaction(SIGTERM, &sa, &old_term);
+  sigaction(SIGHUP, &sa, &old_hup);
+
+  Shared sh;
+  sh.interval_ms = opt.interval_ms;
+  UiState ui;
+  ui.interval_ms = opt.interval_ms;
+  std::thread sampler([&] { sampling_thread(opt, sh, pipefd[1]); });
+
+  History history;
+  std::shared_ptr<const Snapshot> snap;
+  LiveInfo live;
+  live.diagnosis_enabled = opt.diagnose;
+  std::uint64_t seen_seq = 0;
+  KeyContext keys;
+  bool dirty = true;
+  while (!ui.quit && !g_stop) {
+    if (dirty) {
+      ScreenInput in{snap.get(), &history, live};
+      RenderResult r = render(in, ui, out.columns(), out.rows(), opt.utf8);
+      out.draw(r.canvas);
+      keys = std::move(r.keys);
+      dirty = false;
+    }
+    pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {pipefd[0], POLLIN, 0}};
+    const int n = ::poll(fds, 2, -1);
+    if (n < 0 && errno != EINTR) break;
+    if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // the terminal went away
+    if (fds[1].revents & POLLIN) {
+      char buf[64];
+      [[maybe_unused]] auto rd = ::read(pipefd[0], buf, sizeof buf);
+      std::lock_guard lk(sh.mu);
+      if (sh.seq != seen_seq) {
+        seen_seq = sh.seq;
+        snap = sh.snapshot;
+        live.findings = sh.findings;
+        live.active_run = sh.active_run;
+        history.add(*snap);
+        dirty = true;
+      }
+    }
+    // Keys (also after EINTR: ncurses turns SIGWINCH into KEY_RESIZE).
+    while (auto key = out.read_key()) {
+      if (*key == kKeyResize) out.invalidate();
+      const KeyResult res = handle_key(ui, *key, keys);
+      dirty = true;
+      if (res.kind == KeyResult::send_signal) {
+        const int rc = ::kill(static_cast<pid_t>(res.pid), res.signal);
+        signal_result(ui, res.signal, rc == 0 ? 0 : errno);
+      } else if (res.kind == KeyResult::interval_changed) {
+        std::lock_guard lk(sh.mu);
+        sh.interval_ms = ui.interval_ms;
+        sh.cv.notify_all();
+      }
+      if (ui.quit) break;
+    }
+  }
+  {
+    std::lock_guard lk(sh.mu);
+    sh.stop = true;
+    sh.cv.notify_all();
+  }
+  out.close();
+  sampler.join();
+  sigaction(SIGINT, &old_int, nullptr);
+  sigaction(SIGTERM, &old_term, nullptr);
+  sigaction(SIGHUP, &old_hup, nullptr);
+  g_wake_fd = -1;
+  ::close(pipefd[0]);
+  ::close(pipefd[1]);
+  return 0;
+}
+
+}  // namespace trainmon::tui

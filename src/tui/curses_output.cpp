@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "curses_output.h"
+
+#include <ncursesw/ncurses.h>
+
+#include <clocale>
+#include <cstdio>
+
+#include "trainmon/tui/keys.h"
+
+namespace trainmon::tui {
+
+namespace {
+
+constexpr int kPairs = 10;
+
+attr_t attr_of(Style s, bool color) {
+  const auto pair = [&](int n) { return color ? COLOR_PAIR(n) : A_NORMAL; };
+  switch (s) {
+    case Style::normal: return A_NORMAL;
+    case Style::title: return color ? pair(1) | A_BOLD : A_REVERSE;
+    case Style::header: return color ? pair(2) : A_REVERSE;
+    case Style::label: return color ? pair(3) : A_BOLD;
+    case Style::good: return pair(4);
+    case Style::busy: return pair(4) | A_BOLD;
+    case Style::warn: return pair(5) | A_BOLD;
+    case Style::bad: return pair(6) | A_BOLD;
+    case Style::dim: return color ? pair(7) | A_DIM : A_DIM;
+    case Style::selected: return color ? pair(8) : A_REVERSE;
+    case Style::dialog: return color ? pair(9) : A_REVERSE;
+  }
+  return A_NORMAL;
+}
+
+}  // namespace
+
+CursesOutput::~CursesOutput() {
+  close();
+}
+
+bool CursesOutput::open(bool color, std::string& error) {
+  std::setlocale(LC_ALL, "");
+  SCREEN* screen = newterm(nullptr, stdout, stdin);
+  if (!screen) {
+    error = "cannot initialise the terminal (TERM unknown?)";
+    return false;
+  }
+  screen_ = screen;
+  open_ = true;
+  cbreak();
+  noecho();
+  nonl();
+  keypad(stdscr, TRUE);
+  nodelay(stdscr, TRUE);
+  set_escdelay(25);
+  curs_set(0);
+  color_ = color && has_colors();
+  if (color_) {
+    start_color();
+    use_default_colors();
+    init_pair(1, COLOR_BLACK, COLOR_CYAN);   // title
+    init_pair(2, COLOR_BLACK, COLOR_GREEN);  // header
+    init_pair(3, COLOR_CYAN, -1);            // label
+    init_pair(4, COLOR_GREEN, -1);           // good / busy
+    init_pair(5, COLOR_YELLOW, -1);          // warn
+    init_pair(6, COLOR_RED, -1);             // bad
+    init_pair(7, COLOR_WHITE, -1);           // dim
+    init_pair(8, COLOR_BLACK, COLOR_CYAN);   // selected
+    init_pair(9, COLOR_WHITE, COLOR_BLUE);   // dialog
+    static_assert(kPairs == 10);
+  }
+  return true;
+}
+
+void CursesOutput::close() {
+  if (!open_) return;
+  open_ = false;
+  endwin();
+  delscreen(static_cast<SCREEN*>(screen_));
+  screen_ = nullptr;
+}
+
+int CursesOutput::columns() const {
+  return open_ ? COLS : 0;
+}
+int CursesOutput::rows() const {
+  return open_ ? LINES : 0;
+}
+
+void CursesOutput::invalidate() {
+  previous_.clear();
+  if (open_) clearok(stdscr, TRUE);
+}
+
+void CursesOutput::draw(const Canvas& cv) {
+  if (!open_) return;
+  if (cv.width() != prev_w_ || cv.height() != prev_h_) {
+    previous_.clear();
+    erase();
+    prev_w_ = cv.width();
+    prev_h_ = cv.height();
+  }
+  previous_.resize(static_cast<std::size_t>(cv.height()));
+  bool any = false;
+  for (int r = 0; r < cv.height(); ++r) {
+    Line line = cv.line(r);
+    auto& prev = previous_[static_cast<std::size_t>(r)];
+    if (line == prev) continue;
+    any = true;
+    // Walk the UTF-8 text span by span (spans count columns = code points).
+    std::size_t byte = 0;
+    for (const auto& span : line.spans) {
+      std::size_t end = byte;
+      for (int k = 0; k < span.len && end < line.text.size(); ++k) {
+        ++end;
+        while (end < line.text.size() && (static_cast<unsigned char>(line.text[end]) & 0xC0) == 0x80) ++end;
+      }
+      attrset(attr_of(span.style, color_));
+      mvaddnstr(r, span.col, line.text.data() + byte, static_cast<int>(end - byte));
+      byte = end;
+    }
+    prev = std::move(line);
+  }
+  attrset(A_NORMAL);
+  if (any) refresh();
+}
+
+std::optional<int> CursesOutput::read_key() {
+  if (!open_) return std::nullopt;
+  wint_t ch = 0;
+  const int rc = get_wch(&ch);
+  if (rc == ERR) return std::nullopt;
+  if (rc == KEY_CODE_YES) {
+    switch (ch) {
+      case KEY_UP: return kKeyUp;
+      case KEY_DOWN: return kKeyDown;
+      case KEY_PPAGE: return kKeyPageUp;
+      case KEY_NPAGE: return kKeyPageDown;
+      case KEY_HOME: return kKeyHome;
+      case KEY_END: return kKeyEnd;
+      case KEY_LEFT: return kKeyLeft;
+      case KEY_RIGHT: return kKeyRight;
+      case KEY_F(1): return kKeyF1;
+      case KEY_F(9): return kKeyF9;
+      case KEY_F(10): return kKeyF10;
+      case KEY_RESIZE: return kKeyResize;
+      case KEY_BACKSPACE: return kKeyBackspace;
+      case KEY_ENTER: return kKeyEnter;
+      default: return 0;
+    }
+  }
+  if (ch == '\r') return kKeyEnter;
+  if (ch == 8) return kKeyBackspace;
+  return static_cast<int>(ch);
+}
+
+}  // namespace trainmon::tui

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/tui/process_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "trainmon/tui/format.h"
+
+namespace trainmon::tui {
+
+std::string_view sort_key_title(SortKey key) noexcept {
+  switch (key) {
+    case SortKey::pid: return "PID";
+    case SortKey::user: return "USER";
+    case SortKey::gpu: return "GPU";
+    case SortKey::gpu_memory: return "GPU-MEM";
+    case SortKey::sm: return "SM%";
+    case SortKey::cpu: return "CPU%";
+    case SortKey::rss: return "RSS";
+    case SortKey::elapsed: return "ELAPSED";
+    case SortKey::command: return "COMMAND";
+  }
+  return "?";
+}
+
+namespace {
+
+bool contains_icase(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return true;
+  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+  });
+  return it != hay.end();
+}
+
+// a < b in the sort key's natural (ascending) order; ties broken by pid.
+bool key_less(const ProcessRow& a, const ProcessRow& b, SortKey key) {
+  switch (key) {
+    case SortKey::pid: break;
+    case SortKey::user:
+      if (a.user != b.user) return a.user < b.user;
+      break;
+    case SortKey::gpu:
+      if (a.gpus != b.gpus) return a.gpus < b.gpus;
+      break;
+    case SortKey::gpu_memory:
+      if (a.gpu_memory_bytes != b.gpu_memory_bytes) return a.gpu_memory_bytes < b.gpu_memory_bytes;
+      break;
+    case SortKey::sm:
+      if (a.sm_pct != b.sm_pct) return a.sm_pct < b.sm_pct;
+      break;
+    case SortKey::cpu:
+      if (a.cpu_pct != b.cpu_pct) return a.cpu_pct < b.cpu_pct;
+      break;
+    case SortKey::rss:
+      if (a.rss_bytes != b.rss_bytes) return a.rss_bytes < b.rss_bytes;
+      break;
+    case SortKey::elapsed:
+      if (a.elapsed_s != b.elapsed_s) return a.elapsed_s < b.elapsed_s;
+      break;
+    case SortKey::command:
+      if (a.command != b.command) return a.command < b.command;
+      break;
+  }
+  return a.pid < b.pid;
+}
+
+}  // namespace
+
+std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8) {
+  // GPU figures per pid, from the driver's lists.
+  struct GpuAgg {
+    std::set<unsigned> gpus;
+    double mem = -1, sm = -1;
+    bool not_visible = false, zombie = false;
+    std::string name;
+  };
+  std::map<std::uint32_t, GpuAgg> gpu;
+  for (const auto& gp : snap.gpu_processes) {
+    auto& a = gpu[gp.pid];
+    a.gpus.insert(gp.gpu_index);
+    if (gp.used_memory_bytes) a.mem = std::max(0.0, a.mem) + static_cast<double>(*gp.used_memory_bytes);
+    if (gp.sm_util_pct) a.sm = std::max(0.0, a.sm) + static_cast<double>(*gp.sm_util_pct);
+    if (gp.host == HostVisibility::not_visible) a.not_visible = true;
+    if (gp.host == HostVisibility::zombie) a.zombie = true;
+    if (a.name.empty() && gp.process_name) a.name = *gp.process_name;
+  }
+  const double now_boot = snap.host.uptime_s.value_or(0);
+
+  std::vector<ProcessRow> rows;
+  std::set<std::uint32_t> seen;
+  auto fill_gpu = [&](ProcessRow& r, const GpuAgg& a) {
+    r.on_gpu = true;
+    std::string list;
+    for (unsigned g : a.gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
+    r.gpus = list;
+    r.gpu_memory_bytes = a.mem;
+    r.sm_pct = a.sm;
+    r.ghost = a.zombie;
+  };
+  for (const auto& p : snap.processes) {
+    auto it = gpu.find(p.pid);
+    const bool on_gpu = it != gpu.end() && !it->second.not_visible;
+    if (ui.view == ProcessView::gpu && !on_gpu) continue;
+    ProcessRow r;
+    r.pid = p.pid;
+    r.ppid = p.ppid;
+    r.user = p.user.empty() ? std::to_string(p.uid) : p.user;
+    r.command = !p.cmdline.empty() ? p.cmdline : !p.comm.empty() ? "[" + p.comm + "]" : "";
+    if (p.cpu_pct) r.cpu_pct = *p.cpu_pct;
+    if (p.rss_bytes) r.rss_bytes = static_cast<double>(*p.rss_bytes);
+    if (now_boot > 0 && p.start_time_boot_s > 0) r.elapsed_s = now_boot - p.start_time_boot_s;
+    if (on_gpu) fill_gpu(r, it->second);
+    if (p.state == 'Z' && r.on_gpu) r.ghost = true;
+    seen.insert(p.pid);
+    rows.push_back(std::move(r));
+  }
+  // Driver-listed processes that have no row here: not visible from this PID namespace, or gone.
+  for (const auto& [pid, a] : gpu) {
+    if (seen.count(pid)) continue;
+    ProcessRow r;
+    r.pid = pid;
+    r.user = "?";
+    r.command = a.name.empty() ? "?" : a.name;
+    fill_gpu(r, a);
+    r.not_visible = true;
+    rows.push_back(std::move(r));
+  }
+
+  // Filters.
+  std::erase_if(rows, [&](const ProcessRow& r) {
+    if (!ui.filter_user.empty() && r.user != ui.filter_user) return true;
+    if (!ui.filter_text.empty()) {
+      const std::string pid = std::to_string(r.pid);
+      if (!contains_icase(r.command, ui.filter_text) && !contains_icase(r.user, ui.filter_text) &&
+          pid != ui.filter_text)
+        return true;
+    }
+    return false;
+  });
+
+  auto order = [&](const ProcessRow& a, const ProcessRow& b) {
+    if (a.on_gpu != b.on_gpu) return a.on_gpu;  // GPU processes first, whatever the sort
+    return ui.descending ? key_less(b, a, ui.sort) : key_less(a, b, ui.sort);
+  };
+  std::sort(rows.begin(), rows.end(), order);
+  if (!ui.tree) return rows;
+
+  // Tree: children follow their parent; a row whose parent is not listed is a root.
+  std::unordered_map<std::uint32_t, std::size_t> index;
+  for (std::size_t i = 0; i < rows.size(); ++i) index[rows[i].pid] = i;
+  std::unordered_map<std::uint32_t, std::vector<std::size_t>> children;
+  std::vector<std::size_t> roots;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (r.ppid != 0 && r.ppid != r.pid && index.count(r.ppid))
+      children[r.ppid].push_back(i);
+    else
+      roots.push_back(i);
+  }
+  std::vector<ProcessRow> out;
+  out.reserve(rows.size());
+  std::vector<char> done(rows.size(), 0);
+  const char* branch = utf8 ? "├─ " : "|- ";
+  const char* last = utf8 ? "└─ " : "`- ";
+  const char* pipe = utf8 ? "│  " : "|  ";
+  std::function<void(std::size_t, int, const std::string&, const std::string&)> visit =
+      [&](std::size_t i, int depth, const std::string& prefix, const std::string& child_prefix) {
+        if (done[i]) return;  // cycles in malformed data
+        done[i] = 1;
+        ProcessRow r = rows[i];
+        r.depth = depth;
+        r.tree_prefix = prefix;
+        out.push_back(std::move(r));
+        auto it = children.find(rows[i].pid);
+        if (it == children.end()) return;
+        const auto& kids = it->second;
+        for (std::size_t k = 0; k < kids.size(); ++k) {
+          const bool is_last = k + 1 == kids.size();
+          visit(kids[k], depth + 1, child_prefix + (is_last ? last : branch),
+                child_prefix + (is_last ? "   " : pipe));
+        }
+      };
+  for (std::size_t i : roots) visit(i, 0, "", "");
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (!done[i]) visit(i, 0, "", "");  // members of a ppid cycle
+  return out;
+}
+
+int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcept {
+  if (rows.empty()) return -1;
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].pid == ui.selected_pid) return static_cast<int>(i);
+  return 0;
+}
+
+namespace {
+
+struct Column {
+  SortKey key;
+  int width;
+  bool right;  // right-aligned
+  int drop;    // drop order when narrow (1 first); 0 never
+};
+
+std::string cell_text(const ProcessRow& r, SortKey key) {
+  switch (key) {
+    case SortKey::pid: return std::to_string(r.pid);
+    case SortKey::user: return r.user;
+    case SortKey::gpu: return r.gpus.empty() ? "-" : r.gpus;
+    case SortKey::gpu_memory:
+      return r.gpu_memory_bytes >= 0 ? human_bytes(static_cast<std::uint64_t>(r.gpu_memory_bytes))
+                                     : (r.on_gpu ? "N/A" : "-");
+    case SortKey::sm: return r.sm_pct >= 0 ? fmt::format("{:.0f}", r.sm_pct) : (r.on_gpu ? "N/A" : "-");
+    case SortKey::cpu: return r.cpu_pct >= 0 ? fmt::format("{:.1f}", r.cpu_pct) : "-";
+    case SortKey::rss: return r.rss_bytes >= 0 ? human_bytes(static_cast<std::uint64_t>(r.rss_bytes)) : "-";
+    case SortKey::elapsed: return r.elapsed_s >= 0 ? human_elapsed(r.elapsed_s) : "-";
+    case SortKey::command: {
+      std::string c = r.tree_prefix + r.command;
+      if (r.not_visible) c = "[not visible] " + c;
+      if (r.ghost) c = "[ghost] " + c;
+      return c;
+    }
+  }
+  return {};
+}
+
+std::string fit(std::string s, int width, bool right) {
+  // Columns other than the command hold ASCII or short names: cut by bytes on code point starts.
+  std::size_t cps = 0, cut = s.size();
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
+    if (cps == static_cast<std::size_t>(width)) {
+      cut = i;
+      break;
+    }
+    ++cps;
+  }
+  s.resize(cut);
+  if (cps < static_cast<std::size_t>(width)) {
+    const std::string pad(static_cast<std::size_t>(width) - cps, ' ');
+    s = right ? pad + s : s + pad;
+  }
+  return s;
+}
+
+}  // namespace
+
+void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows,
+                        UiState& ui) {
+  if (height <= 0) return;
+  std::vector<Column> cols = {
+      {SortKey::pid, 7, true, 0},        {SortKey::user, 8, false, 3},   {SortKey::gpu, 3, false, 4},
+      {SortKey::gpu_memory, 7, true, 0}, {SortKey::sm, 4, true, 1},      {SortKey::cpu, 6, true, 6},
+      {SortKey::rss, 6, true, 5},        {SortKey::elapsed, 8, true, 2},
+  };
+  const int width = canvas.width();
+  auto fixed_width = [&] {
+    int w = 0;
+    for (const auto& c : cols) w += c.width + 1;
+    return w;
+  };
+  for (int drop = 1; drop <= 6 && width - fixed_width() < 12; ++drop)
+    std::erase_if(cols, [&](const Column& c) { return c.drop == drop; });
+
+  // Header.
+  canvas.clear_rect(top, 0, 1, width, Style::header);
+  int x = 0;
+  const bool utf8 = canvas.utf8();
+  auto title = [&](SortKey k) {
+    std::string t(sort_key_title(k));
+    if (k == ui.sort) t += ui.descending ? (utf8 ? "▼" : "v") : (utf8 ? "▲" : "^");
+    return t;
+  };
+  for (const auto& c : cols) {
+    canvas.put(top, x, fit(title(c.key), c.width, c.right), Style::header);
+    x += c.width + 1;
+  }
+  std::string cmd_title = title(SortKey::command);
+  if (ui.tree) cmd_title += " (tree)";
+  canvas.put(top, x, cmd_title, Style::header);
+
+  const int body = height - 1;
+  if (body <= 0) return;
+  if (rows.empty()) {
+    canvas.put(top + 1, 1,
+               ui.view == ProcessView::gpu ? "no GPU processes (a: all processes)" : "no processes match",
+               Style::dim);
+    return;
+  }
+  const int sel = selected_row(rows, ui);
+  if (sel < ui.scroll) ui.scroll = sel;
+  if (sel >= ui.scroll + body) ui.scroll = sel - body + 1;
+  ui.scroll = std::clamp(ui.scroll, 0, std::max(0, static_cast<int>(rows.size()) - body));
+  for (int i = 0; i < body; ++i) {
+    const int idx = ui.scroll + i;
+    if (idx >= static_cast<int>(rows.size())) break;
+    const auto& r = rows[static_cast<std::size_t>(idx)];
+    const int y = top + 1 + i;
+    const Style base = r.not_visible || r.ghost ? Style::dim : Style::normal;
+    x = 0;
+    for (const auto& c : cols) {
+      Style s = base;
+      if (c.key == SortKey::gpu_memory && r.on_gpu && base == Style::normal) s = Style::warn;
+      canvas.put(y, x, fit(cell_text(r, c.key), c.width, c.right), s);
+      x += c.width + 1;
+    }
+    canvas.put(y, x, cell_text(r, SortKey::command), r.ghost ? Style::bad : base);
+    if (idx == sel) canvas.set_style(y, 0, width, Style::selected);
+  }
+}
+
+}  // namespace trainmon::tui
