@@ -26,6 +26,8 @@
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/session.h"
 #include "trainmon/recorder/tick_observer.h"
+#include "trainmon/alerts/alert_observer.h"
+#include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
 #include "trainmon/sampler/sampler.h"
@@ -46,7 +48,10 @@ struct RunOptions {
   bool quiet = false;
   std::string print_every = "30";
   std::vector<std::string> thresholds;  ///< diagnosis threshold overrides, name=value
+  std::string report;                   ///< HTML report file (default: beside the store, docs/report.md)
+  bool no_report = false;
   std::vector<std::string> command;
+  alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
 
 std::int64_t now_ns(clockid_t clock) {
@@ -87,6 +92,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
 
   // Before any thread exists: every thread inherits the blocked signals.
   runner::prepare_signals();
+  alerts::AlertSetup alert_setup = o.alerts;
+  alert_setup.tool = "run";
+  alert_setup.quiet = o.quiet;
+  alert_setup.findings_printed = true;  // live findings are printed below
+  auto alert_observer = alerts::make_alert_observer(alert_setup);
+  if (!alert_observer) {
+    std::fprintf(stderr, "trainmon run: %s\n", alert_observer.error().message.c_str());
+    return kExitUsage;
+  }
   const std::int64_t start_unix = now_ns(CLOCK_REALTIME);
   const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
 
@@ -179,6 +193,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
 
   // ---- observers (alerts): one that throws is reported and left out from then on ----
   std::vector<recorder::TickObserver*> observers;
+  if (*alert_observer) observers.push_back(alert_observer->get());
   auto notify = [&](auto&& f) {
     for (auto& obs : observers) {
       if (!obs) continue;
@@ -307,6 +322,20 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     auto r = st ? st->insert_findings(run_id, *findings) : Expected<void>(std::unexpected(st.error()));
     if (!r) std::fprintf(stderr, "trainmon: the findings were not recorded: %s\n", r.error().message.c_str());
   }
+  // ---- the HTML report (docs/report.md): a failure is one message, never the exit status ----
+  std::string report_path;
+  if (!o.no_report && run_id) {
+    const std::string path = o.report.empty() ? report::default_report_path(db_path, run_id) : o.report;
+    auto st = store::Store::open(db_path, store::OpenMode::read_only);
+    auto r = st ? report::write_report_file(*st, run_id, path) : Expected<void>(std::unexpected(st.error()));
+    if (r) {
+      report_path = path;
+    } else {
+      std::fprintf(stderr, "trainmon: no report: %s\n", r.error().message.c_str());
+    }
+  } else if (!o.no_report && !o.report.empty()) {
+    std::fprintf(stderr, "trainmon: no report: the run was not recorded\n");
+  }
   if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
   if (!o.quiet) {
     std::fputs(
@@ -317,6 +346,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     if (findings) {
       for (const auto& f : *findings) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
     }
+    if (!report_path.empty()) std::fprintf(stderr, "report: %s\n", report_path.c_str());
   }
   return runner::exit_code_for(exit);
 }
@@ -337,6 +367,9 @@ const Registrar kRegistrar{CommandSpec{
           ->capture_default_str();
       app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
           ->allow_extra_args(false);
+      app.add_option("--report", o->report, "HTML report file (default: <store dir>/reports/run-<id>.html)");
+      app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
+      alerts::add_alert_options(app, o->alerts);
       app.add_option("command", o->command, "The command to run, after --")->required();
       app.prefix_command(false);
       return [o, &global] { return run_command(*o, global); };

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+// Where reports go and how they are written (shared by `trainmon report` and `trainmon run`).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trainmon/core/error.h"
+#include "trainmon/report/report.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::report {
+
+/// The default file of run `run_id`'s HTML report: `<directory of db_path>/reports/run-<id>.html`
+/// (with the default store, $XDG_STATE_HOME/trainmon/reports/run-<id>.html).
+std::string default_report_path(const std::string& db_path, std::int64_t run_id);
+
+/// Renders the report and writes it to `path` (its directory created when missing) through a
+/// temporary file renamed into place, so that a reader never sees half a report. Errors: rendering
+/// failed (see render_report), or the file cannot be written (domain os, errno).
+Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const std::string& path,
+                                 const ReportOptions& options = {});
+
+}  // namespace trainmon::report

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cctype>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "report/writers.h"
+#include "trainmon/web/assets.h"
+
+namespace trainmon::report {
+
+std::string escape_script(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 16);
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '<' && i + 1 < text.size()) {
+      if (text[i + 1] == '!' && text.substr(i, 4) == "<!--") {
+        out += "<\\!--";
+        i += 3;
+        continue;
+      }
+      if (text[i + 1] == '/' && text.size() - i >= 8) {
+        std::string word(text.substr(i + 2, 6));
+        for (auto& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+        if (word == "script") {
+          out += "<\\/";
+          ++i;
+          continue;
+        }
+      }
+    }
+    out += c;
+  }
+  return out;
+}
+
+std::string escape_html(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+namespace {
+
+/// JSON inside <script type="application/json">: every '<' (only ever inside strings) as \u003c.
+std::string json_for_script(const nlohmann::json& model) {
+  const std::string text = model.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (char c : text) {
+    if (c == '<') {
+      out += "\\u003c";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string write_html(const nlohmann::json& model) {
+  const auto* uplot_js = web::find_asset("uplot/uPlot.iife.min.js");
+  const auto* uplot_css = web::find_asset("uplot/uPlot.min.css");
+  const auto* js = web::find_asset("report/report.js");
+  const auto* css = web::find_asset("report/report.css");
+  if (!uplot_js || !uplot_css || !js || !css) return {};
+  const auto& run = model["run"];
+  const std::string title =
+      fmt::format("trainmon report: run {} {}", run.value("id", 0), run.value("name", std::string()));
+  std::string out;
+  out.reserve(uplot_js->data.size() + js->data.size() + 1024 * 1024);
+  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+  out += "<title>" + escape_html(title) + "</title>\n<style>\n";
+  out += escape_script(uplot_css->data);
+  out += "\n</style>\n<style>\n";
+  out += escape_script(css->data);
+  out +=
+      "\n</style>\n</head>\n<body>\n<main id=\"report\"><noscript>This report draws its charts with "
+      "JavaScript; `trainmon report --format md` gives a text summary.</noscript></main>\n";
+  out += "<script type=\"application/json\" id=\"trainmon-data\">";
+  out += json_for_script(model);
+  out += "</script>\n<script>\n";
+  out += escape_script(uplot_js->data);
+  out += "\n</script>\n<script>\n";
+  out += escape_script(js->data);
+  out += "\n</script>\n</body>\n</html>\n";
+  return out;
+}
+
+std::string write_json(const nlohmann::json& model) {
+  return model.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+}  // namespace trainmon::report

@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cmath>
+#include <set>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "report/writers.h"
+
+namespace trainmon::report {
+namespace {
+
+using nlohmann::json;
+
+/// A table cell: '|' escaped, newlines folded.
+std::string cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '|') {
+      out += "\\|";
+    } else if (c == '\n' || c == '\r') {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string str(const json& j, const char* key) {
+  const auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+/// A number with `unit`, or "—" for null.
+std::string num(const json& j, const char* key, const char* unit = "", int digits = 1) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return "—";
+  return fmt::format("{:.{}f}{}", it->get<double>(), digits, unit);
+}
+
+std::string mib(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return "—";
+  const double v = it->get<double>();
+  return v >= 1024 ? fmt::format("{:.1f} GiB", v / 1024) : fmt::format("{:.0f} MiB", v);
+}
+
+std::string duration(double s) {
+  if (!std::isfinite(s) || s < 0) return "—";
+  if (s < 120) return fmt::format("{:.1f} s", s);
+  const auto total = static_cast<long long>(s);
+  if (total < 3600) return fmt::format("{}m{:02}s", total / 60, total % 60);
+  return fmt::format("{}h{:02}m{:02}s", total / 3600, total % 3600 / 60, total % 60);
+}
+
+std::string command_line(const json& run) {
+  std::string out;
+  if (run.contains("command") && run["command"].is_array()) {
+    for (const auto& a : run["command"]) {
+      if (!out.empty()) out += ' ';
+      out += a.is_string() ? a.get<std::string>() : a.dump();
+    }
+  }
+  return out.empty() ? "(" + str(run, "kind") + ")" : out;
+}
+
+std::string exit_text(const json& run) {
+  std::string s = str(run, "status");
+  if (run.contains("exit_signal") && run["exit_signal"].is_number()) {
+    s += fmt::format(", signal {}", run["exit_signal"].get<int>());
+  } else if (run.contains("exit_code") && run["exit_code"].is_number()) {
+    s += fmt::format(", exit status {}", run["exit_code"].get<int>());
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string write_markdown(const json& m) {
+  const json& run = m["run"];
+  std::string out =
+      fmt::format("# trainmon report: run {} `{}`\n\n", run.value("id", 0), cell(str(run, "name")));
+  out += "| | |\n|---|---|\n";
+  out += fmt::format("| Command | `{}` |\n", cell(command_line(run)));
+  out += fmt::format("| User@host | {}@{} |\n", cell(str(run, "user")), cell(str(run, "host")));
+  std::string gpus;
+  if (run.contains("gpus")) {
+    for (const auto& g : run["gpus"]) {
+      if (!gpus.empty()) gpus += "; ";
+      gpus += fmt::format("{}: {}", g.value("index", 0), str(g, "name"));
+      if (g.contains("memory_total_bytes") && g["memory_total_bytes"].is_number())
+        gpus += fmt::format(" {:.0f} GiB", g["memory_total_bytes"].get<double>() / (1024.0 * 1024 * 1024));
+      if (g.value("used_by_job", false)) gpus += " (job)";
+    }
+  }
+  out += fmt::format("| GPUs | {} |\n", gpus.empty() ? "none seen" : cell(gpus));
+  out += fmt::format("| Start | {} |\n", cell(str(run, "start")));
+  out +=
+      fmt::format("| Duration | {} |\n", duration(run.contains("duration_s") && run["duration_s"].is_number()
+                                                      ? run["duration_s"].get<double>()
+                                                      : NAN));
+  out += fmt::format("| Status | {} |\n", cell(exit_text(run)));
+  std::string labels;
+  if (run.contains("labels") && run["labels"].is_object()) {
+    for (const auto& [k, v] : run["labels"].items()) {
+      if (!labels.empty()) labels += ", ";
+      labels += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
+    }
+  }
+  if (!labels.empty()) out += fmt::format("| Labels | {} |\n", cell(labels));
+  out += fmt::format("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
+                     m.value("train_events", 0));
+
+  const json& findings = m["findings"];
+  std::set<std::string> codes;
+  for (const auto& f : findings) codes.insert(str(f, "code"));
+  out += fmt::format("\n## Findings ({})\n\n", findings.size());
+  if (findings.empty()) {
+    out += "Nothing found.\n";
+  } else {
+    std::string list;
+    for (const auto& c : codes) list += (list.empty() ? "" : ", ") + c;
+    out += "Codes: " + list + "\n\n";
+    for (const auto& f : findings) {
+      std::string where;
+      if (f.contains("gpus") && !f["gpus"].empty()) {
+        for (const auto& g : f["gpus"]) where += (where.empty() ? " GPU " : ",") + g.dump();
+      }
+      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}\n  → {}\n", str(f, "severity"),
+                         str(f, "code"), str(f, "slug"), str(f, "title"), f.value("start_s", 0.0),
+                         f.value("end_s", 0.0), where, str(f, "evidence"), str(f, "advice"));
+    }
+  }
+
+  if (!m["gpu_stats"].empty()) {
+    out +=
+        "\n## GPUs\n\n| GPU | Name | Mean util | Peak util | Peak memory | Memory total | Mean power | "
+        "Power limit | Peak temp |\n|---|---|---|---|---|---|---|---|---|\n";
+    for (const auto& g : m["gpu_stats"]) {
+      out +=
+          fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.value("index", 0),
+                      cell(str(g, "name")), num(g, "mean_util_pct", " %"), num(g, "peak_util_pct", " %", 0),
+                      mib(g, "peak_mem_used_mib"), mib(g, "mem_total_mib"), num(g, "mean_power_w", " W"),
+                      num(g, "power_limit_w", " W", 0), num(g, "peak_temp_c", " °C", 0));
+    }
+  }
+
+  if (!m["processes"].empty()) {
+    out +=
+        "\n## Processes\n\n| PID | Command | In job | Peak RSS | CPU time | Peak GPU memory | GPUs |\n"
+        "|---|---|---|---|---|---|---|\n";
+    for (const auto& p : m["processes"]) {
+      std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
+      if (name.size() > 60) name = name.substr(0, 57) + "...";
+      std::string g;
+      for (const auto& x : p["gpus"]) g += (g.empty() ? "" : ",") + x.dump();
+      out += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", p.value("pid", 0), cell(name),
+                         p.value("in_job", false) ? "yes" : "no", mib(p, "peak_rss_mib"),
+                         num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);
+    }
+  }
+
+  out += "\n## Batch size\n\n";
+  if (m["batch_advice"].empty()) {
+    out += "No advice: the training process sent no batch size with PyTorch memory figures (D22).\n";
+  } else {
+    for (const auto& a : m["batch_advice"])
+      out += fmt::format("- {}\n  → {}\n", str(a, "evidence"), str(a, "advice"));
+  }
+
+  const json& epochs = m["epochs"];
+  if (!epochs.empty()) {
+    out += fmt::format("\n## Epochs\n\n{} epoch ends:", epochs.size());
+    for (const auto& e : epochs) out += fmt::format(" {}@{:.1f}s", e.value("epoch", 0), e.value("t", 0.0));
+    out += "\n";
+  }
+  for (const auto& n : m["notes"]) out += "\nNote: " + n.get<std::string>() + "\n";
+  return out;
+}
+
+}  // namespace trainmon::report

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The report model: the run's header, findings, charts, per-GPU figures and processes in one object.
+#include "report/report_model.h"
+
+#include <cmath>
+#include <string>
+
+#include "report/report_processes.h"
+#include "trainmon/recorder/run_report.h"
+#include "trainmon/store/load_run_series.h"
+
+namespace trainmon::report {
+namespace {
+
+using nlohmann::json;
+
+json rounded(double v) {
+  return std::isfinite(v) ? json(std::round(v * 100.0) / 100.0) : json(nullptr);
+}
+
+/// NaN-skipping mean and max of a column (NaN when it has no finite value).
+struct Stat {
+  double mean = NAN, max = NAN;
+};
+Stat stat(const std::vector<float>& v) {
+  double sum = 0, mx = -INFINITY;
+  std::size_t n = 0;
+  for (float x : v) {
+    if (std::isnan(x)) continue;
+    sum += x;
+    mx = std::max(mx, static_cast<double>(x));
+    ++n;
+  }
+  return n ? Stat{sum / static_cast<double>(n), mx} : Stat{};
+}
+
+json gpu_stats(const diagnose::RunSeries& rs) {
+  json out = json::array();
+  for (const auto& g : rs.gpus) {
+    out.push_back({{"index", g.index},
+                   {"name", g.name},
+                   {"mean_util_pct", rounded(stat(g.util_gpu_pct).mean)},
+                   {"peak_util_pct", rounded(stat(g.util_gpu_pct).max)},
+                   {"peak_mem_used_mib", rounded(stat(g.mem_used_mib).max)},
+                   {"mem_total_mib", rounded(stat(g.mem_total_mib).max)},
+                   {"mean_power_w", rounded(stat(g.power_w).mean)},
+                   {"power_limit_w", rounded(stat(g.power_limit_w).max)},
+                   {"peak_temp_c", rounded(stat(g.temp_c).max)},
+                   {"temp_slowdown_c", rounded(stat(g.temp_slowdown_c).max)}});
+  }
+  return out;
+}
+
+}  // namespace
+
+Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max_points) {
+  auto run = st.get_run(run_id);
+  if (!run) return std::unexpected(run.error());
+  json model = json::object();
+  model["format"] = "trainmon-report";
+  model["version"] = kModelVersion;
+  model["run"] = recorder::run_to_json(*run);
+  json notes = json::array();
+
+  diagnose::RunSeries series;
+  if (auto s = store::load_run_series(st, run_id)) {
+    series = std::move(*s);
+  } else {
+    notes.push_back("samples could not be read: " + s.error().message);
+  }
+  add_charts(model, series, max_points);
+  model["ticks"] = series.size();
+  model["gpu_stats"] = gpu_stats(series);
+  model["train_events"] = series.train_events.size();
+
+  std::vector<diagnose::Finding> findings;
+  if (auto f = st.findings(run_id)) {
+    findings = std::move(*f);
+  } else {
+    notes.push_back("findings could not be read: " + f.error().message);
+  }
+  add_findings(model, findings);
+
+  if (auto p = process_table(st, run_id)) {
+    model["processes"] = std::move(*p);
+  } else {
+    model["processes"] = json::array();
+    notes.push_back("processes could not be read: " + p.error().message);
+  }
+  if (series.size() == 0) notes.push_back("no samples were recorded for this run");
+  model["notes"] = std::move(notes);
+  return model;
+}
+
+}  // namespace trainmon::report

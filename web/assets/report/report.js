@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: Apache-2.0
+// trainmon run report: draws the model embedded in the page (docs/report.md) with uPlot.
+// Exposes window.trainmonReport = {charts: [{id, points, shaded, epochs}], renderMs, ready, errors}
+// for tests and the render benchmark.
+(function () {
+  'use strict';
+  const state = { charts: [], renderMs: 0, ready: false, errors: [] };
+  window.trainmonReport = state;
+  const t0 = performance.now();
+  const model = JSON.parse(document.getElementById('trainmon-data').textContent);
+  const root = document.getElementById('report');
+  root.textContent = '';
+
+  const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+    '#bcbd22', '#7f7f7f'];
+  const SEVERITY = { critical: 'rgba(214,39,40,0.16)', warning: 'rgba(255,127,14,0.16)',
+    info: 'rgba(31,119,180,0.10)' };
+
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'class') e.className = v; else e.setAttribute(k, v);
+    }
+    for (const c of children) {
+      if (c == null) continue;
+      e.append(c instanceof Node ? c : String(c));
+    }
+    return e;
+  }
+  function fmtDur(s) {
+    if (s == null || !isFinite(s)) return '';
+    const neg = s < 0 ? '-' : '';
+    s = Math.abs(s);
+    if (s < 120) return neg + (Math.round(s * 10) / 10) + 's';
+    const t = Math.round(s);
+    const d = Math.floor(t / 86400), h = Math.floor(t % 86400 / 3600), m = Math.floor(t % 3600 / 60);
+    const pad = (n) => String(n).padStart(2, '0');
+    if (d > 0) return `${neg}${d}d${pad(h)}h${pad(m)}m`;
+    if (h > 0) return `${neg}${h}h${pad(m)}m`;
+    return `${neg}${m}m${pad(t % 60)}s`;
+  }
+  function fmtValue(v, unit) {
+    if (v == null || !isFinite(v)) return '—';
+    if (unit === 'MiB' && Math.abs(v) >= 1024) return (v / 1024).toFixed(1) + ' GiB';
+    const a = Math.abs(v);
+    const txt = a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
+    return txt + (unit ? ' ' + unit : '');
+  }
+  function withAlpha(hex, a) {
+    const n = parseInt(hex.slice(1), 16);
+    return `rgba(${n >> 16 & 255},${n >> 8 & 255},${n & 255},${a})`;
+  }
+
+  // ---- header ----
+  const run = model.run || {};
+  root.append(el('h1', {}, `Run ${run.id} · ${run.name || ''}`));
+  const hdr = el('table', { class: 'header' });
+  const row = (k, v) => hdr.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
+  row('Command', el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
+  row('User@host', `${run.user || '?'}@${run.host || '?'}`);
+  const gpus = (run.gpus || []).map((g) => {
+    const mem = g.memory_total_bytes != null ? ` · ${(g.memory_total_bytes / 2 ** 30).toFixed(0)} GiB` : '';
+    return `${g.index}: ${g.name || 'GPU'}${mem}${g.used_by_job ? ' (job)' : ''}`;
+  });
+  row('GPUs', gpus.length ? gpus.join('; ') : 'none seen');
+  row('Start', run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
+  row('Duration', fmtDur(run.duration_s));
+  let exit = run.status || '?';
+  if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
+  else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
+  row('Status', el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
+  const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
+  if (labels.length) row('Labels', labels.join(', '));
+  row('Samples', `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
+    `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
+  root.append(hdr);
+  for (const n of model.notes || []) root.append(el('p', { class: 'note' }, n));
+
+  // ---- findings ----
+  const findings = model.findings || [];
+  const regions = {};  // chart id -> findings shaded on it
+  for (const f of findings) for (const id of f.charts || []) (regions[id] = regions[id] || []).push(f);
+  const fsec = el('section', { class: 'findings' }, el('h2', {}, `Findings (${findings.length})`));
+  if (!findings.length) fsec.append(el('p', {}, 'Nothing found.'));
+  for (const f of findings) {
+    const first = (f.charts || [])[0];
+    const range = f.end_s > f.start_s ? `${fmtDur(f.start_s)} – ${fmtDur(f.end_s)}` : `at ${fmtDur(f.start_s)}`;
+    const where = (f.gpus || []).length ? ` · GPU ${f.gpus.join(', ')}` : '';
+    const head = el('div', { class: 'finding-head' },
+      el('span', { class: 'sev sev-' + f.severity }, f.severity),
+      el('b', {}, `${f.code} ${f.title}`), ` · ${range}${where} `,
+      first ? el('a', { href: '#chart-' + first, class: 'goto' }, 'show on chart') : null);
+    fsec.append(el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head,
+      el('p', { class: 'evidence' }, f.evidence), el('p', { class: 'advice' }, '→ ' + f.advice)));
+  }
+  root.append(fsec);
+
+  // ---- charts ----
+  const x = model.x || [];
+  const epochs = model.epochs || [];
+  const charts = model.charts || [];
+  const csec = el('section', { class: 'charts' }, el('h2', {}, 'Charts'));
+  root.append(csec);
+  const width = Math.max(360, Math.floor((Math.min(root.clientWidth || 1200, 1600) - 24) / 2));
+  let group = null, grid = null;
+
+  function shade(u, rec) {
+    const list = regions[rec.id] || [];
+    const ctx = u.ctx, b = u.bbox;
+    let n = 0;
+    ctx.save();
+    for (const f of list) {
+      let x0 = u.valToPos(f.start_s, 'x', true), x1 = u.valToPos(f.end_s, 'x', true);
+      if (x1 - x0 < 4) { x0 -= 2; x1 += 2; }
+      x0 = Math.max(x0, b.left); x1 = Math.min(x1, b.left + b.width);
+      if (x1 <= x0) continue;
+      ctx.fillStyle = SEVERITY[f.severity] || SEVERITY.info;
+      ctx.fillRect(x0, b.top, x1 - x0, b.height);
+      n++;
+    }
+    ctx.restore();
+    rec.shaded = n;
+  }
+  function markEpochs(u, rec) {
+    const ctx = u.ctx, b = u.bbox;
+    let n = 0;
+    ctx.save();
+    ctx.strokeStyle = 'rgba(90,90,90,0.7)';
+    ctx.fillStyle = 'rgba(60,60,60,0.9)';
+    ctx.lineWidth = 1;
+    ctx.setLineDash([3, 3]);
+    ctx.font = `${10 * devicePixelRatio}px sans-serif`;
+    let lastLabel = -Infinity;
+    for (const e of epochs) {
+      const px = Math.round(u.valToPos(e.t, 'x', true)) + 0.5;
+      if (px < b.left || px > b.left + b.width) continue;
+      ctx.beginPath(); ctx.moveTo(px, b.top); ctx.lineTo(px, b.top + b.height); ctx.stroke();
+      if (px - lastLabel > 28 * devicePixelRatio) { ctx.fillText('e' + e.epoch, px + 2, b.top + 10 * devicePixelRatio); lastLabel = px; }
+      n++;
+    }
+    ctx.restore();
+    rec.epochs = n;
+  }
+
+  function makeChart(c) {
+    const rec = { id: c.id, title: c.title, group: c.group, points: 0, shaded: 0, epochs: 0 };
+    const data = [x];
+    const series = [{ label: 'time', value: (u, v) => fmtDur(v) }];
+    const bands = [];
+    let color = 0;
+    for (const s of c.series) {
+      const col = s.dash ? '#777777' : PALETTE[color++ % PALETTE.length];
+      const unit = s.scale === 'y2' ? (c.y2 && c.y2.unit === '% of time' ? '%' : '') : c.unit;
+      const common = { scale: s.scale === 'y2' ? 'y2' : 'y', spanGaps: !!s.spanGaps,
+        value: (u, v) => fmtValue(v, unit) };
+      if (!s.dash) for (const v of s.mean) if (v != null) rec.points++;
+      data.push(s.mean);
+      const mean = data.length - 1;
+      series.push(Object.assign({ label: s.label, stroke: col, width: s.dash ? 1 : 1.25,
+        dash: s.dash ? [6, 4] : undefined, points: { show: !!s.spanGaps, size: 4 } }, common));
+      if (s.min && s.max) {
+        data.push(s.max, s.min);
+        series.push(Object.assign({ label: s.label + ' (max)', stroke: withAlpha(col, 0.45), width: 0.5,
+          points: { show: false }, class: 'envelope' }, common));
+        series.push(Object.assign({ label: s.label + ' (min)', stroke: withAlpha(col, 0.45), width: 0.5,
+          points: { show: false }, class: 'envelope' }, common));
+        bands.push({ series: [mean + 1, mean + 2], fill: withAlpha(col, 0.15) });
+      }
+    }
+    const yRange = (c.y_min != null && c.y_max != null) ? [c.y_min, c.y_max]
+      : (u, lo, hi) => [Math.min(0, lo ?? 0), (hi == null || hi <= 0) ? 1 : hi * 1.08];
+    const scales = { x: { time: false }, y: { range: yRange } };
+    const axes = [
+      { values: (u, splits) => splits.map(fmtDur), size: 32 },
+      { values: (u, splits) => splits.map((v) => fmtValue(v, c.unit)), size: 70 },
+    ];
+    if (c.y2) {
+      scales.y2 = { range: [c.y2.min, c.y2.max] };
+      axes.push({ scale: 'y2', side: 1, grid: { show: false }, size: 46,
+        values: (u, splits) => splits.map((v) => v + '%') });
+    }
+    const wrap = el('figure', { class: 'chart', id: 'chart-' + c.id, 'data-chart': c.id });
+    wrap.append(el('figcaption', {}, `${c.title}${c.unit ? ' (' + c.unit + ')' : ''}`));
+    grid.append(wrap);
+    const opts = {
+      width, height: 220, series, bands, scales, axes,
+      legend: { live: true },
+      cursor: { sync: { key: 'trainmon' }, drag: { x: true, y: false } },
+      hooks: { drawClear: [(u) => shade(u, rec)], draw: [(u) => markEpochs(u, rec)] },
+    };
+    rec.plot = new uPlot(opts, data, wrap);
+    Object.defineProperty(rec, 'plot', { enumerable: false });
+    for (const e of wrap.querySelectorAll('.u-legend .u-series')) {
+      const label = e.textContent || '';
+      if (label.includes('(max)') || label.includes('(min)')) e.classList.add('envelope-legend');
+    }
+    state.charts.push(rec);
+  }
+
+  if (!charts.length) csec.append(el('p', {}, 'No samples to draw.'));
+  for (const c of charts) {
+    if (c.group !== group) {
+      group = c.group;
+      csec.append(el('h3', {}, group));
+      grid = el('div', { class: 'chart-grid' });
+      csec.append(grid);
+    }
+    try {
+      makeChart(c);
+    } catch (err) {
+      state.errors.push(`${c.id}: ${err}`);
+      console.error('trainmon report: chart', c.id, err);
+    }
+  }
+  state.renderMs = performance.now() - t0;
+
+  // ---- processes, batch size ----
+  const procs = model.processes || [];
+  const psec = el('section', { class: 'processes' }, el('h2', {}, 'Processes'));
+  if (!procs.length) psec.append(el('p', {}, 'No processes recorded.'));
+  else {
+    const t = el('table', { class: 'procs' }, el('tr', {}, ...['PID', 'Command', 'In job', 'Peak RSS', 'CPU time',
+      'Peak GPU memory', 'GPUs'].map((h) => el('th', {}, h))));
+    for (const p of procs) {
+      t.append(el('tr', { class: p.in_job ? 'job' : 'other' }, el('td', {}, p.pid),
+        el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80))),
+        el('td', {}, p.in_job ? 'yes' : 'no'), el('td', {}, fmtValue(p.peak_rss_mib, 'MiB')),
+        el('td', {}, p.cpu_time_s == null ? '—' : fmtDur(p.cpu_time_s)),
+        el('td', {}, fmtValue(p.peak_gpu_mem_mib, 'MiB')), el('td', {}, (p.gpus || []).join(', ') || '—')));
+    }
+    psec.append(t);
+  }
+  root.append(psec);
+  const bsec = el('section', { class: 'batch' }, el('h2', {}, 'Batch size'));
+  const advice = model.batch_advice || [];
+  if (!advice.length) bsec.append(el('p', {}, 'No advice: the training process sent no batch size with PyTorch memory figures (D22).'));
+  for (const a of advice) bsec.append(el('p', {}, a.evidence), el('p', { class: 'advice' }, '→ ' + a.advice));
+  root.append(bsec);
+  root.append(el('footer', {}, `trainmon report format ${model.version}`));
+
+  // Finding links: scroll to the chart and flash it.
+  root.addEventListener('click', (ev) => {
+    const a = ev.target.closest && ev.target.closest('a.goto');
+    if (!a) return;
+    const target = document.getElementById(a.getAttribute('href').slice(1));
+    if (target) {
+      target.classList.remove('flash');
+      void target.offsetWidth;
+      target.classList.add('flash');
+    }
+  });
+  requestAnimationFrame(() => { state.ready = true; });
+})();
