@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "trainmon/alerts/alert_observer.h"
 #include "trainmon/diagnose/thresholds.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/labels.h"
@@ -31,6 +32,7 @@ struct RecordOptions {
   std::string duration;  // stop after this long (tests, benchmarks)
   std::vector<std::string> thresholds;
   bool quiet = false;
+  alerts::AlertSetup alerts;  // --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
 
 int record(const RecordOptions& o, const GlobalOptions& global) {
@@ -81,7 +83,17 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   lo.proc_root = global.proc_root;
   lo.sys_root = global.sys_root;
   runner::prepare_signals();
-  return recorder::run_record_loop(lo, {}) == 0 ? kExitOk : kExitFailure;
+  alerts::AlertSetup alert_setup = o.alerts;
+  alert_setup.tool = "record";
+  alert_setup.quiet = o.quiet;
+  auto alert_observer = alerts::make_alert_observer(alert_setup);
+  if (!alert_observer) {
+    std::fprintf(stderr, "trainmon record: %s\n", alert_observer.error().message.c_str());
+    return kExitUsage;
+  }
+  std::vector<recorder::TickObserver*> observers;
+  if (*alert_observer) observers.push_back(alert_observer->get());
+  return recorder::run_record_loop(lo, observers) == 0 ? kExitOk : kExitFailure;
 }
 
 const Registrar kRegistrar{CommandSpec{
@@ -104,6 +116,7 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--duration", o->duration, "Stop after this long (default: until SIGINT/SIGTERM)");
       app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)");
       app.add_flag("-q,--quiet", o->quiet, "Print only errors");
+      alerts::add_alert_options(app, o->alerts);
       return [o, &global] { return record(*o, global); };
     },
     31}};
