@@ -27,6 +27,7 @@
 #include "trainmon/recorder/session.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/alerts/alert_observer.h"
+#include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
 #include "trainmon/sampler/sampler.h"
@@ -47,6 +48,8 @@ struct RunOptions {
   bool quiet = false;
   std::string print_every = "30";
   std::vector<std::string> thresholds;  ///< diagnosis threshold overrides, name=value
+  std::string report;                   ///< HTML report file (default: beside the store, docs/report.md)
+  bool no_report = false;
   std::vector<std::string> command;
   alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
@@ -319,6 +322,20 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     auto r = st ? st->insert_findings(run_id, *findings) : Expected<void>(std::unexpected(st.error()));
     if (!r) std::fprintf(stderr, "trainmon: the findings were not recorded: %s\n", r.error().message.c_str());
   }
+  // ---- the HTML report (docs/report.md): a failure is one message, never the exit status ----
+  std::string report_path;
+  if (!o.no_report && run_id) {
+    const std::string path = o.report.empty() ? report::default_report_path(db_path, run_id) : o.report;
+    auto st = store::Store::open(db_path, store::OpenMode::read_only);
+    auto r = st ? report::write_report_file(*st, run_id, path) : Expected<void>(std::unexpected(st.error()));
+    if (r) {
+      report_path = path;
+    } else {
+      std::fprintf(stderr, "trainmon: no report: %s\n", r.error().message.c_str());
+    }
+  } else if (!o.no_report && !o.report.empty()) {
+    std::fprintf(stderr, "trainmon: no report: the run was not recorded\n");
+  }
   if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
   if (!o.quiet) {
     std::fputs(
@@ -329,6 +346,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     if (findings) {
       for (const auto& f : *findings) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
     }
+    if (!report_path.empty()) std::fprintf(stderr, "report: %s\n", report_path.c_str());
   }
   return runner::exit_code_for(exit);
 }
@@ -349,6 +367,8 @@ const Registrar kRegistrar{CommandSpec{
           ->capture_default_str();
       app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
           ->allow_extra_args(false);
+      app.add_option("--report", o->report, "HTML report file (default: <store dir>/reports/run-<id>.html)");
+      app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
       alerts::add_alert_options(app, o->alerts);
       app.add_option("command", o->command, "The command to run, after --")->required();
       app.prefix_command(false);
