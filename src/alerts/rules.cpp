@@ -334,13 +334,14 @@ RuleSet default_rule_set() {
 }
 
 Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
-  toml::table root;
+  std::optional<toml::table> parsed;  // moved, not copied: a copy loses the nodes' line numbers
   try {
-    root = toml::parse(text, path);
+    parsed.emplace(toml::parse(text, std::string(path)));
   } catch (const toml::parse_error& e) {
     return std::unexpected(usage_error(
         fmt::format("{}:{}: {}", path.empty() ? "<rules>" : path, e.source().begin.line, e.description())));
   }
+  const toml::table& root = *parsed;
   Reader r{path, std::nullopt};
   RuleSet rs;
   rs.path = std::string(path);
@@ -363,7 +364,8 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
   if (const toml::node* sn = root.get("sinks")) {
     const toml::table* st = sn->as_table();
     if (!st) r.fail(*sn, "[sinks] must be a table of [sinks.NAME] tables");
-    for (const auto& [key, node] : st ? *st : toml::table{}) {
+    static const toml::table kNoSinks;
+    for (const auto& [key, node] : st ? *st : kNoSinks) {
       const toml::table* t = node.as_table();
       std::string name(key.str());
       if (!t) {
@@ -485,7 +487,8 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
   if (const toml::node* rn = root.get("rule")) {
     const toml::array* arr = rn->as_array();
     if (!arr) r.fail(*rn, "rules are written as [[rule]] tables");
-    for (const toml::node& node : arr ? *arr : toml::array{}) {
+    static const toml::array kNoRules;
+    for (const toml::node& node : arr ? *arr : kNoRules) {
       const toml::table* t = node.as_table();
       if (!t) {
         r.fail(node, "a rule must be a [[rule]] table");

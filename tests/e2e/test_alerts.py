@@ -1,0 +1,289 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Alerts end to end: fake-GPU scenarios -> rules -> a real local HTTP receiver and a real SMTP server
+(aiosmtpd) on 127.0.0.1; receiver down then up; flapping under a cooldown; alerts check / test."""
+
+import email
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_run_helpers import env, trainmon_bin, wait_for  # noqa: E402
+
+SCENARIO = "alerts-mixed.json"  # GPU0 10 % util, GPU1 97 % memory, GPU2 Xid 79 at 3 s, GPU3 flaps 90/10 % per second
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Receiver:
+    """A webhook receiver on 127.0.0.1 collecting JSON bodies."""
+
+    def __init__(self, port=0):
+        self.bodies = []
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                outer.bodies.append(json.loads(self.rfile.read(n)))
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, *a):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), H)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+class Smtp:
+    """aiosmtpd on 127.0.0.1 collecting messages."""
+
+    def __init__(self):
+        from aiosmtpd.controller import Controller
+        self.messages = []
+        outer = self
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                outer.messages.append((envelope.rcpt_tos, email.message_from_bytes(envelope.content)))
+                return "250 OK"
+
+        self.port = free_port()
+        self.controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        self.controller.start()
+
+    def close(self):
+        self.controller.stop()
+
+
+@pytest.fixture
+def smtp():
+    s = Smtp()
+    yield s
+    s.close()
+
+
+def rules_file(tmp_path, hook_port, smtp_port=None, extra=""):
+    mail = ""
+    sinks = '"hook"'
+    if smtp_port:
+        sinks = '"hook", "mail"'
+        mail = f'''
+[sinks.mail]
+type = "email"
+url = "smtp://127.0.0.1:{smtp_port}"
+starttls = "off"
+from = "trainmon@localhost"
+to = ["ops@localhost"]
+timeout = "5s"
+'''
+    p = tmp_path / "alerts.toml"
+    p.write_text(f'''
+[delivery]
+spool_dir = "{tmp_path / 'spool'}"
+retry_initial = "0.3s"
+retry_max = "1s"
+finish_grace = "1s"
+
+[defaults]
+sinks = [{sinks}]
+
+[sinks.hook]
+type = "webhook"
+url = "http://127.0.0.1:{hook_port}/hook"
+timeout = "3s"
+{mail}
+[[rule]]
+name = "gpu-bottleneck"
+metric = "utilization.gpu"
+condition = "< 30"
+for = "2s"
+gpus = [0, 1, 2]
+message = "GPU {{target}} utilization {{value}}% < 30% for {{for}}"
+
+[[rule]]
+name = "oom-risk"
+metric = "memory.used_pct"
+condition = "> 95"
+severity = "critical"
+
+[[rule]]
+name = "flap"
+metric = "utilization.gpu"
+condition = "< 50"
+gpus = [3]
+cooldown = "4s"
+{extra}
+''')
+    return p
+
+
+def record(rules, seconds, tmp_path, timeout=120):
+    return subprocess.run([trainmon_bin(), "record", "--db", str(tmp_path / "t.db"), "--interval", "0.2",
+                           "--duration", str(seconds), "-q", "--alerts", str(rules)],
+                          env=env(SCENARIO), capture_output=True, text=True, timeout=timeout)
+
+
+def key(b):
+    return (b["rule"], b["target"], b["state"])
+
+
+def test_scenarios_reach_webhook_and_smtp_and_flapping_is_limited(tmp_path, smtp):
+    rx = Receiver()
+    try:
+        rules = rules_file(tmp_path, rx.port, smtp.port)
+        p = record(rules, 9, tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert wait_for(lambda: len(smtp.messages) >= 3 and len(rx.bodies) >= 3, 20)
+    finally:
+        rx.close()
+    got = [key(b) for b in rx.bodies]
+    # the article's bottleneck rule: GPU0 below 30 % for the `for` duration; GPU1 at 97 % memory; Xid 79
+    assert got.count(("gpu-bottleneck", "gpu0", "firing")) == 1, got
+    assert not any(k[0] == "gpu-bottleneck" and k[1] != "gpu0" for k in got), got
+    assert got.count(("oom-risk", "gpu1", "firing")) == 1, got
+    xid = [b for b in rx.bodies if b["rule"] == "xid"]
+    assert [(b["target"], b["value"]) for b in xid] == [("gpu2", 79)], xid
+    bott = next(b for b in rx.bodies if b["rule"] == "gpu-bottleneck")
+    assert bott["message"].startswith("GPU gpu0 utilization 10% < 30% for 2s"), bott
+    assert bott["for_s"] == 2 and bott["value"] == 10
+    assert next(b for b in rx.bodies if b["rule"] == "oom-risk")["value"] > 95
+    # flapping GPU3 (below 50 % every other second): at most one firing per 4 s cooldown
+    flaps = sorted(b["time_unix_ns"] for b in rx.bodies if b["rule"] == "flap" and b["state"] == "firing")
+    assert 1 <= len(flaps) <= 3, flaps
+    assert all(b - a >= 4e9 - 1e6 for a, b in zip(flaps, flaps[1:])), flaps
+    # the same alerts by e-mail
+    subjects = [m["Subject"] for _, m in smtp.messages]
+    assert any("gpu-bottleneck gpu0" in s for s in subjects), subjects
+    assert any("oom-risk gpu1" in s and "critical" in s for s in subjects), subjects
+    assert any("xid gpu2" in s for s in subjects), subjects
+    assert all(r == ["ops@localhost"] for r, _ in smtp.messages)
+    assert len(smtp.messages) == len(rx.bodies)
+    # nothing left in the spool
+    assert not list((tmp_path / "spool").rglob("*.json"))
+
+
+def test_receiver_down_then_up_every_alert_once_late(tmp_path):
+    port = free_port()
+    rules = rules_file(tmp_path, port)
+    # the receiver is down for the whole run: everything stays spooled
+    p = record(rules, 5, tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "not delivered yet" in p.stderr and "127.0.0.1" in p.stderr, p.stderr
+    spooled = list((tmp_path / "spool" / "hook").glob("*.json"))
+    want = {("gpu-bottleneck", "gpu0", "firing"), ("oom-risk", "gpu1", "firing"), ("xid", "gpu2", "firing")}
+    assert want <= {key(json.loads(f.read_text())) for f in spooled}
+    # a receiver comes back; a second trainmon with the same spool delivers them, in order, once
+    rx = Receiver(port)
+    try:
+        q = record(rules, 2, tmp_path)
+        assert q.returncode == 0, q.stderr
+        assert wait_for(lambda: len(rx.bodies) >= len(spooled), 20)
+        f = subprocess.run([trainmon_bin(), "alerts", "flush", str(rules)], capture_output=True, text=True, timeout=60)
+        assert f.returncode == 0, f.stderr
+    finally:
+        rx.close()
+    ids = [b["id"] for b in rx.bodies]
+    assert len(ids) == len(set(ids)), "an alert arrived twice"
+    first_run = [b for b in rx.bodies if b["run_id"] == 1]
+    assert {key(b) for b in first_run} >= want
+    assert sorted(b["time_unix_ns"] for b in first_run) == [b["time_unix_ns"] for b in first_run]
+    for k in want:
+        assert [key(b) for b in first_run].count(k) == 1
+    assert not list((tmp_path / "spool").rglob("*.json"))
+
+
+def test_receiver_up_during_the_run_gets_them_late(tmp_path):
+    port = free_port()
+    rules = rules_file(tmp_path, port)
+    proc = subprocess.Popen([trainmon_bin(), "record", "--db", str(tmp_path / "t.db"), "--interval", "0.2",
+                             "--duration", "8", "-q", "--alerts", str(rules)],
+                            env=env(SCENARIO), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    rx = None
+    try:
+        assert wait_for(lambda: len(list((tmp_path / "spool" / "hook").glob("*.json"))) >= 2, 30)
+        rx = Receiver(port)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err
+        assert "retrying" in err
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        if rx:
+            rx.close()
+    got = [key(b) for b in rx.bodies]
+    assert got.count(("oom-risk", "gpu1", "firing")) == 1, got
+    assert got.count(("xid", "gpu2", "firing")) == 1, got
+    assert len({b["id"] for b in rx.bodies}) == len(rx.bodies)
+    assert not list((tmp_path / "spool").rglob("*.json"))
+
+
+def test_check_names_the_line(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[sinks.hook]\ntype = "webhook"\nurl = "http://127.0.0.1:9/x"\n\n[[rule]]\nname = "u"\n'
+                   'metric = "utilization.gpu"\ncondition = "under 30"\n')
+    p = subprocess.run([trainmon_bin(), "alerts", "check", str(bad)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2
+    assert f"{bad}:8: condition 'under 30'" in p.stderr, p.stderr
+    bad.write_text('[[rule]]\nname = "u"\nmetric = "utilization.gpu"\ncondition = "< 30"\nsinks = ["nope"]\n')
+    p = subprocess.run([trainmon_bin(), "alerts", "check", str(bad)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and f"{bad}:5: unknown sink 'nope'" in p.stderr, p.stderr
+    bad.write_text('[[rule]\nname = "u"\n')
+    p = subprocess.run([trainmon_bin(), "alerts", "check", str(bad)], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and f"{bad}:1:" in p.stderr, p.stderr
+    # run and record refuse it before starting anything
+    p = subprocess.run([trainmon_bin(), "record", "--db", str(tmp_path / "t.db"), "--duration", "1", "--alerts", str(bad)],
+                       env=env(SCENARIO), capture_output=True, text=True, timeout=30)
+    assert p.returncode == 2 and f"{bad}:1:" in p.stderr
+    ex = os.path.join(os.environ.get("TRAINMON_SOURCE_DIR", "."), "examples", "alerts.toml")
+    p = subprocess.run([trainmon_bin(), "alerts", "check", ex], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "utilization.gpu < 30 for 60s" in p.stdout and "memory.used_pct > 95" in p.stdout
+
+
+def test_alerts_test_reaches_every_sink(tmp_path, smtp):
+    rx = Receiver()
+    out = tmp_path / "cmd.out"
+    script = tmp_path / "sink.sh"
+    script.write_text(f'#!/bin/sh\necho "$TRAINMON_ALERT_STATE $TRAINMON_ALERT_TARGET" >> {out}\n')
+    script.chmod(0o755)
+    try:
+        rules = rules_file(tmp_path, rx.port, smtp.port,
+                           extra=f'\n[sinks.script]\ntype = "command"\ncommand = ["{script}"]\n')
+        # the [sinks.script] table must come before the rules: rewrite in order
+        text = rules.read_text().replace(f'\n[sinks.script]\ntype = "command"\ncommand = ["{script}"]\n', "")
+        rules.write_text(f'[sinks.script]\ntype = "command"\ncommand = ["{script}"]\n' + text)
+        p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert wait_for(lambda: len(smtp.messages) >= 1 and len(rx.bodies) >= 1, 10)
+    finally:
+        rx.close()
+    for s in ("hook", "mail", "script", "log"):
+        assert f"sink {s} (" in p.stdout and "delivered" in p.stdout
+    assert rx.bodies[0]["state"] == "test"
+    assert "TEST" in smtp.messages[0][1]["Subject"]
+    assert out.read_text().strip() == "test sink script"
+    assert "alert: [info] TEST test sink log" in p.stderr
+    # a sink that is down fails the test command
+    rules.write_text(rules.read_text().replace(f"127.0.0.1:{rx.port}", f"127.0.0.1:{free_port()}"))
+    p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "sink hook (webhook): FAILED" in p.stdout
