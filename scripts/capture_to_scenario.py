@@ -3,8 +3,16 @@
 """Turn the `nvidia-smi -q` sections of a capture (../shared/captures) into fake-NVML scenarios.
 
 Usage: capture_to_scenario.py CAPTURE.txt STATE OUT.json [--name NAME]
-STATE is "idle" or "load". Values are copied exactly (MiB x 1048576 bytes, W x 1000 mW, ...), all as
-constant timelines, so the scenario frozen at any time reproduces the capture. Standard library only.
+STATE is "idle" or "load". Values are copied exactly (MiB x 1048576 bytes, W x 1000 mW, ...).
+
+A capture holds several moments: the --query-gpu CSV line, then (seconds later) `nvidia-smi pmon -c 5`
+and `nvidia-smi dmon -c 5`, one row per GPU / process per second. The scenario plays them on one
+timeline (scenario seconds, see MOMENTS):
+  t < PMON_T0 (and again from PMON_T0 + n, and from DMON_T0 + n on): the --query-gpu moment;
+  PMON_T0 + k: the k-th pmon sample (per-process sm / mem / enc / dec utilisation);
+  DMON_T0 + k: the k-th dmon sample (power, temperatures, utilisation, clocks).
+Frozen at any of those times (TRAINMON_FAKE_NVML_TIME_S), the scenario reproduces that view.
+Standard library only.
 """
 import argparse
 import json
@@ -12,6 +20,10 @@ import re
 import sys
 
 MIB = 1048576
+
+# Scenario seconds at which the capture's pmon and dmon samples are played (sample k at T0 + k).
+PMON_T0 = 10
+DMON_T0 = 20
 
 
 def section(text, state, what):
@@ -123,24 +135,108 @@ def processes(gpu_nodes, state):
     return out
 
 
-def pmon_util(text, state):
-    """Per-process utilisation from the state's pmon rows: {(gpu, pid): {"sm_util": v, ...}}. The first
-    row of each process is kept (constant values); '-' (no sample) leaves the key out."""
-    out = {}
-    try:
-        body = section(text, state, "pmon")
-    except SystemExit:
-        return out
+def monitor_samples(text, state, what):
+    """The samples of the state's `nvidia-smi dmon` or `pmon` section: a list (one per sample, in
+    order) of lists of rows, each row a {column name: int, or None for '-'} dict plus "gpu" and, for
+    pmon, "pid" (None on an idle GPU's row). A sample ends where a row's key (gpu, or gpu and pid)
+    repeats. Empty when the capture has no such section."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("# %s :: %s " % (state, what))]
+    if not starts:
+        return []
+    body = []
+    for line in lines[starts[0] + 2:]:  # after the heading and the command line
+        if line.startswith("#####"):
+            if body:
+                break
+            continue
+        body.append(line)
+    names = None
+    samples, seen = [], set()
     for line in body:
         cols = line.split()
-        if line.startswith("#") or len(cols) < 9 or not (cols[0].isdigit() and cols[1].isdigit()):
+        if line.startswith("# gpu"):
+            names = cols[1:]
             continue
-        key = (int(cols[0]), int(cols[1]))
-        if key in out:
+        if line.startswith("#") or not cols or not cols[0].isdigit() or names is None:
             continue
-        out[key] = {name: int(v) for name, v in zip(("sm_util", "mem_util", "enc_util", "dec_util"), cols[3:7])
-                    if v.isdigit()}
+        row = {}
+        for name, v in zip(names, cols):
+            if name in ("type", "command"):
+                row[name] = v
+            else:
+                row[name] = int(v) if v.isdigit() else None
+        key = (row["gpu"], row.get("pid")) if what == "pmon" else row["gpu"]
+        if not samples or key in seen:
+            samples.append([])
+            seen = set()
+        seen.add(key)
+        samples[-1].append(row)
+    return samples
+
+
+def stepped(rest, points):
+    """A timeline: `rest` (the --query-gpu moment's value) except at the given [t, v] points, each
+    holding one second; constant when nothing differs."""
+    if all(v == rest for _, v in points):
+        return rest
+    out, last_t = [[0, rest]], None
+    for t, v in sorted(points):
+        out.append([t, v])
+        last_t = t
+    out.append([last_t + 1, rest])
     return out
+
+
+# dmon column -> the scenario metrics it shows, and the scale from the printed unit.
+DMON_METRICS = {
+    "pwr": (("power_draw", "power_draw_instant"), 1000),
+    "gtemp": (("temperature_gpu",), 1), "mtemp": (("temperature_memory",), 1),
+    "sm": (("utilization_gpu",), 1), "mem": (("utilization_memory",), 1),
+    "enc": (("utilization_encoder",), 1), "dec": (("utilization_decoder",), 1),
+    "jpg": (("utilization_jpeg",), 1), "ofa": (("utilization_ofa",), 1),
+    "mclk": (("clock_memory",), 1), "pclk": (("clock_graphics", "clock_sm"), 1),
+}
+# Device-level utilisation a MIG-enabled GPU answers NOT_SUPPORTED for (dmon prints '-').
+MIG_UNSUPPORTED = {"sm", "mem", "enc", "dec", "jpg", "ofa"}
+
+
+def apply_dmon(m, index, samples, mig):
+    """Play each dmon sample of GPU `index` at DMON_T0 + k on the metrics it shows."""
+    for col, (keys, scale) in DMON_METRICS.items():
+        points = []
+        for k, sample in enumerate(samples):
+            for row in sample:
+                if row["gpu"] != index or col not in row:
+                    continue
+                v = row[col]
+                if v is None:
+                    if not (mig and col in MIG_UNSUPPORTED) and any(key in m for key in keys):
+                        raise SystemExit("dmon prints '-' for %s but the scenario has %s" % (col, keys))
+                    continue
+                points.append([DMON_T0 + k, v * scale])
+        if not points:
+            continue
+        for key in keys:
+            if key not in m and key != keys[0]:
+                continue  # e.g. no instantaneous power reading on this GPU
+            rest = m.get(key, points[0][1])
+            if isinstance(rest, list):
+                rest = rest[0][1]
+            m[key] = stepped(rest, points)
+
+
+def apply_pmon(p, index, samples):
+    """Play each pmon sample at PMON_T0 + k on the process's utilisation ('-' plays as 0: no sample,
+    or a zero that nvidia-smi prints as '-')."""
+    for col, key in (("sm", "sm_util"), ("mem", "mem_util"), ("enc", "enc_util"), ("dec", "dec_util")):
+        points = []
+        for k, sample in enumerate(samples):
+            for row in sample:
+                if row["gpu"] == index and row.get("pid") == p["pid"]:
+                    points.append([PMON_T0 + k, row.get(col) or 0])
+        if points and any(v for _, v in points):
+            p[key] = stepped(points[0][1], points)
 
 
 def device(gpu_nodes, bus_id):
@@ -402,25 +498,29 @@ def main():
     cuda = get(tree, "CUDA Version")
     gpus = [n for n in tree if n[0] == "GPU"]
     rows = csv_rows(text, args.state)
-    util = pmon_util(text, args.state)
+    pmon = monitor_samples(text, args.state, "pmon")
+    dmon = monitor_samples(text, args.state, "dmon")
     devices, procs = [], []
     for index, gpu in enumerate(gpus):
         d = device(gpu[2], gpu[1])
         d["metrics"] = metrics(gpu[2], d)
         apply_csv(d["metrics"], rows[index])
         apply_csv_device(d, rows[index])
-        if d.get("mig_mode", {}).get("current"):
+        mig = bool(d.get("mig_mode", {}).get("current"))
+        apply_dmon(d["metrics"], index, dmon, mig)
+        if mig:
             d["mig_devices"] = mig_devices(gpu[2], d["name"])
         devices.append(d)
         for p in processes(gpu[2], args.state):
             p["gpu"] = index
-            p.update(util.get((index, p["pid"]), {}))
+            apply_pmon(p, index, pmon)
             procs.append(p)
     driver = get(tree, "Driver Version")
     scenario = {
         "name": args.name or args.out.rsplit("/", 1)[-1].removesuffix(".json"),
-        "description": "Generated by scripts/capture_to_scenario.py from %s (%s). Constant values, exactly "
-                       "the capture's -q section." % (args.capture.rsplit("/", 1)[-1], args.state),
+        "description": "Generated by scripts/capture_to_scenario.py from %s (%s): the capture's --query-gpu "
+                       "moment (-q section and CSV), its pmon samples at t=%d+k s and its dmon samples at "
+                       "t=%d+k s." % (args.capture.rsplit("/", 1)[-1], args.state, PMON_T0, DMON_T0),
         "generation": driver.split(".")[0],
         "driver_version": driver,
         "nvml_version": "%s.%s" % (cuda.split(".")[0], driver),

@@ -1,19 +1,125 @@
 // SPDX-License-Identifier: Apache-2.0
-// Internal helpers shared by dmon_format.cpp and pmon_format.cpp (not part of the public API).
+// Internal helpers shared by dmon_format.cpp and pmon_format.cpp (not part of the public API): the
+// column table type, group selection in -s order, the cells, and the date / time / index columns.
+// Layout measured on nvidia-smi 590 output (../shared/captures and published `dmon -o DT` /
+// `pmon -s um -o DT` output): a lead character ('#' on the two header lines, ' ' on rows), with -o D
+// the date (YYYYMMDD) and with -o T the time (HH:MM:SS), each left-aligned in 12 columns, then the
+// GPU index right-aligned in 4, then each metric right-aligned in 7.
 #pragma once
 
-#include <cstdint>
-#include <string>
+#include <fmt/format.h>
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trainmon/core/reading.h"
 #include "trainmon/export/monitor_format.h"
+#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 
-/// "#Date     Time     " (names) or "#YYYYMMDD HH:MM:SS " (units) for -o DT; empty without -o.
-std::string monitor_time_header(const MonitorOptions& opt, bool units_line);
-/// " 20260703 22:10:46 " for -o DT, local time; empty without -o.
-std::string monitor_time_prefix(const MonitorOptions& opt, std::int64_t time_unix_ns);
-/// "# gpu" / "# Idx", or "  gpu" / "  Idx" after a time prefix.
-std::string monitor_index_header(const MonitorOptions& opt, bool units_line);
+/// A printed value: the integer, or nullopt for `-`.
+using MonitorValue = std::optional<std::uint64_t>;
+
+/// The value of a reading, nullopt when it was not read.
+template <class T>
+MonitorValue reading_value(const Reading<T>& r) {
+  return r.ok() ? MonitorValue(static_cast<std::uint64_t>(*r)) : std::nullopt;
+}
+
+/// One metric column: its -s group letter, header name, unit (second header line) and reader.
+template <class Reader>
+struct MonitorColumn {
+  char group;
+  std::string_view name;
+  std::string_view unit;
+  Reader read;
+};
+
+/// The columns of the groups in `groups`, in the order the letters are given (nvidia-smi prints
+/// `-s pucvmte` and `-s pucvmet` in their own orders), each group's columns in table order.
+template <class Column>
+std::vector<const Column*> select_columns(const std::vector<Column>& table, std::string_view groups) {
+  std::vector<const Column*> out;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (groups.find(groups[i]) != i) continue;  // a letter given twice counts once
+    for (const auto& c : table)
+      if (c.group == groups[i]) out.push_back(&c);
+  }
+  return out;
+}
+
+/// The first letter of `s` that is not in `allowed`; nullopt when all are.
+inline std::optional<char> first_bad_group(std::string_view s, std::string_view allowed) {
+  for (char c : s)
+    if (allowed.find(c) == std::string_view::npos) return c;
+  return std::nullopt;
+}
+
+/// A value as the text view prints it: the number, or `-`.
+inline std::string monitor_cell(const MonitorValue& v) {
+  return v ? fmt::format("{}", *v) : std::string("-");
+}
+
+/// Appends `text` right-aligned in `width` (nvidia-smi's "%7s"); a value as wide as the column or
+/// wider (a 1 PB frame buffer in MiB) still gets one space before it, so no two cells ever merge.
+inline void append_cell(std::string& out, std::string_view text, std::size_t width) {
+  if (text.size() >= width) out += ' ';
+  fmt::format_to(std::back_inserter(out), "{:>{}}", text, width);
+}
+
+/// Appends each column's name (or unit) right-aligned in 7 to the two header lines.
+template <class Column>
+void append_column_headers(const std::vector<const Column*>& cols, std::string& names, std::string& units) {
+  for (const auto* c : cols) {
+    fmt::format_to(std::back_inserter(names), "{:>7}", c->name);
+    fmt::format_to(std::back_inserter(units), "{:>7}", c->unit);
+  }
+}
+
+/// The columns before the metrics: `lead`, then the -o date and time cells (12 wide, left-aligned),
+/// then `index` right-aligned in 4. Without -o: "# gpu", "# Idx", "    0".
+inline std::string monitor_lead(const MonitorOptions& opt, char lead, std::string_view date,
+                                std::string_view time, std::string_view index) {
+  std::string out(1, lead);
+  if (opt.date) fmt::format_to(std::back_inserter(out), "{:<12}", date);
+  if (opt.time) fmt::format_to(std::back_inserter(out), "{:<12}", time);
+  fmt::format_to(std::back_inserter(out), "{:>4}", index);
+  return out;
+}
+
+/// The two header lines' lead columns: {"#Date        Time         gpu", "#YYYYMMDD    HH:MM:SS     Idx"}.
+inline std::pair<std::string, std::string> monitor_header_leads(const MonitorOptions& opt) {
+  return {monitor_lead(opt, '#', "Date", "Time", "gpu"),
+          monitor_lead(opt, '#', "YYYYMMDD", "HH:MM:SS", "Idx")};
+}
+
+/// A row's lead columns at local time `time_unix_ns`: " 20260816    09:22:34       0".
+inline std::string monitor_row_lead(const MonitorOptions& opt, std::int64_t time_unix_ns,
+                                    unsigned gpu_index) {
+  std::string date, time;
+  if (opt.date || opt.time) {
+    const std::string ts = nvidia_smi_timestamp(time_unix_ns);  // YYYY/MM/DD HH:MM:SS.mmm
+    date = ts.substr(0, 4) + ts.substr(5, 2) + ts.substr(8, 2);
+    time = ts.substr(11, 8);
+  }
+  return monitor_lead(opt, ' ', date, time, fmt::format("{}", gpu_index));
+}
+
+/// CSV: "date, time, " as selected by -o (header line).
+inline std::string monitor_csv_time_header(const MonitorOptions& opt) {
+  return std::string(opt.date ? "date, " : "") + (opt.time ? "time, " : "");
+}
+
+/// CSV: "2026/08/16, 09:22:34, " as selected by -o (rows).
+inline std::string monitor_csv_time_cells(const MonitorOptions& opt, std::int64_t time_unix_ns) {
+  if (!opt.date && !opt.time) return {};
+  const std::string ts = nvidia_smi_timestamp(time_unix_ns);
+  return (opt.date ? ts.substr(0, 10) + ", " : std::string()) +
+         (opt.time ? ts.substr(11, 8) + ", " : std::string());
+}
 
 }  // namespace trainmon::exp

@@ -1,7 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// pmon layout measured on nvidia-smi 590 output (captures): "%5u" gpu, "%11s" pid, "%6s" type,
-// "%7s" per metric, then four spaces and the command left-aligned in 15 columns. The header lines
-// use a 12-wide pid and 7-wide type column (nvidia-smi's own misalignment, kept byte for byte).
+// pmon layout measured on nvidia-smi 590 output (captures, published `pmon -s um` output): the lead
+// columns of monitor_common.h, "%11s" pid, "%6s" type, "%7s" per metric, then four spaces and the
+// command cut and padded to 15 columns. The header lines use a 12-wide pid and 7-wide type column
+// (nvidia-smi's own misalignment, kept byte for byte).
+//
+// `-` rules (text view), read from every pmon row of the captures (drivers 590 and 595) and published
+// output of the same drivers: a utilisation column prints `-` when the process had no sample in the
+// interval and also when its value is 0 (gpu_burn's enc/dec, Hyprland's "4 -" sm/mem); fb prints the
+// number, 0 included; an idle GPU gets one row of `-`. (Older drivers printed a sampled 0 in sm/mem.)
+// JSON and CSV give the reading itself: 0 stays 0, no sample is null / `-`.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,87 +26,81 @@ namespace trainmon::exp {
 
 namespace {
 
-using Value = std::optional<std::uint64_t>;
-
-struct PmonColumn {
-  char group;
-  std::string_view name;
-  std::string_view unit;
-  std::function<Value(const GpuProcessSample&)> read;
+struct PmonReader {
+  std::function<MonitorValue(const GpuProcessSample&)> value;
+  bool zero_is_dash = false;  ///< a utilisation: nvidia-smi prints 0 as `-`
 };
-
-template <class T>
-Value opt(const Reading<T>& r) {
-  return r.ok() ? Value(static_cast<std::uint64_t>(*r)) : std::nullopt;
-}
+using PmonColumn = MonitorColumn<PmonReader>;
 
 const std::vector<PmonColumn>& pmon_columns() {
   static const std::vector<PmonColumn> cols = {
-      {'m', "fb", "MB",
-       [](const GpuProcessSample& p) -> Value {
-         return p.used_memory_bytes.ok() ? Value(bytes_to_mib(*p.used_memory_bytes)) : std::nullopt;
-       }},
-      {'m', "ccpm", "MB", [](const GpuProcessSample&) -> Value { return std::nullopt; }},
-      {'u', "sm", "%", [](const GpuProcessSample& p) { return opt(p.sm_util_pct); }},
-      {'u', "mem", "%", [](const GpuProcessSample& p) { return opt(p.mem_util_pct); }},
-      {'u', "enc", "%", [](const GpuProcessSample& p) { return opt(p.enc_util_pct); }},
-      {'u', "dec", "%", [](const GpuProcessSample& p) { return opt(p.dec_util_pct); }},
-      {'u', "jpg", "%", [](const GpuProcessSample&) -> Value { return std::nullopt; }},
-      {'u', "ofa", "%", [](const GpuProcessSample&) -> Value { return std::nullopt; }},
+      {'u', "sm", "%", {[](const GpuProcessSample& p) { return reading_value(p.sm_util_pct); }, true}},
+      {'u', "mem", "%", {[](const GpuProcessSample& p) { return reading_value(p.mem_util_pct); }, true}},
+      {'u', "enc", "%", {[](const GpuProcessSample& p) { return reading_value(p.enc_util_pct); }, true}},
+      {'u', "dec", "%", {[](const GpuProcessSample& p) { return reading_value(p.dec_util_pct); }, true}},
+      // Per-process JPEG / OFA (nvmlDeviceGetProcessesUtilizationInfo) are not read by the backend yet.
+      {'u', "jpg", "%", {[](const GpuProcessSample&) -> MonitorValue { return std::nullopt; }, true}},
+      {'u', "ofa", "%", {[](const GpuProcessSample&) -> MonitorValue { return std::nullopt; }, true}},
+      {'m',
+       "fb",
+       "MB",
+       {[](const GpuProcessSample& p) -> MonitorValue {
+          return p.used_memory_bytes.ok() ? MonitorValue(bytes_to_mib(*p.used_memory_bytes)) : std::nullopt;
+        },
+        false}},
+      // Confidential-computing protected memory: not read by the backend yet.
+      {'m', "ccpm", "MB", {[](const GpuProcessSample&) -> MonitorValue { return std::nullopt; }, false}},
   };
   return cols;
 }
 
-std::vector<const PmonColumn*> selected(const std::string& groups) {
-  std::vector<const PmonColumn*> out;
-  for (const auto& c : pmon_columns())
-    if (groups.find(c.group) != std::string::npos) out.push_back(&c);
-  return out;
+/// The text view's cell: `-` for no value and, in utilisation columns, for 0.
+std::string text_cell(const PmonColumn& c, const GpuProcessSample* p) {
+  MonitorValue v = p ? c.read.value(*p) : std::nullopt;
+  if (v && *v == 0 && c.read.zero_is_dash) v.reset();
+  return monitor_cell(v);
 }
 
-std::string type_text(char t) {
-  if (t == 'C' || t == 'G' || t == 'M') return std::string(1, t);
+/// pmon's type column: C (compute), G (graphics), C+G (both lists), M (MPS).
+std::string type_text(const GpuProcessSample& p) {
+  if (p.compute_and_graphics) return "C+G";
+  if (p.type == 'C' || p.type == 'G' || p.type == 'M') return std::string(1, p.type);
   return "-";
 }
 
+/// The command column: the basename of the process name, cut to 15 columns as nvidia-smi does.
 std::string command_of(const GpuProcessSample& p) {
-  return p.process_name.ok() && !p.process_name->empty() ? std::string(path_basename(*p.process_name)) : "-";
+  if (!p.process_name.ok() || p.process_name->empty()) return "-";
+  return truncate_display(path_basename(*p.process_name), 15);
 }
 
 }  // namespace
 
 std::expected<std::string, std::string> parse_pmon_groups(std::string_view s) {
   if (s.empty()) return std::string("u");
-  for (char c : s)
-    if (c != 'u' && c != 'm')
-      return std::unexpected(fmt::format("Invalid metric group '{}' for -s (use u, m or um).", c));
+  if (auto bad = first_bad_group(s, "um"))
+    return std::unexpected(fmt::format("Invalid metric group '{}' for -s (use u, m or um).", *bad));
   return std::string(s);
 }
 
 std::string pmon_header(const MonitorOptions& opt) {
-  const auto cols = selected(opt.groups);
+  const auto cols = select_columns(pmon_columns(), opt.groups);
   if (opt.format == MonitorFormat::json) return {};
   if (opt.format == MonitorFormat::csv) {
-    std::string out;
-    if (opt.date) out += "date, ";
-    if (opt.time) out += "time, ";
-    out += "gpu, pid, type";
+    std::string out = monitor_csv_time_header(opt) + "gpu, pid, type";
     for (const auto* c : cols) fmt::format_to(std::back_inserter(out), ", {} [{}]", c->name, c->unit);
     return out + ", command\n";
   }
-  std::string names = monitor_index_header(opt, false) + fmt::format("{:>12}{:>7}", "pid", "type");
-  std::string units = monitor_index_header(opt, true) + fmt::format("{:>12}{:>7}", "#", "C/G");
-  for (const auto* c : cols) {
-    fmt::format_to(std::back_inserter(names), "{:>7}", c->name);
-    fmt::format_to(std::back_inserter(units), "{:>7}", c->unit);
-  }
+  auto [names, units] = monitor_header_leads(opt);
+  names += fmt::format("{:>12}{:>7}", "pid", "type");
+  units += fmt::format("{:>12}{:>7}", "#", "C/G");
+  append_column_headers(cols, names, units);
   return names + "    command \n" + units + "    name \n";
 }
 
 std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<const std::size_t> order) {
-  const auto cols = selected(opt.groups);
+  const auto cols = select_columns(pmon_columns(), opt.groups);
   std::string out;
-  const std::string ts = nvidia_smi_timestamp(cur.time_unix_ns);
   for (std::size_t pos : order) {
     const GpuSample& g = cur.gpus.at(pos);
     std::vector<const GpuProcessSample*> procs;
@@ -114,36 +115,30 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
         row["time"] = iso_local_time(cur.time_unix_ns);
         row["gpu"] = g.index;
         row["pid"] = p->pid;
-        row["type"] = type_text(p->type);
+        row["type"] = type_text(*p);
         for (const auto* c : cols) {
-          const Value v = c->read(*p);
+          const MonitorValue v = c->read.value(*p);
           row[std::string(c->name)] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
         }
         row["command"] = command_of(*p);
         out += row.dump() + '\n';
         continue;
       }
+      const std::string pid = p ? fmt::format("{}", p->pid) : "-";
+      const std::string type = p ? type_text(*p) : "-";
+      const std::string command = p ? command_of(*p) : "-";
       if (opt.format == MonitorFormat::csv) {
-        if (opt.date) out += ts.substr(0, 10) + ", ";
-        if (opt.time) out += ts.substr(11, 8) + ", ";
-        out += fmt::format("{}, {}, {}", g.index, p ? fmt::format("{}", p->pid) : "-",
-                           p ? type_text(p->type) : "-");
-        for (const auto* c : cols) {
-          const Value v = p ? c->read(*p) : std::nullopt;
-          out += ", ";
-          out += v ? fmt::format("{}", *v) : "-";
-        }
-        out += ", " + (p ? command_of(*p) : std::string("-")) + '\n';
+        out += monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}, {}, {}", g.index, pid, type);
+        for (const auto* c : cols) out += ", " + monitor_cell(p ? c->read.value(*p) : std::nullopt);
+        out += ", " + command + '\n';
         continue;
       }
-      out += monitor_time_prefix(opt, cur.time_unix_ns);
-      fmt::format_to(std::back_inserter(out), "{:>5}{:>11}{:>6}", g.index,
-                     p ? fmt::format("{}", p->pid) : "-", p ? type_text(p->type) : "-");
-      for (const auto* c : cols) {
-        const Value v = p ? c->read(*p) : std::nullopt;
-        fmt::format_to(std::back_inserter(out), "{:>7}", v ? fmt::format("{}", *v) : std::string("-"));
-      }
-      fmt::format_to(std::back_inserter(out), "    {:<15}\n", p ? command_of(*p) : std::string("-"));
+      out += monitor_row_lead(opt, cur.time_unix_ns, g.index);
+      append_cell(out, pid, 11);
+      append_cell(out, type, 6);
+      for (const auto* c : cols) append_cell(out, text_cell(*c, p), 7);
+      const std::size_t w = display_width(command);
+      out += "    " + command + std::string(w < 15 ? 15 - w : 0, ' ') + '\n';
     }
   }
   return out;

@@ -1,10 +1,13 @@
 # SPDX-License-Identifier: Apache-2.0
 """Golden tests for trainmon query / dmon / pmon / status against real nvidia-smi captures.
 
-Each capture scenario (tests/scenarios/<name>.json, built from /work/shared/captures) is played by the
-fake libnvidia-ml.so.1; trainmon's output must equal the capture's for every field trainmon supports.
+Each capture scenario (tests/scenarios/<name>.json, built from /work/shared/captures by
+scripts/capture_to_scenario.py) is played by the fake libnvidia-ml.so.1 with its clock frozen at the
+moment of the view compared: t=0 for --query-gpu / --query-compute-apps, the time of each dmon / pmon
+sample for those rows. trainmon's output must equal the capture's for every field trainmon supports.
 Skips (never fails) while the binary lacks the commands or the scenarios are not there yet.
 """
+import importlib.util
 import json
 import os
 import re
@@ -26,6 +29,7 @@ CASES = {
     "rtx2080-idle": ("linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt", "idle"),
     "rtx2080-load": ("linux-x86_64__nvidia-geforce-rtx-2080-super__595.71.05.txt", "load"),
     "h100-mig": ("linux-x86_64__nvidia-h100-mig__590.48.01.txt", "load"),
+    "h100-mig-idle": ("linux-x86_64__nvidia-h100-mig__590.48.01.txt", "idle"),
 }
 
 # Fields nvidia-smi prints that the comparison leaves out, and why.
@@ -34,11 +38,13 @@ EXCLUDED = {
 }
 
 
-def run(args, scenario, check=False):
+def run(args, scenario, check=False, time_s=0):
+    """trainmon on the fake driver playing `scenario`, its clock frozen at `time_s` scenario seconds
+    (0: the capture's --query-gpu moment)."""
     env = dict(os.environ)
     env["TRAINMON_NVML_LIBRARY"] = FAKE
     env["TRAINMON_FAKE_NVML_SCENARIO"] = os.path.join(SCEN, scenario + ".json")
-    env.setdefault("TRAINMON_FAKE_NVML_TIME_S", "0")
+    env["TRAINMON_FAKE_NVML_TIME_S"] = str(time_s)
     env["LC_ALL"] = "C.UTF-8"
     return subprocess.run([BIN] + args, env=env, capture_output=True, text=True, timeout=60, check=check)
 
@@ -124,41 +130,64 @@ def test_query_compute_apps_matches_capture(scenario):
     assert sorted(strip_ts(l) for l in out[1:]) == sorted(strip_ts(l) for l in lines[1:])
 
 
-# Known gap (issue 4 stays open): the capture scenarios hold the values of the --query-gpu moment,
-# while each capture's dmon/pmon rows were taken seconds later (other power, clocks, per-process
-# enc/dec shown as "-"). Until scenarios carry those later moments, these rows cannot match.
-DMON_GAP = {"h100-load", "h100-mig", "h200-load", "rtx2080-idle", "rtx2080-load"}
-PMON_GAP = {"h100-load", "h200-load", "rtx2080-load"}
+def _capture_moments():
+    """PMON_T0 / DMON_T0 of scripts/capture_to_scenario.py: the scenario seconds at which it plays the
+    capture's pmon / dmon samples (sample k at T0 + k)."""
+    src = os.environ.get("TRAINMON_SOURCE_DIR", os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    spec = importlib.util.spec_from_file_location("capture_to_scenario",
+                                                  os.path.join(src, "scripts", "capture_to_scenario.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.PMON_T0, mod.DMON_T0
 
 
-def _gap(names, why):
-    return [pytest.param(s, marks=pytest.mark.xfail(reason=why, strict=False)) if s in names else s
-            for s in sorted(CASES)]
+PMON_T0, DMON_T0 = _capture_moments()
+SAMPLES = 5  # every capture ran `nvidia-smi dmon -c 5` / `pmon -c 5`
 
 
-@pytest.mark.parametrize("scenario", _gap(DMON_GAP, "scenario lacks the capture's dmon moment"))
-def test_dmon_matches_capture(scenario):
-    need(scenario)
+def monitor_capture(scenario, what):
+    """(the two header lines, [rows of sample 0, rows of sample 1, ...]) of the capture's dmon / pmon
+    section; a sample ends where a row's gpu (dmon) or gpu and pid (pmon) repeats."""
     cap_file, state = CASES[scenario]
-    _, lines = section(open(os.path.join(CAPS, cap_file)).read(), f"{state} :: dmon")
-    r = run(["dmon", "-c", "1"], scenario)
-    assert r.returncode == 0, r.stdout + r.stderr
-    out = r.stdout.split("\n")
-    assert out[0] == lines[0] and out[1] == lines[1]
-    assert out[2] in lines[2:], f"{out[2]!r} not among the capture's rows"
+    _, lines = section(open(os.path.join(CAPS, cap_file)).read(), f"{state} :: {what}")
+    header, rows = lines[:2], lines[2:]
+    samples, seen = [], set()
+    for row in rows:
+        cols = row.split()
+        key = (cols[0], cols[1]) if what == "pmon" else cols[0]
+        if not samples or key in seen:
+            samples.append([])
+            seen = set()
+        seen.add(key)
+        samples[-1].append(row)
+    assert len(samples) == SAMPLES, f"{len(samples)} samples in the capture's {what}"
+    return header, samples
 
 
-@pytest.mark.parametrize("scenario", _gap(PMON_GAP, "enc/dec '-' vs 0 not modelled by the scenarios"))
-def test_pmon_matches_capture(scenario):
+MONITOR_CASES = [(s, k) for s in sorted(CASES) for k in range(SAMPLES)]
+
+
+@pytest.mark.parametrize("scenario,k", MONITOR_CASES)
+def test_dmon_matches_capture(scenario, k):
+    """Frozen at the scenario time of the capture's k-th dmon sample, `dmon -c 1` prints that sample's
+    lines byte for byte (headers with their trailing space included)."""
     need(scenario)
-    cap_file, state = CASES[scenario]
-    _, lines = section(open(os.path.join(CAPS, cap_file)).read(), f"{state} :: pmon")
-    r = run(["pmon", "-c", "1"], scenario)
+    header, samples = monitor_capture(scenario, "dmon")
+    r = run(["dmon", "-c", "1"], scenario, time_s=DMON_T0 + k)
     assert r.returncode == 0, r.stdout + r.stderr
-    out = [l for l in r.stdout.split("\n") if l]
-    assert out[0] == lines[0] and out[1] == lines[1]
-    for row in out[2:]:
-        assert row in lines[2:], f"{row!r} not among the capture's rows"
+    assert r.stdout.split("\n")[:-1] == header + samples[k]
+
+
+@pytest.mark.parametrize("scenario,k", MONITOR_CASES)
+def test_pmon_matches_capture(scenario, k):
+    """Frozen at the scenario time of the capture's k-th pmon sample, `pmon -c 1` prints that sample's
+    lines byte for byte: the same processes in the same order, '-' where nvidia-smi prints '-'."""
+    need(scenario)
+    header, samples = monitor_capture(scenario, "pmon")
+    r = run(["pmon", "-c", "1"], scenario, time_s=PMON_T0 + k)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split("\n")[:-1] == header + samples[k]
 
 
 def test_unknown_field_is_an_error_like_nvidia_smi():

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `nvidia-smi dmon` / `pmon` compatible scrolling output: the same column layout (a 5-wide `# gpu`
-// index column, 7-wide right-aligned metric columns, a trailing space), the `# Idx` units line and
-// `-` for a value that is missing; plus one JSON object per line and CSV for scripts.
+// index column, 7-wide right-aligned metric columns, a trailing space; with -o D / T 12-wide date and
+// time columns first), the `# Idx` units line and `-` for a value that is missing; plus one JSON
+// object per line and CSV for scripts.
 #pragma once
 
 #include <cstdint>
@@ -19,9 +20,11 @@ enum class MonitorFormat { text, json, csv };
 
 /// dmon / pmon options that shape the output.
 struct MonitorOptions {
-  /// Metric groups. dmon: p (power, temperatures), u (utilisation), c (clocks), v (power / thermal
-  /// violation, percent of the interval), m (fb, bar1, ccpm memory, MiB), e (ECC sbe/dbe, PCIe
-  /// replays), t (PCIe rx/tx MB/s). pmon: u (sm mem enc dec jpg ofa %), m (fb, ccpm MiB).
+  /// Metric groups, printed in the order given (as nvidia-smi does). dmon: p (pwr W, gtemp, mtemp
+  /// C), u (sm mem enc dec jpg ofa %), c (mclk pclk MHz), v (pviol: percent of the interval under a
+  /// power violation; tviol: 1 when a thermal violation ran in the interval, "bool"), m (fb, bar1,
+  /// ccpm MiB, printed "MB"), e (sbecc, dbecc, pci: volatile ECC and PCIe replay counts, "errs"),
+  /// t (rxpci txpci MB/s). pmon: u (sm mem enc dec jpg ofa %), m (fb, ccpm MiB).
   std::string groups;
   bool date = false;  ///< -o D: a YYYYMMDD column first
   bool time = false;  ///< -o T: a HH:MM:SS column
@@ -39,13 +42,15 @@ std::expected<MonitorOptions, std::string> parse_date_time(std::string_view s, M
 /// one header line; empty for JSON.
 std::string dmon_header(const MonitorOptions& opt);
 /// One line per selected GPU (`order` indexes cur.gpus). `prev` (the previous tick, may be null)
-/// gives the interval for the violation percentages; without it they print `-`.
+/// gives the interval for the violation columns; without it a readable counter prints 0 (nvidia-smi's
+/// first row). With -o D / T each row starts with the local date / time.
 std::string dmon_rows(const MonitorOptions& opt, const Snapshot& cur, const Snapshot* prev,
                       std::span<const std::size_t> order);
 
 std::string pmon_header(const MonitorOptions& opt);
 /// One line per process of each selected GPU (sorted by pid); a GPU with no process gets one line of
-/// `-`. The command column is the basename of the process name, left-aligned in 15 columns.
+/// `-`. The command column is the basename of the process name, cut and padded to 15 columns. In
+/// the text view a utilisation of 0 prints `-`, as nvidia-smi 590 does; JSON and CSV keep the 0.
 std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<const std::size_t> order);
 
 }  // namespace trainmon::exp
