@@ -2,6 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 # Start-up cost of `trainmon status` (8 fake GPUs) against a bare Python start-up (what gpustat pays
 # before doing anything). Usage: bench/compare_status_startup.sh BUILD_DIR
+# Uses hyperfine when installed (apt-get install hyperfine), else a Python fork/exec loop.
 # Target: trainmon under half of `python3 -c pass`.
 set -euo pipefail
 build="${1:?usage: $0 BUILD_DIR}"
@@ -12,17 +13,39 @@ scenario="$src/tests/scenarios/ddp-8gpu-healthy.json"
 for f in "$bin" "$fake" "$scenario"; do
   [[ -e "$f" ]] || { echo "missing: $f" >&2; exit 1; }
 done
-command -v hyperfine >/dev/null || { echo "hyperfine not installed" >&2; exit 1; }
 export TRAINMON_NVML_LIBRARY="$fake" TRAINMON_FAKE_NVML_SCENARIO="$scenario" TRAINMON_FAKE_NVML_TIME_S=60
 json="$(mktemp)"
 trap 'rm -f "$json"' EXIT
-hyperfine -N --warmup 5 --runs 50 --export-json "$json" \
-  -n trainmon-status "$bin status --no-color" \
-  -n python-startup "/usr/bin/python3 -c pass" >/dev/null
-/usr/bin/python3 - "$json" <<'PY'
+if command -v hyperfine >/dev/null; then
+  tool="hyperfine $(hyperfine --version | cut -d' ' -f2)"
+  hyperfine -N --warmup 5 --runs 50 --export-json "$json" \
+    -n trainmon-status "$bin status --no-color" \
+    -n python-startup "/usr/bin/python3 -c pass" >/dev/null
+else
+  # No hyperfine (apt-get install hyperfine): the same measurement, fork + exec + wait, in Python.
+  tool="python3 loop (hyperfine not installed)"
+  /usr/bin/python3 - "$json" "$bin" <<'PY'
+import json, statistics, subprocess, sys, time
+out, binary = sys.argv[1], sys.argv[2]
+results = []
+for name, cmd in (("trainmon-status", [binary, "status", "--no-color"]), ("python-startup", ["/usr/bin/python3", "-c", "pass"])):
+    for _ in range(5):
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+    times = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t0)
+    results.append({"command": name, "mean": statistics.mean(times), "stddev": statistics.stdev(times),
+                    "min": min(times)})
+json.dump({"results": results}, open(out, "w"))
+PY
+fi
+/usr/bin/python3 - "$json" "$tool" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 t, p = r["trainmon-status"], r["python-startup"]
+print(f"measured with {sys.argv[2]}, 50 runs after 5 warm-ups")
 print(f"{'command':<24}{'mean ms':>10}{'stddev ms':>12}{'min ms':>10}")
 for name, x in (("trainmon status (8 GPUs)", t), ("python3 -c pass", p)):
     print(f"{name:<24}{x['mean']*1e3:>10.2f}{x['stddev']*1e3:>12.2f}{x['min']*1e3:>10.2f}")

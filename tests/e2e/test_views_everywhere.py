@@ -1,0 +1,279 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The "everywhere" rules of status / query / dmon / pmon (docs/cli.md, "Output rules everywhere" and
+"Exit status"), end to end through the fake libnvidia-ml.so.1: no escape codes on pipes and files,
+narrow terminals cut lines instead of wrapping them, non-UTF-8 locales get ASCII, extreme values
+(7-digit PIDs, 1000 W+, 100+ GPUs, 1 PB of memory) keep the layouts, and the documented exit statuses.
+"""
+import fcntl
+import json
+import os
+import pty
+import re
+import select
+import struct
+import subprocess
+import termios
+import time
+
+import pytest
+
+BIN = os.environ.get("TRAINMON_BIN", "")
+FAKE = os.environ.get("TRAINMON_FAKE_NVML_PATH", "")
+SCEN = os.environ.get("TRAINMON_SCENARIOS_DIR", "")
+
+pytestmark = pytest.mark.skipif(not (BIN and FAKE and os.path.exists(BIN) and os.path.exists(FAKE)),
+                                reason="trainmon / fake NVML not built (run under ctest)")
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+VIEWS = [["status"], ["status", "-P", "-F", "-e", "-c", "-p"], ["dmon", "-c", "1", "-s", "pucvmet"],
+         ["pmon", "-c", "1", "-s", "um"], ["query", "--query-gpu=index,name,power.draw,memory.used",
+                                            "--format=csv"]]
+
+
+def env_for(scenario_path, **extra):
+    e = {k: v for k, v in os.environ.items() if k not in ("LC_ALL", "LC_CTYPE", "LANG", "NO_COLOR", "COLUMNS")}
+    e.update({"TRAINMON_NVML_LIBRARY": FAKE, "TRAINMON_FAKE_NVML_SCENARIO": scenario_path,
+              "TRAINMON_FAKE_NVML_TIME_S": "0", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"})
+    e.update({k: str(v) for k, v in extra.items()})
+    return e
+
+
+def scen(name):
+    return os.path.join(SCEN, name + ".json")
+
+
+def run(args, scenario_path, **extra):
+    return subprocess.run([BIN] + args, env=env_for(scenario_path, **extra), capture_output=True, text=True,
+                          timeout=60)
+
+
+def run_on_pty(args, scenario_path, columns, **extra):
+    """Run with stdout on a pseudo-terminal `columns` wide; returns (exit status, output text)."""
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 50, columns, 0, 0))
+    attrs = termios.tcgetattr(slave)
+    attrs[1] &= ~termios.ONLCR  # keep "\n" as written
+    termios.tcsetattr(slave, termios.TCSANOW, attrs)
+    p = subprocess.Popen([BIN] + args, env=env_for(scenario_path, COLUMNS=columns, **extra), stdout=slave,
+                         stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    out = b""
+    while True:
+        r, _, _ = select.select([master], [], [], 30)
+        if not r:
+            break
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not chunk:
+            break
+        out += chunk
+    os.close(master)
+    rc = p.wait(timeout=60)
+    return rc, out.decode("utf-8", "replace")
+
+
+# ---- pipes and files ----
+
+@pytest.mark.parametrize("args", VIEWS, ids=lambda a: " ".join(a[:2]))
+def test_pipes_get_no_escape_codes(args):
+    r = run(args, scen("h200-load"))
+    assert r.returncode == 0, r.stderr
+    assert "\x1b" not in r.stdout and r.stdout.strip()
+
+
+def test_files_get_no_escape_codes(tmp_path):
+    out = tmp_path / "q.csv"
+    r = run(["query", "--query-gpu=index,name", "--format=csv", "-f", str(out)], scen("h200-load"))
+    assert r.returncode == 0 and r.stdout == ""
+    assert out.read_text() == "index, name\n0, NVIDIA H200\n"
+    with open(tmp_path / "status.txt", "w") as f:
+        p = subprocess.run([BIN, "status"], env=env_for(scen("h200-load")), stdout=f, timeout=60)
+    assert p.returncode == 0
+    text = (tmp_path / "status.txt").read_text()
+    assert "\x1b" not in text and "NVIDIA H200" in text
+
+
+def test_terminal_gets_colours_unless_no_color():
+    rc, out = run_on_pty(["status"], scen("h200-load"), 200)
+    assert rc == 0 and "\x1b[" in out and "NVIDIA H200" in ANSI.sub("", out)
+    rc, out = run_on_pty(["status"], scen("h200-load"), 200, NO_COLOR=1)
+    assert rc == 0 and "\x1b" not in out
+    rc, out = run_on_pty(["status", "--no-color"], scen("h200-load"), 200)
+    assert rc == 0 and "\x1b" not in out
+
+
+# ---- narrow terminals ----
+
+@pytest.mark.parametrize("columns", [20, 40, 60])
+def test_narrow_terminal_cuts_lines_and_never_wraps(columns):
+    rc, out = run_on_pty(["status", "-P", "-c", "-p"], scen("h200-load"), columns)
+    assert rc == 0
+    lines = out.split("\n")[:-1]
+    assert len(lines) == 2  # header + one GPU: nothing wrapped onto an extra line
+    for line in lines:
+        assert len(ANSI.sub("", line)) <= columns, repr(line)
+    assert ANSI.sub("", lines[1]).startswith("[0] NVID")
+
+
+def test_wide_terminal_keeps_whole_lines():
+    rc, out = run_on_pty(["status", "-P"], scen("h200-load"), 300)
+    assert rc == 0
+    plain = ANSI.sub("", out)
+    assert "[0] NVIDIA H200" in plain and "143771 MB |" in plain
+
+
+# ---- locales ----
+
+@pytest.mark.parametrize("locale", [{"LANG": "C"}, {"LC_ALL": "POSIX"}, {"LANG": "en_US.ISO-8859-1"}])
+def test_non_utf8_locale_gets_ascii(locale):
+    e = env_for(scen("h200-load"))
+    e.pop("LC_ALL", None)
+    e.update(locale)
+    for args in VIEWS:
+        p = subprocess.run([BIN] + args, env=e, capture_output=True, timeout=60)
+        assert p.returncode == 0, p.stderr
+        assert all(b < 0x80 for b in p.stdout), (args, p.stdout)
+    p = subprocess.run([BIN, "status"], env=e, capture_output=True, text=True, timeout=60)
+    assert re.search(r"\| 52C, 100 % \|", p.stdout), p.stdout
+
+
+def test_utf8_locale_gets_the_degree_sign():
+    r = run(["status"], scen("h200-load"))
+    assert "| 52°C, 100 % |" in r.stdout
+
+
+# ---- extreme values: many GPUs, 1 PB, 1500 W, 7-digit PIDs ----
+# The fake driver holds at most 64 devices, so 100+ GPU indices are covered by the unit tests
+# (tests/unit/export: status and dmon / pmon rows built for GPU 123); here 64 GPUs, the last one huge.
+
+PB = 1 << 50
+NGPU = 64
+BIG = NGPU - 1
+
+
+def extreme_scenario(tmp_path):
+    devices, procs = [], []
+    for i in range(NGPU):
+        big = i == BIG
+        devices.append({
+            "name": "NVIDIA Future GPU" if big else "NVIDIA H200",
+            "uuid": "GPU-00000000-0000-4000-8000-%012d" % i,
+            "pci": {"bus_id": "00000000:%02X:00.0" % (i + 1), "domain": 0, "bus": i + 1, "device": 0,
+                    "device_id": "0x233510DE", "subsystem_id": "0x18BE10DE"},
+            "memory_total": PB if big else 150754820096,
+            "power_limits": {"current": 1_600_000 if big else 700_000, "min": 200_000, "max": 1_600_000},
+            "max_clocks": {"graphics": 1980, "sm": 1980, "memory": 3201, "video": 1545},
+            "num_fans": 0,
+            "metrics": {"utilization_gpu": 100, "utilization_memory": 8, "temperature_gpu": 52,
+                        "temperature_memory": 41, "power_draw": 1_512_000 if big else 630_000,
+                        "clock_graphics": 1980, "clock_memory": 3201,
+                        "memory_used": PB - (1 << 30) if big else 33_933_164_544},
+        })
+    procs.append({"pid": 4194303, "gpu": BIG, "type": "C", "name": "python", "used_memory": PB - (1 << 30),
+                  "sm_util": 99, "mem_util": 8})
+    procs.append({"pid": 1234567, "gpu": 0, "type": "C", "name": "train", "used_memory": 1 << 30})
+    path = tmp_path / "extreme.json"
+    path.write_text(json.dumps({"name": "views-extreme", "driver_version": "590.48.01", "devices": devices,
+                                "processes": procs}))
+    return str(path)
+
+
+def test_extreme_values_fit_dmon(tmp_path):
+    path = extreme_scenario(tmp_path)
+    r = run(["dmon", "-c", "1", "-s", "pum"], path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")[:-1]
+    assert len(lines) == 2 + NGPU
+    header = lines[0].split()
+    for line in lines[2:]:
+        assert len(line.split()) == len(header) - 1, line  # every cell separated, none merged
+    big = lines[-1].split()
+    assert big[0] == str(BIG) and big[1] == "1512"
+    assert big[header.index("fb") - 1] == str((PB - (1 << 30)) >> 20)
+    # Up to 6 digits the columns hold exactly nvidia-smi's widths.
+    assert lines[2].startswith("    0    630     52     41    100      8")
+
+
+def test_extreme_values_fit_pmon(tmp_path):
+    path = extreme_scenario(tmp_path)
+    r = run(["pmon", "-c", "1", "-s", "um", "-i", f"0,{BIG}"], path)
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("\n")[2:-1]
+    assert rows[0] == "    0    1234567     C      -      -      -      -      -      -   1024      -    train          "
+    assert rows[1].startswith(f"{BIG:>5}    4194303     C     99      8      -      -      -      -")
+    assert rows[1].split()[9] == str((PB - (1 << 30)) >> 20)
+
+
+def test_extreme_values_fit_status_and_query(tmp_path):
+    path = extreme_scenario(tmp_path)
+    r = run(["status", "-P", "-p"], path)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")[:-1]
+    assert len(lines) == 1 + NGPU
+    mib = (PB - (1 << 30)) >> 20
+    want = rf"^\[{BIG}\] NVIDIA Future GPU +\| 52°C, 100 %,  1512 / 1600 W \| {mib} / {PB >> 20} MB \|"
+    assert re.search(want, lines[-1]), lines[-1]
+    assert "/4194303(%dM)" % mib in lines[-1]
+    assert "/1234567(1024M)" in lines[1]
+    q = run(["query", "--query-gpu=index,memory.total,power.draw", "--format=csv,noheader", "-i", str(BIG)], path)
+    assert q.stdout == "%d, %d MiB, 1512.00 W\n" % (BIG, PB >> 20)
+    doc = json.loads(run(["status", "--json"], path).stdout)
+    assert len(doc["gpus"]) == NGPU and doc["gpus"][BIG]["memory.total"] == PB >> 20
+
+
+# ---- exit statuses (docs/cli.md, src/cli/exit_codes.h) ----
+
+COMMANDS = [["status"], ["query", "--query-gpu=index", "--format=csv"], ["dmon", "-c", "1"], ["pmon", "-c", "1"]]
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
+def test_exit_status_no_gpu(args, tmp_path):
+    path = tmp_path / "none.json"
+    path.write_text(json.dumps({"name": "no-gpu", "devices": []}))
+    assert run(args, str(path)).returncode == 3
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
+def test_exit_status_no_driver(args):
+    e = env_for(scen("h200-load"))
+    e["TRAINMON_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1"
+    p = subprocess.run([BIN] + args, env=e, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stdout + p.stderr
+
+
+@pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
+def test_exit_status_nvml_failure(args, tmp_path):
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps({"name": "broken", "init_error": "NVML_ERROR_UNKNOWN", "devices": []}))
+    assert run(args, str(path)).returncode == 4
+
+
+@pytest.mark.parametrize("args", [["dmon", "-s", "x"], ["pmon", "-s", "p"], ["dmon", "-o", "X"],
+                                  ["query", "--query-gpu=index", "--format=xml"], ["query", "--query-gpu=foo"],
+                                  ["status", "--no-such-option"], ["dmon", "-i", "7"], ["status", "--id", "9"],
+                                  ["query", "--query-gpu=index", "-lms", "soon"]],
+                         ids=lambda a: " ".join(a))
+def test_exit_status_bad_argument(args):
+    assert run(args, scen("h200-load")).returncode == 2
+
+
+# ---- -lms, spelled as nvidia-smi spells it ----
+
+def test_query_loop_in_milliseconds_nvidia_smi_spelling(tmp_path):
+    for n, spelling in enumerate((["-lms", "100"], ["-lms=100"], ["--lms", "100"], ["--loop-ms=100"])):
+        out = tmp_path / f"loop{n}.csv"
+        p = subprocess.Popen([BIN, "query", "--query-gpu=index,utilization.gpu", "--format=csv,noheader",
+                              "-f", str(out)] + spelling, env=env_for(scen("h200-load")), stderr=subprocess.PIPE)
+        try:
+            end = time.monotonic() + 30
+            while time.monotonic() < end:
+                if out.exists() and out.read_text().count("\n") >= 3:
+                    break
+                time.sleep(0.05)
+            assert out.read_text().startswith("0, 100 %\n0, 100 %\n0, 100 %\n"), spelling
+        finally:
+            p.terminate()
+            rc = p.wait(timeout=30)
+        assert rc == 0, (spelling, p.stderr.read())
