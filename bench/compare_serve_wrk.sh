@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# trainmon serve with 8 fake GPUs (tests/scenarios/ddp-8gpu-healthy.json, 2 rank processes) on loopback:
+#  1. idle CPU: serve's utime + stime (/proc/PID/stat) over IDLE_S seconds with no requests, sampling
+#     at 1 s (recording into the store and the live diagnosis included), as % of one core;
+#  2. /metrics latency under wrk at 100 requests/s: Debian's wrk 4.1 has no -R (that is wrk2), so a
+#     Lua delay() of 10 ms between requests on one connection paces it (-t1 -c1; the achieved rate is
+#     printed); p50 / p99 from `--latency`;
+#  3. /metrics at full speed on one connection (-t1 -c1), for the ceiling.
+# Targets: p99 < 5 ms at 100 requests/s; idle CPU < 0.5 % of a core.
+# Usage: bench/compare_serve_wrk.sh BUILD_DIR      (IDLE_S=60, WRK_S=10 by default)
+set -euo pipefail
+BUILD=${1:?usage: $0 BUILD_DIR}
+IDLE_S=${IDLE_S:-60}
+WRK_S=${WRK_S:-10}
+SRC=$(cd "$(dirname "$0")/.." && pwd)
+TRAINMON=$BUILD/trainmon
+FAKE=$(find -L "$BUILD" -maxdepth 3 -name 'libnvidia-ml.so.1' -path '*fake_nvml*' | head -1)
+[[ -x $TRAINMON ]] || { echo "no trainmon binary in $BUILD" >&2; exit 2; }
+[[ -n $FAKE ]] || { echo "no fake libnvidia-ml.so.1 in $BUILD" >&2; exit 2; }
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
+TMP=$(mktemp -d)
+SERVE_PID=
+RANK_PIDS=()
+cleanup() {
+  [[ -n $SERVE_PID ]] && kill -TERM "$SERVE_PID" 2>/dev/null && wait "$SERVE_PID" 2>/dev/null
+  for p in "${RANK_PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  rm -rf "$TMP"
+}
+trap cleanup EXIT
+TICK=$(getconf CLK_TCK)
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$1/stat"; }
+
+sleep 3600 & RANK_PIDS+=($!)
+sleep 3600 & RANK_PIDS+=($!)
+TRAINMON_NVML_LIBRARY=$FAKE TRAINMON_FAKE_NVML_SCENARIO=$SRC/tests/scenarios/ddp-8gpu-healthy.json \
+  TRAINMON_DDP_PID_0=${RANK_PIDS[0]} TRAINMON_DDP_PID_1=${RANK_PIDS[1]} \
+  "$TRAINMON" serve --listen 127.0.0.1:0 --db "$TMP/bench.db" --interval 1 -q 2>"$TMP/err" &
+SERVE_PID=$!
+PORT=
+for _ in $(seq 1 300); do
+  PORT=$(sed -n 's|.*listening on http://127\.0\.0\.1:\([0-9]*\)/.*|\1|p' "$TMP/err")
+  [[ -n $PORT ]] && break
+  sleep 0.1
+done
+[[ -n $PORT ]] || { echo "serve did not start: $(cat "$TMP/err")" >&2; exit 1; }
+URL=http://127.0.0.1:$PORT/metrics
+sleep 3  # a few ticks
+BODY=$(curl -s "$URL" | wc -c)
+GPUS=$(curl -s "$URL" | grep -c '^DCGM_FI_DEV_GPU_UTIL{' || true)
+
+# 1. idle CPU
+T0=$(cpu_ticks $SERVE_PID); W0=$(date +%s.%N)
+sleep "$IDLE_S"
+T1=$(cpu_ticks $SERVE_PID); W1=$(date +%s.%N)
+IDLE=$(awk -v a="$T0" -v b="$T1" -v t="$TICK" -v w0="$W0" -v w1="$W1" 'BEGIN { printf "%.3f", 100 * (b - a) / t / (w1 - w0) }')
+
+# 2. paced at ~100 requests/s
+cat > "$TMP/pace.lua" <<'LUA'
+function delay() return 10 end
+LUA
+wrk -t1 -c1 -d"${WRK_S}s" --latency -s "$TMP/pace.lua" "$URL" > "$TMP/paced.txt"
+# 3. full speed
+wrk -t1 -c1 -d"${WRK_S}s" --latency "$URL" > "$TMP/full.txt"
+
+pct() { awk -v p="$2" '$1 == p { print $2 }' "$1"; }
+rate() { awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$1"; }
+errors() { awk '/Non-2xx|Socket errors/ { print; f=1 } END { if (!f) print "none" }' "$1" | tr '\n' ' '; }
+
+printf '%-44s %10s %10s %10s %10s\n' "trainmon serve, /metrics, $GPUS GPUs ($BODY B)" "req/s" "p50" "p99" "max"
+printf '%-44s %10s %10s %10s %10s\n' "wrk -t1 -c1, paced 10 ms (~100 req/s)" "$(rate "$TMP/paced.txt")" \
+  "$(pct "$TMP/paced.txt" 50%)" "$(pct "$TMP/paced.txt" 99%)" "$(awk '/Latency/ && !/Distribution/ { print $4; exit }' "$TMP/paced.txt")"
+printf '%-44s %10s %10s %10s %10s\n' "wrk -t1 -c1, full speed" "$(rate "$TMP/full.txt")" \
+  "$(pct "$TMP/full.txt" 50%)" "$(pct "$TMP/full.txt" 99%)" "$(awk '/Latency/ && !/Distribution/ { print $4; exit }' "$TMP/full.txt")"
+printf '%-44s %10s\n' "idle CPU over ${IDLE_S} s at 1 s sampling" "${IDLE} % of a core"
+printf 'errors: paced: %s full: %s\n' "$(errors "$TMP/paced.txt")" "$(errors "$TMP/full.txt")"
+printf 'targets: p99 < 5 ms at 100 requests/s; idle CPU < 0.5 %% of a core\n'

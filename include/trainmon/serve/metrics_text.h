@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// The Prometheus text exposition (format 0.0.4) of one Snapshot, as `trainmon serve` answers on
+// /metrics (docs/serve.md has the full list with units).
+//
+// GPU metrics keep dcgm-exporter's names, types, units and labels (NVIDIA/dcgm-exporter
+// etc/default-counters.csv and dcp-metrics-included.csv) so its Grafana dashboards work unchanged:
+// FB in MiB, power in W, energy in mJ, clocks in MHz, violation time in us, DCGM_FI_PROF_* as
+// ratios 0..1 (GPM, Hopper+), labels gpu, UUID, pci_bus_id, device ("nvidia<index>"), modelName,
+// Hostname. Our own metrics are `trainmon_*` in base units (bytes, seconds, ratios 0..1).
+// A reading that is not available (N/A, unsupported, GPU lost) produces no sample at all, never 0.
+// Series of processes that left the snapshot are simply not rendered (no stale series).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "trainmon/core/snapshot.h"
+#include "trainmon/diagnose/finding.h"
+
+namespace trainmon::serve {
+
+/// State that outlives one snapshot (kept by the observer, passed to the renderer).
+struct ExporterState {
+  std::int64_t run_id = 0;           ///< the serve run in the store; 0 when not recording
+  std::uint64_t ticks_total = 0;     ///< ticks seen since start
+  double last_tick_duration_s = -1;  ///< wall time between the two last ticks; < 0 before two
+  double start_unix_s = 0;           ///< when serve started
+  /// Last Xid seen per GPU index (DCGM_FI_DEV_XID_ERRORS's meaning: value of the last Xid); 0 = none.
+  std::vector<std::pair<unsigned, std::uint64_t>> last_xid;
+  /// Run labels (--label and SLURM_* / launcher variables), exported on trainmon_labels_info.
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+/// Escapes a label value: backslash, double quote and newline (exposition format rules).
+std::string escape_label_value(std::string_view v);
+/// Escapes HELP text: backslash and newline.
+std::string escape_help(std::string_view v);
+/// A label name made valid for Prometheus: [a-zA-Z_][a-zA-Z0-9_]*, lower case ("SLURM_JOB_ID" ->
+/// "slurm_job_id"); other characters become '_', a leading digit gets a '_' prefix.
+std::string sanitize_label_name(std::string_view name);
+
+/// The whole exposition text for `snap`, each family with # HELP and # TYPE, ending in '\n'.
+std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
+                           const ExporterState& state);
+
+}  // namespace trainmon::serve

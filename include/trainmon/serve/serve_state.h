@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// ServeState: the record loop's observer inside `trainmon serve`. Keeps the newest Snapshot, the
+// live diagnosis's open findings and a ring of recent history (for the dashboard's charts) under a
+// mutex; renders /metrics and the snapshot JSON lazily, at most once per tick, for any number of
+// HTTP threads. on_tick only swaps pointers and appends one history row (it runs on the sampling
+// thread and must be quick).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "trainmon/recorder/tick_observer.h"
+#include "trainmon/serve/metrics_text.h"
+
+namespace trainmon::serve {
+
+/// One tick of the dashboard's history: per GPU (by position in `gpus`) and host values; NaN = N/A.
+struct HistoryRow {
+  double time_unix_s = 0;
+  std::vector<float> util_gpu_pct;
+  std::vector<float> mem_used_mib;
+  std::vector<float> power_w;
+  std::vector<float> temp_c;
+  float cpu_busy_pct = 0;
+  float mem_used_pct = 0;  ///< host memory used / total, percent
+};
+
+class ServeState : public recorder::TickObserver {
+ public:
+  /// `history_rows`: ticks kept for /api/v1/history (900 = 15 min at 1 s).
+  explicit ServeState(std::vector<std::pair<std::string, std::string>> labels,
+                      std::size_t history_rows = 900);
+
+  void on_start(const recorder::StartContext& ctx) override;
+  void on_tick(const recorder::TickContext& ctx) override;
+  void on_finish() override;
+
+  /// /metrics body; before the first tick, only the exporter's own metrics.
+  std::string metrics_text();
+  /// /api/v1/snapshot body: {"run_id", "db", "elapsed_s", "status" (docs/status-json.md),
+  /// "findings" (the open ones), "gpu_indices"}; {"status": null} before the first tick.
+  std::string snapshot_json();
+  /// /api/v1/history body: the last `seconds` of history as columns ({"t": [...], "gpus": [{"index",
+  /// "name", "util_gpu_pct": [...], ...}], "host": {...}}); null for N/A.
+  std::string history_json(double seconds);
+  /// /api/v1/findings body: the live diagnosis's open findings (JSON array).
+  std::string findings_json();
+
+  std::int64_t run_id();
+  std::string db_path();
+  std::uint64_t ticks();
+
+ private:
+  std::mutex mu_;
+  ExporterState state_;
+  std::string db_path_;
+  double elapsed_s_ = 0;
+  std::shared_ptr<const Snapshot> snap_;
+  std::vector<diagnose::Finding> findings_;
+  std::deque<HistoryRow> history_;
+  std::vector<std::pair<unsigned, std::string>> history_gpus_;  ///< index, name of each column
+  std::size_t history_rows_;
+  std::int64_t last_tick_unix_ns_ = 0;
+  std::uint64_t metrics_tick_ = ~std::uint64_t{0};
+  std::string metrics_cache_;
+  std::uint64_t json_tick_ = ~std::uint64_t{0};
+  std::string json_cache_;
+};
+
+}  // namespace trainmon::serve

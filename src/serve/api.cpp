@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/serve/api.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmon/store/load_run_series.h"
+#include "trainmon/store/store.h"
+
+namespace trainmon::serve {
+namespace {
+
+ApiReply error_reply(int status, std::string_view message) {
+  return {status, nlohmann::json{{"error", message}}.dump()};
+}
+
+ApiReply store_error(const Error& e) {
+  int status = e.name == store::kErrNotFound ? 404 : (e.name == store::kErrMissing ? 404 : 500);
+  return {status, nlohmann::json{{"error", e.message}, {"name", e.name}}.dump()};
+}
+
+nlohmann::json run_json(const store::RunInfo& r) {
+  nlohmann::json j;
+  j["id"] = r.id;
+  j["name"] = r.name;
+  j["kind"] = r.kind;
+  j["command"] = r.command;
+  j["cwd"] = r.cwd;
+  j["user"] = r.user;
+  j["host"] = r.host;
+  j["start_unix_ns"] = r.start_unix_ns;
+  j["end_unix_ns"] = r.end_unix_ns ? nlohmann::json(*r.end_unix_ns) : nlohmann::json(nullptr);
+  j["status"] = store::effective_status(r);
+  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
+  j["interval_ms"] = r.interval_ms;
+  auto labels = nlohmann::json::object();
+  for (const auto& [k, v] : r.labels) labels[k] = v;
+  j["labels"] = std::move(labels);
+  j["finding_count"] = r.finding_count;
+  auto gpus = nlohmann::json::array();
+  for (const auto& g : r.gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"uuid", g.uuid},
+                    {"name", g.name},
+                    {"pci_bus_id", g.pci_bus_id},
+                    {"memory_total_bytes",
+                     g.memory_total_bytes ? nlohmann::json(*g.memory_total_bytes) : nlohmann::json(nullptr)},
+                    {"used_by_job", g.used_by_job}});
+  }
+  j["gpus"] = std::move(gpus);
+  return j;
+}
+
+std::optional<double> parse_number(const std::string& s, bool& bad) {
+  if (s.empty()) return std::nullopt;
+  char* end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (end != s.c_str() + s.size() || !std::isfinite(v) || v < 0) {
+    bad = true;
+    return std::nullopt;
+  }
+  return v;
+}
+
+nlohmann::json pick(const std::vector<float>& col, const std::vector<std::size_t>& rows) {
+  auto a = nlohmann::json::array();
+  for (auto i : rows) {
+    float v = i < col.size() ? col[i] : std::nanf("");
+    if (std::isfinite(v)) {
+      a.push_back(v);
+    } else {
+      a.push_back(nullptr);
+    }
+  }
+  return a;
+}
+
+}  // namespace
+
+ApiReply api_runs(const std::string& db_path) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  auto runs = s->list_runs();
+  if (!runs) return store_error(runs.error());
+  auto a = nlohmann::json::array();
+  for (const auto& r : *runs) a.push_back(run_json(r));
+  return {200, a.dump()};
+}
+
+ApiReply api_run(const std::string& db_path, std::int64_t run_id) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  auto r = s->get_run(run_id);
+  if (!r) return store_error(r.error());
+  return {200, run_json(*r).dump()};
+}
+
+std::optional<SampleQuery> parse_sample_query(const std::string& from, const std::string& to,
+                                              const std::string& step, std::string& error) {
+  bool bad = false;
+  SampleQuery q;
+  q.from_s = parse_number(from, bad);
+  q.to_s = parse_number(to, bad);
+  q.step_s = parse_number(step, bad).value_or(0);
+  if (bad) {
+    error = "from, to and step are seconds since the run's start (numbers >= 0)";
+    return std::nullopt;
+  }
+  return q;
+}
+
+ApiReply api_samples(const std::string& db_path, std::int64_t run_id, const SampleQuery& q) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  if (auto r = s->get_run(run_id); !r) return store_error(r.error());
+  auto series = store::load_run_series(*s, run_id);
+  if (!series) return store_error(series.error());
+  const auto& t = series->t;
+  double from = q.from_s.value_or(0);
+  double to = q.to_s.value_or(t.empty() ? 0 : t.back());
+  std::size_t in_range = 0;
+  for (double x : t) in_range += (x >= from && x <= to) ? 1 : 0;
+  double step = q.step_s;
+  if (q.max_rows > 0 && in_range > q.max_rows)
+    step = std::max(step, (to - from) / static_cast<double>(q.max_rows));
+  std::vector<std::size_t> rows;
+  double next = -1e300;
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (t[i] < from || t[i] > to || t[i] < next) continue;
+    rows.push_back(i);
+    next = step > 0 ? t[i] + step : -1e300;
+  }
+  nlohmann::json j;
+  auto tj = nlohmann::json::array();
+  for (auto i : rows) tj.push_back(t[i]);
+  j["run_id"] = run_id;
+  j["t"] = std::move(tj);
+  auto gpus = nlohmann::json::array();
+  for (const auto& g : series->gpus) {
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"util_gpu_pct", pick(g.util_gpu_pct, rows)},
+                    {"mem_used_mib", pick(g.mem_used_mib, rows)},
+                    {"mem_total_mib", pick(g.mem_total_mib, rows)},
+                    {"power_w", pick(g.power_w, rows)},
+                    {"temp_c", pick(g.temp_c, rows)},
+                    {"sm_clock_mhz", pick(g.sm_clock_mhz, rows)}});
+  }
+  j["gpus"] = std::move(gpus);
+  j["host"] = {{"cpu_busy_pct", pick(series->host.cpu_busy_pct, rows)},
+               {"mem_available_mib", pick(series->host.mem_available_mib, rows)},
+               {"mem_total_mib", pick(series->host.mem_total_mib, rows)}};
+  return {200, j.dump()};
+}
+
+ApiReply api_findings(const std::string& db_path, std::int64_t run_id) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  if (auto r = s->get_run(run_id); !r) return store_error(r.error());
+  auto f = s->findings(run_id);
+  if (!f) return store_error(f.error());
+  return {200, nlohmann::json(*f).dump()};
+}
+
+ApiReply api_events(const std::string& db_path, std::int64_t run_id) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  if (auto r = s->get_run(run_id); !r) return store_error(r.error());
+  auto g = s->gpu_events(run_id);
+  if (!g) return store_error(g.error());
+  auto tr = s->train_events(run_id);
+  if (!tr) return store_error(tr.error());
+  nlohmann::json j;
+  auto ga = nlohmann::json::array();
+  for (const auto& e : *g) {
+    ga.push_back({{"time_unix_ns", e.time_unix_ns},
+                  {"gpu", e.gpu_index},
+                  {"event_type", e.event_type},
+                  {"xid", e.xid}});
+  }
+  auto ta = nlohmann::json::array();
+  for (const auto& e : *tr) {
+    nlohmann::json data = nlohmann::json::parse(e.json, nullptr, false);
+    if (data.is_discarded()) data = e.json;
+    ta.push_back({{"time_unix_ns", e.time_unix_ns}, {"kind", e.kind}, {"data", std::move(data)}});
+  }
+  j["gpu_events"] = std::move(ga);
+  j["train_events"] = std::move(ta);
+  return {200, j.dump()};
+}
+
+ApiReply api_report(const std::string& /*db_path*/, std::int64_t /*run_id*/) {
+  // TODO(lead): serve report::render_report(store, run_id, {Format::html}) here once src/report
+  // has landed (include/trainmon/report/report.h); until then the run page shows only its charts.
+  return error_reply(501, "the HTML report is not built into this trainmon yet");
+}
+
+}  // namespace trainmon::serve

@@ -1,0 +1,438 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/serve/metrics_text.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <functional>
+#include <optional>
+#include <set>
+
+namespace trainmon::serve {
+namespace {
+
+using Opt = std::optional<double>;
+
+template <class T>
+Opt val(const Reading<T>& r) {
+  if (!r.ok()) return std::nullopt;
+  return static_cast<double>(r.value);
+}
+template <class T>
+Opt scaled(const Reading<T>& r, double factor) {
+  if (!r.ok()) return std::nullopt;
+  return static_cast<double>(r.value) * factor;
+}
+
+constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
+
+/// One metric family being written: # HELP, # TYPE once, then samples.
+class Writer {
+ public:
+  explicit Writer(std::string& out) : out_(out) {}
+  void family(std::string_view name, std::string_view type, std::string_view help) {
+    name_ = name;
+    out_ += "# HELP ";
+    out_ += name;
+    out_ += ' ';
+    out_ += escape_help(help);
+    out_ += "\n# TYPE ";
+    out_ += name;
+    out_ += ' ';
+    out_ += type;
+    out_ += '\n';
+  }
+  /// `labels` is the already-rendered text between braces (may be empty).
+  void sample(std::string_view labels, double v) {
+    if (!std::isfinite(v)) return;  // NaN / Inf are readings we do not have
+    out_ += name_;
+    if (!labels.empty()) {
+      out_ += '{';
+      out_ += labels;
+      out_ += '}';
+    }
+    out_ += ' ';
+    out_ += fmt::format("{}", v);
+    out_ += '\n';
+  }
+
+ private:
+  std::string& out_;
+  std::string name_;
+};
+
+void add_label(std::string& s, std::string_view k, std::string_view v) {
+  if (!s.empty()) s += ',';
+  s += k;
+  s += "=\"";
+  s += escape_label_value(v);
+  s += '"';
+}
+
+/// dcgm-exporter's label set for one GPU. `with_model`: false for trainmon_* metrics, which leave
+/// out the camelCase `modelName` (Prometheus naming lint) and keep the rest for joins.
+std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool with_model) {
+  std::string s;
+  add_label(s, "gpu", std::to_string(g.index));
+  const auto* info = g.info.get();
+  add_label(s, "UUID", info && info->uuid.ok() ? *info->uuid : "");
+  add_label(s, "pci_bus_id", info && info->pci_bus_id.ok() ? *info->pci_bus_id : "");
+  add_label(s, "device", "nvidia" + std::to_string(g.index));
+  if (with_model) add_label(s, "modelName", info && info->name.ok() ? *info->name : "");
+  add_label(s, "Hostname", hostname);
+  return s;
+}
+
+struct GpuMetric {
+  std::string_view name;
+  std::string_view type;
+  std::string_view help;
+  std::function<Opt(const GpuSample&)> get;
+};
+
+const std::vector<GpuMetric>& dcgm_metrics() {
+  static const std::vector<GpuMetric> table = {
+      {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
+       [](const GpuSample& g) { return val(g.clocks_sm_mhz); }},
+      {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
+       [](const GpuSample& g) { return val(g.clocks_memory_mhz); }},
+      {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
+       [](const GpuSample& g) { return val(g.temperature_memory_c); }},
+      {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
+       [](const GpuSample& g) { return val(g.temperature_gpu_c); }},
+      {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).",
+       [](const GpuSample& g) { return scaled(g.power_draw_mw, 1e-3); }},
+      {"DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Enforced power limit (in W).",
+       [](const GpuSample& g) { return scaled(g.enforced_power_limit_mw, 1e-3); }},
+      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
+       [](const GpuSample& g) { return val(g.total_energy_mj); }},
+      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe TX throughput (in KB/s) over NVML's 20 ms window.",
+       [](const GpuSample& g) { return val(g.pcie_tx_kib_s); }},
+      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe RX throughput (in KB/s) over NVML's 20 ms window.",
+       [](const GpuSample& g) { return val(g.pcie_rx_kib_s); }},
+      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
+       [](const GpuSample& g) { return val(g.pcie_replay_count); }},
+      {"DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe link generation in use.",
+       [](const GpuSample& g) { return val(g.pcie_link_gen_current); }},
+      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe link width in use (lanes).",
+       [](const GpuSample& g) { return val(g.pcie_link_width_current); }},
+      {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).",
+       [](const GpuSample& g) { return val(g.utilization_gpu_pct); }},
+      {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
+       [](const GpuSample& g) { return val(g.utilization_memory_pct); }},
+      {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).",
+       [](const GpuSample& g) { return val(g.utilization_encoder_pct); }},
+      {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).",
+       [](const GpuSample& g) { return val(g.utilization_decoder_pct); }},
+      {"DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us).",
+       [](const GpuSample& g) { return scaled(g.violation_power_ns, 1e-3); }},
+      {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us).",
+       [](const GpuSample& g) { return scaled(g.violation_thermal_ns, 1e-3); }},
+      {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
+       "Current clock throttle reasons (bitmask of nvmlClocksEventReason*).",
+       [](const GpuSample& g) { return val(g.clocks_event_reasons_active); }},
+      {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
+       [](const GpuSample& g) { return scaled(g.memory_free_bytes, kMiB); }},
+      {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
+       [](const GpuSample& g) { return scaled(g.memory_used_bytes, kMiB); }},
+      {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
+       [](const GpuSample& g) { return scaled(g.memory_reserved_bytes, kMiB); }},
+      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
+       [](const GpuSample& g) { return val(g.ecc_corrected_volatile); }},
+      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
+       [](const GpuSample& g) { return val(g.ecc_uncorrected_volatile); }},
+      {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
+       [](const GpuSample& g) { return val(g.ecc_corrected_aggregate); }},
+      {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
+       [](const GpuSample& g) { return val(g.ecc_uncorrected_aggregate); }},
+      {"DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors.",
+       [](const GpuSample& g) { return val(g.retired_pages_sbe); }},
+      {"DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors.",
+       [](const GpuSample& g) { return val(g.retired_pages_dbe); }},
+      {"DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.",
+       [](const GpuSample& g) {
+         return g.retired_pages_pending.ok() ? Opt(*g.retired_pages_pending ? 1 : 0) : Opt();
+       }},
+      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
+       "Number of remapped rows for uncorrectable errors",
+       [](const GpuSample& g) { return val(g.remapped_rows_uncorrectable); }},
+      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
+       [](const GpuSample& g) { return val(g.remapped_rows_correctable); }},
+      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
+       [](const GpuSample& g) {
+         return g.remapped_rows_failure.ok() ? Opt(*g.remapped_rows_failure ? 1 : 0) : Opt();
+       }},
+      {"DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 0.01); }},
+      {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 0.01); }},
+      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 0.01); }},
+      {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 0.01); }},
+      {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
+       "The rate of data transmitted over the PCIe bus, in bytes per second (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); }},
+      {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
+       "The rate of data received over the PCIe bus, in bytes per second (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); }},
+      {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
+       "The rate of data transmitted over NVLink, in bytes per second (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); }},
+      {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
+       "The rate of data received over NVLink, in bytes per second (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); }},
+  };
+  return table;
+}
+
+bool gpu_answers(const GpuSample& g) {
+  return g.responsive.ok() && *g.responsive;
+}
+
+void render_host(Writer& w, const HostSample& h, const std::string& host_label) {
+  const auto& m = h.memory;
+  auto one = [&](std::string_view name, std::string_view type, std::string_view help, Opt v) {
+    if (!v) return;
+    w.family(name, type, help);
+    w.sample(host_label, *v);
+  };
+  one("trainmon_host_cpu_busy_ratio", "gauge", "Share of all CPUs busy over the last tick (0..1).",
+      h.interval_s > 0 ? Opt(h.cpu_total.busy_pct / 100.0) : Opt());
+  one("trainmon_host_cpu_iowait_ratio", "gauge",
+      "Share of all CPUs waiting on I/O over the last tick (0..1).",
+      h.interval_s > 0 ? Opt(h.cpu_total.iowait_pct / 100.0) : Opt());
+  one("trainmon_host_cpus", "gauge", "Online CPUs.", Opt(static_cast<double>(h.cpu_count_online)));
+  one("trainmon_host_load1", "gauge", "1-minute load average.", val(h.load1));
+  one("trainmon_host_load5", "gauge", "5-minute load average.", val(h.load5));
+  one("trainmon_host_load15", "gauge", "15-minute load average.", val(h.load15));
+  one("trainmon_host_cpu_temperature_celsius", "gauge", "CPU package temperature.", val(h.cpu_temperature_c));
+  one("trainmon_host_memory_total_bytes", "gauge", "MemTotal.", val(m.total_bytes));
+  one("trainmon_host_memory_available_bytes", "gauge", "MemAvailable.", val(m.available_bytes));
+  one("trainmon_host_memory_used_bytes", "gauge", "MemTotal - MemAvailable.", val(m.used_bytes));
+  one("trainmon_host_memory_cached_bytes", "gauge", "Cached + SReclaimable.", val(m.cached_bytes));
+  one("trainmon_host_swap_total_bytes", "gauge", "SwapTotal.", val(m.swap_total_bytes));
+  one("trainmon_host_swap_used_bytes", "gauge", "SwapTotal - SwapFree.", val(m.swap_used_bytes));
+  auto psi = [&](std::string_view name, std::string_view help, const PressureSample& p) {
+    one(name, "gauge", help, scaled(p.some_avg10_pct, 0.01));
+  };
+  psi("trainmon_host_pressure_cpu_some_ratio", "PSI cpu some avg10 (0..1).", h.pressure_cpu);
+  psi("trainmon_host_pressure_memory_some_ratio", "PSI memory some avg10 (0..1).", h.pressure_memory);
+  psi("trainmon_host_pressure_io_some_ratio", "PSI io some avg10 (0..1).", h.pressure_io);
+  auto per_device = [&](std::string_view name, std::string_view help, const auto& items, auto get) {
+    if (items.empty()) return;
+    w.family(name, "counter", help);
+    for (const auto& d : items) {
+      std::string l = host_label;
+      add_label(l, "device", d.name);
+      w.sample(l, static_cast<double>(get(d)));
+    }
+  };
+  per_device("trainmon_host_disk_read_bytes_total", "Bytes read from the disk.", h.disks,
+             [](const DiskSample& d) { return d.read_bytes_total; });
+  per_device("trainmon_host_disk_written_bytes_total", "Bytes written to the disk.", h.disks,
+             [](const DiskSample& d) { return d.write_bytes_total; });
+  per_device("trainmon_host_network_receive_bytes_total", "Bytes received on the interface.", h.nets,
+             [](const NetSample& d) { return d.rx_bytes_total; });
+  per_device("trainmon_host_network_transmit_bytes_total", "Bytes sent on the interface.", h.nets,
+             [](const NetSample& d) { return d.tx_bytes_total; });
+}
+
+std::string join_numbers(const auto& v) {
+  std::string s;
+  for (const auto& x : v) {
+    if (!s.empty()) s += ',';
+    s += std::to_string(x);
+  }
+  return s;
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view v) {
+  std::string s;
+  s.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      s += "\\\\";
+    } else if (c == '"') {
+      s += "\\\"";
+    } else if (c == '\n') {
+      s += "\\n";
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+std::string escape_help(std::string_view v) {
+  std::string s;
+  s.reserve(v.size());
+  for (char c : v) {
+    if (c == '\\') {
+      s += "\\\\";
+    } else if (c == '\n') {
+      s += "\\n";
+    } else {
+      s += c;
+    }
+  }
+  return s;
+}
+
+std::string sanitize_label_name(std::string_view name) {
+  std::string s;
+  for (char c : name) {
+    if (c >= 'A' && c <= 'Z') {
+      s += static_cast<char>(c - 'A' + 'a');
+    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
+      s += c;
+    } else {
+      s += '_';
+    }
+  }
+  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s.insert(s.begin(), '_');
+  // Names starting with "__" are reserved for Prometheus's internal use.
+  while (s.size() > 1 && s[0] == '_' && s[1] == '_') s.erase(0, 1);
+  return s;
+}
+
+std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
+                           const ExporterState& state) {
+  std::string out;
+  out.reserve(16384 + snap.gpus.size() * 6000 + snap.gpu_processes.size() * 300);
+  Writer w(out);
+  const std::string& hostname = snap.host.hostname;
+
+  // ---- dcgm-exporter compatible GPU metrics ----
+  std::vector<std::string> labels;  // dcgm-exporter's
+  std::vector<std::string> own;     // trainmon_*: without modelName
+  labels.reserve(snap.gpus.size());
+  own.reserve(snap.gpus.size());
+  for (const auto& g : snap.gpus) {
+    labels.push_back(gpu_labels(g, hostname, true));
+    own.push_back(gpu_labels(g, hostname, false));
+  }
+  for (const auto& m : dcgm_metrics()) {
+    bool any = false;
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      const auto& g = snap.gpus[i];
+      if (!gpu_answers(g)) continue;
+      auto v = m.get(g);
+      if (!v || !std::isfinite(*v)) continue;
+      if (!any) w.family(m.name, m.type, m.help);
+      any = true;
+      w.sample(labels[i], *v);
+    }
+  }
+  if (!snap.gpus.empty()) {
+    w.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      std::uint64_t xid = 0;
+      for (const auto& [gpu, x] : state.last_xid) {
+        if (gpu == snap.gpus[i].index) xid = x;
+      }
+      w.sample(labels[i], static_cast<double>(xid));
+    }
+  }
+
+  // ---- trainmon_* : GPUs in base units, and their health ----
+  std::string host_label;
+  add_label(host_label, "Hostname", hostname);
+  if (!snap.gpus.empty()) {
+    w.family("trainmon_gpu_up", "gauge", "1 when the GPU answered this tick, 0 when lost, hung or failing.");
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) w.sample(own[i], gpu_answers(snap.gpus[i]) ? 1 : 0);
+    bool any = false;
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      const auto& g = snap.gpus[i];
+      if (!gpu_answers(g) || !g.memory_used_bytes.ok()) continue;
+      if (!any) w.family("trainmon_gpu_memory_used_bytes", "gauge", "GPU framebuffer memory used.");
+      any = true;
+      w.sample(own[i], static_cast<double>(*g.memory_used_bytes));
+    }
+    any = false;
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      const auto& g = snap.gpus[i];
+      if (!gpu_answers(g) || !g.memory_total_bytes.ok()) continue;
+      if (!any) w.family("trainmon_gpu_memory_total_bytes", "gauge", "GPU framebuffer memory total.");
+      any = true;
+      w.sample(own[i], static_cast<double>(*g.memory_total_bytes));
+    }
+  }
+
+  // ---- per-process GPU memory (stale pids vanish with the snapshot) ----
+  bool any_proc = false;
+  for (const auto& p : snap.gpu_processes) {
+    if (!p.used_memory_bytes.ok()) continue;
+    if (!any_proc) {
+      w.family("trainmon_process_gpu_memory_bytes", "gauge", "GPU memory held by a process on one GPU.");
+      any_proc = true;
+    }
+    std::string l;
+    add_label(l, "gpu", std::to_string(p.gpu_index));
+    add_label(l, "pid", std::to_string(p.pid));
+    add_label(l, "comm", p.process_name.ok() ? *p.process_name : "");
+    add_label(l, "Hostname", hostname);
+    w.sample(l, static_cast<double>(*p.used_memory_bytes));
+  }
+
+  // ---- host ----
+  render_host(w, snap.host, host_label);
+
+  // ---- active findings ----
+  w.family("trainmon_findings_active", "gauge", "Findings of the live diagnosis open now, by severity.");
+  for (auto sev : {diagnose::Severity::info, diagnose::Severity::warning, diagnose::Severity::critical}) {
+    std::string l = host_label;
+    add_label(l, "severity", diagnose::severity_name(sev));
+    double n = 0;
+    for (const auto& f : active_findings) n += f.severity == sev ? 1 : 0;
+    w.sample(l, n);
+  }
+  if (!active_findings.empty()) {
+    w.family("trainmon_finding_active", "gauge", "1 for each open finding of the live diagnosis.");
+    std::set<std::string> seen;  // one series per label set (a detector may repeat a code)
+    for (const auto& f : active_findings) {
+      std::string l = host_label;
+      add_label(l, "code", f.code);
+      add_label(l, "slug", f.slug);
+      add_label(l, "severity", diagnose::severity_name(f.severity));
+      add_label(l, "gpus", join_numbers(f.gpus));
+      add_label(l, "pids", join_numbers(f.pids));
+      if (seen.insert(l).second) w.sample(l, 1);
+    }
+  }
+
+  // ---- run labels (Slurm job id ...) as an info metric for group_left joins ----
+  {
+    w.family("trainmon_labels_info", "gauge",
+             "Always 1; the run's labels (--label, SLURM_* ...) as lower-case label names.");
+    std::string l = host_label;
+    std::set<std::string> names{"hostname"};
+    for (const auto& [k, v] : state.labels) {
+      auto name = sanitize_label_name(k);
+      if (!names.insert(name).second) continue;
+      add_label(l, name, v);
+    }
+    w.sample(l, 1);
+  }
+
+  // ---- the exporter itself ----
+  w.family("trainmon_exporter_ticks_total", "counter", "Sampling ticks since serve started.");
+  w.sample(host_label, static_cast<double>(state.ticks_total));
+  w.family("trainmon_exporter_last_tick_timestamp_seconds", "gauge", "Wall clock of the newest snapshot.");
+  w.sample(host_label, static_cast<double>(snap.time_unix_ns) / 1e9);
+  if (state.last_tick_duration_s >= 0) {
+    w.family("trainmon_exporter_tick_interval_seconds", "gauge", "Wall time between the two newest ticks.");
+    w.sample(host_label, state.last_tick_duration_s);
+  }
+  w.family("trainmon_exporter_start_time_seconds", "gauge", "When serve started (Unix time).");
+  w.sample(host_label, state.start_unix_s);
+  w.family("trainmon_exporter_nvml_up", "gauge", "1 when the NVML library is loaded and initialised.");
+  w.sample(host_label, snap.driver.loaded ? 1 : 0);
+  w.family("trainmon_exporter_recording", "gauge", "1 when serve records into the run store.");
+  w.sample(host_label, state.run_id > 0 ? 1 : 0);
+  return out;
+}
+
+}  // namespace trainmon::serve

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/serve/serve_state.h"
+
+#include <time.h>
+
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmon/export/status.h"
+
+namespace trainmon::serve {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+template <class T>
+float fval(const Reading<T>& r, double factor = 1.0) {
+  return r.ok() ? static_cast<float>(static_cast<double>(r.value) * factor) : kNaN;
+}
+
+nlohmann::json column(const std::vector<float>& v) {
+  auto a = nlohmann::json::array();
+  for (float x : v) {
+    if (std::isfinite(x)) {
+      a.push_back(x);
+    } else {
+      a.push_back(nullptr);
+    }
+  }
+  return a;
+}
+
+bool answers(const GpuSample& g) {
+  return g.responsive.ok() && *g.responsive;
+}
+
+}  // namespace
+
+ServeState::ServeState(std::vector<std::pair<std::string, std::string>> labels, std::size_t history_rows)
+    : history_rows_(history_rows == 0 ? 1 : history_rows) {
+  state_.labels = std::move(labels);
+  timespec ts{};
+  ::clock_gettime(CLOCK_REALTIME, &ts);
+  state_.start_unix_s = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+void ServeState::on_start(const recorder::StartContext& ctx) {
+  std::lock_guard lock(mu_);
+  state_.run_id = ctx.run_id;
+  db_path_ = std::string(ctx.db_path);
+}
+
+void ServeState::on_tick(const recorder::TickContext& ctx) {
+  auto snap = std::make_shared<const Snapshot>(ctx.snapshot);
+  std::vector<diagnose::Finding> findings(ctx.active_findings.begin(), ctx.active_findings.end());
+
+  HistoryRow row;
+  row.time_unix_s = static_cast<double>(snap->time_unix_ns) / 1e9;
+  std::vector<std::pair<unsigned, std::string>> gpus;
+  for (const auto& g : snap->gpus) {
+    gpus.emplace_back(g.index, g.info && g.info->name.ok() ? *g.info->name : std::string());
+    bool ok = answers(g);
+    row.util_gpu_pct.push_back(ok ? fval(g.utilization_gpu_pct) : kNaN);
+    row.mem_used_mib.push_back(ok ? fval(g.memory_used_bytes, 1.0 / 1048576.0) : kNaN);
+    row.power_w.push_back(ok ? fval(g.power_draw_mw, 1e-3) : kNaN);
+    row.temp_c.push_back(ok ? fval(g.temperature_gpu_c) : kNaN);
+  }
+  row.cpu_busy_pct = snap->host.interval_s > 0 ? static_cast<float>(snap->host.cpu_total.busy_pct) : kNaN;
+  const auto& mem = snap->host.memory;
+  row.mem_used_pct = mem.used_bytes.ok() && mem.total_bytes.ok() && *mem.total_bytes > 0
+                         ? static_cast<float>(100.0 * static_cast<double>(*mem.used_bytes) /
+                                              static_cast<double>(*mem.total_bytes))
+                         : kNaN;
+
+  std::lock_guard lock(mu_);
+  if (last_tick_unix_ns_ != 0) {
+    state_.last_tick_duration_s = static_cast<double>(snap->time_unix_ns - last_tick_unix_ns_) / 1e9;
+  }
+  last_tick_unix_ns_ = snap->time_unix_ns;
+  for (const auto& ev : snap->events) {
+    if (ev.xid == 0) continue;
+    bool found = false;
+    for (auto& [gpu, x] : state_.last_xid) {
+      if (gpu == ev.gpu_index) {
+        x = ev.xid;
+        found = true;
+      }
+    }
+    if (!found) state_.last_xid.emplace_back(ev.gpu_index, ev.xid);
+  }
+  ++state_.ticks_total;
+  elapsed_s_ = ctx.elapsed_s;
+  snap_ = std::move(snap);
+  findings_ = std::move(findings);
+  if (gpus != history_gpus_) {  // the GPU set changed: old columns no longer line up
+    history_.clear();
+    history_gpus_ = std::move(gpus);
+  }
+  history_.push_back(std::move(row));
+  while (history_.size() > history_rows_) history_.pop_front();
+}
+
+void ServeState::on_finish() {}
+
+std::string ServeState::metrics_text() {
+  std::lock_guard lock(mu_);
+  if (metrics_tick_ != state_.ticks_total) {
+    static const Snapshot kEmpty;
+    metrics_cache_ = render_metrics(snap_ ? *snap_ : kEmpty, findings_, state_);
+    metrics_tick_ = state_.ticks_total;
+  }
+  return metrics_cache_;
+}
+
+std::string ServeState::snapshot_json() {
+  std::lock_guard lock(mu_);
+  if (json_tick_ != state_.ticks_total) {
+    nlohmann::json j;
+    j["run_id"] = state_.run_id;
+    j["db"] = db_path_;
+    j["elapsed_s"] = elapsed_s_;
+    j["ticks"] = state_.ticks_total;
+    j["findings"] = findings_;
+    if (snap_) {
+      std::vector<std::size_t> order(snap_->gpus.size());
+      std::iota(order.begin(), order.end(), std::size_t{0});
+      j["status"] = nlohmann::json::parse(exp::status_json(*snap_, order, false));
+    } else {
+      j["status"] = nullptr;
+    }
+    json_cache_ = j.dump();
+    json_tick_ = state_.ticks_total;
+  }
+  return json_cache_;
+}
+
+std::string ServeState::history_json(double seconds) {
+  std::lock_guard lock(mu_);
+  nlohmann::json j;
+  double newest = history_.empty() ? 0 : history_.back().time_unix_s;
+  std::size_t first = 0;
+  while (first < history_.size() && history_[first].time_unix_s < newest - seconds) ++first;
+  auto t = nlohmann::json::array();
+  for (std::size_t i = first; i < history_.size(); ++i) t.push_back(history_[i].time_unix_s);
+  j["t"] = std::move(t);
+  auto gpus = nlohmann::json::array();
+  for (std::size_t g = 0; g < history_gpus_.size(); ++g) {
+    std::vector<float> util, mem, power, temp;
+    for (std::size_t i = first; i < history_.size(); ++i) {
+      const auto& r = history_[i];
+      util.push_back(g < r.util_gpu_pct.size() ? r.util_gpu_pct[g] : kNaN);
+      mem.push_back(g < r.mem_used_mib.size() ? r.mem_used_mib[g] : kNaN);
+      power.push_back(g < r.power_w.size() ? r.power_w[g] : kNaN);
+      temp.push_back(g < r.temp_c.size() ? r.temp_c[g] : kNaN);
+    }
+    gpus.push_back({{"index", history_gpus_[g].first},
+                    {"name", history_gpus_[g].second},
+                    {"util_gpu_pct", column(util)},
+                    {"mem_used_mib", column(mem)},
+                    {"power_w", column(power)},
+                    {"temp_c", column(temp)}});
+  }
+  j["gpus"] = std::move(gpus);
+  std::vector<float> cpu, mem;
+  for (std::size_t i = first; i < history_.size(); ++i) {
+    cpu.push_back(history_[i].cpu_busy_pct);
+    mem.push_back(history_[i].mem_used_pct);
+  }
+  j["host"] = {{"cpu_busy_pct", column(cpu)}, {"mem_used_pct", column(mem)}};
+  return j.dump();
+}
+
+std::string ServeState::findings_json() {
+  std::lock_guard lock(mu_);
+  return nlohmann::json(findings_).dump();
+}
+
+std::int64_t ServeState::run_id() {
+  std::lock_guard lock(mu_);
+  return state_.run_id;
+}
+
+std::string ServeState::db_path() {
+  std::lock_guard lock(mu_);
+  return db_path_;
+}
+
+std::uint64_t ServeState::ticks() {
+  std::lock_guard lock(mu_);
+  return state_.ticks_total;
+}
+
+}  // namespace trainmon::serve

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// Drives Debian's Chromium through playwright-core against a running `trainmon serve`:
+//   node serve_check.mjs BASE_URL RUN_ID SCREENSHOT_DIR
+// Loads the live dashboard, waits until the GPU cards' values change as the fake scenario moves,
+// opens the run page, saves screenshots, and prints one JSON line with what it saw. Exit 1 on failure.
+import { createRequire } from 'node:module';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const require = createRequire(new URL('../../../web/package.json', import.meta.url));
+const { chromium } = require('playwright-core');
+
+const [base, runId, shotDir] = process.argv.slice(2);
+if (!base || !runId || !shotDir) {
+  console.error('usage: serve_check.mjs BASE_URL RUN_ID SCREENSHOT_DIR');
+  process.exit(2);
+}
+
+const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainmon-chromium-'));
+const browser = await chromium.launchPersistentContext(userDataDir, {
+  executablePath: '/usr/bin/chromium',
+  headless: true,
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  viewport: { width: 1400, height: 1000 },
+});
+const result = { changed: false, gpu_cards: 0, run_charts: 0, console_errors: [], screenshot: '' };
+let failed = null;
+try {
+  const page = browser.pages()[0] || await browser.newPage();
+  page.on('console', (m) => { if (m.type() === 'error') result.console_errors.push(m.text()); });
+  page.on('pageerror', (e) => result.console_errors.push(String(e)));
+
+  await page.goto(base + '/', { waitUntil: 'load', timeout: 60000 });
+  await page.waitForSelector('body[data-ready="live"]', { timeout: 60000 });
+  await page.waitForSelector('.card.gpu [data-field="util"]', { timeout: 60000 });
+  result.gpu_cards = await page.locator('.card.gpu').count();
+  const read = () => page.$$eval('.card.gpu [data-field="util"], .card.gpu [data-field="power"]',
+    (els) => els.map((e) => e.textContent).join('|'));
+  const first = await read();
+  const deadline = Date.now() + 60000;
+  while (Date.now() < deadline) {
+    await page.waitForTimeout(700);
+    if ((await read()) !== first) { result.changed = true; break; }
+  }
+  // the charts have drawn points by now
+  await page.waitForFunction(() => document.querySelectorAll('.card.gpu canvas').length > 0, null, { timeout: 30000 });
+  result.runs_listed = await page.locator('#runs tbody tr').count();
+  const live = path.join(shotDir, 'serve-dashboard.png');
+  await page.screenshot({ path: live, fullPage: true });
+
+  // the run page, through its link in the run list
+  await page.click(`#runs tr[data-run="${runId}"] a`, { timeout: 30000 });
+  await page.waitForSelector('body[data-ready="run"]', { timeout: 60000 });
+  result.run_title = await page.textContent('#run-title');
+  result.run_charts = await page.locator('#run .chart canvas').count();
+  result.screenshot = path.join(shotDir, 'serve-run.png');
+  await page.screenshot({ path: result.screenshot, fullPage: true });
+  result.dashboard_screenshot = live;
+} catch (e) {
+  failed = e;
+} finally {
+  await browser.close();
+  fs.rmSync(userDataDir, { recursive: true, force: true });
+}
+console.log(JSON.stringify(result));
+if (failed) {
+  console.error(String(failed && failed.stack || failed));
+  process.exit(1);
+}
+process.exit(result.changed && result.run_charts >= 4 && result.console_errors.length === 0 ? 0 : 1);

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include "trainmon/serve/metrics_text.h"
+#include "unit/export/export_fixtures.h"
+
+using namespace trainmon;
+using namespace trainmon::serve;
+using trainmon::testing::gpu_process;
+using trainmon::testing::h200_snapshot;
+using trainmon::testing::kMiB;
+
+namespace {
+
+const std::string kLabels0 =
+    R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
+    R"(device="nvidia0",modelName="NVIDIA H200",Hostname="gpu-node-01")";
+
+const std::string kOwnLabels0 =
+    R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
+    R"(device="nvidia0",Hostname="gpu-node-01")";
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
+}
+
+Snapshot loaded() {
+  Snapshot s = h200_snapshot();
+  auto& g = s.gpus[0];
+  g.utilization_gpu_pct = Reading<unsigned>::of(87);
+  g.memory_used_bytes = Reading<std::uint64_t>::of(32362 * kMiB);
+  g.memory_free_bytes = Reading<std::uint64_t>::of(110000 * kMiB);
+  g.power_draw_mw = Reading<unsigned>::of(627400);
+  g.total_energy_mj = Reading<std::uint64_t>::of(123456789);
+  g.temperature_gpu_c = Reading<unsigned>::of(52);
+  g.gpm_sm_util_pct = Reading<double>::of(75.0);
+  g.violation_power_ns = Reading<std::uint64_t>::of(5'000'000);
+  return s;
+}
+
+}  // namespace
+
+TEST(MetricsText, DcgmNamesLabelsAndUnits) {
+  auto text = render_metrics(loaded(), {}, {});
+  EXPECT_TRUE(has_line(text, "# TYPE DCGM_FI_DEV_GPU_UTIL gauge")) << text;
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_UTIL{" + kLabels0 + "} 87")) << text;
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_FB_USED{" + kLabels0 + "} 32362"));                       // MiB
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_FB_FREE{" + kLabels0 + "} 110000"));                      // MiB
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_USAGE{" + kLabels0 + "} 627.4"));                   // W
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" + kLabels0 + "} 123456789"));  // mJ
+  EXPECT_TRUE(has_line(text, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + kLabels0 + "} 52"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_SM_CLOCK{" + kLabels0 + "} 345"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_SM_ACTIVE{" + kLabels0 + "} 0.75"));       // ratio
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_VIOLATION{" + kLabels0 + "} 5000"));  // us
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + "} 0"));
+  EXPECT_TRUE(
+      has_line(text, "trainmon_gpu_memory_used_bytes{" + kOwnLabels0 + "} " + std::to_string(32362 * kMiB)))
+      << "trainmon_* leave out the camelCase modelName";
+  EXPECT_TRUE(text.ends_with("\n"));
+}
+
+TEST(MetricsText, NotAvailableReadingsAreOmittedNotZero) {
+  auto s = loaded();
+  s.gpus[0].utilization_gpu_pct = Reading<unsigned>::fail(ReadStatus::not_supported, 3);
+  s.gpus[0].gpm_sm_util_pct = Reading<double>::fail(ReadStatus::not_supported);
+  auto text = render_metrics(s, {}, {});
+  EXPECT_EQ(text.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos) << "a family with no sample is left out";
+  EXPECT_EQ(text.find("DCGM_FI_PROF_SM_ACTIVE"), std::string::npos);
+  EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{"), std::string::npos);
+}
+
+TEST(MetricsText, LostGpuHasOnlyUpZero) {
+  auto s = loaded();
+  s.gpus[0].responsive = Reading<bool>::fail(ReadStatus::gpu_lost, 15);
+  auto text = render_metrics(s, {}, {});
+  EXPECT_EQ(text.find("DCGM_FI_DEV_FB_USED{"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "trainmon_gpu_up{" + kOwnLabels0 + "} 0"));
+}
+
+TEST(MetricsText, ProcessSeriesFollowTheSnapshot) {
+  auto s = loaded();
+  s.gpu_processes.push_back(gpu_process(10291, "python", 2566));
+  s.gpu_processes.push_back(gpu_process(10309, "ghost\"name", 100));
+  auto text = render_metrics(s, {}, {});
+  EXPECT_TRUE(has_line(
+      text,
+      R"(trainmon_process_gpu_memory_bytes{gpu="0",pid="10291",comm="python",Hostname="gpu-node-01"} )" +
+          std::to_string(2566 * kMiB + 4096)))
+      << text;
+  EXPECT_NE(text.find(R"(comm="ghost\"name")"), std::string::npos);
+  s.gpu_processes.erase(s.gpu_processes.begin());  // pid 10291 exited
+  text = render_metrics(s, {}, {});
+  EXPECT_EQ(text.find("pid=\"10291\""), std::string::npos) << "stale series dropped";
+  EXPECT_NE(text.find("pid=\"10309\""), std::string::npos);
+}
+
+TEST(MetricsText, EscapingAndLabelNames) {
+  EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(escape_help("x\\y\nz\""), "x\\\\y\\nz\"");
+  EXPECT_EQ(sanitize_label_name("SLURM_JOB_ID"), "slurm_job_id");
+  EXPECT_EQ(sanitize_label_name("team.name-x"), "team_name_x");
+  EXPECT_EQ(sanitize_label_name("9lives"), "_9lives");
+  EXPECT_EQ(sanitize_label_name("__reserved"), "_reserved");
+  auto s = loaded();
+  s.host.hostname = "we\"ird\nhost";
+  ExporterState st;
+  st.labels = {{"SLURM_JOB_ID", "4242"}, {"team", "vision"}};
+  auto text = render_metrics(s, {}, st);
+  EXPECT_NE(text.find(R"(Hostname="we\"ird\nhost")"), std::string::npos);
+  EXPECT_NE(
+      text.find(R"(trainmon_labels_info{Hostname="we\"ird\nhost",slurm_job_id="4242",team="vision"} 1)"),
+      std::string::npos)
+      << text;
+}
+
+TEST(MetricsText, FindingsXidAndExporterHealth) {
+  auto s = loaded();
+  auto f = diagnose::make_finding("D4", diagnose::Severity::warning, 10, 20);
+  f.gpus = {0};
+  std::vector<diagnose::Finding> active{f};
+  ExporterState st;
+  st.ticks_total = 7;
+  st.run_id = 3;
+  st.last_xid = {{0, 79}};
+  auto text = render_metrics(s, active, st);
+  EXPECT_TRUE(has_line(text, R"(trainmon_findings_active{Hostname="gpu-node-01",severity="warning"} 1)"))
+      << text;
+  EXPECT_TRUE(has_line(text, R"(trainmon_findings_active{Hostname="gpu-node-01",severity="critical"} 0)"));
+  EXPECT_NE(text.find(R"(trainmon_finding_active{Hostname="gpu-node-01",code="D4",slug=")"),
+            std::string::npos);
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + "} 79"));
+  EXPECT_TRUE(has_line(text, R"(trainmon_exporter_ticks_total{Hostname="gpu-node-01"} 7)"));
+  EXPECT_TRUE(has_line(text, R"(trainmon_exporter_recording{Hostname="gpu-node-01"} 1)"));
+}
+
+TEST(MetricsText, EveryFamilyHasHelpAndTypeOnce) {
+  auto text = render_metrics(loaded(), {}, {});
+  std::size_t pos = 0;
+  std::map<std::string, int> types;
+  while ((pos = text.find("# TYPE ", pos)) != std::string::npos) {
+    auto end = text.find(' ', pos + 7);
+    ++types[text.substr(pos + 7, end - pos - 7)];
+    pos = end;
+  }
+  EXPECT_GT(types.size(), 20u);
+  for (const auto& [name, n] : types) {
+    EXPECT_EQ(n, 1) << name;
+    EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+  }
+}

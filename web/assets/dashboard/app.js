@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+// trainmon serve's dashboard: polls the JSON API (docs/serve.md) and draws with uPlot.
+// Text from the machine (process names, commands, labels) only ever goes through textContent.
+(function() {
+'use strict';
+
+const COLORS = [
+  '#58a6ff', '#3fb950', '#d29922', '#f85149', '#bc8cff', '#39c5cf', '#ff7b72', '#e3b341', '#a5d6ff',
+  '#7ee787', '#ffa657', '#ff9bce'
+];
+
+function el(tag, attrs, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === 'class')
+      e.className = v;
+    else if (k === 'text')
+      e.textContent = v;
+    else
+      e.setAttribute(k, v);
+  }
+  for (const c of children) e.append(c);
+  return e;
+}
+
+async function getJSON(url) {
+  const r = await fetch(url, {credentials: 'same-origin', cache: 'no-store'});
+  if (!r.ok) throw new Error(url + ': HTTP ' + r.status);
+  return r.json();
+}
+
+const fmt = {
+  num: (v, d = 0) => (v === null || v === undefined || Number.isNaN(v)) ? 'N/A' : Number(v).toFixed(d),
+  mib: (v) => (v === null || v === undefined) ?
+      'N/A' :
+      (v >= 1024 ? (v / 1024).toFixed(1) + ' GiB' : v.toFixed(0) + ' MiB'),
+  bytes: (v) => {
+    if (v === null || v === undefined) return 'N/A';
+    const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+    let i = 0;
+    while (v >= 1024 && i < u.length - 1) {
+      v /= 1024;
+      i++;
+    }
+    return v.toFixed(i ? 1 : 0) + ' ' + u[i];
+  },
+  time: (ns) => new Date(ns / 1e6).toLocaleString(),
+  dur: (s) => {
+    if (s === null || s === undefined) return '';
+    s = Math.round(s);
+    const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+    return (h ? h + 'h' : '') + (h || m ? m + 'm' : '') + r + 's';
+  },
+};
+
+function chartWidth(node) { return Math.max(200, (node.clientWidth || 300) - 10); }
+
+function makeChart(node, seriesNames, height, yRange) {
+  const series = [{}].concat(seriesNames.map(
+      (n, i) => ({label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false})));
+  const opts = {
+    width: chartWidth(node),
+    height: height,
+    series: series,
+    legend: {show: seriesNames.length > 1},
+    scales: {x: {time: true}, y: yRange ? {range: yRange} : {}},
+    axes: [{stroke: '#8a94a0', grid: {stroke: '#2a3440'}}, {stroke: '#8a94a0', grid: {stroke: '#2a3440'}}],
+  };
+  const data = [[]].concat(seriesNames.map(() => []));
+  return new uPlot(opts, data, node);
+}
+
+// ---------------- live page ----------------
+const cards = new Map();  // gpu index -> {node, chart, fields}
+
+function gpuCard(g) {
+  const fields = {};
+  const field = (name, label) => {
+    const v = el('span', {class: 'value', 'data-field': name});
+    fields[name] = v;
+    return el('div', {class: 'row'}, el('span', {class: 'muted', text: label}), v);
+  };
+  const bar = (name) => {
+    const b = el('div');
+    fields[name + '_bar'] = b;
+    return el('div', {class: 'bar'}, b);
+  };
+  const chartNode = el('div', {class: 'mini'});
+  const node =
+      el('div', {class: 'card gpu', 'data-gpu': String(g.index)},
+         el('div', {class: 'title', text: 'GPU ' + g.index + ' · ' + (g.name || '')}),
+         field('util', 'utilisation'), bar('util'), field('mem', 'memory'), bar('mem'),
+         field('power', 'power'), field('temp', 'temperature'), field('procs', 'processes'), chartNode);
+  document.getElementById('gpus').append(node);
+  const chart = makeChart(chartNode, ['util %', 'mem %'], 90, [0, 100]);
+  const c = {node, chart, fields, chartNode};
+  cards.set(g.index, c);
+  return c;
+}
+
+function renderGpus(status) {
+  for (const g of status.gpus || []) {
+    const c = cards.get(g.index) || gpuCard(g);
+    const f = c.fields;
+    if (g.responsive && g.responsive !== 'ok') {
+      f.util.textContent = g.responsive;
+      continue;
+    }
+    f.util.textContent = fmt.num(g['utilization.gpu']) + ' %';
+    f.util_bar.style.width = (g['utilization.gpu'] || 0) + '%';
+    const used = g['memory.used'], total = g['memory.total'];
+    f.mem.textContent = fmt.mib(used) + ' / ' + fmt.mib(total);
+    f.mem_bar.style.width = (total ? 100 * used / total : 0) + '%';
+    f.power.textContent = fmt.num(g['power.draw']) + ' / ' + fmt.num(g['enforced.power.limit']) + ' W';
+    f.temp.textContent = fmt.num(g['temperature.gpu']) + ' °C';
+    f.procs.textContent = String((g.processes || []).length);
+  }
+}
+
+function renderHost(status) {
+  const h = status.host || {};
+  const node = document.getElementById('hostcard');
+  node.replaceChildren();
+  const row = (label, value, name) => node.append(
+      el('div', {class: 'row'}, el('span', {class: 'muted', text: label}),
+         el('span', {class: 'value', 'data-field': name, text: value})));
+  const cpu = h.cpu || {}, mem = h.memory || {};
+  row('CPU busy', fmt.num(cpu.busy_pct, 1) + ' % of ' + (cpu.count_online || '?') + ' CPUs', 'cpu');
+  row('load', [h.load1, h.load5, h.load15].map((x) => fmt.num(x, 2)).join(' '), 'load');
+  row('memory', fmt.bytes(mem.used_bytes) + ' / ' + fmt.bytes(mem.total_bytes), 'memory');
+  row('swap', fmt.bytes(mem.swap_used_bytes) + ' / ' + fmt.bytes(mem.swap_total_bytes), 'swap');
+}
+
+function renderProcs(status) {
+  const body = document.querySelector('#procs tbody');
+  body.replaceChildren();
+  for (const g of status.gpus || []) {
+    for (const p of g.processes || []) {
+      body.append(
+          el('tr', {}, el('td', {text: String(g.index)}), el('td', {text: String(p.pid)}),
+             el('td', {text: p.username || ''}),
+             el('td', {text: (p.full_command || []).join(' ') || p.command || p.process_name || ''}),
+             el('td', {text: fmt.mib(p.gpu_memory_usage)}), el('td', {text: fmt.num(p.sm_util)}),
+             el('td', {text: fmt.num(p.cpu_percent, 1)}), el('td', {text: fmt.bytes(p.cpu_memory_usage)})));
+    }
+  }
+  if (!body.children.length)
+    body.append(el('tr', {}, el('td', {colspan: '8', class: 'muted', text: 'no GPU processes'})));
+}
+
+function renderFindings(list, node) {
+  node.replaceChildren();
+  if (!list.length) {
+    node.append(el('li', {class: 'muted', text: 'nothing to report'}));
+    return;
+  }
+  for (const f of list) {
+    node.append(
+        el('li', {class: f.severity}, el('strong', {text: f.code + ' ' + f.title}),
+           el('span', {class: 'muted', text: ' [' + f.severity + ']'}), el('div', {text: f.evidence || ''}),
+           el('div', {class: 'muted', text: f.advice || ''})));
+  }
+}
+
+function renderHistory(h) {
+  const t = h.t || [];
+  for (const g of h.gpus || []) {
+    const c = cards.get(g.index);
+    if (!c) continue;
+    const totalMib = c.totalMib || 0;
+    const pct = g.mem_used_mib.map((v) => (v === null || !totalMib) ? null : 100 * v / totalMib);
+    c.chart.setData([t, g.util_gpu_pct, pct]);
+  }
+}
+
+function renderRuns(runs) {
+  const body = document.querySelector('#runs tbody');
+  body.replaceChildren();
+  for (const r of runs.slice(0, 50)) {
+    const end = r.end_unix_ns || Date.now() * 1e6;
+    body.append(el(
+        'tr', {'data-run': String(r.id)}, el('td', {}, el('a', {href: '/runs/' + r.id, text: String(r.id)})),
+        el('td', {text: r.name}), el('td', {text: r.kind}), el('td', {text: r.status}),
+        el('td', {text: fmt.time(r.start_unix_ns)}), el('td', {text: fmt.dur((end - r.start_unix_ns) / 1e9)}),
+        el('td', {text: String(r.gpus.length)}), el('td', {text: String(r.finding_count)})));
+  }
+}
+
+function setConn(ok, text) {
+  const c = document.getElementById('conn');
+  c.className = 'pill ' + (ok ? 'ok' : 'bad');
+  c.textContent = text;
+}
+
+async function liveTick() {
+  try {
+    const s = await getJSON('/api/v1/snapshot');
+    if (s.status) {
+      document.getElementById('host').textContent = s.status.hostname || '';
+      document.getElementById('updated').textContent =
+          'updated ' + new Date(s.status.query_time_unix_ns / 1e6).toLocaleTimeString();
+      renderGpus(s.status);
+      for (const g of s.status.gpus || []) {
+        const c = cards.get(g.index);
+        if (c && g['memory.total']) c.totalMib = g['memory.total'];
+      }
+      renderHost(s.status);
+      renderProcs(s.status);
+    }
+    renderFindings(s.findings || [], document.getElementById('findings'));
+    renderHistory(await getJSON('/api/v1/history?seconds=600'));
+    setConn(true, 'live · run ' + s.run_id);
+  } catch (e) {
+    setConn(false, 'disconnected');
+  }
+}
+
+async function runsTick() {
+  try {
+    renderRuns(await getJSON('/api/v1/runs'));
+  } catch (e) { /* shown by the live pill */
+  }
+}
+
+// ---------------- run page ----------------
+async function runPage(id) {
+  document.getElementById('run').hidden = false;
+  const run = await getJSON('/api/v1/runs/' + id);
+  document.title = 'trainmon · run ' + id;
+  document.getElementById('run-title').textContent = 'Run ' + run.id + ' · ' + run.name;
+  const end = run.end_unix_ns || Date.now() * 1e6;
+  const labels = Object.entries(run.labels || {}).map(([k, v]) => k + '=' + v).join(' ');
+  document.getElementById('run-meta').textContent = run.kind + ' · ' + run.status + ' · ' + run.host +
+      ' · started ' + fmt.time(run.start_unix_ns) + ' · ' + fmt.dur((end - run.start_unix_ns) / 1e9) +
+      (run.command.length ? ' · ' + run.command.join(' ') : '') + (labels ? ' · ' + labels : '');
+  const report = document.getElementById('run-report');
+  report.href = '/runs/' + id + '/report';
+  fetch(report.href, {method: 'HEAD', credentials: 'same-origin'})
+      .then((r) => {
+        if (!r.ok)
+          report.replaceWith(el('span', {class: 'muted', text: 'full report not available in this build'}));
+      })
+      .catch(() => {});
+  const s = await getJSON('/api/v1/runs/' + id + '/samples?step=0');
+  const t0 = run.start_unix_ns / 1e9;
+  const t = s.t.map((x) => t0 + x);
+  const names = s.gpus.map((g) => 'GPU ' + g.index);
+  const draw = (nodeId, cols, nm, range) => {
+    const node = document.getElementById(nodeId);
+    node.replaceChildren();
+    makeChart(node, nm, 220, range).setData([t].concat(cols));
+  };
+  draw('chart-util', s.gpus.map((g) => g.util_gpu_pct), names, [0, 100]);
+  draw('chart-mem', s.gpus.map((g) => g.mem_used_mib), names);
+  draw('chart-power', s.gpus.map((g) => g.power_w), names);
+  draw('chart-cpu', [s.host.cpu_busy_pct], ['CPU busy %'], [0, 100]);
+  let findings = await getJSON('/api/v1/runs/' + id + '/findings');
+  if (!findings.length) {
+    // the serve run itself stores its findings at the end: show the live ones meanwhile
+    const snap = await getJSON('/api/v1/snapshot');
+    if (snap.run_id === Number(id)) findings = snap.findings || [];
+  }
+  renderFindings(findings, document.getElementById('run-findings'));
+  document.body.setAttribute('data-ready', 'run');
+}
+
+async function livePage() {
+  document.getElementById('live').hidden = false;
+  await liveTick();
+  await runsTick();
+  document.body.setAttribute('data-ready', 'live');
+  setInterval(liveTick, 1000);
+  setInterval(runsTick, 5000);
+}
+
+const m = location.pathname.match(/^\/runs\/(\d+)$/);
+(m ? runPage(m[1]) : livePage()).catch((e) => {
+  setConn(false, 'error');
+  document.body.append(el('pre', {class: 'muted', text: String(e)}));
+});
+})();
