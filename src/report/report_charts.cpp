@@ -238,7 +238,9 @@ void add_charts(json& model, const diagnose::RunSeries& rs, int max_points) {
 void add_findings(json& model, const std::vector<diagnose::Finding>& findings) {
   json out = json::array();
   json advice = json::array();
-  const json& charts = model.contains("charts") ? model["charts"] : json::array();
+  static const json kNoCharts = json::array();
+  const auto it = model.find("charts");
+  const json& charts = it != model.end() ? *it : kNoCharts;
   for (std::size_t i = 0; i < findings.size(); ++i) {
     const auto& f = findings[i];
     json j = f;

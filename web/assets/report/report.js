@@ -41,6 +41,7 @@
   }
   function fmtValue(v, unit) {
     if (v == null || !isFinite(v)) return '—';
+    if (v === 0) return '0' + (unit ? ' ' + unit : '');
     if (unit === 'MiB' && Math.abs(v) >= 1024) return (v / 1024).toFixed(1) + ' GiB';
     const a = Math.abs(v);
     const txt = a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
@@ -101,7 +102,8 @@
   const charts = model.charts || [];
   const csec = el('section', { class: 'charts' }, el('h2', {}, 'Charts'));
   root.append(csec);
-  const width = Math.max(360, Math.floor((Math.min(root.clientWidth || 1200, 1600) - 24) / 2));
+  // two charts a row: the figure's padding and border (2 x 5 px) and the 8-px gap come off
+  const width = Math.max(360, Math.floor((Math.min(csec.clientWidth || 1200, 1600) - 8) / 2) - 12);
   let group = null, grid = null;
 
   function shade(u, rec) {
@@ -172,7 +174,7 @@
     const scales = { x: { time: false }, y: { range: yRange } };
     const axes = [
       { values: (u, splits) => splits.map(fmtDur), size: 32 },
-      { values: (u, splits) => splits.map((v) => fmtValue(v, c.unit)), size: 70 },
+      { values: (u, splits) => splits.map((v) => fmtValue(v, c.unit)), size: 84 },
     ];
     if (c.y2) {
       scales.y2 = { range: [c.y2.min, c.y2.max] };

@@ -1,0 +1,164 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Run reports end to end (docs/report.md).
+
+1. The d2-ddp-imbalance scenario recorded by `trainmon run` (as test_diagnose_scenarios.py does):
+   the run writes its HTML report by default and prints the path; `trainmon report` gives Markdown
+   listing D2 and JSON that parses; the HTML, opened through file:// in Debian's Chromium
+   (tests/e2e/browser/report_check.mjs), has no console error, every chart drawn with data, D2's
+   region shaded, and a screenshot saved under the test's tmp dir.
+2. A real PyTorch training loop (test_python_training.py's loop style: torch on the CPU, the trainmon
+   package sending epochs) under `trainmon run`: its report has the epoch markers on every chart.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_run_helpers import PY, SOURCE_DIR, env, trainmon_bin  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, "browser", "report_check.mjs")
+PLAYWRIGHT = os.path.join(SOURCE_DIR, "web", "node_modules", "playwright-core")
+
+# The detectors' durations scaled to a 20-s scenario (test_diagnose_scenarios.py).
+SCALED = ["window_s=8", "clear_s=8", "imbalance_for_s=8", "starved_for_s=8", "wrong_device_for_s=8",
+          "held_unused_for_s=8", "ghost_for_s=5", "idle_holder_for_s=8", "loading_for_s=8",
+          "throttle_for_s=5", "pcie_for_s=8", "pressure_for_s=8", "near_full_for_s=3", "leak_min_span_s=8",
+          "util_min_span_s=8", "spike_within_s=3"]
+
+
+def browser_check(html, shot, extra_env=None):
+    if not os.path.exists("/usr/bin/chromium"):
+        pytest.skip("/usr/bin/chromium is not installed")
+    if not os.path.isdir(PLAYWRIGHT):
+        pytest.skip("web/node_modules/playwright-core is missing (scripts/setup.sh)")
+    node = shutil.which("node") or "/usr/bin/node"
+    e = dict(os.environ)
+    e.update(extra_env or {})
+    p = subprocess.run([node, CHECK, str(html), str(shot)], capture_output=True, text=True, timeout=240, env=e)
+    assert p.returncode == 0, f"{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    result = json.loads(p.stdout.strip().splitlines()[-1])
+    print(f"report screenshot: {result['screenshot']} (render {result['renderMs']:.0f} ms)")
+    return result
+
+
+@pytest.fixture(scope="module")
+def d2(tmp_path_factory):
+    bin_ = trainmon_bin()
+    d = tmp_path_factory.mktemp("d2")
+    db = d / "runs.db"
+    e = env("d2-ddp-imbalance.json", CUDA_VISIBLE_DEVICES="0,1,2,3")
+    for k in ("TRAINMON_EVENTS_SOCKET", "TRAINMON_SNAPSHOT_FILE", "TRAINMON_RUN_ID"):
+        e.pop(k, None)
+    args = [bin_, "run"]
+    for t in SCALED:
+        args += ["--threshold", t]
+    args += ["--interval", "0.5", "--db", str(db), "--", "sleep", "20"]
+    # sh starts the scenario's DDP ranks (sleep helpers), exports their pids and becomes trainmon:
+    # they are its children, so they belong to the watched job.
+    script = "".join(f"sleep 30 & export TRAINMON_DDP_PID_{i}=$!\n" for i in range(4))
+    script += "sleep 30 & export TRAINMON_TEST_PID=$!\nexec \"$@\"\n"
+    p = subprocess.run(["/bin/sh", "-c", script, "sh"] + args, env=e, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return d, db, e, p
+
+
+def report(db, e, *args):
+    p = subprocess.run([trainmon_bin(), "report", "last", "--db", str(db), *args], env=e, capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+def test_run_writes_the_html_report_beside_the_store(d2):
+    d, db, _, p = d2
+    path = d / "reports" / "run-1.html"
+    assert f"report: {path}" in p.stderr, p.stderr[-2000:]
+    html = path.read_text()
+    assert html.startswith("<!DOCTYPE html>") and 'id="trainmon-data"' in html
+    assert "http://" not in html.split('id="trainmon-data"')[0].replace("http://www.w3.org", "")
+
+
+def test_markdown_lists_the_finding_codes(d2):
+    _, db, e, _ = d2
+    md = report(db, e, "--format", "md")
+    assert "# trainmon report: run 1" in md
+    codes = [line for line in md.splitlines() if line.startswith("Codes: ")]
+    assert codes and "D2" in codes[0].split(": ")[1].split(", "), md
+    assert "**[warning] D2 ddp-imbalance**" in md or "**[critical] D2 ddp-imbalance**" in md, md
+    assert "| Command | `sleep 20` |" in md
+
+
+def test_json_parses_with_charts_and_findings(d2):
+    _, db, e, _ = d2
+    j = json.loads(report(db, e, "--format", "json"))
+    assert j["format"] == "trainmon-report" and j["run"]["id"] == 1
+    ids = {c["id"] for c in j["charts"]}
+    for g in range(4):
+        assert {f"gpu{g}-util", f"gpu{g}-mem", f"gpu{g}-power", f"gpu{g}-temp", f"gpu{g}-clock"} <= ids, ids
+    assert {"cmp-util", "cmp-mem", "host-cpu", "host-mem"} <= ids
+    [d2f] = [f for f in j["findings"] if f["code"] == "D2"]
+    assert d2f["charts"] and d2f["end_s"] >= d2f["start_s"]
+    assert len(j["x"]) == j["ticks"] > 20
+    assert any(p["in_job"] and p["peak_gpu_mem_mib"] for p in j["processes"]), j["processes"]
+
+
+def test_html_in_chromium_draws_every_chart_and_shades_the_finding(d2, tmp_path):
+    d, db, e, _ = d2
+    out = tmp_path / "d2.html"
+    assert report(db, e, "-o", str(out)).strip() == str(out)
+    j = json.loads(report(db, e, "--format", "json"))
+    r = browser_check(out, tmp_path / "d2.png")
+    assert os.path.getsize(r["screenshot"]) > 10_000
+    assert r["console_errors"] == [] and r["errors"] == [] and r["requests"] == []
+    assert len(r["charts"]) == len(j["charts"]) == r["canvases"]
+    for c in r["charts"]:
+        assert c["points"] > 10, c
+    [d2f] = [f for f in j["findings"] if f["code"] == "D2"]
+    shaded = {c["id"] for c in r["charts"] if c["shaded"] > 0}
+    assert set(d2f["charts"]) <= shaded, (d2f["charts"], shaded)
+    assert r["link_target"] == "#chart-" + d2f["charts"][0]
+    assert f"finding-{d2f['id']}" in r["findings"]
+
+
+def test_pytorch_run_report_has_epoch_markers(tmp_path):
+    if subprocess.run([PY, "-c", "import torch"], capture_output=True).returncode != 0:
+        pytest.skip("python3-torch is not installed")
+    db = tmp_path / "t.db"
+    script = os.path.join(HERE, "test_python_training.py")
+    html = tmp_path / "train.html"
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--report", str(html),
+                        "--", PY, script, "loop", "3", "25", "0.5"],
+                       env=env(), capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"report: {html}" in p.stderr
+    j = json.loads(report(db, env(), "--format", "json"))
+    assert [e["epoch"] for e in j["epochs"]] == [1, 2, 3], j["epochs"]
+    assert j["epochs"][0]["t"] < j["epochs"][1]["t"] < j["epochs"][2]["t"]
+    md = report(db, env(), "--format", "md")
+    assert "3 epoch ends:" in md
+    r = browser_check(html, tmp_path / "train.png")
+    assert r["charts"] and r["console_errors"] == []
+    for c in r["charts"]:
+        assert c["points"] > 0, c
+        assert c["epochs"] == 3, c  # every chart shows the three epoch ends
+
+
+def test_no_report_and_unwritable_report_keep_the_exit_status(tmp_path):
+    db = tmp_path / "n.db"
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--no-report", "--",
+                        "sh", "-c", "exit 3"], env=env(), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 3, p.stderr
+    assert "report:" not in p.stderr and not (tmp_path / "reports").exists()
+    bad = tmp_path / "file"
+    bad.write_text("x")  # a file where the report's directory should be
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--report",
+                        str(bad / "r.html"), "--", "sh", "-c", "exit 4"], env=env(), capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode == 4, p.stderr
+    assert p.stderr.count("trainmon: no report: ") == 1, p.stderr
+    assert "\nreport:" not in p.stderr
