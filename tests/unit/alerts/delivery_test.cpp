@@ -1,0 +1,182 @@
+// SPDX-License-Identifier: Apache-2.0
+// Spool write / replay order, backoff schedule, rate limiter, delivery through a command sink,
+// spooled alerts delivered by the next Delivery, credentials file permissions.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "trainmon/alerts/backoff.h"
+#include "trainmon/alerts/delivery.h"
+#include "trainmon/alerts/sinks.h"
+#include "trainmon/alerts/spool.h"
+
+namespace trainmon::alerts {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const char* name) {
+  fs::path p = fs::temp_directory_path() / fmt::format("trainmon-alerts-{}-{}", name, ::getpid());
+  fs::remove_all(p);
+  fs::create_directories(p);
+  return p;
+}
+
+Notification note(int i) {
+  Notification n;
+  n.id = fmt::format("id-{}", i);
+  n.state = "firing";
+  n.rule = "r";
+  n.severity = "warning";
+  n.target = "gpu0";
+  n.value = i;
+  n.message = fmt::format("message {}", i);
+  n.time_unix_ns = 1'700'000'000'000'000'000 + i;
+  return n;
+}
+
+TEST(AlertSpool, WritesAtomicallyAndListsInOrder) {
+  auto dir = temp_dir("spool");
+  Spool s((dir / "hook").string());
+  EXPECT_TRUE(s.list().empty());
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(s.put(note(i)));
+  auto files = s.list();
+  ASSERT_EQ(files.size(), 12u);
+  for (int i = 0; i < 12; ++i) {
+    auto n = Spool::read(files[static_cast<std::size_t>(i)]);
+    ASSERT_TRUE(n);
+    EXPECT_EQ(*n, note(i));
+  }
+  EXPECT_EQ(fs::status(dir / "hook").permissions() & fs::perms::all, fs::perms::owner_all);
+  std::ofstream(dir / "hook" / "00-garbage.json") << "{not json";
+  auto bad = Spool::read(s.list().front());
+  EXPECT_FALSE(bad);
+  Spool::quarantine(s.list().front());
+  EXPECT_EQ(s.list().size(), 12u);
+  for (const auto& f : s.list()) EXPECT_TRUE(Spool::remove(f));
+  EXPECT_TRUE(s.list().empty());
+  fs::remove_all(dir);
+}
+
+TEST(AlertBackoff, DoublesUpToTheCeiling) {
+  std::vector<double> got;
+  for (int i = 0; i <= 8; ++i) got.push_back(backoff_delay_s(i, 5, 300));
+  EXPECT_EQ(got, (std::vector<double>{0, 5, 10, 20, 40, 80, 160, 300, 300}));
+  EXPECT_EQ(backoff_delay_s(1000, 5, 300), 300);
+}
+
+TEST(AlertRateLimit, AtMostPerHour) {
+  RateLimiter r(3);
+  EXPECT_TRUE(r.allow(0));
+  EXPECT_TRUE(r.allow(1));
+  EXPECT_TRUE(r.allow(2));
+  EXPECT_FALSE(r.allow(3));
+  EXPECT_FALSE(r.allow(1000));  // 1000 s refill 0.83 of a token
+  EXPECT_TRUE(r.allow(1300));
+}
+
+RuleSet command_rules(const fs::path& script, const fs::path& out, bool fail) {
+  std::ofstream(script) << "#!/bin/sh\n"
+                        << (fail ? "exit 3\n" : "")
+                        << "echo \"$TRAINMON_ALERT_ID $TRAINMON_ALERT_STATE $TRAINMON_ALERT_MESSAGE\" >> "
+                        << out << "\n";
+  fs::permissions(script, fs::perms::owner_all);
+  RuleSet rs;
+  rs.sinks["cmd"] =
+      SinkConfig{.name = "cmd", .type = SinkType::command, .command = {script.string()}, .timeout_s = 10};
+  rs.delivery.retry_initial_s = 0.05;
+  rs.delivery.retry_max_s = 0.1;
+  rs.delivery.finish_grace_s = 0;
+  return rs;
+}
+
+std::vector<std::string> lines(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+TEST(AlertDelivery, FailedDeliveriesStaySpooledAndTheNextDeliveryReplaysThemInOrder) {
+  auto dir = temp_dir("delivery");
+  auto out = dir / "out.txt";
+  {
+    Delivery d(command_rules(dir / "sink.sh", out, true), (dir / "spool").string(), "test");
+    for (int i = 0; i < 3; ++i) d.send(note(i), {"cmd"});
+    d.finish();
+    EXPECT_GE(d.stats()["cmd"].failures, 1);
+  }
+  EXPECT_EQ(Spool((dir / "spool" / "cmd").string()).list().size(), 3u);
+  EXPECT_FALSE(fs::exists(out));
+  {
+    auto rs = command_rules(dir / "sink.sh", out, false);
+    rs.delivery.finish_grace_s = 30;
+    Delivery d(rs, (dir / "spool").string(), "test");
+    d.send(note(3), {"cmd"});
+    d.finish();
+    EXPECT_EQ(d.stats()["cmd"].delivered, 4);
+  }
+  EXPECT_EQ(lines(out), (std::vector<std::string>{"id-0 firing message 0", "id-1 firing message 1",
+                                                  "id-2 firing message 2", "id-3 firing message 3"}));
+  EXPECT_TRUE(Spool((dir / "spool" / "cmd").string()).list().empty());
+  fs::remove_all(dir);
+}
+
+TEST(AlertDelivery, RateLimitDropsAndCounts) {
+  auto dir = temp_dir("rate");
+  auto out = dir / "out.txt";
+  auto rs = command_rules(dir / "sink.sh", out, false);
+  rs.sinks["cmd"].rate_per_hour = 2;
+  rs.delivery.finish_grace_s = 30;
+  {
+    Delivery d(rs, (dir / "spool").string(), "test");
+    for (int i = 0; i < 5; ++i) d.send(note(i), {"cmd"});
+    d.finish();
+    EXPECT_EQ(d.stats()["cmd"].rate_limited, 3);
+  }
+  EXPECT_EQ(lines(out).size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(AlertSmtp, CredentialsFileMustBePrivate) {
+  auto dir = temp_dir("cred");
+  auto f = dir / "cred";
+  std::ofstream(f) << "user:secret\n";
+  SinkConfig c;
+  c.credentials_file = f.string();
+  ::unsetenv("TRAINMON_SMTP_USER");
+  ::chmod(f.c_str(), 0644);
+  auto r = smtp_credentials(c);
+  ASSERT_FALSE(r);
+  EXPECT_NE(r.error().message.find("refused"), std::string::npos);
+  ::chmod(f.c_str(), 0600);
+  r = smtp_credentials(c);
+  ASSERT_TRUE(r) << r.error().message;
+  EXPECT_EQ(r->first, "user");
+  EXPECT_EQ(r->second, "secret");
+  fs::remove_all(dir);
+}
+
+TEST(AlertBodies, WebhookAndEmail) {
+  Notification n = note(1);
+  auto j = nlohmann::json::parse(webhook_body(n, false));
+  EXPECT_EQ(j["id"], "id-1");
+  auto s = nlohmann::json::parse(webhook_body(n, true));
+  EXPECT_EQ(s["text"], ":warning: [warning] FIRING r gpu0: message 1");
+  SinkConfig c;
+  c.from = "a@b";
+  c.to = {"c@d", "e@f"};
+  std::string m = email_message(n, c);
+  EXPECT_NE(m.find("To: c@d, e@f\r\n"), std::string::npos);
+  EXPECT_NE(m.find("Subject: [trainmon] warning r gpu0 on "), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainmon::alerts
