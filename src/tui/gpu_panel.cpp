@@ -107,26 +107,17 @@ void draw_full(Canvas& cv, int row, const GpuSample& g, const History& hist) {
   col = cv.put(row, col + 2, g.fan_speed_pct ? fmt::format("fan {}%", *g.fan_speed_pct) : "fan N/A");
   col = cv.put(row, col + 2, power_text(g));
   col = cv.put(row, col + 2,
-               fmt::format("SM {} MEM {} MHz", g.clocks_sm_mhz ? std::to_string(*g.clocks_sm_mhz) : "N/A",
+               fmt::format("{}/{} MHz", g.clocks_sm_mhz ? std::to_string(*g.clocks_sm_mhz) : "N/A",
                            g.clocks_memory_mhz ? std::to_string(*g.clocks_memory_mhz) : "N/A"));
   const bool ecc_bad = g.ecc_uncorrected_volatile && *g.ecc_uncorrected_volatile > 0;
-  col = cv.put(row, col + 2, ecc_text(g), ecc_bad ? Style::bad : Style::normal);
-  col =
-      cv.put(row, col + 2,
-             fmt::format("PCIe rx {} tx {}", g.pcie_rx_kib_s ? human_rate(*g.pcie_rx_kib_s * 1024.0) : "N/A",
-                         g.pcie_tx_kib_s ? human_rate(*g.pcie_tx_kib_s * 1024.0) : "N/A"));
-  if (g.clocks_event_reasons_active) {
-    const std::uint64_t r = *g.clocks_event_reasons_active;
-    const bool slow = (r & ~(clock_event::gpu_idle | clock_event::applications_clocks_setting |
-                             clock_event::display_clock_setting)) != 0;
-    col = cv.put(row, col + 2, "throttle: ", Style::label);
-    cv.put(row, col, throttle_words(r), slow ? Style::warn : Style::normal);
-  }
+  cv.put(row, col + 2, ecc_text(g), ecc_bad ? Style::bad : Style::normal);
 
-  // Bars with history: bar takes about a third of the width, history the rest.
-  const int bar_w = std::clamp((w - 30) / 3, 4, 40);
-  const int text_w = 16;
-  const int hist_col = 6 + bar_w + 2 + text_w + 1;
+  // Two bar rows: bar, value, one more fact (PCIe, throttle reasons), then the history.
+  const int bar_w = std::clamp((w - 30) / 4, 4, 40);
+  const int text_w = 14;
+  const int extra_col = 1 + 5 + 1 + bar_w + 1 + text_w;
+  const int extra_w = 32;
+  const int hist_col = extra_col + extra_w;
   const int hist_w = std::max(0, w - hist_col - 1);
   const double u = g.utilization_gpu_pct ? static_cast<double>(*g.utilization_gpu_pct) : -1;
   const Style ufill = u < 0 ? Style::dim : u < 30 ? Style::good : Style::busy;
@@ -138,6 +129,18 @@ void draw_full(Canvas& cv, int row, const GpuSample& g, const History& hist) {
       m < 0 ? " N/A"
             : fmt::format(" {}/{}", human_bytes(*g.memory_used_bytes), human_bytes(*g.memory_total_bytes));
   draw_bar(cv, row + 2, 1, "mem  ", m, bar_w, mtext, mfill);
+  cv.put(row + 1, extra_col,
+         fmt::format("PCIe rx {} tx {}", g.pcie_rx_kib_s ? human_rate(*g.pcie_rx_kib_s * 1024.0) : "N/A",
+                     g.pcie_tx_kib_s ? human_rate(*g.pcie_tx_kib_s * 1024.0) : "N/A"));
+  if (g.clocks_event_reasons_active) {
+    const std::uint64_t r = *g.clocks_event_reasons_active;
+    const bool slow = (r & ~(clock_event::gpu_idle | clock_event::applications_clocks_setting |
+                             clock_event::display_clock_setting)) != 0;
+    const int c = cv.put(row + 2, extra_col, "throttle: ", Style::label);
+    std::string words = throttle_words(r);
+    if (static_cast<int>(words.size()) > extra_w - 11) words.resize(static_cast<std::size_t>(extra_w - 11));
+    cv.put(row + 2, c, words, slow ? Style::warn : Style::normal);
+  }
   if (hist_w >= 4) {
     const auto uh = hist.util(g.index);
     const auto mh = hist.memory(g.index);

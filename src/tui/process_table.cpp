@@ -256,7 +256,7 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
   if (height <= 0) return;
   std::vector<Column> cols = {
       {SortKey::pid, 7, true, 0},        {SortKey::user, 8, false, 3},   {SortKey::gpu, 3, false, 4},
-      {SortKey::gpu_memory, 7, true, 0}, {SortKey::sm, 4, true, 1},      {SortKey::cpu, 6, true, 6},
+      {SortKey::gpu_memory, 8, true, 0}, {SortKey::sm, 4, true, 1},      {SortKey::cpu, 6, true, 6},
       {SortKey::rss, 6, true, 5},        {SortKey::elapsed, 8, true, 2},
   };
   const int width = canvas.width();

@@ -56,7 +56,7 @@ void draw_footer(Canvas& cv, const UiState& ui) {
   if (!ui.filter_text.empty()) state += "[/" + ui.filter_text + "]";
   if (!ui.filter_user.empty()) state += "[u:" + ui.filter_user + "]";
   const int c = cv.put(y, 0, state, Style::label);
-  cv.put(y, c + 1, "s sort  / filter  u user  t tree  a all  k kill  +/- interval  ? help  q quit",
+  cv.put(y, c + 1, "q quit  ? help  s sort  / filter  u user  t tree  a all  k kill  +/- interval",
          Style::dim);
 }
 
@@ -66,7 +66,7 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   RenderResult out{Canvas(width, height, utf8), {}};
   Canvas& cv = out.canvas;
   if (cv.width() < kMinWidth || cv.height() < kMinHeight) {
-    cv.put(0, 0, fmt::format("terminal too small ({}x{})", cv.width(), cv.height()), Style::warn);
+    cv.put(0, 0, fmt::format("too small {}x{}", cv.width(), cv.height()), Style::warn);
     if (cv.height() > 1) cv.put(1, 0, "q quits", Style::dim);
     return out;
   }

@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "trainmon/tui/canvas.h"
+#include "trainmon/tui/format.h"
+#include "trainmon/tui/history.h"
+#include "trainmon/tui/panels.h"
+
+namespace trainmon::tui {
+namespace {
+
+TEST(TuiFormat, HumanBytesRatesElapsed) {
+  EXPECT_EQ(human_bytes(512), "512B");
+  EXPECT_EQ(human_bytes(1536), "1.5K");
+  EXPECT_EQ(human_bytes(61ull << 30), "61G");
+  EXPECT_EQ(human_bytes(143771ull << 20), "140G");
+  EXPECT_EQ(human_bytes(1ull << 40), "1.0T");
+  EXPECT_EQ(human_rate(-1), "0B/s");
+  EXPECT_EQ(human_rate(NAN), "0B/s");
+  EXPECT_EQ(human_rate(2.0 * 1024 * 1024), "2.0M/s");
+  EXPECT_EQ(human_elapsed(59), "59s");
+  EXPECT_EQ(human_elapsed(723), "12:03");
+  EXPECT_EQ(human_elapsed(3 * 3600 + 4 * 60 + 5), "3:04:05");
+  EXPECT_EQ(human_elapsed(2 * 86400 + 4 * 3600), "2d04h");
+  EXPECT_EQ(human_elapsed(-5), "0s");
+}
+
+TEST(TuiFormat, BarsAndSparklines) {
+  EXPECT_EQ(bar_text(50, 10, false), "|||||     ");
+  EXPECT_EQ(bar_text(150, 4, false), "||||");
+  EXPECT_EQ(bar_text(-3, 4, false), "    ");
+  EXPECT_EQ(bar_text(50, 0, true), "");
+  EXPECT_EQ(bar_text(100, 2, true), "██");
+  EXPECT_EQ(bar_text(25, 2, true), "▌ ");
+  EXPECT_EQ(bar_filled_cells(1, 10), 1);
+  std::vector<double> v{0, 50, 100, NAN};
+  EXPECT_EQ(sparkline(v, 6, false), "  _:# ");
+  EXPECT_EQ(sparkline(v, 2, true), "█ ");
+  EXPECT_EQ(sparkline(v, 0, true), "");
+}
+
+TEST(TuiFormat, ThrottleWords) {
+  EXPECT_EQ(throttle_words(0), "none");
+  EXPECT_EQ(throttle_words(0x1), "idle");
+  EXPECT_EQ(throttle_words(0x4 | 0x40), "power cap, HW thermal");
+  EXPECT_EQ(throttle_words(0x1 | 0x20), "SW thermal");
+}
+
+TEST(TuiCanvas, PutCutsAndReplacesNonAscii) {
+  Canvas c(6, 2, false);
+  EXPECT_EQ(c.put(0, 2, "héllo!"), 8);
+  EXPECT_EQ(c.row_text(0), "  h?ll");
+  c.put(1, -2, "abcd\x01", Style::bad);
+  EXPECT_EQ(c.row_text(1), "cd?");
+  EXPECT_EQ(c.style_at(1, 0), Style::bad);
+  c.put(5, 0, "outside");
+  Canvas u(3, 1, true);
+  u.put(0, 0, "°C\xff");
+  EXPECT_EQ(u.line(0).text, "°C\xef\xbf\xbd");
+}
+
+TEST(TuiHistory, KeepsCapacityAndNaNForMissing) {
+  History h(3);
+  Snapshot s;
+  GpuSample g;
+  g.index = 2;
+  g.utilization_gpu_pct = Reading<unsigned>::of(40);
+  g.memory_used_bytes = Reading<std::uint64_t>::of(25);
+  g.memory_total_bytes = Reading<std::uint64_t>::of(100);
+  s.gpus.push_back(g);
+  for (int i = 0; i < 5; ++i) h.add(s);
+  s.gpus[0].utilization_gpu_pct = Reading<unsigned>::fail(ReadStatus::gpu_lost);
+  h.add(s);
+  auto u = h.util(2);
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[0], 40);
+  EXPECT_TRUE(std::isnan(u[2]));
+  EXPECT_EQ(h.memory(2)[0], 25);
+  EXPECT_TRUE(h.util(0).empty());
+}
+
+}  // namespace
+}  // namespace trainmon::tui

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon top` process rows: GPU first, filters, sort, tree, not-visible and ghost processes.
+#include <gtest/gtest.h>
+
+#include "trainmon/tui/process_table.h"
+#include "unit/tui/tui_fixtures.h"
+
+namespace trainmon::tui {
+namespace {
+
+std::vector<std::uint32_t> pids(const std::vector<ProcessRow>& rows) {
+  std::vector<std::uint32_t> out;
+  for (const auto& r : rows) out.push_back(r.pid);
+  return out;
+}
+
+TEST(TuiProcessTable, GpuViewJoinsAndMarksNotVisible) {
+  const Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  auto rows = build_process_rows(s, ui, true);
+  ASSERT_EQ(pids(rows), (std::vector<std::uint32_t>{4242, 1002, 1001}));
+  EXPECT_TRUE(rows[0].not_visible);
+  EXPECT_EQ(rows[0].user, "?");
+  EXPECT_EQ(rows[1].gpus, "1");
+  EXPECT_DOUBLE_EQ(rows[1].gpu_memory_bytes, 1500.0 * testing::kMiB + 4096);
+  EXPECT_DOUBLE_EQ(rows[1].sm_pct, 81);
+  EXPECT_DOUBLE_EQ(rows[1].cpu_pct, 101);
+  EXPECT_DOUBLE_EQ(rows[1].elapsed_s, 10000 - 5001);
+  EXPECT_EQ(rows[1].command, "python train.py --rank 1");
+}
+
+TEST(TuiProcessTable, AllViewPutsGpuFirstThenSorts) {
+  const Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  ui.view = ProcessView::all;
+  ui.sort = SortKey::pid;
+  ui.descending = false;
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)),
+            (std::vector<std::uint32_t>{1001, 1002, 4242, 900, 950, 1000}));
+  ui.descending = true;
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)),
+            (std::vector<std::uint32_t>{4242, 1002, 1001, 1000, 950, 900}));
+  ui.sort = SortKey::rss;
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)).back(), 950u);  // 1 MiB, smallest
+}
+
+TEST(TuiProcessTable, Filters) {
+  const Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  ui.view = ProcessView::all;
+  ui.filter_text = "SLEEP 1000";  // case-insensitive
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)), (std::vector<std::uint32_t>{950}));
+  ui.filter_text = "900";  // exact pid
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)), (std::vector<std::uint32_t>{900}));
+  ui.filter_text.clear();
+  ui.filter_user = "bob";
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)), (std::vector<std::uint32_t>{950}));
+}
+
+TEST(TuiProcessTable, TreeNestsChildrenUnderParents) {
+  const Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  ui.view = ProcessView::all;
+  ui.tree = true;
+  ui.sort = SortKey::pid;
+  ui.descending = false;
+  auto rows = build_process_rows(s, ui, false);
+  // Roots: the GPU ranks' parent is listed, so they nest under 1000 under 900.
+  EXPECT_EQ(pids(rows), (std::vector<std::uint32_t>{4242, 900, 950, 1000, 1001, 1002}));
+  EXPECT_EQ(rows[1].depth, 0);
+  EXPECT_EQ(rows[2].tree_prefix, "|- ");
+  EXPECT_EQ(rows[3].tree_prefix, "`- ");
+  EXPECT_EQ(rows[4].tree_prefix, "   |- ");
+  EXPECT_EQ(rows[5].tree_prefix, "   `- ");
+  EXPECT_EQ(rows[5].depth, 2);
+}
+
+TEST(TuiProcessTable, ZombieOnGpuIsGhost) {
+  Snapshot s = testing::top_snapshot(1);
+  for (auto& p : s.processes)
+    if (p.pid == 1001) p.state = 'Z';
+  UiState ui;
+  auto rows = build_process_rows(s, ui, true);
+  bool ghost = false;
+  for (const auto& r : rows)
+    if (r.pid == 1001) ghost = r.ghost;
+  EXPECT_TRUE(ghost);
+}
+
+TEST(TuiProcessTable, DrawsHeaderWithSortMarkerAndDropsColumnsWhenNarrow) {
+  const Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  auto rows = build_process_rows(s, ui, true);
+  Canvas wide(120, 6, true);
+  draw_process_table(wide, 0, 6, rows, ui);
+  EXPECT_NE(wide.row_text(0).find("GPU-MEM▼"), std::string::npos) << wide.text();
+  EXPECT_NE(wide.row_text(0).find("ELAPSED"), std::string::npos);
+  EXPECT_NE(wide.row_text(1).find("[not visible] python"), std::string::npos) << wide.text();
+  Canvas narrow(40, 6, false);
+  draw_process_table(narrow, 0, 6, rows, ui);
+  EXPECT_NE(narrow.row_text(0).find("GPU-MEMv"), std::string::npos) << narrow.text();
+  EXPECT_EQ(narrow.row_text(0).find("ELAPSED"), std::string::npos) << narrow.text();
+}
+
+}  // namespace
+}  // namespace trainmon::tui
