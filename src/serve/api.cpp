@@ -6,15 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmon/report/report.h"
 #include "trainmon/store/load_run_series.h"
 #include "trainmon/store/store.h"
 
 namespace trainmon::serve {
 namespace {
-
-ApiReply error_reply(int status, std::string_view message) {
-  return {status, nlohmann::json{{"error", message}}.dump()};
-}
 
 ApiReply store_error(const Error& e) {
   int status = e.name == store::kErrNotFound ? 404 : (e.name == store::kErrMissing ? 404 : 500);
@@ -191,10 +188,15 @@ ApiReply api_events(const std::string& db_path, std::int64_t run_id) {
   return {200, j.dump()};
 }
 
-ApiReply api_report(const std::string& /*db_path*/, std::int64_t /*run_id*/) {
-  // TODO(lead): serve report::render_report(store, run_id, {Format::html}) here once src/report
-  // has landed (include/trainmon/report/report.h); until then the run page shows only its charts.
-  return error_reply(501, "the HTML report is not built into this trainmon yet");
+ApiReply api_report(const std::string& db_path, std::int64_t run_id) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  if (auto r = s->get_run(run_id); !r) return store_error(r.error());
+  report::ReportOptions options;
+  options.format = report::Format::html;
+  auto html = report::render_report(*s, run_id, options);
+  if (!html) return store_error(html.error());
+  return {200, std::move(*html), "text/html; charset=utf-8"};
 }
 
 }  // namespace trainmon::serve

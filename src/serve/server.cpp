@@ -187,6 +187,12 @@ void install_routes(Server::Impl& s) {
   });
   http.Get(R"(/runs/(\d{1,18})/report)", [state](const httplib::Request& req, httplib::Response& res) {
     reply(res, api_report(state->db_path(), id_of(req)));
+    // The report is one self-contained file with its scripts and styles inline (report.h).
+    res.headers.erase("Content-Security-Policy");
+    res.set_header(
+        "Content-Security-Policy",
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+        "frame-ancestors 'none'");
   });
   // Everything else: the built-in assets (no file system access).
   http.Get(R"(/.*)", [](const httplib::Request& req, httplib::Response& res) {

@@ -237,6 +237,10 @@ def test_json_api(served):
     ev = served.json(f"/api/v1/runs/{run_id}/events")
     assert ev.keys() == {"gpu_events", "train_events"}
     assert served.get("/api/v1/runs/999999")[0] == 404
+    status, headers, body = served.get(f"/runs/{run_id}/report")
+    assert status == 200 and headers["Content-Type"].startswith("text/html"), (status, body[:300])
+    assert b"<html" in body.lower() and b"uPlot" in body
+    assert served.get("/runs/999999/report")[0] == 404
 
 
 def test_static_assets_and_traversal(served):

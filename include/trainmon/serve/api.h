@@ -39,7 +39,7 @@ ApiReply api_samples(const std::string& db_path, std::int64_t run_id, const Samp
 ApiReply api_findings(const std::string& db_path, std::int64_t run_id);
 /// GET /api/v1/runs/<id>/events: {"gpu_events": [...], "train_events": [...]}.
 ApiReply api_events(const std::string& db_path, std::int64_t run_id);
-/// GET /runs/<id>/report: the run's HTML report (report::render_report), when built in.
+/// GET /runs/<id>/report: the run's self-contained HTML report (report::render_report).
 ApiReply api_report(const std::string& db_path, std::int64_t run_id);
 
 }  // namespace trainmon::serve

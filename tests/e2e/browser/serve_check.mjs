@@ -58,6 +58,11 @@ try {
   result.screenshot = path.join(shotDir, 'serve-run.png');
   await page.screenshot({ path: result.screenshot, fullPage: true });
   result.dashboard_screenshot = live;
+  // the run page links the run's full HTML report
+  const href = await page.getAttribute('#run-report', 'href');
+  const rep = await page.request.get(base + href);
+  result.report_status = rep.status();
+  result.report_html = (await rep.text()).toLowerCase().includes('<html');
 } catch (e) {
   failed = e;
 } finally {
@@ -69,4 +74,5 @@ if (failed) {
   console.error(String(failed && failed.stack || failed));
   process.exit(1);
 }
-process.exit(result.changed && result.run_charts >= 4 && result.console_errors.length === 0 ? 0 : 1);
+process.exit(result.changed && result.run_charts >= 4 && result.report_status === 200 && result.report_html &&
+    result.console_errors.length === 0 ? 0 : 1);
