@@ -192,7 +192,7 @@ TEST(DmonFormat, EveryGroupsHeaderAndUnits) {
   const std::string row = dmon_rows(dmon_opts("pucvmet"), s, nullptr, kFirst);
   EXPECT_EQ(row.size(), all.find('\n') + 1);
   MonitorOptions dt = *parse_date_time("DT", dmon_opts("pucvmet"));
-  EXPECT_EQ(dmon_header(dt).substr(0, 48), "#Date        Time         gpu    pwr  gtemp  mtemp");
+  EXPECT_EQ(dmon_header(dt).substr(0, 50), "#Date        Time         gpu    pwr  gtemp  mtemp");
 }
 
 TEST(PmonFormat, GroupsDateTimeAndBothLists) {
@@ -222,4 +222,19 @@ TEST(PmonFormat, GroupsDateTimeAndBothLists) {
   s.gpu_processes.back().compute_and_graphics = true;
   // C+G type, a 0 MiB process prints 0 (not '-'), the name is cut to 15 columns.
   EXPECT_EQ(pmon_rows(m, s, kFirst), "    0    3082096   C+G      0      -    gnome-remote-de\n");
+}
+
+// GPU index 123 (the fake driver holds 64 GPUs, so 100+ is checked here) and a 7-digit pid keep
+// pmon's columns; a 1 PB frame buffer still leaves a space between cells.
+TEST(PmonFormat, HundredPlusGpusAndHugeValues) {
+  MonitorOptions o;
+  o.groups = "um";
+  Snapshot s = h200_snapshot();
+  s.gpus[0].index = 123;
+  s.gpu_processes.push_back(gpu_process(4194303, "python", (1ull << 30) - 1024));
+  s.gpu_processes.back().gpu_index = 123;
+  s.gpu_processes.back().sm_util_pct = Reading<unsigned>::of(100);
+  EXPECT_EQ(pmon_rows(o, s, kFirst),
+            "  123    4194303     C    100      -      -      -      -      - 1073740800      -    python   "
+            "      \n");
 }

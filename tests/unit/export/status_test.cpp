@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "trainmon/export/status.h"
@@ -171,4 +173,37 @@ TEST(Terminal, LocaleAndColumns) {
   EXPECT_FALSE(parse_columns("abc").has_value());
   EXPECT_FALSE(parse_columns("0").has_value());
   EXPECT_FALSE(parse_columns(nullptr).has_value());
+}
+
+// 100+ GPUs (the fake driver holds 64, so this size is checked here): every GPU keeps its own whole
+// line, the three-digit index included, and values far past today's (1 PB, 1500 W) print whole.
+TEST(StatusText, HundredsOfGpusAndHugeValues) {
+  Snapshot s = loaded_snapshot();
+  s.gpu_processes.clear();
+  const GpuSample base = s.gpus[0];
+  std::vector<std::size_t> order;
+  s.gpus.clear();
+  for (unsigned i = 0; i < 128; ++i) {
+    GpuSample g = base;
+    g.index = i;
+    s.gpus.push_back(g);
+    order.push_back(i);
+  }
+  s.gpus[123].memory_total_bytes = Reading<std::uint64_t>::of(1ull << 50);
+  s.gpus[123].memory_used_bytes = Reading<std::uint64_t>::of((1ull << 50) - (1ull << 30));
+  s.gpus[123].power_draw_mw = Reading<unsigned>::of(1'512'000);
+  s.gpu_processes.push_back(gpu_process(4194303, "python", 1024));
+  s.gpu_processes.back().gpu_index = 123;
+  StatusOptions o;
+  o.show_header = false;
+  o.show_power = true;
+  o.show_pid = true;
+  const std::string text = status_text(s, order, o);
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 128);
+  EXPECT_NE(text.find("[127] NVIDIA H200      | 52\xC2\xB0"
+                      "C, 100 %,  627 / 700 W | 32362 / 143771 MB |\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("[123] NVIDIA H200      | 52\xC2\xB0"
+                      "C, 100 %,  1512 / 700 W | 1073740800 / 1073741824 MB | --/4194303(1024M)\n"),
+            std::string::npos);
 }
