@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <thread>
 
@@ -84,6 +85,11 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
 void Server::start() {
   if (impl_->thread.joinable()) return;
   impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
+  // stop() before the listening loop runs would be lost (httplib only stops a running server) and
+  // the join would hang: wait until it runs (it does within microseconds; give up after 10 s).
+  for (int i = 0; i < 10'000 && !impl_->http.is_running(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void Server::stop() {

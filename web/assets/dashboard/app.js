@@ -57,14 +57,18 @@ function chartWidth(node) { return Math.max(200, (node.clientWidth || 300) - 10)
 
 function makeChart(node, seriesNames, height, yRange) {
   const series = [{}].concat(seriesNames.map(
-      (n, i) => ({label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false})));
+      (n, i) => ({label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false, points: {show: false}})));
   const opts = {
     width: chartWidth(node),
     height: height,
     series: series,
-    legend: {show: seriesNames.length > 1},
+    legend: {show: height > 120},  // the GPU cards' small charts have none
     scales: {x: {time: true}, y: yRange ? {range: yRange} : {}},
-    axes: [{stroke: '#8a94a0', grid: {stroke: '#2a3440'}}, {stroke: '#8a94a0', grid: {stroke: '#2a3440'}}],
+    axes: [
+      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}},
+      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}, size: 64},
+    ],
+    cursor: {points: {show: height > 120}},
   };
   const data = [[]].concat(seriesNames.map(() => []));
   return new uPlot(opts, data, node);

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "trainmon/serve/serve_state.h"
+#include "unit/export/export_fixtures.h"
+
+using namespace trainmon;
+using namespace trainmon::serve;
+using trainmon::testing::h200_snapshot;
+using trainmon::testing::kMiB;
+
+TEST(ServeState, BeforeTheFirstTick) {
+  ServeState st({});
+  auto m = st.metrics_text();
+  EXPECT_NE(m.find("trainmon_exporter_ticks_total{Hostname=\"\"} 0"), std::string::npos) << m;
+  EXPECT_EQ(m.find("DCGM_FI_"), std::string::npos);
+  auto j = nlohmann::json::parse(st.snapshot_json());
+  EXPECT_TRUE(j["status"].is_null());
+  EXPECT_EQ(nlohmann::json::parse(st.history_json(60))["t"].size(), 0u);
+}
+
+TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
+  ServeState st({{"SLURM_JOB_ID", "77"}}, 3);
+  recorder::StartContext start;
+  start.tool = "serve";
+  start.run_id = 5;
+  start.db_path = "/tmp/x.db";
+  st.on_start(start);
+  auto snap = h200_snapshot();
+  for (int i = 0; i < 5; ++i) {
+    snap.time_unix_ns = 1'700'000'000'000'000'000 + i * 1'000'000'000LL;
+    snap.gpus[0].utilization_gpu_pct = Reading<unsigned>::of(10u * static_cast<unsigned>(i));
+    snap.gpus[0].memory_used_bytes = Reading<std::uint64_t>::of(1024 * kMiB);
+    if (i == 3) {
+      GpuEvent ev;
+      ev.gpu_index = 0;
+      ev.event_type = 0x8;
+      ev.xid = 48;
+      snap.events = {ev};
+    } else {
+      snap.events.clear();
+    }
+    std::vector<diagnose::Finding> findings;
+    if (i == 4) findings.push_back(diagnose::make_finding("D6", diagnose::Severity::warning, 1, 4));
+    recorder::TickContext ctx{snap, findings, 5, static_cast<double>(i)};
+    st.on_tick(ctx);
+  }
+  EXPECT_EQ(st.ticks(), 5u);
+  EXPECT_EQ(st.run_id(), 5);
+  EXPECT_EQ(st.db_path(), "/tmp/x.db");
+  auto m = st.metrics_text();
+  EXPECT_NE(m.find("modelName=\"NVIDIA H200\",Hostname=\"gpu-node-01\"} 40\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("DCGM_FI_DEV_XID_ERRORS{gpu=\"0\""), std::string::npos);
+  EXPECT_NE(m.find("} 48\n"), std::string::npos) << "the last Xid stays after its tick";
+  EXPECT_NE(m.find("slurm_job_id=\"77\""), std::string::npos);
+  EXPECT_NE(m.find("trainmon_exporter_tick_interval_seconds{Hostname=\"gpu-node-01\"} 1\n"),
+            std::string::npos);
+  EXPECT_EQ(st.metrics_text(), m) << "cached within a tick";
+
+  auto j = nlohmann::json::parse(st.snapshot_json());
+  EXPECT_EQ(j["run_id"], 5);
+  EXPECT_EQ(j["status"]["gpus"][0]["utilization.gpu"], 40);
+  ASSERT_EQ(j["findings"].size(), 1u);
+  EXPECT_EQ(j["findings"][0]["code"], "D6");
+
+  auto h = nlohmann::json::parse(st.history_json(3600));
+  ASSERT_EQ(h["t"].size(), 3u) << "the ring keeps 3 rows";
+  EXPECT_EQ(h["gpus"][0]["util_gpu_pct"], nlohmann::json({20.0, 30.0, 40.0}));
+  EXPECT_EQ(h["gpus"][0]["mem_used_mib"][2], 1024.0);
+  h = nlohmann::json::parse(st.history_json(1.5));
+  EXPECT_EQ(h["t"].size(), 2u);
+  EXPECT_EQ(nlohmann::json::parse(st.findings_json()).size(), 1u);
+}
