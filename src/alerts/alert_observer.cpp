@@ -67,8 +67,8 @@ Expected<std::unique_ptr<recorder::TickObserver>> make_alert_observer(const Aler
   } else {
     if (setup.quiet) return std::unique_ptr<recorder::TickObserver>{};
     rules = default_rule_set();
-    // `run` prints live findings itself: the built-in log-only defaults leave them out
-    if (setup.findings_printed) std::erase_if(rules.rules, [](const Rule& r) { return !r.finding.empty(); });
+    // `run` prints live findings (D13 for Xids too): the built-in log-only defaults leave them out
+    if (setup.findings_printed) std::erase_if(rules.rules, [](const Rule& r) { return !r.finding.empty() || r.metric == "xid"; });
   }
   if (setup.quiet)
     for (auto& r : rules.rules) std::erase(r.sinks, std::string("log"));

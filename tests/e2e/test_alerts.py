@@ -287,3 +287,30 @@ def test_alerts_test_reaches_every_sink(tmp_path, smtp):
     rules.write_text(rules.read_text().replace(f"127.0.0.1:{rx.port}", f"127.0.0.1:{free_port()}"))
     p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], capture_output=True, text=True, timeout=60)
     assert p.returncode == 1 and "sink hook (webhook): FAILED" in p.stdout
+
+
+def test_defaults_without_a_file_go_to_the_log_and_the_config_file_is_found(tmp_path):
+    cfg = tmp_path / "config"
+    e = env(SCENARIO, XDG_CONFIG_HOME=cfg, XDG_STATE_HOME=tmp_path / "state")
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(tmp_path / "t.db"), "--interval", "0.2", "--no-report",
+                        "--", "sleep", "4"], env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stderr.splitlines() if "alert:" in x]
+    assert lines == ["trainmon run: alert: [critical] FIRING gpu-memory-full gpu1: "
+                     "GPU gpu1 memory 97% used (> 95%): out-of-memory risk"], p.stderr
+    # $XDG_CONFIG_HOME/trainmon/alerts.toml is the default rules file
+    (cfg / "trainmon").mkdir(parents=True)
+    rx = Receiver()
+    try:
+        (cfg / "trainmon" / "alerts.toml").write_text(
+            f'[sinks.hook]\ntype = "webhook"\nurl = "http://127.0.0.1:{rx.port}/"\n\n'
+            '[[rule]]\nname = "mem"\nmetric = "memory.used_pct"\ncondition = "> 95"\n')
+        p = subprocess.run([trainmon_bin(), "record", "--db", str(tmp_path / "t.db"), "--interval", "0.2",
+                            "--duration", "5", "-q"], env=e, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert wait_for(lambda: {"mem", "xid"} <= {b["rule"] for b in rx.bodies}, 20)
+    finally:
+        rx.close()
+    assert [(b["rule"], b["target"]) for b in rx.bodies if b["rule"] == "mem"] == [("mem", "gpu1")]
+    assert ("xid", "gpu2", 79) in [(b["rule"], b["target"], b["value"]) for b in rx.bodies]  # built in with a file
+    assert not list((tmp_path / "state").rglob("*.json"))

@@ -28,7 +28,7 @@ struct AlertSetup {
   std::string tool = "record";  ///< "run" / "record" / "serve": log lines start "trainmon <tool>:"
   bool quiet = false;           ///< the log sink stays silent (other sinks still deliver)
   /// The command prints live findings itself (`run`): with the built-in defaults the log sink then
-  /// leaves finding rules out so nothing is printed twice.
+  /// leaves the finding and Xid rules out so nothing is printed twice.
   bool findings_printed = false;
 };
 
