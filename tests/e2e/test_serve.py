@@ -271,7 +271,8 @@ def test_read_only_and_limits(served):
     assert served.get("/metrics")[0] == 200
 
 
-def test_browser_dashboard(served, tmp_path):
+def browser_check(base, run_id, shot_dir, *token):
+    """Runs tests/e2e/browser/serve_check.mjs in Chromium; returns its result (skips without a browser)."""
     script = os.path.join(SOURCE_DIR, "tests", "e2e", "browser", "serve_check.mjs")
     node = shutil.which("node")
     if not node:
@@ -280,12 +281,16 @@ def test_browser_dashboard(served, tmp_path):
         pytest.skip("chromium is not installed (/usr/bin/chromium)")
     if not os.path.isdir(os.path.join(NODE_MODULES, "playwright-core")):
         pytest.skip("web/node_modules/playwright-core is missing (scripts/setup.sh installs it)")
+    p = subprocess.run([node, script, base, str(run_id), shot_dir, *token], capture_output=True, text=True,
+                       timeout=240)
+    assert p.returncode == 0, p.stdout + p.stderr
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def test_browser_dashboard(served, tmp_path):
     shot_dir = os.environ.get("TRAINMON_SCREENSHOT_DIR", str(tmp_path))
     run_id = served.json("/api/v1/snapshot")["run_id"]
-    p = subprocess.run([node, script, served.base, str(run_id), shot_dir], capture_output=True, text=True,
-                       timeout=240, env=dict(os.environ, NODE_PATH=NODE_MODULES))
-    assert p.returncode == 0, p.stdout + p.stderr
-    result = json.loads(p.stdout.strip().splitlines()[-1])
+    result = browser_check(served.base, run_id, shot_dir)
     assert result["changed"], result
     assert result["gpu_cards"] == 8
     assert result["run_charts"] >= 4
@@ -311,6 +316,9 @@ def test_token_required(tmp_path):
         assert "HttpOnly" in headers["Set-Cookie"]
         assert s.get("/api/v1/snapshot", headers={"Cookie": "trainmon_token=s3cret-token"})[0] == 200
         assert s.get("/?token=nope")[0] == 401
+        result = browser_check(s.base, 1, str(tmp_path), "s3cret-token")
+        assert result["without_token_status"] == 401 and result["with_token_status"] == 200
+        assert result["gpu_cards"] == 1
     finally:
         assert s.stop() is not None
 

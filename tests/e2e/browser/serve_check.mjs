@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Drives Debian's Chromium through playwright-core against a running `trainmon serve`:
-//   node serve_check.mjs BASE_URL RUN_ID SCREENSHOT_DIR
+//   node serve_check.mjs BASE_URL RUN_ID SCREENSHOT_DIR [TOKEN]
+// With TOKEN (serve --token-file): the page without it must be refused (401), and opening
+// /?token=TOKEN must give a working dashboard (the cookie carries the token to the API calls).
 // Loads the live dashboard, waits until the GPU cards' values change as the fake scenario moves,
 // opens the run page, saves screenshots, and prints one JSON line with what it saw. Exit 1 on failure.
 import { createRequire } from 'node:module';
@@ -11,7 +13,7 @@ import path from 'node:path';
 const require = createRequire(new URL('../../../web/package.json', import.meta.url));
 const { chromium } = require('playwright-core');
 
-const [base, runId, shotDir] = process.argv.slice(2);
+const [base, runId, shotDir, token] = process.argv.slice(2);
 if (!base || !runId || !shotDir) {
   console.error('usage: serve_check.mjs BASE_URL RUN_ID SCREENSHOT_DIR');
   process.exit(2);
@@ -32,6 +34,20 @@ try {
   page.on('console', (m) => { if (m.type() === 'error') result.console_errors.push(m.text()); });
   page.on('pageerror', (e) => result.console_errors.push(String(e)));
 
+  if (token) {
+    const refused = await page.goto(base + '/', { waitUntil: 'load', timeout: 60000 });
+    result.without_token_status = refused.status();
+    const ok = await page.goto(base + '/?token=' + encodeURIComponent(token), { waitUntil: 'load', timeout: 60000 });
+    result.with_token_status = ok.status();
+    await page.waitForSelector('body[data-ready="live"]', { timeout: 60000 });
+    await page.waitForSelector('.card.gpu [data-field="util"]', { timeout: 60000 });
+    result.gpu_cards = await page.locator('.card.gpu').count();
+    result.connection = await page.textContent('#conn');
+    result.screenshot = path.join(shotDir, 'serve-token.png');
+    await page.screenshot({ path: result.screenshot, fullPage: true });
+    // the 401 of the first visit is the one expected console error
+    result.console_errors = result.console_errors.filter((e) => !e.includes('401'));
+  } else {
   await page.goto(base + '/', { waitUntil: 'load', timeout: 60000 });
   await page.waitForSelector('body[data-ready="live"]', { timeout: 60000 });
   await page.waitForSelector('.card.gpu [data-field="util"]', { timeout: 60000 });
@@ -63,6 +79,7 @@ try {
   const rep = await page.request.get(base + href);
   result.report_status = rep.status();
   result.report_html = (await rep.text()).toLowerCase().includes('<html');
+  }
 } catch (e) {
   failed = e;
 } finally {
@@ -74,5 +91,8 @@ if (failed) {
   console.error(String(failed && failed.stack || failed));
   process.exit(1);
 }
-process.exit(result.changed && result.run_charts >= 4 && result.report_status === 200 && result.report_html &&
-    result.console_errors.length === 0 ? 0 : 1);
+const ok = token
+  ? result.without_token_status === 401 && result.with_token_status === 200 && result.gpu_cards > 0 &&
+    result.connection.startsWith('live')
+  : result.changed && result.run_charts >= 4 && result.report_status === 200 && result.report_html;
+process.exit(ok && result.console_errors.length === 0 ? 0 : 1);
