@@ -190,6 +190,9 @@ int run_top(const TopOptions& opt) {
         sh.cv.notify_all();
       }
       if (ui.quit) break;
+      // The next key (Home after a re-sort, say) must see the rows as this key left them.
+      ScreenInput in{snap.get(), &history, live};
+      keys = render(in, ui, out.columns(), out.rows(), opt.utf8).keys;
     }
   }
   {

@@ -188,8 +188,8 @@ int draw_gpu_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap, cons
     std::string why = !snap.driver.loaded
                           ? (snap.driver.error.empty() ? "NVML not available" : snap.driver.error)
                           : "no GPU found";
-    cv.put(top, 0, "GPU: ", Style::label);
-    cv.put(top, 5, why + " (host only)", Style::dim);
+    const int c = cv.put(top, 0, "GPU: none, host only: ", Style::label);
+    cv.put(top, c, why, Style::dim);
     return 1;
   }
   const auto n = snap.gpus.size();

@@ -49,7 +49,7 @@ int draw_host_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap) {
       const double pct = core.online ? core.times.busy_pct : 0;
       cv.put(r, c, fmt::format("{:>3}", core.cpu), Style::label);
       bar_at(cv, r, c + 3, cell_w - 9, pct, cpu_style(pct));
-      cv.put(r, c + cell_w - 5, core.online ? fmt::format("{:>3.0f}%", pct) : " off", Style::normal);
+      cv.put(r, c + cell_w - 4, core.online ? fmt::format("{:>3.0f}%", pct) : " off", Style::normal);
     }
     row += core_rows;
   }

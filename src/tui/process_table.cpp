@@ -38,36 +38,21 @@ bool contains_icase(std::string_view hay, std::string_view needle) {
   return it != hay.end();
 }
 
-// a < b in the sort key's natural (ascending) order; ties broken by pid.
-bool key_less(const ProcessRow& a, const ProcessRow& b, SortKey key) {
+// Three-way comparison of a and b on the sort key alone (pid for SortKey::pid).
+int key_compare(const ProcessRow& a, const ProcessRow& b, SortKey key) {
+  auto cmp = [](const auto& x, const auto& y) { return x < y ? -1 : y < x ? 1 : 0; };
   switch (key) {
-    case SortKey::pid: break;
-    case SortKey::user:
-      if (a.user != b.user) return a.user < b.user;
-      break;
-    case SortKey::gpu:
-      if (a.gpus != b.gpus) return a.gpus < b.gpus;
-      break;
-    case SortKey::gpu_memory:
-      if (a.gpu_memory_bytes != b.gpu_memory_bytes) return a.gpu_memory_bytes < b.gpu_memory_bytes;
-      break;
-    case SortKey::sm:
-      if (a.sm_pct != b.sm_pct) return a.sm_pct < b.sm_pct;
-      break;
-    case SortKey::cpu:
-      if (a.cpu_pct != b.cpu_pct) return a.cpu_pct < b.cpu_pct;
-      break;
-    case SortKey::rss:
-      if (a.rss_bytes != b.rss_bytes) return a.rss_bytes < b.rss_bytes;
-      break;
-    case SortKey::elapsed:
-      if (a.elapsed_s != b.elapsed_s) return a.elapsed_s < b.elapsed_s;
-      break;
-    case SortKey::command:
-      if (a.command != b.command) return a.command < b.command;
-      break;
+    case SortKey::pid: return cmp(a.pid, b.pid);
+    case SortKey::user: return cmp(a.user, b.user);
+    case SortKey::gpu: return cmp(a.gpus, b.gpus);
+    case SortKey::gpu_memory: return cmp(a.gpu_memory_bytes, b.gpu_memory_bytes);
+    case SortKey::sm: return cmp(a.sm_pct, b.sm_pct);
+    case SortKey::cpu: return cmp(a.cpu_pct, b.cpu_pct);
+    case SortKey::rss: return cmp(a.rss_bytes, b.rss_bytes);
+    case SortKey::elapsed: return cmp(a.elapsed_s, b.elapsed_s);
+    case SortKey::command: return cmp(a.command, b.command);
   }
-  return a.pid < b.pid;
+  return 0;
 }
 
 }  // namespace
@@ -146,7 +131,9 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
 
   auto order = [&](const ProcessRow& a, const ProcessRow& b) {
     if (a.on_gpu != b.on_gpu) return a.on_gpu;  // GPU processes first, whatever the sort
-    return ui.descending ? key_less(b, a, ui.sort) : key_less(a, b, ui.sort);
+    const int c = key_compare(a, b, ui.sort);
+    if (c != 0) return ui.descending ? c > 0 : c < 0;
+    return a.pid < b.pid;  // ties: ascending pid whatever the direction
   };
   std::sort(rows.begin(), rows.end(), order);
   if (!ui.tree) return rows;

@@ -35,7 +35,7 @@ struct ProcessRow {
 };
 
 /// Rows for the current view, filtered and sorted as `ui` says. GPU processes always come before
-/// the others; within each group rows follow the sort key (ties by pid). In tree view children
+/// the others; within each group rows follow the sort key (ties by ascending pid). In tree view children
 /// follow their parent (a row whose parent is not listed is a root); siblings follow the sort key.
 std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8);
 
