@@ -249,10 +249,53 @@ std::string join_numbers(const auto& v) {
 
 }  // namespace
 
+/// Length of the valid UTF-8 sequence at the start of `v` (1..4), or 0 when it is not valid.
+static std::size_t utf8_sequence(std::string_view v) {
+  const auto b0 = static_cast<unsigned char>(v[0]);
+  if (b0 < 0x80) return 1;
+  std::size_t n = 0;
+  std::uint32_t min = 0;
+  if ((b0 & 0xE0) == 0xC0) {
+    n = 2;
+    min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    n = 3;
+    min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    n = 4;
+    min = 0x10000;
+  } else {
+    return 0;
+  }
+  if (v.size() < n) return 0;
+  std::uint32_t cp = b0 & (0x7F >> n);
+  for (std::size_t i = 1; i < n; ++i) {
+    const auto b = static_cast<unsigned char>(v[i]);
+    if ((b & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
 std::string escape_label_value(std::string_view v) {
   std::string s;
   s.reserve(v.size());
-  for (char c : v) {
+  while (!v.empty()) {
+    // The exposition format is UTF-8: a process name with invalid bytes must not break the scrape.
+    const std::size_t n = utf8_sequence(v);
+    if (n == 0) {
+      s += "\xEF\xBF\xBD";
+      v.remove_prefix(1);
+      continue;
+    }
+    if (n > 1) {
+      s.append(v.substr(0, n));
+      v.remove_prefix(n);
+      continue;
+    }
+    const char c = v[0];
+    v.remove_prefix(1);
     if (c == '\\') {
       s += "\\\\";
     } else if (c == '"') {

@@ -35,7 +35,8 @@ struct ExporterState {
   std::vector<std::pair<std::string, std::string>> labels;
 };
 
-/// Escapes a label value: backslash, double quote and newline (exposition format rules).
+/// Escapes a label value: backslash, double quote and newline (exposition format rules); bytes that
+/// are not valid UTF-8 become U+FFFD (the format is UTF-8; one bad process name must not break a scrape).
 std::string escape_label_value(std::string_view v);
 /// Escapes HELP text: backslash and newline.
 std::string escape_help(std::string_view v);
