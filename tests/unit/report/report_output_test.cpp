@@ -8,9 +8,9 @@
 
 #include "report/report_model.h"
 #include "report/writers.h"
-#include "unit/store/store_test_util.h"
 #include "trainmon/report/report.h"
 #include "trainmon/report/report_file.h"
+#include "unit/store/store_test_util.h"
 
 namespace trainmon::report {
 namespace {
