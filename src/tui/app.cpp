@@ -21,6 +21,7 @@
 
 #include "curses_output.h"
 #include "trainmon/diagnose/engine.h"
+#include "trainmon/host/host_collector.h"
 #include "trainmon/store/store.h"
 #include "trainmon/tui/history.h"
 #include "trainmon/tui/keys.h"
@@ -50,6 +51,7 @@ struct Shared {
   std::string active_run;
   std::uint64_t seq = 0;
   int interval_ms = 1000;
+  bool all_processes = false;  ///< the table lists every process (else only the GPU processes)
   bool stop = false;
 };
 
@@ -76,9 +78,16 @@ std::string describe_active_run(const std::string& db_path) {
 }
 
 void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
+  // The sampler reads only the GPU processes' /proc entries (the default view needs no more);
+  // a second collector lists every process while the "all processes" view is on. Reading every
+  // process every tick is most of the CPU cost of a process monitor.
   SamplerOptions so = opt.sampler;
-  so.host.all_processes = true;
+  so.host.all_processes = false;
   Sampler sampler(so);
+  HostOptions all_opts = so.host;
+  all_opts.all_processes = true;
+  all_opts.disks = all_opts.nets = false;
+  std::unique_ptr<HostCollector> all_collector;
   diagnose::LiveDiagnosis diag(diagnose::Thresholds{}, diagnose::LiveOptions{.retain_s = 3600});
   std::int64_t start_ns = 0;
   auto last_store = std::chrono::steady_clock::time_point{};
@@ -86,6 +95,19 @@ void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
   for (;;) {
     const auto t0 = std::chrono::steady_clock::now();
     auto snap = std::make_shared<Snapshot>(sampler.sample());
+    bool want_all = false;
+    {
+      std::lock_guard lk(sh.mu);
+      want_all = sh.all_processes;
+    }
+    if (want_all) {
+      if (!all_collector) all_collector = std::make_unique<HostCollector>(all_opts);
+      HostSample scratch;
+      std::vector<ProcessSample> all;
+      all_collector->collect(scratch, all, {});
+      snap->processes = std::move(all);
+      snap->host.process_count = scratch.process_count;
+    }
     if (start_ns == 0) start_ns = snap->time_unix_ns;
     std::vector<diagnose::Finding> findings;
     if (opt.diagnose) {
@@ -104,9 +126,11 @@ void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
     const char b = 'n';
     [[maybe_unused]] auto n = ::write(wake_fd, &b, 1);
     const auto deadline = t0 + std::chrono::milliseconds(sh.interval_ms);
-    const std::uint64_t seen_interval = static_cast<std::uint64_t>(sh.interval_ms);
-    sh.cv.wait_until(lk, deadline,
-                     [&] { return sh.stop || static_cast<std::uint64_t>(sh.interval_ms) != seen_interval; });
+    const int seen_interval = sh.interval_ms;
+    const bool seen_all = sh.all_processes;
+    sh.cv.wait_until(lk, deadline, [&] {
+      return sh.stop || sh.interval_ms != seen_interval || sh.all_processes != seen_all;
+    });
     if (sh.stop) return;
   }
 }
@@ -151,6 +175,7 @@ int run_top(const TopOptions& opt) {
   std::uint64_t seen_seq = 0;
   KeyContext keys;
   bool dirty = true;
+  bool sh_all = false;
   while (!ui.quit && !g_stop) {
     if (dirty) {
       ScreenInput in{snap.get(), &history, live};
@@ -187,6 +212,12 @@ int run_top(const TopOptions& opt) {
       } else if (res.kind == KeyResult::interval_changed) {
         std::lock_guard lk(sh.mu);
         sh.interval_ms = ui.interval_ms;
+        sh.cv.notify_all();
+      }
+      if ((ui.view == ProcessView::all) != sh_all) {  // sample at once for the new view
+        sh_all = ui.view == ProcessView::all;
+        std::lock_guard lk(sh.mu);
+        sh.all_processes = sh_all;
         sh.cv.notify_all();
       }
       if (ui.quit) break;

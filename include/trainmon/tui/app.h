@@ -9,7 +9,7 @@
 namespace trainmon::tui {
 
 struct TopOptions {
-  SamplerOptions sampler;  ///< host.all_processes is forced on
+  SamplerOptions sampler;  ///< host.all_processes is ignored: every process is read only in the "all" view
   int interval_ms = 1000;
   bool utf8 = true;      ///< false: ASCII drawing (non-UTF-8 locale)
   bool color = true;     ///< false: attributes only (NO_COLOR, --no-color)
