@@ -103,6 +103,18 @@ Style Canvas::style_at(int row, int col) const noexcept {
                  static_cast<std::size_t>(col)];
 }
 
+bool Canvas::row_equals(const Canvas& other, int row) const noexcept {
+  if (width_ != other.width_ || row < 0 || row >= height_ || row >= other.height_) return false;
+  const auto from = static_cast<std::size_t>(row) * static_cast<std::size_t>(width_);
+  const auto to = from + static_cast<std::size_t>(width_);
+  return std::equal(chars_.begin() + static_cast<std::ptrdiff_t>(from),
+                    chars_.begin() + static_cast<std::ptrdiff_t>(to),
+                    other.chars_.begin() + static_cast<std::ptrdiff_t>(from)) &&
+         std::equal(styles_.begin() + static_cast<std::ptrdiff_t>(from),
+                    styles_.begin() + static_cast<std::ptrdiff_t>(to),
+                    other.styles_.begin() + static_cast<std::ptrdiff_t>(from));
+}
+
 Line Canvas::line(int row) const {
   Line out;
   if (row < 0 || row >= height_) return out;

@@ -88,25 +88,21 @@ int CursesOutput::rows() const {
 }
 
 void CursesOutput::invalidate() {
-  previous_.clear();
+  previous_.reset();
   if (open_) clearok(stdscr, TRUE);
 }
 
 void CursesOutput::draw(const Canvas& cv) {
   if (!open_) return;
-  if (cv.width() != prev_w_ || cv.height() != prev_h_) {
-    previous_.clear();
+  if (previous_ && (cv.width() != previous_->width() || cv.height() != previous_->height())) {
+    previous_.reset();
     erase();
-    prev_w_ = cv.width();
-    prev_h_ = cv.height();
   }
-  previous_.resize(static_cast<std::size_t>(cv.height()));
   bool any = false;
   for (int r = 0; r < cv.height(); ++r) {
-    Line line = cv.line(r);
-    auto& prev = previous_[static_cast<std::size_t>(r)];
-    if (line == prev) continue;
+    if (previous_ && cv.row_equals(*previous_, r)) continue;
     any = true;
+    const Line line = cv.line(r);
     // Walk the UTF-8 text span by span (spans count columns = code points).
     std::size_t byte = 0;
     for (const auto& span : line.spans) {
@@ -119,9 +115,9 @@ void CursesOutput::draw(const Canvas& cv) {
       mvaddnstr(r, span.col, line.text.data() + byte, static_cast<int>(end - byte));
       byte = end;
     }
-    prev = std::move(line);
   }
   attrset(A_NORMAL);
+  previous_ = cv;
   if (any) refresh();
 }
 

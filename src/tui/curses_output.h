@@ -36,8 +36,7 @@ class CursesOutput {
   void* screen_ = nullptr;  ///< ncurses SCREEN*
   bool open_ = false;
   bool color_ = false;
-  std::vector<Line> previous_;
-  int prev_w_ = -1, prev_h_ = -1;
+  std::optional<Canvas> previous_;  ///< what the terminal shows now; empty: repaint everything
 };
 
 }  // namespace trainmon::tui

@@ -63,6 +63,9 @@ class Canvas {
   [[nodiscard]] char32_t at(int row, int col) const noexcept;
   [[nodiscard]] Style style_at(int row, int col) const noexcept;
 
+  /// Whether row `row` holds the same cells (characters and styles) here and in `other`; false
+  /// when the widths differ or the row is outside either canvas.
+  [[nodiscard]] bool row_equals(const Canvas& other, int row) const noexcept;
   /// Row `row` as a Line (UTF-8 text plus style runs).
   [[nodiscard]] Line line(int row) const;
   /// Row `row` as text, trailing spaces removed (tests).

@@ -84,3 +84,21 @@ TEST(TuiHistory, KeepsCapacityAndNaNForMissing) {
 
 }  // namespace
 }  // namespace trainmon::tui
+
+namespace trainmon::tui {
+namespace {
+
+TEST(TuiCanvas, RowEqualsComparesCharactersAndStyles) {
+  Canvas a(4, 2, true), b(4, 2, true);
+  a.put(0, 0, "ab");
+  b.put(0, 0, "ab");
+  EXPECT_TRUE(a.row_equals(b, 0));
+  b.set_style(0, 1, 1, Style::bad);
+  EXPECT_FALSE(a.row_equals(b, 0));
+  EXPECT_TRUE(a.row_equals(b, 1));
+  EXPECT_FALSE(a.row_equals(b, 2));
+  EXPECT_FALSE(a.row_equals(Canvas(5, 2, true), 1));
+}
+
+}  // namespace
+}  // namespace trainmon::tui
