@@ -90,6 +90,7 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
   t.diagnose = !o.no_diagnose;
   t.db_path = store::resolve_db_path(o.db);
   const int rc = tui::run_top(t);
+  if (rc == tui::kTerminalUnusable) return run_fallback(o, global, term);
   return rc == 0 ? kExitOk : kExitFailure;
 }
 

@@ -149,7 +149,7 @@ int run_top(const TopOptions& opt) {
     std::fprintf(stderr, "trainmon top: %s\n", err.c_str());
     ::close(pipefd[0]);
     ::close(pipefd[1]);
-    return 1;
+    return kTerminalUnusable;
   }
   g_wake_fd = pipefd[1];
   g_stop = false;

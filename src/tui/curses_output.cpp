@@ -42,7 +42,7 @@ bool CursesOutput::open(bool color, std::string& error) {
   std::setlocale(LC_ALL, "");
   SCREEN* screen = newterm(nullptr, stdout, stdin);
   if (!screen) {
-    error = "cannot initialise the terminal (TERM unknown?)";
+    error = "cannot drive this terminal (no terminfo entry for $TERM?): printing the status view";
     return false;
   }
   screen_ = screen;

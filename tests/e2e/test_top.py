@@ -202,6 +202,13 @@ def test_term_dumb_falls_back_to_status(tmux, tmp_path):
         second.kill()
 
 
+def test_unknown_term_falls_back_to_status(tmux, tmp_path):
+    e = top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp_path, TERM="no-such-terminal-h9")
+    tmux.start(e, [trainmon_bin(), "top", "-n", "1"], 120, 40)
+    screen = tmux.wait(lambda s: "EXITED rc=0" in s)
+    assert "[0] NVIDIA H100 80GB HBM3" in screen and "printing the status view" in screen, screen
+
+
 def test_no_subcommand_opens_top_on_a_terminal(tmux, tmp_path):
     tmux.start(top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp_path), [trainmon_bin()], 100, 30)
     tmux.wait(lambda s: "trainmon top" in s and "[0] NVIDIA H100" in s)

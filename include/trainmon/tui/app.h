@@ -18,7 +18,9 @@ struct TopOptions {
 };
 
 /// Runs the dashboard on the controlling terminal (stdin / stdout) until `q` or SIGINT / SIGTERM.
-/// Returns 0, or 1 with a message on stderr when the terminal cannot be initialised.
+/// Returns 0; 1 when a pipe cannot be made; kTerminalUnusable (nothing drawn, a message on stderr)
+/// when ncurses cannot drive the terminal (a TERM without a terminfo entry): the caller falls back.
+inline constexpr int kTerminalUnusable = 2;
 int run_top(const TopOptions& options);
 
 }  // namespace trainmon::tui
