@@ -5,7 +5,9 @@
 #include "trainmon/store/load_run_series.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstdint>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -19,14 +21,42 @@ namespace {
 using diagnose::kNA;
 constexpr double kMiB = 1048576.0;
 
+/// Column positions by name, remembered per call site: a direct-mapped cache keyed by the address
+/// of the name (the callers pass string literals), falling back to field_index on a miss. Reading
+/// a long run asks for ~40 columns of millions of rows; a hash of the name per cell made a 3-day
+/// 8-GPU run take minutes to load.
+class ColumnCache {
+ public:
+  explicit ColumnCache(SeriesKind kind) : kind_(kind) {}
+  std::optional<std::size_t> index(std::string_view name) const {
+    const auto key = reinterpret_cast<std::uintptr_t>(name.data());
+    Slot& s = slots_[(key >> 3) % slots_.size()];
+    if (s.data != name.data() || s.size != name.size()) {
+      s.data = name.data();
+      s.size = name.size();
+      s.index = field_index(kind_, name);
+    }
+    return s.index;
+  }
+
+ private:
+  struct Slot {
+    const char* data = nullptr;
+    std::size_t size = 0;
+    std::optional<std::size_t> index;
+  };
+  SeriesKind kind_;
+  mutable std::array<Slot, 128> slots_{};
+};
+
 /// One decoded row: its time and a getter by column name (kNull when absent or N/A).
 struct RowView {
   const Chunk* chunk;
   std::size_t row;
   std::size_t stride;  // columns of the original kind (aggregated chunks hold 3x)
-  SeriesKind kind;
+  const ColumnCache* columns;
   std::int64_t raw(std::string_view name) const {
-    auto i = field_index(kind, name);
+    auto i = columns->index(name);
     if (!i || *i >= stride || *i >= chunk->columns) return kNull;
     return chunk->at(row, *i);
   }
@@ -44,10 +74,11 @@ struct RowView {
 template <class F>
 Expected<void> for_each_row(Store& store, const SeriesInfo& s, F&& fn) {
   const std::size_t width = fields_of(s.kind).size();
+  const ColumnCache columns(s.kind);
   return store.read_series(s.id, [&](const Chunk& c, bool aggregated) {
     // An aggregated chunk holds means, minima, maxima of the original columns: use the means.
     const std::size_t stride = aggregated ? std::min(width, c.columns / 3) : std::min(width, c.columns);
-    for (std::size_t r = 0; r < c.rows(); ++r) fn(c.t_ms[r], RowView{&c, r, stride, s.kind});
+    for (std::size_t r = 0; r < c.rows(); ++r) fn(c.t_ms[r], RowView{&c, r, stride, &columns});
   });
 }
 

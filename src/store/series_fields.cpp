@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/store/series_fields.h"
 
+#include <array>
 #include <cmath>
+#include <unordered_map>
 
 #include "trainmon/store/chunk_codec.h"
 
@@ -234,11 +236,24 @@ std::span<const FieldDef> fields_of(SeriesKind kind) noexcept {
 }
 
 std::optional<std::size_t> field_index(SeriesKind kind, std::string_view name) noexcept {
-  auto f = fields_of(kind);
-  for (std::size_t i = 0; i < f.size(); ++i) {
-    if (f[i].name == name) return i;
-  }
-  return std::nullopt;
+  // Called for every column of every stored row when a run is read back (load_run_series): one
+  // hash lookup instead of a scan with string compares (which made a 3-day run take minutes).
+  using Index = std::unordered_map<std::string_view, std::size_t>;
+  static const auto indices = [] {
+    std::array<Index, 6> out;  // SeriesKind values are 1..5
+    for (auto k : {SeriesKind::gpu, SeriesKind::gpu_util_hr, SeriesKind::host, SeriesKind::process,
+                   SeriesKind::gpu_process}) {
+      auto f = fields_of(k);
+      auto& m = out[static_cast<std::size_t>(k)];
+      for (std::size_t i = 0; i < f.size(); ++i) m.emplace(f[i].name, i);
+    }
+    return out;
+  }();
+  const auto k = static_cast<std::size_t>(kind);
+  if (k >= indices.size()) return std::nullopt;
+  auto it = indices[k].find(name);
+  if (it == indices[k].end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<std::int64_t> gpu_row(const GpuSample& gpu) {
