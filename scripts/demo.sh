@@ -28,3 +28,6 @@ echo
 echo "== trainmon runs / diagnose last (database: $TRAINMON_DB)"
 "$tm" runs
 "$tm" diagnose last
+echo
+echo "== trainmon report last --format md (the HTML report's path is in the run's summary above)"
+"$tm" report last --format md
