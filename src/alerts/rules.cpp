@@ -397,9 +397,10 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
       }
       r.unknown_keys(*t,
                      {"type", "command", "url", "format", "from", "to", "starttls", "credentials_file",
-                      "timeout", "rate_per_hour"},
+                      "ca_file", "timeout", "rate_per_hour"},
                      fmt::format("[sinks.{}]", name));
       if (auto v = r.duration(*t, "timeout")) s.timeout_s = std::max(0.1, *v);
+      if (auto v = r.str(*t, "ca_file")) s.ca_file = *v;
       if (auto v = r.number(*t, "rate_per_hour")) {
         if (*v <= 0) r.fail(*t->get("rate_per_hour"), "'rate_per_hour' must be > 0");
         s.rate_per_hour = *v;

@@ -167,6 +167,7 @@ class WebhookSink final : public Sink {
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
     curl_easy_setopt(h, CURLOPT_USERAGENT, "trainmon-alerts");
+    if (!c_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
     CURLcode rc = curl_easy_perform(h);
     long code = 0;
     curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
@@ -208,6 +209,7 @@ class EmailSink final : public Sink {
                : c_.starttls == "try" ? CURLUSESSL_TRY
                                       : CURLUSESSL_ALL;
     curl_easy_setopt(h, CURLOPT_USE_SSL, ssl);
+    if (!c_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
     if (!cred->first.empty()) {
       curl_easy_setopt(h, CURLOPT_USERNAME, cred->first.c_str());
       curl_easy_setopt(h, CURLOPT_PASSWORD, cred->second.c_str());

@@ -314,3 +314,55 @@ def test_defaults_without_a_file_go_to_the_log_and_the_config_file_is_found(tmp_
     assert [(b["rule"], b["target"]) for b in rx.bodies if b["rule"] == "mem"] == [("mem", "gpu1")]
     assert ("xid", "gpu2", 79) in [(b["rule"], b["target"], b["value"]) for b in rx.bodies]  # built in with a file
     assert not list((tmp_path / "state").rglob("*.json"))
+
+
+def test_smtp_starttls_with_credentials(tmp_path):
+    import ssl
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult
+    cert, key_ = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key_), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True, timeout=60)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(str(cert), str(key_))
+    got, logins = [], []
+
+    class Handler:
+        async def handle_DATA(self, server, session, envelope):
+            got.append((session.ssl is not None, email.message_from_bytes(envelope.content)))
+            return "250 OK"
+
+    def auth(server, session, envelope, mechanism, data):
+        logins.append((data.login, data.password))
+        return AuthResult(success=data.login == b"ops" and data.password == b"s3cret")
+
+    port = free_port()
+    c = Controller(Handler(), hostname="127.0.0.1", port=port, tls_context=ctx, require_starttls=True,
+                   authenticator=auth, auth_require_tls=True)
+    c.start()
+    try:
+        rules = tmp_path / "tls.toml"
+        cred = tmp_path / "cred"
+        cred.write_text("ops:s3cret\n")
+        rules.write_text(f'[sinks.mail]\ntype = "email"\nurl = "smtp://127.0.0.1:{port}"\nfrom = "t@localhost"\n'
+                         f'to = "ops@localhost"\nca_file = "{cert}"\ncredentials_file = "{cred}"\ntimeout = "10s"\n')
+        e = dict(os.environ)
+        e.pop("TRAINMON_SMTP_USER", None)
+        cred.chmod(0o644)  # readable by others: refused, nothing sent
+        p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], env=e, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "refused" in p.stdout and "chmod 600" in p.stdout, p.stdout
+        assert not logins
+        cred.chmod(0o600)
+        p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], env=e, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 0, p.stdout + p.stderr
+        assert wait_for(lambda: got, 10)
+        # the environment wins over the file
+        e.update(TRAINMON_SMTP_USER="ops", TRAINMON_SMTP_PASSWORD="wrong")
+        p = subprocess.run([trainmon_bin(), "alerts", "test", str(rules)], env=e, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 1 and "sink mail (email): FAILED" in p.stdout
+    finally:
+        c.stop()
+    assert got[0][0] is True  # delivered inside STARTTLS
+    assert "TEST" in got[0][1]["Subject"]
+    assert logins[0] == (b"ops", b"s3cret")

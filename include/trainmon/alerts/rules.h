@@ -81,8 +81,9 @@ struct SinkConfig {
   std::vector<std::string> to;        ///< email
   std::string starttls = "required";  ///< email: "required", "try", "off" (off only for loopback)
   std::string credentials_file;       ///< email: "user:password" in a file of mode 0600 or stricter
-  double timeout_s = 10;              ///< per attempt
-  double rate_per_hour = 60;          ///< at most this many notifications per hour to this sink
+  std::string ca_file;        ///< webhook (https) / email (TLS): extra CA bundle (PEM); "" = the system CAs
+  double timeout_s = 10;      ///< per attempt
+  double rate_per_hour = 60;  ///< at most this many notifications per hour to this sink
 };
 
 /// Delivery settings ([delivery]).
