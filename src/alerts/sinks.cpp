@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/alerts/sinks.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -20,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "alerts/curl_library.h"
 #include "trainmon/alerts/template.h"
 
 extern char** environ;
@@ -30,11 +30,6 @@ namespace {
 
 Error fail(std::string msg) {
   return Error{ErrorDomain::os, 0, "EIO", std::move(msg)};
-}
-
-void curl_init_once() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
 }
 
 class LogSink final : public Sink {
@@ -152,29 +147,32 @@ std::size_t read_upload(char* buf, std::size_t size, std::size_t n, void* p) {
 
 class WebhookSink final : public Sink {
  public:
-  explicit WebhookSink(SinkConfig c) : c_(std::move(c)) { curl_init_once(); }
+  explicit WebhookSink(SinkConfig c) : c_(std::move(c)) {}
   Expected<void> deliver(const Notification& n) override {
     std::string body = webhook_body(n, c_.slack);
-    CURL* h = curl_easy_init();
+    auto lib = curl_library();
+    if (!lib) return std::unexpected(lib.error());
+    const CurlLibrary& curl = **lib;
+    CURL* h = curl.easy_init();
     if (!h) return std::unexpected(fail("curl_easy_init failed"));
-    curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
-    curl_easy_setopt(h, CURLOPT_URL, c_.url.c_str());
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, headers);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-    curl_easy_setopt(h, CURLOPT_USERAGENT, "trainmon-alerts");
-    if (!c_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
-    CURLcode rc = curl_easy_perform(h);
+    curl_slist* headers = curl.slist_append(nullptr, "Content-Type: application/json");
+    curl.easy_setopt(h, CURLOPT_URL, c_.url.c_str());
+    curl.easy_setopt(h, CURLOPT_HTTPHEADER, headers);
+    curl.easy_setopt(h, CURLOPT_POSTFIELDS, body.c_str());
+    curl.easy_setopt(h, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
+    curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
+    curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
+    curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+    curl.easy_setopt(h, CURLOPT_USERAGENT, "trainmon-alerts");
+    if (!c_.ca_file.empty()) curl.easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
+    CURLcode rc = curl.easy_perform(h);
     long code = 0;
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
-    curl_slist_free_all(headers);
-    curl_easy_cleanup(h);
+    curl.easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl.slist_free_all(headers);
+    curl.easy_cleanup(h);
     if (rc != CURLE_OK)
-      return std::unexpected(fail(fmt::format("POST {}: {}", c_.url, curl_easy_strerror(rc))));
+      return std::unexpected(fail(fmt::format("POST {}: {}", c_.url, curl.easy_strerror(rc))));
     if (code < 200 || code > 299) return std::unexpected(fail(fmt::format("POST {}: HTTP {}", c_.url, code)));
     return {};
   }
@@ -185,40 +183,43 @@ class WebhookSink final : public Sink {
 
 class EmailSink final : public Sink {
  public:
-  explicit EmailSink(SinkConfig c) : c_(std::move(c)) { curl_init_once(); }
+  explicit EmailSink(SinkConfig c) : c_(std::move(c)) {}
   Expected<void> deliver(const Notification& n) override {
     auto cred = smtp_credentials(c_);
     if (!cred) return std::unexpected(cred.error());
     std::string msg = email_message(n, c_);
     Upload up{&msg};
-    CURL* h = curl_easy_init();
+    auto lib = curl_library();
+    if (!lib) return std::unexpected(lib.error());
+    const CurlLibrary& curl = **lib;
+    CURL* h = curl.easy_init();
     if (!h) return std::unexpected(fail("curl_easy_init failed"));
     curl_slist* rcpt = nullptr;
-    for (const auto& t : c_.to) rcpt = curl_slist_append(rcpt, fmt::format("<{}>", t).c_str());
+    for (const auto& t : c_.to) rcpt = curl.slist_append(rcpt, fmt::format("<{}>", t).c_str());
     std::string from = fmt::format("<{}>", c_.from);
-    curl_easy_setopt(h, CURLOPT_URL, c_.url.c_str());
-    curl_easy_setopt(h, CURLOPT_MAIL_FROM, from.c_str());
-    curl_easy_setopt(h, CURLOPT_MAIL_RCPT, rcpt);
-    curl_easy_setopt(h, CURLOPT_READFUNCTION, read_upload);
-    curl_easy_setopt(h, CURLOPT_READDATA, &up);
-    curl_easy_setopt(h, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl.easy_setopt(h, CURLOPT_URL, c_.url.c_str());
+    curl.easy_setopt(h, CURLOPT_MAIL_FROM, from.c_str());
+    curl.easy_setopt(h, CURLOPT_MAIL_RCPT, rcpt);
+    curl.easy_setopt(h, CURLOPT_READFUNCTION, read_upload);
+    curl.easy_setopt(h, CURLOPT_READDATA, &up);
+    curl.easy_setopt(h, CURLOPT_UPLOAD, 1L);
+    curl.easy_setopt(h, CURLOPT_TIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
+    curl.easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(c_.timeout_s * 1000));
+    curl.easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     long ssl = c_.starttls == "off"   ? CURLUSESSL_NONE
                : c_.starttls == "try" ? CURLUSESSL_TRY
                                       : CURLUSESSL_ALL;
-    curl_easy_setopt(h, CURLOPT_USE_SSL, ssl);
-    if (!c_.ca_file.empty()) curl_easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
+    curl.easy_setopt(h, CURLOPT_USE_SSL, ssl);
+    if (!c_.ca_file.empty()) curl.easy_setopt(h, CURLOPT_CAINFO, c_.ca_file.c_str());
     if (!cred->first.empty()) {
-      curl_easy_setopt(h, CURLOPT_USERNAME, cred->first.c_str());
-      curl_easy_setopt(h, CURLOPT_PASSWORD, cred->second.c_str());
+      curl.easy_setopt(h, CURLOPT_USERNAME, cred->first.c_str());
+      curl.easy_setopt(h, CURLOPT_PASSWORD, cred->second.c_str());
     }
-    CURLcode rc = curl_easy_perform(h);
-    curl_slist_free_all(rcpt);
-    curl_easy_cleanup(h);
+    CURLcode rc = curl.easy_perform(h);
+    curl.slist_free_all(rcpt);
+    curl.easy_cleanup(h);
     if (rc != CURLE_OK)
-      return std::unexpected(fail(fmt::format("SMTP {}: {}", c_.url, curl_easy_strerror(rc))));
+      return std::unexpected(fail(fmt::format("SMTP {}: {}", c_.url, curl.easy_strerror(rc))));
     return {};
   }
 
