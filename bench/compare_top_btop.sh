@@ -6,12 +6,14 @@
 # stime from /proc/PID/stat, counted from WARMUP seconds after start for DURATION seconds (start-up
 # excluded), children excluded.
 # Target: trainmon top's CPU time under a third of btop's (ratio > 3x).
-# Usage: bench/compare_top_btop.sh BUILD_DIR   (DURATION=60, WARMUP=5, SIZE=200x50 by default)
+# Usage: bench/compare_top_btop.sh BUILD_DIR   (DURATION=60, WARMUP=5, SIZE=200x50 by default;
+#        VIEW=all shows every process in top's table, as btop does, instead of the GPU processes)
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR}
 DURATION=${DURATION:-60}
 WARMUP=${WARMUP:-5}
 SIZE=${SIZE:-200x50}
+VIEW=${VIEW:-gpu}
 COLS=${SIZE%x*}
 ROWS=${SIZE#*x}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -54,6 +56,10 @@ start() {  # SOCKET COMMAND... ; prints the pid of the command in the pane
 TM_PID=$(start "$TM_SOCK" XDG_STATE_HOME="$TMP/state" TRAINMON_NVML_LIBRARY="$FAKE" \
   TRAINMON_FAKE_NVML_SCENARIO="$SRC/tests/scenarios/bench-8gpu-64proc.json" "$TRAINMON" top -i 1)
 BT_PID=$(start "$BT_SOCK" XDG_CONFIG_HOME="$TMP/config" btop)
+if [[ $VIEW == all ]]; then
+  sleep 1
+  tmux -S "$TM_SOCK" send-keys -t 0 a
+fi
 sleep "$WARMUP"
 TM0=$(cpu_ticks "$TM_PID")
 BT0=$(cpu_ticks "$BT_PID")
@@ -70,7 +76,7 @@ RATIO=$(awk -v a="$BT_CPU" -v b="$TM_CPU" 'BEGIN { if (b > 0) printf "%.1f", a /
 NPROC=$(ls -d /proc/[0-9]* | wc -l)
 
 printf '%-34s %12s\n' "${DURATION} s at 1 s, tmux ${SIZE}" "CPU time (s)"
-printf '%-34s %12s\n' "trainmon top (8 GPUs, 64 GPU procs)" "$TM_CPU"
+printf '%-34s %12s\n' "trainmon top ($VIEW view, 8 GPUs)" "$TM_CPU"
 printf '%-34s %12s\n' "btop (update_ms=1000)" "$BT_CPU"
 printf '%-34s %12s\n' "btop / trainmon top" "${RATIO}x"
 printf 'host processes: %s; target: trainmon top under a third of btop (ratio > 3x)\n' "$NPROC"
