@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Event sets: scripted Xid / ECC / ... events delivered by nvmlEventSetWait(_v2) once scenario time
 // reaches them, only for registered (device, type) pairs, each once per set.
+#include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <mutex>
 #include <set>
 #include <thread>
@@ -28,12 +30,17 @@ int wait(const char* fn, bool v2, nvmlEventSet_t set, nvmlEventData_t* data, uns
   FAKE_NEED(data);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeoutms);
   for (;;) {
+    double next_t = -1;  // scenario time of the next scripted event, -1 when none is left
+    double now = 0;
     {
       std::lock_guard lk(set->mu);
-      const double now = scenario_now(*c.sc);
+      now = scenario_now(*c.sc);
       for (std::size_t i = 0; i < c.sc->events.size(); ++i) {
         const Event& e = c.sc->events[i];
-        if (e.t > now) break;  // sorted by time
+        if (e.t > now) {  // sorted by time
+          next_t = e.t;
+          break;
+        }
         if (set->delivered.contains(i)) continue;
         bool registered = false;
         for (const auto& [gpu, mask] : set->regs) registered |= gpu == e.gpu && (mask & e.type) != 0;
@@ -51,8 +58,17 @@ int wait(const char* fn, bool v2, nvmlEventSet_t set, nvmlEventData_t* data, uns
     }
     const auto left = deadline - std::chrono::steady_clock::now();
     if (left <= std::chrono::steady_clock::duration::zero()) return NVML_ERROR_TIMEOUT;
-    std::this_thread::sleep_for(
-        std::min<std::chrono::steady_clock::duration>(left, std::chrono::milliseconds(5)));
+    // Block like the real call: until the next scripted event is due or the timeout, not in short
+    // polls (a 5 ms poll made the fake's event thread the largest CPU cost of a whole `record`).
+    // Frozen time: nothing becomes due by waiting.
+    std::chrono::steady_clock::duration step = left;
+    const double scale = time_scale(*c.sc) > 0 ? time_scale(*c.sc) : 1.0;
+    if (next_t >= 0 && !std::getenv("TRAINMON_FAKE_NVML_TIME_S")) {
+      const auto due = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+          std::chrono::duration<double>((next_t - now) / scale));
+      step = std::clamp<std::chrono::steady_clock::duration>(due, std::chrono::milliseconds(1), left);
+    }
+    std::this_thread::sleep_for(step);
   }
 }
 

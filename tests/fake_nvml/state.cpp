@@ -51,10 +51,6 @@ std::optional<double> env_double(const char* name) {
   return d;
 }
 
-double time_scale(const Scenario& sc) {
-  return env_double("TRAINMON_FAKE_NVML_TIME_SCALE").value_or(sc.time_scale);
-}
-
 void set_origin_locked(Global& gl) {
   if (gl.origin_set) return;
   gl.origin_set = true;
@@ -85,6 +81,10 @@ unsigned long long origin_wall_us() {
   std::lock_guard lk(g().mu);
   set_origin_locked(g());
   return g().origin_wall;
+}
+
+double time_scale(const Scenario& sc) {
+  return env_double("TRAINMON_FAKE_NVML_TIME_SCALE").value_or(sc.time_scale);
 }
 
 double scenario_now(const Scenario& sc) {

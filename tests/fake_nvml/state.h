@@ -51,6 +51,8 @@ int init(const char* fn);
 /// nvmlShutdown: drops one reference; the scenario is released on the last.
 int shutdown();
 
+/// Scenario seconds per wall second (TRAINMON_FAKE_NVML_TIME_SCALE, else the scenario's time_scale).
+double time_scale(const Scenario& sc);
 /// Scenario seconds now (frozen by TRAINMON_FAKE_NVML_TIME_S, scaled by time_scale).
 double scenario_now(const Scenario& sc);
 /// Scenario seconds at a wall-clock instant given as µs since the Unix epoch.
