@@ -10,15 +10,13 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
-#include "trainmon/diagnose/thresholds.h"
-#include "trainmon/recorder/duration.h"
+#include "cli/record_options.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/record_loop.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/serve/http_policy.h"
 #include "trainmon/serve/serve_state.h"
 #include "trainmon/serve/server.h"
-#include "trainmon/store/db_path.h"
 
 extern char** environ;
 
@@ -29,24 +27,13 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:9400";
   bool allow_remote = false;
   std::string token_file;
-  std::string name = "serve";
-  std::string interval = "1";
-  std::string db;
-  std::vector<std::string> labels;
-  std::string retention;
-  std::string downsample_after = "1d";
-  std::string duration;
-  std::vector<std::string> thresholds;
   int threads = 4;
-  bool quiet = false;
+  RecordCliOptions common{.name = "serve"};
 };
 
 int serve(const ServeOptions& o, const GlobalOptions& global) {
-  auto interval = recorder::parse_duration_ns(o.interval);
-  if (!interval || *interval < 100'000'000) {
-    std::fprintf(stderr, "trainmon serve: --interval must be at least 0.1 s\n");
-    return kExitUsage;
-  }
+  auto lo = record_loop_options(o.common, global, "serve");
+  if (!lo) return kExitUsage;
   auto addr = serve::parse_listen(o.listen);
   if (!addr) {
     std::fprintf(stderr, "trainmon serve: --listen wants HOST:PORT (127.0.0.1:9400, [::1]:9400), got '%s'\n",
@@ -85,54 +72,15 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
                  addr->host.c_str());
   }
 
-  recorder::RecordLoopOptions lo;
-  lo.tool = "serve";
-  lo.kind = "record";
-  lo.name = o.name;
-  lo.interval_ns = *interval;
-  lo.quiet = o.quiet;
-  if (!o.retention.empty()) {
-    auto r = recorder::parse_duration_ns(o.retention);
-    auto d = recorder::parse_duration_ns(o.downsample_after);
-    if (!r || !d) {
-      std::fprintf(stderr, "trainmon serve: --retention / --downsample-after want 30d, 12h, 90m ...\n");
-      return kExitUsage;
-    }
-    lo.retention.delete_after_ns = *r;
-    lo.retention.downsample_after_ns = *d;
-  }
-  if (!o.duration.empty()) {
-    lo.stop_after_ns = recorder::parse_duration_ns(o.duration);
-    if (!lo.stop_after_ns) {
-      std::fprintf(stderr, "trainmon serve: bad --duration '%s'\n", o.duration.c_str());
-      return kExitUsage;
-    }
-  }
-  for (const auto& l : o.labels) {
-    auto kv = recorder::parse_label(l);
-    if (!kv) {
-      std::fprintf(stderr, "trainmon serve: --label wants KEY=VALUE (got '%s')\n", l.c_str());
-      return kExitUsage;
-    }
-    lo.labels.push_back(*kv);
-  }
-  for (const auto& kv : o.thresholds) {
-    if (auto r = diagnose::set_threshold(lo.thresholds, kv); !r) {
-      std::fprintf(stderr, "trainmon serve: --threshold %s\n", r.error().c_str());
-      return kExitUsage;
-    }
-  }
-  lo.db_path = store::resolve_db_path(o.db);
-  lo.nvml_library = global.nvml_library;
-  lo.proc_root = global.proc_root;
-  lo.sys_root = global.sys_root;
-
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
-  serve::ServeState state(recorder::collect_labels(lo.labels, env));
+  serve::ServeState state(recorder::collect_labels(lo->labels, env));
 
   // Signals must be blocked before any thread exists, the HTTP server's included.
   runner::prepare_signals();
+  // A bad rules file stops here, before the port is taken.
+  auto alerts = alert_observer(o.common, "serve");
+  if (!alerts) return kExitUsage;
   auto server = serve::Server::bind(so, state);
   if (!server) {
     std::fprintf(stderr, "trainmon serve: %s\n", server.error().message.c_str());
@@ -144,9 +92,10 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   std::fflush(stderr);
   (*server)->start();
 
-  // Observers, in order. The lead wires the alert engine (--alerts FILE) in here as well.
+  // Observers, in order: the HTTP server's state, then the alert engine (--alerts FILE).
   std::vector<recorder::TickObserver*> observers{&state};
-  int rc = recorder::run_record_loop(lo, observers);
+  if (*alerts) observers.push_back(alerts->get());
+  int rc = recorder::run_record_loop(*lo, observers);
   (*server)->stop();
   return rc == 0 ? kExitOk : kExitFailure;
 }
@@ -161,20 +110,7 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--token-file", o->token_file,
                      "File whose first line is a bearer token every request must carry");
       app.add_option("--threads", o->threads, "HTTP worker threads")->capture_default_str();
-      app.add_option("--name", o->name, "Run name")->capture_default_str();
-      app.add_option("--interval", o->interval, "Sampling interval: seconds (0.5) or 500ms")
-          ->capture_default_str();
-      app.add_option("--db", o->db,
-                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-      app.add_option("--label", o->labels, "KEY=VALUE label (repeatable); also on trainmon_labels_info");
-      app.add_option("--retention", o->retention,
-                     "Delete runs and samples older than this (30d, 12h); default: keep");
-      app.add_option("--downsample-after", o->downsample_after,
-                     "With --retention: keep older samples as mean/min/max per minute")
-          ->capture_default_str();
-      app.add_option("--duration", o->duration, "Stop after this long (default: until SIGINT/SIGTERM)");
-      app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)");
-      app.add_flag("-q,--quiet", o->quiet, "Print only errors");
+      add_record_options(app, o->common);
       return [o, &global] { return serve(*o, global); };
     },
     32}};

@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cli/record_options.h"
+
+#include <cstdio>
+
+#include "trainmon/diagnose/thresholds.h"
+#include "trainmon/recorder/duration.h"
+#include "trainmon/recorder/labels.h"
+#include "trainmon/store/db_path.h"
+
+namespace trainmon::cli {
+
+void add_record_options(CLI::App& app, RecordCliOptions& o) {
+  app.add_option("--name", o.name, "Run name")->capture_default_str();
+  app.add_option("--interval", o.interval, "Sampling interval: seconds (0.5) or 500ms")
+      ->capture_default_str();
+  app.add_option("--db", o.db,
+                 "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
+  app.add_option("--label", o.labels, "KEY=VALUE label (repeatable)");
+  app.add_option("--retention", o.retention,
+                 "Delete runs and samples older than this (30d, 12h); default: keep");
+  app.add_option("--downsample-after", o.downsample_after,
+                 "With --retention: keep older samples as mean/min/max per minute")
+      ->capture_default_str();
+  app.add_option("--duration", o.duration, "Stop after this long (default: until SIGINT/SIGTERM)");
+  app.add_option("--threshold", o.thresholds, "Override a diagnosis threshold: name=value (repeatable)");
+  app.add_flag("-q,--quiet", o.quiet, "Print only errors");
+  alerts::add_alert_options(app, o.alerts);
+}
+
+std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOptions& o,
+                                                               const GlobalOptions& global,
+                                                               std::string_view tool) {
+  const std::string t(tool);
+  auto bad = [&t](const std::string& what) {
+    std::fprintf(stderr, "trainmon %s: %s\n", t.c_str(), what.c_str());
+    return std::nullopt;
+  };
+  recorder::RecordLoopOptions lo;
+  lo.tool = t;
+  lo.kind = "record";
+  lo.name = o.name;
+  lo.quiet = o.quiet;
+  auto interval = recorder::parse_duration_ns(o.interval);
+  if (!interval || *interval < 100'000'000)
+    return bad("--interval must be at least 0.1 s (got '" + o.interval + "')");
+  lo.interval_ns = *interval;
+  if (!o.retention.empty()) {
+    auto r = recorder::parse_duration_ns(o.retention);
+    auto d = recorder::parse_duration_ns(o.downsample_after);
+    if (!r || !d) return bad("--retention / --downsample-after want 30d, 12h, 90m ...");
+    lo.retention.delete_after_ns = *r;
+    lo.retention.downsample_after_ns = *d;
+  }
+  if (!o.duration.empty()) {
+    lo.stop_after_ns = recorder::parse_duration_ns(o.duration);
+    if (!lo.stop_after_ns) return bad("bad --duration '" + o.duration + "'");
+  }
+  for (const auto& l : o.labels) {
+    auto kv = recorder::parse_label(l);
+    if (!kv) return bad("--label wants KEY=VALUE (got '" + l + "')");
+    lo.labels.push_back(*kv);
+  }
+  for (const auto& kv : o.thresholds) {
+    if (auto r = diagnose::set_threshold(lo.thresholds, kv); !r) return bad("--threshold " + r.error());
+  }
+  lo.db_path = store::resolve_db_path(o.db);
+  lo.nvml_library = global.nvml_library;
+  lo.proc_root = global.proc_root;
+  lo.sys_root = global.sys_root;
+  return lo;
+}
+
+std::optional<std::unique_ptr<recorder::TickObserver>> alert_observer(const RecordCliOptions& o,
+                                                                      std::string_view tool) {
+  alerts::AlertSetup setup = o.alerts;
+  setup.tool = std::string(tool);
+  setup.quiet = o.quiet;
+  auto obs = alerts::make_alert_observer(setup);
+  if (!obs) {
+    std::fprintf(stderr, "trainmon %s: %s\n", setup.tool.c_str(), obs.error().message.c_str());
+    return std::nullopt;
+  }
+  return std::move(*obs);
+}
+
+}  // namespace trainmon::cli
