@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmon/recorder/run_report.h"
 #include "trainmon/report/report.h"
 #include "trainmon/store/load_run_series.h"
 #include "trainmon/store/store.h"
@@ -18,35 +19,12 @@ ApiReply store_error(const Error& e) {
   return {status, nlohmann::json{{"error", e.message}, {"name", e.name}}.dump()};
 }
 
+/// The object `trainmon runs --json` prints (one schema for the CLI and the API), plus the exact
+/// start and end times in nanoseconds.
 nlohmann::json run_json(const store::RunInfo& r) {
-  nlohmann::json j;
-  j["id"] = r.id;
-  j["name"] = r.name;
-  j["kind"] = r.kind;
-  j["command"] = r.command;
-  j["cwd"] = r.cwd;
-  j["user"] = r.user;
-  j["host"] = r.host;
+  nlohmann::json j = recorder::run_to_json(r);
   j["start_unix_ns"] = r.start_unix_ns;
   j["end_unix_ns"] = r.end_unix_ns ? nlohmann::json(*r.end_unix_ns) : nlohmann::json(nullptr);
-  j["status"] = store::effective_status(r);
-  j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json(nullptr);
-  j["interval_ms"] = r.interval_ms;
-  auto labels = nlohmann::json::object();
-  for (const auto& [k, v] : r.labels) labels[k] = v;
-  j["labels"] = std::move(labels);
-  j["finding_count"] = r.finding_count;
-  auto gpus = nlohmann::json::array();
-  for (const auto& g : r.gpus) {
-    gpus.push_back({{"index", g.index},
-                    {"uuid", g.uuid},
-                    {"name", g.name},
-                    {"pci_bus_id", g.pci_bus_id},
-                    {"memory_total_bytes",
-                     g.memory_total_bytes ? nlohmann::json(*g.memory_total_bytes) : nlohmann::json(nullptr)},
-                    {"used_by_job", g.used_by_job}});
-  }
-  j["gpus"] = std::move(gpus);
   return j;
 }
 
