@@ -187,7 +187,9 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     double rss = 0, cpu = 0, workers = 0;
     bool any_rss = false, any_cpu = false;
     for (const auto& p : snap.processes) {
-      if (!job.contains(p.pid)) continue;
+      // A zombie has exited and released its memory; counting its 0 B would end every run with a
+      // drop to 0 (what job_totals in recorder/session.cpp also leaves out).
+      if (!job.contains(p.pid) || p.state == 'Z' || p.state == 'X') continue;
       if (p.rss_bytes.ok()) {
         rss += static_cast<double>(p.rss_bytes.value) / kMiB;
         any_rss = true;

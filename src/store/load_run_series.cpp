@@ -281,6 +281,8 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         auto row = tick_of(t);
         if (!row) return;
         const std::size_t i = *row;
+        // Zombies have released their memory: left out, as append_snapshot does.
+        if (const auto st = v.raw("state"); st == 'Z' || st == 'X') return;
         if (const auto b = v.raw("rss_bytes"); b != kNull) {
           rss[i] += static_cast<double>(b) / kMiB;
           any_rss[i] = true;

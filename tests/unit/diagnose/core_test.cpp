@@ -115,6 +115,26 @@ TEST(DiagSeries, AppendSnapshotFillsColumnsJobTreeAndEvents) {
   EXPECT_EQ(s.facts.root_pid, 1000u);
 }
 
+TEST(DiagSeries, ZombiesOfTheJobHoldNoMemory) {
+  // The last tick of a run often sees the command as a zombie (exited, not yet reaped): its 0 B
+  // must not look like the job releasing everything (it broke D3's trend at every run's end).
+  RunSeries s;
+  JobContext ctx{kStart, 1000, {}, std::nullopt};
+  Snapshot snap = make_snapshot(0);
+  for (auto& p : snap.processes)
+    if (p.pid == 1001) {
+      p.state = 'Z';
+      p.rss_bytes = Reading<std::uint64_t>::of(0);
+    }
+  append_snapshot(s, snap, ctx);
+  EXPECT_FLOAT_EQ(s.job.rss_mib[0], 1250.f);  // 1000 + 250: the zombie 1001 left out
+  EXPECT_FLOAT_EQ(s.job.workers[0], 1.f);
+  for (auto& p : snap.processes)
+    if (p.pid == 1000 || p.pid == 1002) p.state = 'Z';
+  append_snapshot(s, snap, ctx);
+  EXPECT_TRUE(std::isnan(s.job.rss_mib[1]));  // nothing alive: N/A, not 0
+}
+
 TEST(DiagSeries, GpuAppearingLaterGetsNaNHistoryAndSliceCutsRows) {
   RunSeries s;
   append_empty_rows(s, {0, 1, 2, 3});
