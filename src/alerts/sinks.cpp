@@ -21,6 +21,7 @@
 
 #include "alerts/curl_library.h"
 #include "trainmon/alerts/template.h"
+#include "trainmon/runner/launcher.h"
 
 extern char** environ;
 
@@ -96,12 +97,21 @@ class CommandSink final : public Sink {
     posix_spawnattr_setsigdefault(&attr, &def);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETPGROUP);
     posix_spawnattr_setpgroup(&attr, 0);
-    pid_t pid = 0;
-    int rc = posix_spawnp(&pid, argv[0], &fa, &attr, argv.data(), envp.data());
+    // An owned child: the recorder's reaper (run, record and serve reap orphans) leaves it to us.
+    int rc = 0;
+    const pid_t pid = runner::spawn_owned_child([&] {
+      pid_t p = 0;
+      rc = posix_spawnp(&p, argv[0], &fa, &attr, argv.data(), envp.data());
+      return rc == 0 ? p : pid_t{0};
+    });
     posix_spawn_file_actions_destroy(&fa);
     posix_spawnattr_destroy(&attr);
     if (rc != 0)
       return std::unexpected(fail(fmt::format("cannot start {}: {}", c_.command[0], std::strerror(rc))));
+    struct Release {
+      pid_t pid;
+      ~Release() { runner::release_owned_child(pid); }
+    } release{pid};
     auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(c_.timeout_s);
     int status = 0;
     for (;;) {

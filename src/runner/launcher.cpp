@@ -11,6 +11,9 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <optional>
+#include <set>
 
 extern char** environ;
 
@@ -117,6 +120,51 @@ int exit_code_for_launch_error(const Error& error) noexcept {
   return 1;
 }
 
+namespace {
+
+struct OwnedChildren {
+  std::mutex mu;
+  std::set<pid_t> pids;
+};
+
+OwnedChildren& owned() {
+  static OwnedChildren o;
+  return o;
+}
+
+/// Reaps every exited child that nobody else owns; returns the main child's status when it is
+/// among them. A zombie owned by another component stops the sweep (waitid shows the same first
+/// zombie until it is reaped): its owner polls it within milliseconds, the next sweep goes on.
+std::optional<ChildExit> reap_children(pid_t child) {
+  auto& o = owned();
+  std::lock_guard lk(o.mu);
+  for (;;) {
+    siginfo_t si{};
+    if (::waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0 || si.si_pid == 0) return std::nullopt;
+    if (o.pids.contains(si.si_pid)) return std::nullopt;
+    int st = 0;
+    const pid_t p = ::waitpid(si.si_pid, &st, WNOHANG);
+    if (p <= 0) return std::nullopt;
+    if (child > 0 && p == child) return decode_wait_status(st);
+  }
+}
+
+}  // namespace
+
+pid_t spawn_owned_child(const std::function<pid_t()>& spawn) {
+  auto& o = owned();
+  std::lock_guard lk(o.mu);
+  const pid_t pid = spawn();
+  if (pid > 0) o.pids.insert(pid);
+  return pid;
+}
+
+void release_owned_child(pid_t pid) {
+  auto& o = owned();
+  std::lock_guard lk(o.mu);
+  o.pids.erase(pid);
+}
+
 Event wait_for_event(pid_t child, std::chrono::milliseconds timeout) {
   const sigset_t set = watched_set();
   timespec deadline{};
@@ -128,13 +176,9 @@ Event wait_for_event(pid_t child, std::chrono::milliseconds timeout) {
     deadline.tv_nsec -= 1'000'000'000;
   }
   for (;;) {
-    // Reap: the main child, and orphans reparented to us (we are a subreaper).
-    for (;;) {
-      int st = 0;
-      pid_t p = ::waitpid(-1, &st, WNOHANG);
-      if (p <= 0) break;
-      if (child > 0 && p == child) return Event{Event::child_exited, decode_wait_status(st), 0};
-    }
+    // Reap: the main child, and orphans reparented to us (we are a subreaper); not the children
+    // other parts of trainmon wait for themselves (spawn_owned_child).
+    if (auto exit = reap_children(child)) return Event{Event::child_exited, *exit, 0};
     timespec now{};
     ::clock_gettime(CLOCK_MONOTONIC, &now);
     std::int64_t left_ns =

@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -45,6 +46,14 @@ struct Event {
 /// Orphans reparented to trainmon are reaped silently. `child` <= 0 (no command: `record`) only
 /// waits for signals and reaps.
 Event wait_for_event(pid_t child, std::chrono::milliseconds timeout);
+
+/// Children that another part of trainmon waits for itself (the alert command sink): wait_for_event()
+/// never reaps them, so their owner's waitpid() gets their status. `spawn` runs with the registry
+/// locked (the reaper cannot take the child between its start and its registration) and returns the
+/// pid, or <= 0 when nothing started (then nothing is registered). Thread-safe.
+pid_t spawn_owned_child(const std::function<pid_t()>& spawn);
+/// The owner has reaped `pid` (or given up on it): forget it.
+void release_owned_child(pid_t pid);
 
 /// For a command that cannot start: 127 when not found, 126 when not executable (as a shell).
 int exit_code_for_launch_error(const Error& error) noexcept;
