@@ -97,11 +97,14 @@ def test_sort_order_changes_with_keys(tmux, tmp_path):
     screen = tmux.wait(lambda s: len([p for p in table_pids(s) if p >= 200000]) >= 10 if "PID" in s else False)
     assert "GPU-MEM▼" in screen
     tmux.keys("N", "Home")  # sort by PID, ascending; select the first row
-    screen = tmux.wait(lambda s: "PID▲" in s and table_pids(s)[:1] == [200000])
+    # capture-pane may catch a redraw half done: wait for the whole table, not its first row
+    screen = tmux.wait(lambda s: "PID▲" in s and table_pids(s)[:1] == [200000]
+                       and table_pids(s) == sorted(table_pids(s)))
     before = table_pids(screen)
     assert before == sorted(before)
     tmux.keys("r", "Home")  # reverse
-    screen = tmux.wait(lambda s: "PID▼" in s and table_pids(s)[:1] == [200707])
+    screen = tmux.wait(lambda s: "PID▼" in s and table_pids(s)[:1] == [200707]
+                       and table_pids(s) == sorted(table_pids(s), reverse=True))
     after = table_pids(screen)
     assert after == sorted(after, reverse=True) and after != before, after
     tmux.keys("s")  # next column: USER, ascending
