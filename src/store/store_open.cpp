@@ -29,6 +29,11 @@ bool has_sqlite_header(const std::string& path) {
   return in.gcount() == 16 && std::memcmp(head, "SQLite format 3\0", 16) == 0;
 }
 
+/// SQLite result codes that say "you may not" rather than "this file is broken".
+bool access_error(int rc) {
+  return rc == SQLITE_READONLY || rc == SQLITE_CANTOPEN || rc == SQLITE_PERM || rc == SQLITE_AUTH;
+}
+
 Expected<void> check_integrity(sqlite3* db, const std::string& path) {
   detail::Stmt q(db, "PRAGMA quick_check");
   int rc = q.step();
@@ -37,12 +42,45 @@ Expected<void> check_integrity(sqlite3* db, const std::string& path) {
   if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
     return std::unexpected(detail::sqlite_error(db, rc, fmt::format("checking the run store {}", path)));
   }
+  if (access_error(rc)) {
+    // A WAL store needs its -shm file even to read; another user's store in a directory we cannot
+    // write has none for us. Not damage: say what is missing.
+    return std::unexpected(store_error(
+        kErrCannotCreate,
+        fmt::format("cannot read the run store {} ({}): reading a WAL database needs write access to "
+                    "its directory or existing {}-shm / -wal files; read it as its owner, or copy it",
+                    path, why, path),
+        rc));
+  }
   return std::unexpected(store_error(
       kErrDamaged,
       fmt::format("the run store {} is damaged (PRAGMA quick_check: {}); it was left untouched: move it "
                   "aside or pass another --db",
                   path, why),
       rc));
+}
+
+/// True when a writer may be using the store (a non-empty -wal file): then the main file alone is
+/// not a consistent picture and must not be read as immutable.
+bool wal_in_use(const std::string& path) {
+  std::error_code ec;
+  const auto size = fs::file_size(path + "-wal", ec);
+  return !ec && size > 0;
+}
+
+/// "file:" URI for `path` with `query` (sqlite3_open_v2 with SQLITE_OPEN_URI): %, ? and # escaped.
+std::string file_uri(const std::string& path, std::string_view query) {
+  std::string uri = "file:";
+  for (char c : path) {
+    if (c == '%' || c == '?' || c == '#') {
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    } else {
+      uri += c;
+    }
+  }
+  uri += '?';
+  uri += query;
+  return uri;
 }
 
 }  // namespace
@@ -117,7 +155,24 @@ Expected<Store> Store::open(const std::string& path, OpenMode mode) {
   sqlite3_extended_result_codes(raw, 0);
 
   if (non_empty) {
-    if (auto r = check_integrity(raw, path); !r) return std::unexpected(r.error());
+    auto r = check_integrity(raw, path);
+    if (!r && mode == OpenMode::read_only && r.error().name == kErrCannotCreate && !wal_in_use(path)) {
+      // No writer (no WAL content) and no -shm we could create: the main file is the whole store,
+      // so read it as immutable (SQLite then needs neither -shm nor locks).
+      sqlite3* ro = nullptr;
+      const std::string uri = file_uri(path, "immutable=1");
+      if (sqlite3_open_v2(uri.c_str(), &ro, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+                          nullptr) == SQLITE_OK) {
+        impl->db.reset(ro);
+        raw = ro;
+        sqlite3_busy_timeout(raw, 5000);
+        sqlite3_extended_result_codes(raw, 0);
+        r = check_integrity(raw, path);
+      } else {
+        sqlite3_close(ro);
+      }
+    }
+    if (!r) return std::unexpected(r.error());
   }
   if (mode == OpenMode::read_write) {
     if (!non_empty) {
