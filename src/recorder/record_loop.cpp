@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -110,6 +111,23 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   std::int64_t next_retention = start_mono + 3600LL * 1'000'000'000;
   std::vector<std::uint32_t> gpu_pids;
   std::vector<diagnose::Finding> active;
+  // Every finding seen while recording (the live diagnosis keeps only the last hour): stored with
+  // the run at the end, so `runs`, `show` and reports of a record / serve run list them.
+  std::vector<diagnose::Finding> seen;
+  auto remember = [&seen](const std::vector<diagnose::Finding>& found) {
+    for (const auto& f : found) {
+      auto it = std::find_if(seen.begin(), seen.end(), [&](const diagnose::Finding& g) {
+        return g.code == f.code && g.gpus == f.gpus && g.pids == f.pids && f.start_s <= g.end_s + 1;
+      });
+      if (it == seen.end()) {
+        seen.push_back(f);
+      } else {
+        const double start = std::min(it->start_s, f.start_s);
+        *it = f;  // the newest evidence, over the whole episode
+        it->start_s = start;
+      }
+    }
+  };
   while (!stop_signal) {
     try {
       if (gpu_pids.empty()) {
@@ -127,6 +145,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
         } else if (!active.empty()) {
           active = live.active();  // evidence and end times refresh while findings stay open
         }
+        remember(active);
       }
       const TickContext ctx{snap, active, run_id,
                             static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
@@ -154,10 +173,28 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   auto summary = session.summary();
   store::RunEnd end{now_ns(CLOCK_REALTIME), "stopped", std::nullopt, std::nullopt, summary_to_json(summary)};
   auto err = session.finish(end);
+  std::optional<std::int64_t> finding_count;
+  if (o.diagnose) {
+    try {
+      remember(live.finish(diagnose::JobFacts{}));
+      std::stable_sort(seen.begin(), seen.end(), diagnose::finding_less);
+      auto st = store::Store::open(o.db_path, store::OpenMode::read_write);
+      auto r = st ? st->insert_findings(run_id, seen) : Expected<void>(std::unexpected(st.error()));
+      if (r) {
+        finding_count = static_cast<std::int64_t>(seen.size());
+      } else {
+        std::fprintf(stderr, "trainmon %s: the findings were not recorded: %s\n", o.tool.c_str(),
+                     r.error().message.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "trainmon %s: no diagnosis: %s\n", o.tool.c_str(), e.what());
+    }
+  }
   if (!o.quiet) {
     std::string why =
         stop_signal ? fmt::format("stopped by {}", runner::signal_name(stop_signal)) : "stopped";
-    std::fputs(format_summary(summary, "recording " + why, run_id, std::nullopt).c_str(), stderr);
+    std::fputs(format_summary(summary, "recording " + why, run_id, finding_count).c_str(), stderr);
+    for (const auto& f : seen) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
   }
   return err ? 1 : 0;
 }

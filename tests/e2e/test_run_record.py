@@ -42,3 +42,17 @@ def test_record_duration_option(tmp_path):
     assert p.returncode == 0, p.stderr
     [r] = runs_json(db)
     assert r["status"] == "stopped" and r["summary"]["ticks"] >= 4
+
+
+def test_record_stores_what_it_found(tmp_path):
+    # d10: Xid 48 at 5 s and volatile uncorrected ECC errors from 6 s. The live diagnosis of `record`
+    # sees them; they are stored with the run (runs, show and reports list them) and printed at the end.
+    db = tmp_path / "t.db"
+    p = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--interval", "0.5", "--duration", "10"],
+                       env=env("d10-ecc-errors.json"), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    [r] = runs_json(db)
+    assert r["finding_count"] >= 2, p.stderr
+    assert "[critical] D13 xid-error" in p.stderr and "[critical] D10 ecc-errors" in p.stderr
+    d = run(["diagnose", "last", "--json"], db)
+    assert d.returncode == 0, d.stderr
