@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon report RUN [-o FILE] [--format html|md|json] [--max-points N]`: one run's report
-// (docs/report.md). HTML goes to a file (default: beside the store, reports/run-<id>.html; the
+// (docs/report.md). HTML goes to a file (default: beside the store, reports/<db name>-run-<id>.html; the
 // path is printed); md and json go to stdout unless -o names a file. `-o -` is stdout.
 #include <cstdio>
 #include <memory>
@@ -79,7 +79,7 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--db", o->db,
                      "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
       app.add_option("-o,--output", o->output,
-                     "Output file; '-' is stdout (default: html to <store dir>/reports/run-<id>.html, "
+                     "Output file; '-' is stdout (default: html to <store dir>/reports/<db name>-run-<id>.html, "
                      "md and json to stdout)");
       app.add_option("--format", o->format, "html, md or json")->capture_default_str();
       app.add_option("--max-points", o->max_points,

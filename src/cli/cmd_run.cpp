@@ -367,7 +367,7 @@ const Registrar kRegistrar{CommandSpec{
           ->capture_default_str();
       app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
           ->allow_extra_args(false);
-      app.add_option("--report", o->report, "HTML report file (default: <store dir>/reports/run-<id>.html)");
+      app.add_option("--report", o->report, "HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)");
       app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
       alerts::add_alert_options(app, o->alerts);
       app.add_option("command", o->command, "The command to run, after --")->required();

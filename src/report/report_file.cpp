@@ -16,7 +16,9 @@ namespace trainmon::report {
 std::string default_report_path(const std::string& db_path, std::int64_t run_id) {
   std::filesystem::path dir = std::filesystem::path(db_path).parent_path();
   if (dir.empty()) dir = ".";
-  return (dir / "reports" / fmt::format("run-{}.html", run_id)).string();
+  // Named after the store too: stores that share a directory have their own run 1, run 2, ...
+  const std::string stem = std::filesystem::path(db_path).stem().string();
+  return (dir / "reports" / fmt::format("{}-run-{}.html", stem.empty() ? "trainmon" : stem, run_id)).string();
 }
 
 namespace {

@@ -76,7 +76,7 @@ def report(db, e, *args):
 
 def test_run_writes_the_html_report_beside_the_store(d2):
     d, db, _, p = d2
-    path = d / "reports" / "run-1.html"
+    path = d / "reports" / (db.stem + "-run-1.html")
     assert f"report: {path}" in p.stderr, p.stderr[-2000:]
     html = path.read_text()
     assert html.startswith("<!DOCTYPE html>") and 'id="trainmon-data"' in html

@@ -11,8 +11,9 @@
 
 namespace trainmon::report {
 
-/// The default file of run `run_id`'s HTML report: `<directory of db_path>/reports/run-<id>.html`
-/// (with the default store, $XDG_STATE_HOME/trainmon/reports/run-<id>.html).
+/// The default file of run `run_id`'s HTML report: `<directory of db_path>/reports/<db name>-run-<id>.html`
+/// (with the default store, $XDG_STATE_HOME/trainmon/reports/trainmon-run-<id>.html): stores that
+/// share a directory do not overwrite each other's reports.
 std::string default_report_path(const std::string& db_path, std::int64_t run_id);
 
 /// Renders the report and writes it to `path` (its directory created when missing) through a

@@ -188,7 +188,7 @@ TEST(RenderReport, RunWithoutSamplesStillGetsAReportAndUnknownRunIsAnError) {
   EXPECT_NE(html->find("<!DOCTYPE html>"), std::string::npos);
 
   const std::string path = default_report_path(dir.file("r.db"), *id);
-  EXPECT_EQ(path, dir.path() + "/reports/run-" + std::to_string(*id) + ".html");
+  EXPECT_EQ(path, dir.path() + "/reports/r-run-" + std::to_string(*id) + ".html");
   ASSERT_TRUE(write_report_file(*st, *id, path));
   EXPECT_TRUE(std::filesystem::exists(path));
   EXPECT_FALSE(write_report_file(*st, *id, "/proc/nonexistent/x.html"));
