@@ -27,7 +27,7 @@ struct ServeOptions {
   std::string listen = "127.0.0.1:9400";
   bool allow_remote = false;
   std::string token_file;
-  int threads = 4;
+  int threads = 16;
   RecordCliOptions common{.name = "serve"};
 };
 

@@ -2,6 +2,7 @@
 #include "trainmon/serve/server.h"
 
 #include <httplib.h>
+#include <algorithm>
 
 #include <chrono>
 #include <cstdlib>
@@ -58,11 +59,13 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
   impl->options = options;
   impl->state = &state;
   auto& http = impl->http;
-  const int threads = options.threads > 0 ? options.threads : 4;
+  const int threads = options.threads > 0 ? options.threads : 16;
   http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   http.set_read_timeout(options.timeout_s, 0);
   http.set_write_timeout(options.timeout_s, 0);
-  http.set_keep_alive_timeout(options.timeout_s);
+  // An idle keep-alive connection holds a worker: give it back soon (a scrape or a dashboard poll
+  // comes every second or more, so reconnecting costs nothing).
+  http.set_keep_alive_timeout(std::min(options.timeout_s, 2));
   http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(options.max_body);
   install_routes(*impl);

@@ -14,10 +14,10 @@ namespace trainmon::serve {
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 9400;              ///< 0: any free port
-  std::string token;            ///< empty: no authentication
-  int threads = 4;              ///< worker threads (each keep-alive connection holds one while open)
-  int timeout_s = 5;            ///< read and write timeout per request
+  int port = 9400;    ///< 0: any free port
+  std::string token;  ///< empty: no authentication
+  int threads = 16;   ///< worker threads (each open connection holds one: a browser alone opens up to 6)
+  int timeout_s = 5;  ///< read and write timeout per request
   std::size_t max_body = 4096;  ///< request bodies larger than this are refused (413)
 };
 
