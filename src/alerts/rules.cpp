@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -599,6 +600,10 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
 }
 
 Expected<RuleSet> load_rules(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return std::unexpected(Error{ErrorDomain::usage, EISDIR, "EISDIR",
+                                 fmt::format("the alert rules file {} is a directory", path)});
   std::ifstream in(path);
   if (!in)
     return std::unexpected(

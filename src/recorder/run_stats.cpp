@@ -162,9 +162,10 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
   }
   if (s.gpus.empty()) out += "  no GPU seen\n";
   if (s.peak_job_rss_bytes) {
-    out += fmt::format("  job: peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+    const auto procs = s.peak_job_processes.value_or(0);
+    out += fmt::format("  job: peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process{}\n",
                        static_cast<double>(*s.peak_job_rss_bytes) / kGiB, s.peak_job_cpu_pct.value_or(0),
-                       s.peak_job_processes.value_or(0));
+                       procs, procs == 1 ? "" : "es");
   }
   out += findings ? fmt::format("  findings: {}\n", *findings)
                   : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");

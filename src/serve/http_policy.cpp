@@ -2,6 +2,7 @@
 #include "trainmon/serve/http_policy.h"
 
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 
 namespace trainmon::serve {
@@ -108,6 +109,11 @@ bool token_equals(std::string_view given, std::string_view expected) {
 }
 
 std::optional<std::string> read_token_file(const std::string& path, std::string& error) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    error = "the token file '" + path + "' is a directory";
+    return std::nullopt;
+  }
   std::ifstream in(path);
   if (!in) {
     error = "cannot read the token file '" + path + "'";
