@@ -5,14 +5,11 @@
 // {charts: [{id, points, shaded, epochs}], renderMs, errors, console_errors, canvases, screenshot,
 //  findings, reloads: [renderMs...]}. Exit 1 on a console error, a page error or a page that never
 // finished drawing. With REPEAT=n in the environment the page is reloaded n times (benchmark).
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
-const require = createRequire(new URL('../../../web/package.json', import.meta.url));
-const { chromium } = require('playwright-core');
+import { launchChromium } from './chromium.mjs';
 
 const [file, shot] = process.argv.slice(2);
 if (!file || !shot) {
@@ -21,14 +18,7 @@ if (!file || !shot) {
 }
 const repeat = Number(process.env.REPEAT || 0);
 
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainmon-chromium-'));
-const browser = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 1000 },
-});
+const { browser, userDataDir } = await launchChromium();
 const result = { console_errors: [], requests: [], screenshot: '' };
 let failed = null;
 try {

@@ -5,13 +5,10 @@
 // /?token=TOKEN must give a working dashboard (the cookie carries the token to the API calls).
 // Loads the live dashboard, waits until the GPU cards' values change as the fake scenario moves,
 // opens the run page, saves screenshots, and prints one JSON line with what it saw. Exit 1 on failure.
-import { createRequire } from 'node:module';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 
-const require = createRequire(new URL('../../../web/package.json', import.meta.url));
-const { chromium } = require('playwright-core');
+import { launchChromium } from './chromium.mjs';
 
 const [base, runId, shotDir, token] = process.argv.slice(2);
 if (!base || !runId || !shotDir) {
@@ -19,14 +16,7 @@ if (!base || !runId || !shotDir) {
   process.exit(2);
 }
 
-const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainmon-chromium-'));
-const browser = await chromium.launchPersistentContext(userDataDir, {
-  executablePath: '/usr/bin/chromium',
-  headless: true,
-  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-    '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  viewport: { width: 1400, height: 1000 },
-});
+const { browser, userDataDir } = await launchChromium();
 const result = { changed: false, gpu_cards: 0, run_charts: 0, console_errors: [], screenshot: '' };
 let failed = null;
 try {
