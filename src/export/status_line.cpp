@@ -44,8 +44,26 @@ const ProcessSample* host_process(const Snapshot& snap, std::uint32_t pid) {
   return nullptr;
 }
 
+/// Text from the driver or /proc made safe for a terminal: control characters (C0, DEL and the C1
+/// range U+0080..U+009F, which some terminals read as escape sequences) become '?'; ASCII only when
+/// the locale is not UTF-8.
 std::string clean(std::string_view s, bool utf8) {
-  return utf8 ? std::string(s) : to_ascii(s);
+  if (!utf8) return to_ascii(s);
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out.push_back('?');
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      out.push_back('?');
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
 }
 
 std::string name_cell(std::string_view name, std::size_t width) {

@@ -56,6 +56,22 @@ TEST(StatusText, GpustatLayoutWithoutColour) {
             " memhog/10291(2566M) gpu_burn/10309(28234M)\n");
 }
 
+TEST(StatusText, ControlCharactersNeverReachTheTerminal) {
+  // A process name from the driver (or argv) may hold ESC sequences: they would drive the terminal.
+  Snapshot s = loaded_snapshot();
+  s.gpu_processes[1].process_name = Reading<std::string>::of(
+      "evil\x1b[2J\tname\xC2\x9B"
+      "1m");
+  StatusOptions o;
+  o.show_header = false;
+  o.show_cmd = true;
+  const std::string text = status_text(s, kFirst, o);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_EQ(text.find('\t'), std::string::npos) << text;
+  EXPECT_EQ(text.find("\xC2\x9B"), std::string::npos) << text;
+  EXPECT_NE(text.find("evil?[2J?name?1m"), std::string::npos) << text;
+}
+
 TEST(StatusText, AsciiLocaleAndHeader) {
   StatusOptions o;
   o.utf8 = false;
