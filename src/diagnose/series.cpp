@@ -183,7 +183,14 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     g.procs.push_back(pt);
   }
 
-  if (!job.empty()) {
+  // The job lasts as long as its main process: a tick that sees it exited (a zombie, or gone) while
+  // helpers it left behind still run is after the job's end, not a drop in its memory.
+  const bool root_alive =
+      ctx.root_pid == 0 ||
+      std::any_of(snap.processes.begin(), snap.processes.end(), [&](const ProcessSample& p) {
+        return p.pid == ctx.root_pid && p.state != 'Z' && p.state != 'X';
+      });
+  if (!job.empty() && root_alive) {
     double rss = 0, cpu = 0, workers = 0;
     bool any_rss = false, any_cpu = false;
     for (const auto& p : snap.processes) {

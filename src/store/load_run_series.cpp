@@ -272,7 +272,7 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
 
   // ---- the job's process tree (second pass: the root is known now) ----
   if (is_job) {
-    std::vector<bool> any_rss(ticks.size()), any_cpu(ticks.size());
+    std::vector<bool> any_rss(ticks.size()), any_cpu(ticks.size()), root_alive(ticks.size(), root_pid == 0);
     std::vector<double> rss(ticks.size()), cpu(ticks.size());
     for (const auto& s : *series) {
       if (s.kind != SeriesKind::process || !s.in_job || !s.pid) continue;
@@ -292,6 +292,7 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           any_cpu[i] = true;
         }
         if (root) {
+          root_alive[i] = true;
           out.job.main_cpu_pct[i] = v.pct100("cpu_pct");
         } else {
           out.job.workers[i] += 1;
@@ -300,8 +301,10 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
       if (!r) return std::unexpected(r.error());
     }
     for (std::size_t i = 0; i < ticks.size(); ++i) {
-      out.job.rss_mib[i] = any_rss[i] ? static_cast<float>(rss[i]) : kNA;
-      out.job.cpu_pct[i] = any_cpu[i] ? static_cast<float>(cpu[i]) : kNA;
+      // After the main process exited, what is left is not the job (as append_snapshot).
+      out.job.rss_mib[i] = any_rss[i] && root_alive[i] ? static_cast<float>(rss[i]) : kNA;
+      out.job.cpu_pct[i] = any_cpu[i] && root_alive[i] ? static_cast<float>(cpu[i]) : kNA;
+      if (!root_alive[i]) out.job.workers[i] = kNA;
     }
   }
 

@@ -133,6 +133,13 @@ TEST(DiagSeries, ZombiesOfTheJobHoldNoMemory) {
     if (p.pid == 1000 || p.pid == 1002) p.state = 'Z';
   append_snapshot(s, snap, ctx);
   EXPECT_TRUE(std::isnan(s.job.rss_mib[1]));  // nothing alive: N/A, not 0
+  // The main process exited (zombie) while a helper it started lives on: the job has ended.
+  Snapshot after = make_snapshot(2);
+  for (auto& p : after.processes)
+    if (p.pid == 1000) p.state = 'Z';
+  append_snapshot(s, after, ctx);
+  EXPECT_TRUE(std::isnan(s.job.rss_mib[2]));
+  EXPECT_TRUE(std::isnan(s.job.cpu_pct[2]));
 }
 
 TEST(DiagSeries, GpuAppearingLaterGetsNaNHistoryAndSliceCutsRows) {
