@@ -66,7 +66,10 @@ def top_env(scenario, **extra):
     """A minimal environment for the program inside tmux (env -i): the fake driver, a terminal, a
     locale, an empty store directory."""
     e = env(scenario)
-    keep = {k: e[k] for k in ("TRAINMON_NVML_LIBRARY", "TRAINMON_FAKE_NVML_SCENARIO", "PATH", "HOME") if k in e}
+    # The sanitizer options of an ASan/UBSan build (LSAN_OPTIONS names tests/lsan.supp) must survive env -i.
+    names = ("TRAINMON_NVML_LIBRARY", "TRAINMON_FAKE_NVML_SCENARIO", "PATH", "HOME", "ASAN_OPTIONS", "LSAN_OPTIONS",
+             "UBSAN_OPTIONS")
+    keep = {k: e[k] for k in names if k in e}
     keep.update({"TERM": "screen", "LANG": "C.UTF-8"})  # tmux's default-terminal: its key codes
     keep.update({k: str(v) for k, v in extra.items()})
     return keep
