@@ -21,7 +21,9 @@ namespace trainmon::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
+void on_signal(int) {
+  g_stop = true;
+}
 
 struct StatusCliOptions {
   exp::StatusOptions view;
@@ -41,8 +43,9 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
     return kExitUsage;
   }
   const exp::TerminalInfo term = exp::probe_terminal(STDOUT_FILENO);
-  const exp::ColorMode mode =
-      o.force_color ? exp::ColorMode::always : o.no_color ? exp::ColorMode::never : exp::ColorMode::automatic;
+  const exp::ColorMode mode = o.force_color ? exp::ColorMode::always
+                              : o.no_color  ? exp::ColorMode::never
+                                            : exp::ColorMode::automatic;
   o.view.color = exp::use_color(mode, term);
   o.view.utf8 = term.utf8;
   o.view.columns = term.is_tty ? term.columns : 0;  // pipes and files are never cut
@@ -64,6 +67,7 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   std::signal(SIGTERM, on_signal);
   const bool redraw = o.interval_s > 0 && term.is_tty && !o.json;
   int rc = kExitOk;
+  std::string reported_error;
   while (!g_stop) {
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
@@ -72,9 +76,9 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       snap = sampler.sample();
     }
+    std::string driver_error;
     if (!snap.driver.loaded) {
-      std::fprintf(stderr, "trainmon status: %s\n",
-                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+      driver_error = snap.driver.error.empty() ? "NVML is not available" : snap.driver.error;
       rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
     } else if (snap.gpus.empty()) {
       rc = kExitNoGpu;
@@ -89,6 +93,11 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
     if (redraw) std::fputs("\x1b[H\x1b[2J", stdout);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
+    // The NVML error is said once on stderr (the header only shows the driver as N/A): once per
+    // distinct message over the ticks of -i, or after every redraw, which clears the screen.
+    if (!driver_error.empty() && (redraw || driver_error != reported_error))
+      std::fprintf(stderr, "trainmon status: %s\n", driver_error.c_str());
+    reported_error = driver_error;
     if (o.interval_s <= 0) break;
     while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -184,8 +184,7 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
     std::string header =
         paint(kBoldWhite, fmt::format("{:<{}}", clean(host, opt.utf8), name_width + 3)) + "  " + ts + "  " +
         paint(kGray, snap.driver.driver_version.ok() ? *snap.driver.driver_version : std::string("N/A"));
-    if (!snap.driver.loaded && !snap.driver.error.empty())
-      header += "  " + paint(kBoldRed, clean(snap.driver.error, opt.utf8));
+    // No NVML: the driver shows as N/A; the callers say why on stderr, once (not twice on a terminal).
     lines.insert(lines.begin(), header);
   }
   for (auto& l : lines) {

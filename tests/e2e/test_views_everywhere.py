@@ -225,7 +225,7 @@ def test_extreme_values_fit_status_and_query(tmp_path):
 
 # ---- exit statuses (docs/cli.md, src/cli/exit_codes.h) ----
 
-COMMANDS = [["status"], ["query", "--query-gpu=index", "--format=csv"], ["dmon", "-c", "1"], ["pmon", "-c", "1"]]
+COMMANDS = [["status"], ["status", "--json"], ["status", "--no-header"], ["query", "--query-gpu=index", "--format=csv"], ["dmon", "-c", "1"], ["pmon", "-c", "1"]]
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
@@ -241,6 +241,10 @@ def test_exit_status_no_driver(args):
     e["TRAINMON_NVML_LIBRARY"] = "/nonexistent/libnvidia-ml.so.1"
     p = subprocess.run([BIN] + args, env=e, capture_output=True, text=True, timeout=60)
     assert p.returncode == 3, p.stdout + p.stderr
+    # The loader's error is said once, on stderr (not again in the text output; --json keeps it as data).
+    said = p.stderr + ("" if "--json" in args else p.stdout)
+    assert said.count("NVML library not loaded") == 1, p.stdout + p.stderr
+    assert p.stderr.startswith(f"trainmon {args[0]}: NVML library not loaded"), p.stderr
 
 
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
