@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/sampler/sampler.h"
 
@@ -18,7 +19,9 @@ namespace trainmon::cli {
 namespace {
 
 std::atomic<bool> g_stop{false};
-void on_signal(int) { g_stop = true; }
+void on_signal(int) {
+  g_stop = true;
+}
 
 struct QueryOptions {
   std::string query_gpu;
@@ -42,7 +45,8 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     return kExitOk;
   }
   if (o.query_gpu.empty() == o.query_apps.empty()) {
-    std::fputs("trainmon query: give exactly one of --query-gpu=FIELDS or --query-compute-apps=FIELDS\n", stderr);
+    std::fputs("trainmon query: give exactly one of --query-gpu=FIELDS or --query-compute-apps=FIELDS\n",
+               stderr);
     return kExitUsage;
   }
   auto fmt = exp::parse_csv_format(o.format);
@@ -127,21 +131,24 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   return rc;
 }
 
-Registrar reg{{"query", "nvidia-smi compatible --query-gpu / --query-compute-apps CSV",
-               [](CLI::App& app, const GlobalOptions& global) -> Runner {
-                 auto o = std::make_shared<QueryOptions>();
-                 app.add_option("--query-gpu", o->query_gpu, "comma list of GPU fields (see --help-query-gpu)");
-                 app.add_option("--query-compute-apps", o->query_apps, "comma list of compute process fields");
-                 app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
-                 app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-                 app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C");
-                 app.add_option("--lms,--loop-ms", o->loop_ms, "repeat every MS milliseconds until Ctrl-C");
-                 app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
-                 app.add_flag("--help-query-gpu", o->help_gpu, "list the --query-gpu fields");
-                 app.add_flag("--help-query-compute-apps", o->help_apps, "list the --query-compute-apps fields");
-                 return [o, &global] { return run(*o, global); };
-               },
-               20}};
+Registrar reg{
+    {"query", "nvidia-smi compatible --query-gpu / --query-compute-apps CSV",
+     [](CLI::App& app, const GlobalOptions& global) -> Runner {
+       auto o = std::make_shared<QueryOptions>();
+       app.add_option("--query-gpu", o->query_gpu, "comma list of GPU fields (see --help-query-gpu)");
+       app.add_option("--query-compute-apps", o->query_apps, "comma list of compute process fields");
+       app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
+       app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
+       app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C")
+           ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
+       app.add_option("--lms,--loop-ms", o->loop_ms, "repeat every MS milliseconds until Ctrl-C")
+           ->check(loop_interval(kMaxLoopIntervalS * 1000, "milliseconds"));
+       app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
+       app.add_flag("--help-query-gpu", o->help_gpu, "list the --query-gpu fields");
+       app.add_flag("--help-query-compute-apps", o->help_apps, "list the --query-compute-apps fields");
+       return [o, &global] { return run(*o, global); };
+     },
+     20}};
 
 }  // namespace
 }  // namespace trainmon::cli

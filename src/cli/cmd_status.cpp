@@ -12,6 +12,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
@@ -118,7 +119,8 @@ Registrar reg{{"status", "one line per GPU with its processes (gpustat compatibl
                  app.add_flag("--no-color", o->no_color, "never colour (also: NO_COLOR)");
                  app.add_flag("--force-color,--color", o->force_color, "colour even on a pipe");
                  app.add_flag("--no-header", o->no_header, "no hostname / time / driver line");
-                 app.add_option("-i,--interval", o->interval_s, "redraw every SEC seconds until Ctrl-C");
+                 app.add_option("-i,--interval", o->interval_s, "redraw every SEC seconds until Ctrl-C")
+                     ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
                  app.add_option("--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
                  app.add_option("--gpuname-width", o->view.gpuname_width, "minimum width of the name column");
                  app.add_flag("--all-processes", o->all_processes, "include every host process in --json");

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/export/query_fields.h"
 
 namespace trainmon::cli {
@@ -96,7 +97,8 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
 Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spec) {
   auto o = std::make_shared<MonitorCliOptions>();
   app.add_option("-s", o->groups, spec.groups_help);
-  app.add_option("-d", o->delay_s, "interval in seconds (default 1)");
+  app.add_option("-d", o->delay_s, "interval in whole seconds (default 1)")
+      ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
   app.add_option("-c", o->count, "stop after COUNT samples");
   app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
   app.add_option("-o", o->date_time, "D: date column, T: time column");

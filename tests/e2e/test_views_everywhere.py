@@ -257,10 +257,22 @@ def test_exit_status_nvml_failure(args, tmp_path):
 @pytest.mark.parametrize("args", [["dmon", "-s", "x"], ["pmon", "-s", "p"], ["dmon", "-o", "X"],
                                   ["query", "--query-gpu=index", "--format=xml"], ["query", "--query-gpu=foo"],
                                   ["status", "--no-such-option"], ["dmon", "-i", "7"], ["status", "--id", "9"],
-                                  ["query", "--query-gpu=index", "-lms", "soon"]],
+                                  ["query", "--query-gpu=index", "-lms", "soon"],
+                                  # loop intervals and sample counts must be positive and finite
+                                  ["status", "-i", "0"], ["status", "-i", "-1"], ["status", "--interval", "nan"],
+                                  ["query", "--query-gpu=index", "-l", "-1"], ["query", "--query-gpu=index", "-l", "0"],
+                                  ["query", "--query-gpu=index", "-lms", "0"], ["query", "--query-gpu=index", "-l", "inf"],
+                                  ["query", "--query-gpu=index", "-l", "1e300"], ["dmon", "-d", "0"],
+                                  ["pmon", "-d", "-1"], 
+                                  ["record", "--interval", "0", "--duration", "1"],
+                                  ["record", "--interval", "nan", "--duration", "1"],
+                                  ["run", "--interval", "-1", "--", "true"]],
                          ids=lambda a: " ".join(a))
-def test_exit_status_bad_argument(args):
-    assert run(args, scen("h200-load")).returncode == 2
+def test_exit_status_bad_argument(args, tmp_path):
+    p = run(args, scen("h200-load"), TRAINMON_DB=tmp_path / "t.db")
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert (p.stderr + p.stdout).strip(), "a bad argument is explained"
+    assert not (tmp_path / "t.db").exists(), "nothing was recorded"
 
 
 # ---- -lms, spelled as nvidia-smi spells it ----

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// CLI11 checks shared by the commands' numeric options, so that every loop interval and every sample
+// count is refused the same way (bad value: CLI11's "OPTION: message", exit status 2, docs/cli.md).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace trainmon::cli {
+
+/// The longest loop interval of status / query (one day); longer ones are refused rather than
+/// overflowing the sleep arithmetic.
+inline constexpr double kMaxLoopIntervalS = 86400.0;
+
+/// A loop interval in `unit` ("seconds", "milliseconds"): a finite number > 0 and <= `max`.
+/// 0, negatives, NaN and infinities are refused (they would run once or never stop).
+inline CLI::Validator loop_interval(double max, const std::string& unit) {
+  return CLI::Validator(
+      [max, unit](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0 || v > max)
+          return fmt::format("interval must be a number of {} greater than 0 and at most {} (got '{}')", unit,
+                             max, text);
+        return {};
+      },
+      fmt::format("{} in (0, {}]", unit, max), "loop_interval");
+}
+
+/// A sample count: an integer >= 1.
+inline CLI::Validator sample_count() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        char* end = nullptr;
+        const long long v = std::strtoll(text.c_str(), &end, 10);
+        if (text.empty() || end != text.c_str() + text.size() || v < 1)
+          return fmt::format("count must be a whole number of samples, at least 1 (got '{}')", text);
+        return {};
+      },
+      "COUNT >= 1", "sample_count");
+}
+
+}  // namespace trainmon::cli
