@@ -99,7 +99,8 @@ Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spe
   app.add_option("-s", o->groups, spec.groups_help);
   app.add_option("-d", o->delay_s, "interval in whole seconds (default 1)")
       ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
-  app.add_option("-c", o->count, "stop after COUNT samples");
+  app.add_option("-c", o->count, "stop after COUNT samples (at least 1; default: until Ctrl-C)")
+      ->check(sample_count());
   app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
   app.add_option("-o", o->date_time, "D: date column, T: time column");
   app.add_flag("--json", o->json, spec.json_help);

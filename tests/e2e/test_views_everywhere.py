@@ -263,7 +263,7 @@ def test_exit_status_nvml_failure(args, tmp_path):
                                   ["query", "--query-gpu=index", "-l", "-1"], ["query", "--query-gpu=index", "-l", "0"],
                                   ["query", "--query-gpu=index", "-lms", "0"], ["query", "--query-gpu=index", "-l", "inf"],
                                   ["query", "--query-gpu=index", "-l", "1e300"], ["dmon", "-d", "0"],
-                                  ["pmon", "-d", "-1"], 
+                                  ["pmon", "-d", "-1"], ["dmon", "-c", "0"], ["pmon", "-c", "-2"], ["dmon", "-c", "1.5"],
                                   ["record", "--interval", "0", "--duration", "1"],
                                   ["record", "--interval", "nan", "--duration", "1"],
                                   ["run", "--interval", "-1", "--", "true"]],
