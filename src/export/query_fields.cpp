@@ -903,7 +903,8 @@ std::expected<std::vector<std::size_t>, std::string> select_gpus(const Snapshot&
     }
     if (hits.size() != 1)
       return std::unexpected(fmt::format("No GPU matches id \"{}\"{}.", id, hits.empty() ? "" : " uniquely"));
-    out.push_back(hits.front());
+    // The same GPU named twice (0,0; an index and its UUID) is listed once, where first named.
+    if (std::find(out.begin(), out.end(), hits.front()) == out.end()) out.push_back(hits.front());
   }
   return out;
 }

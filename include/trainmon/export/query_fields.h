@@ -107,7 +107,8 @@ std::string help_query_compute_apps();
 
 /// Select GPUs by nvidia-smi `-i` syntax: a comma list of indexes, UUIDs (full or unique prefix,
 /// "GPU-..."), or PCI bus ids ("00000000:83:00.0" or the short "83:00.0"). Empty spec: all GPUs.
-/// Returns positions in snap.gpus in the order given; error names the id that matched nothing.
+/// Returns positions in snap.gpus in the order given, each GPU once (a repeat, by index, UUID or
+/// bus id, is dropped); error names the id that matched nothing.
 std::expected<std::vector<std::size_t>, std::string> select_gpus(const Snapshot& snap, std::string_view spec);
 
 }  // namespace trainmon::exp

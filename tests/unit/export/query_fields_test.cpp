@@ -150,6 +150,21 @@ TEST(QuerySelect, ByIndexUuidAndBusId) {
   EXPECT_FALSE(select_gpus(s, "GPU-").has_value());  // ambiguous prefix
 }
 
+TEST(QuerySelect, SameGpuNamedTwiceIsListedOnceInFirstOrder) {
+  Snapshot s = h200_snapshot();
+  GpuSample second = trainmon::testing::h200_idle();
+  auto info = std::make_shared<GpuStaticInfo>(*second.info);
+  info->uuid = Reading<std::string>::of("GPU-11111111-2222-3333-4444-555555555555");
+  info->pci_bus_id = Reading<std::string>::of("00000000:C4:00.0");
+  second.info = info;
+  second.index = 1;
+  s.gpus.push_back(second);
+  EXPECT_EQ(*select_gpus(s, "0,0"), (std::vector<std::size_t>{0}));
+  EXPECT_EQ(*select_gpus(s, "1,0,1,0"), (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(*select_gpus(s, "1,GPU-1111,c4:00.0,0"), (std::vector<std::size_t>{1, 0}));
+  EXPECT_EQ(*select_gpus(s, "00000000:83:00.0,0"), (std::vector<std::size_t>{0}));
+}
+
 TEST(QueryHelp, ListsFieldsAndAliases) {
   const std::string help = help_query_gpu();
   EXPECT_NE(help.find("\"clocks_event_reasons.active\" or \"clocks_throttle_reasons.active\""),
