@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/diagnose/thresholds.h"
 #include "trainmon/store/db_path.h"
@@ -64,7 +65,7 @@ int diagnose(const DiagnoseOptions& o) {
   auto id = st->resolve_run(o.run);
   if (!id) {
     std::fprintf(stderr, "trainmon diagnose: %s\n", id.error().message.c_str());
-    return kExitFailure;
+    return run_lookup_exit(id.error());
   }
   auto series = store::load_run_series(*st, *id);
   if (!series) {

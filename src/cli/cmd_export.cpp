@@ -10,6 +10,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -38,7 +39,7 @@ int export_run(const ExportOptions& o) {
   auto id = st->resolve_run(o.run);
   if (!id) {
     std::fprintf(stderr, "trainmon export: %s\n", id.error().message.c_str());
-    return id.error().code == 0 ? kExitUsage : kExitFailure;
+    return run_lookup_exit(id.error());
   }
   std::ofstream file;
   if (!o.output.empty() && o.output != "-") {

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/report/report.h"
 #include "trainmon/report/report_file.h"
 #include "trainmon/store/db_path.h"
@@ -50,7 +51,7 @@ int report_command(const ReportCliOptions& o) {
   auto id = st->resolve_run(o.run);
   if (!id) {
     std::fprintf(stderr, "trainmon report: %s\n", id.error().message.c_str());
-    return kExitFailure;
+    return run_lookup_exit(id.error());
   }
   std::string out = o.output;
   if (out.empty()) out = ro.format == report::Format::html ? report::default_report_path(db_path, *id) : "-";
@@ -78,9 +79,10 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("RUN", o->run, "Run id, name, or 'last'")->capture_default_str();
       app.add_option("--db", o->db,
                      "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-      app.add_option("-o,--output", o->output,
-                     "Output file; '-' is stdout (default: html to <store dir>/reports/<db name>-run-<id>.html, "
-                     "md and json to stdout)");
+      app.add_option(
+          "-o,--output", o->output,
+          "Output file; '-' is stdout (default: html to <store dir>/reports/<db name>-run-<id>.html, "
+          "md and json to stdout)");
       app.add_option("--format", o->format, "html, md or json")->capture_default_str();
       app.add_option("--max-points", o->max_points,
                      "Buckets per chart series (min/mean/max); 0: every sample")

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon rm RUN...`: delete recorded runs and everything recorded for them.
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
 
@@ -19,7 +21,14 @@ struct RmOptions {
 };
 
 int remove_runs(const RmOptions& o) {
-  auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_write);
+  const std::string path = store::resolve_db_path(o.db);
+  // A missing store is status 1 as for show / export (opening it read-write would create it).
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    std::fprintf(stderr, "trainmon rm: no run store at %s\n", path.c_str());
+    return kExitFailure;
+  }
+  auto st = store::Store::open(path, store::OpenMode::read_write);
   if (!st) {
     std::fprintf(stderr, "trainmon rm: %s\n", st.error().message.c_str());
     return kExitFailure;
@@ -29,7 +38,7 @@ int remove_runs(const RmOptions& o) {
     auto id = st->resolve_run(spec);
     if (!id) {
       std::fprintf(stderr, "trainmon rm: %s\n", id.error().message.c_str());
-      rc = kExitUsage;
+      rc = run_lookup_exit(id.error());
       continue;
     }
     auto run = st->get_run(*id);

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -28,7 +29,7 @@ int show(const ShowOptions& o) {
   auto id = st->resolve_run(o.run);
   if (!id) {
     std::fprintf(stderr, "trainmon show: %s\n", id.error().message.c_str());
-    return id.error().domain == ErrorDomain::store && id.error().code == 0 ? kExitUsage : kExitFailure;
+    return run_lookup_exit(id.error());
   }
   auto run = st->get_run(*id);
   if (!run) {

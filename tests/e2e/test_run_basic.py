@@ -189,3 +189,22 @@ def test_damaged_store_is_refused_and_left_untouched(tmp_path):
     assert rec.returncode == 1
     assert db.read_bytes() == garbage
     assert not (tmp_path / "t.db-wal").exists()
+
+
+def test_unknown_or_ambiguous_run_is_a_bad_argument_everywhere(tmp_path):
+    """Every command taking RUN says "no such run" the same way: status 2 (docs/recording.md);
+    a store that cannot be read stays status 1."""
+    db = tmp_path / "t.db"
+    for _ in range(2):
+        p = tm_run(db, ["true"], "--no-report", "--name", "twin")
+        assert p.returncode == 0, p.stderr
+    out = tmp_path / "x.out"
+    for args in (["diagnose"], ["report", "--format", "md"], ["report"], ["show"],
+                 ["export", "--format", "jsonl", "-o", str(out)], ["rm"]):
+        for spec in ("999", "no-such-name", "twin"):
+            r = run(args[:1] + [spec] + args[1:], db)
+            assert r.returncode == 2, (args, spec, r.stderr)
+            assert r.stderr.count("\n") == 1 and r.stderr.startswith(f"trainmon {args[0]}: "), (args, spec, r.stderr)
+        r = run(args[:1] + ["last"] + args[1:], tmp_path / "missing.db")
+        assert r.returncode == 1, (args, r.stderr)
+    assert len(runs_json(db)) == 2, "rm of an unknown RUN deleted nothing"
