@@ -28,8 +28,8 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   if (!lo) return kExitUsage;
   auto print_every = recorder::parse_duration_ns(o.print_every);
   if (!print_every) {
-    std::fprintf(stderr, "trainmon record: --print-every wants a duration (got '%s')\n",
-                 o.print_every.c_str());
+    std::fprintf(stderr, "trainmon record: --print-every wants %s (got '%s')\n",
+                 recorder::duration_syntax().c_str(), o.print_every.c_str());
     return kExitUsage;
   }
   lo->print_every_ns = *print_every;

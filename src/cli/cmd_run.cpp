@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "trainmon/alerts/alert_observer.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/train_channel.h"
 #include "trainmon/ipc/train_message.h"
@@ -26,7 +27,6 @@
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/session.h"
 #include "trainmon/recorder/tick_observer.h"
-#include "trainmon/alerts/alert_observer.h"
 #include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
@@ -64,11 +64,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   auto interval = recorder::parse_duration_ns(o.interval);
   auto print_every = recorder::parse_duration_ns(o.print_every);
   if (!interval || *interval < 100'000'000) {
-    std::fprintf(stderr, "trainmon run: --interval must be at least 0.1 s (got '%s')\n", o.interval.c_str());
+    std::fprintf(stderr, "trainmon run: --interval must be at least 0.1 s, as %s (got '%s')\n",
+                 recorder::duration_syntax().c_str(), o.interval.c_str());
     return kExitUsage;
   }
   if (!print_every) {
-    std::fprintf(stderr, "trainmon run: bad --print-every '%s'\n", o.print_every.c_str());
+    std::fprintf(stderr, "trainmon run: --print-every wants %s (got '%s')\n",
+                 recorder::duration_syntax().c_str(), o.print_every.c_str());
     return kExitUsage;
   }
   std::vector<std::pair<std::string, std::string>> given;
@@ -367,7 +369,8 @@ const Registrar kRegistrar{CommandSpec{
           ->capture_default_str();
       app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
           ->allow_extra_args(false);
-      app.add_option("--report", o->report, "HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)");
+      app.add_option("--report", o->report,
+                     "HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)");
       app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
       alerts::add_alert_options(app, o->alerts);
       app.add_option("command", o->command, "The command to run, after --")->required();

@@ -43,18 +43,20 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
   lo.quiet = o.quiet;
   auto interval = recorder::parse_duration_ns(o.interval);
   if (!interval || *interval < 100'000'000)
-    return bad("--interval must be at least 0.1 s (got '" + o.interval + "')");
+    return bad("--interval must be at least 0.1 s, as " + recorder::duration_syntax() + " (got '" +
+               o.interval + "')");
   lo.interval_ns = *interval;
   if (!o.retention.empty()) {
     auto r = recorder::parse_duration_ns(o.retention);
     auto d = recorder::parse_duration_ns(o.downsample_after);
-    if (!r || !d) return bad("--retention / --downsample-after want 30d, 12h, 90m ...");
+    if (!r || !d) return bad("--retention / --downsample-after want " + recorder::duration_syntax());
     lo.retention.delete_after_ns = *r;
     lo.retention.downsample_after_ns = *d;
   }
   if (!o.duration.empty()) {
     lo.stop_after_ns = recorder::parse_duration_ns(o.duration);
-    if (!lo.stop_after_ns) return bad("bad --duration '" + o.duration + "'");
+    if (!lo.stop_after_ns)
+      return bad("--duration wants " + recorder::duration_syntax() + " (got '" + o.duration + "')");
   }
   for (const auto& l : o.labels) {
     auto kv = recorder::parse_label(l);

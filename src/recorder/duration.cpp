@@ -26,7 +26,14 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
     scale = 86400e9;
   else
     return std::nullopt;
-  return static_cast<std::int64_t>(std::llround(value * scale));
+  // Compare in double before converting: a value past int64 (1e12 s) would wrap around.
+  const double ns = value * scale;
+  if (!(ns <= static_cast<double>(kMaxDurationNs))) return std::nullopt;
+  return static_cast<std::int64_t>(std::llround(ns));
+}
+
+std::string duration_syntax() {
+  return "a duration such as 0.5, 500ms, 90s, 30m, 12h, 2d (at most 36500d)";
 }
 
 std::string format_duration_ms(std::int64_t ms) {

@@ -266,7 +266,13 @@ def test_exit_status_nvml_failure(args, tmp_path):
                                   ["pmon", "-d", "-1"], ["dmon", "-c", "0"], ["pmon", "-c", "-2"], ["dmon", "-c", "1.5"],
                                   ["record", "--interval", "0", "--duration", "1"],
                                   ["record", "--interval", "nan", "--duration", "1"],
-                                  ["run", "--interval", "-1", "--", "true"]],
+                                  ["run", "--interval", "-1", "--", "true"],
+                                  # durations too long to represent, NaN, infinite (1e12 s wrapped to < 0)
+                                  ["record", "--duration", "1e12"], ["record", "--duration", "nan"],
+                                  ["record", "--duration", "1", "--retention", "1e300d"],
+                                  ["record", "--duration", "1", "--print-every", "inf"],
+                                  ["run", "--print-every", "1e30", "--", "true"],
+                                  ["run", "--interval", "1e12", "--", "true"]],
                          ids=lambda a: " ".join(a))
 def test_exit_status_bad_argument(args, tmp_path):
     p = run(args, scen("h200-load"), TRAINMON_DB=tmp_path / "t.db")
