@@ -71,12 +71,21 @@ struct Delivery::Worker {
 
   void run() {
     int failures = 0;
+    bool tried_while_stopping = false;  // finish() always gets one delivery attempt, even with no grace
     for (;;) {
+      // `stop` is read before the spool is listed: everything queued before finish() is then in the
+      // list (a list taken first could miss the last alert and end the worker with it undelivered).
+      bool stopping = false;
+      {
+        std::lock_guard lk(mu);
+        stopping = stop;
+      }
       auto files = spool.list();
       {
         std::lock_guard lk(mu);
         stats.pending = static_cast<std::int64_t>(files.size());
-        if (stop && (files.empty() || mono_s() >= stop_at_s)) return;
+        if (stopping && (files.empty() || (mono_s() >= stop_at_s && tried_while_stopping))) return;
+        if (stopping && !files.empty()) tried_while_stopping = true;
       }
       if (files.empty()) {
         std::unique_lock lk(mu);

@@ -28,7 +28,8 @@ class Delivery {
 
   /// Queues `n` for the sinks named (unknown names are ignored: parse_rules checked them).
   void send(const Notification& n, const std::vector<std::string>& sinks);
-  /// Keeps trying for up to finish_grace_s, then stops the workers; the rest stays spooled.
+  /// Keeps trying for up to finish_grace_s (at least one attempt for what is pending, even with a
+  /// grace of 0), then stops the workers; the rest stays spooled.
   void finish();
 
   /// Per sink: delivered, failed attempts, dropped by the rate limit, still spooled.
