@@ -62,7 +62,8 @@ int Canvas::put(int row, int col, std::string_view text, Style style) {
   while (i < text.size()) {
     char32_t cp = next_code_point(text, i);
     // Control characters and (on ASCII canvases) anything outside ASCII become '?'.
-    if (cp < 0x20 || cp == 0x7F || (!utf8_ && cp > 0x7E)) cp = U'?';
+    // C1 controls (U+0080..U+009F) are control characters on a UTF-8 terminal as well.
+    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (!utf8_ && cp > 0x7E)) cp = U'?';
     if (row >= 0 && row < height_ && col >= 0 && col < width_) {
       const auto k =
           static_cast<std::size_t>(row) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(col);
@@ -113,6 +114,18 @@ bool Canvas::row_equals(const Canvas& other, int row) const noexcept {
          std::equal(styles_.begin() + static_cast<std::ptrdiff_t>(from),
                     styles_.begin() + static_cast<std::ptrdiff_t>(to),
                     other.styles_.begin() + static_cast<std::ptrdiff_t>(from));
+}
+
+std::span<const char32_t> Canvas::row_chars(int row) const noexcept {
+  if (row < 0 || row >= height_) return {};
+  return std::span<const char32_t>(chars_).subspan(
+      static_cast<std::size_t>(row) * static_cast<std::size_t>(width_), static_cast<std::size_t>(width_));
+}
+
+std::span<const Style> Canvas::row_styles(int row) const noexcept {
+  if (row < 0 || row >= height_) return {};
+  return std::span<const Style>(styles_).subspan(
+      static_cast<std::size_t>(row) * static_cast<std::size_t>(width_), static_cast<std::size_t>(width_));
 }
 
 Line Canvas::line(int row) const {

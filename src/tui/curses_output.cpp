@@ -98,22 +98,37 @@ void CursesOutput::draw(const Canvas& cv) {
     previous_.reset();
     erase();
   }
+  // Only the changed part of each row goes to ncurses, already as wide characters (the canvas holds
+  // code points; passing UTF-8 made ncurses decode every byte again): from the first to the last
+  // cell that differs from the previous frame, one call per run of one style. ncurses then sends
+  // the terminal only what differs from its own copy of the screen.
+  const int width = cv.width();
   bool any = false;
   for (int r = 0; r < cv.height(); ++r) {
-    if (previous_ && cv.row_equals(*previous_, r)) continue;
+    const auto chars = cv.row_chars(r);
+    const auto styles = cv.row_styles(r);
+    int first = 0, last = width - 1;
+    if (previous_) {
+      const auto was_chars = previous_->row_chars(r);
+      const auto was_styles = previous_->row_styles(r);
+      const auto same = [&](int c) {
+        const auto k = static_cast<std::size_t>(c);
+        return chars[k] == was_chars[k] && styles[k] == was_styles[k];
+      };
+      while (first < width && same(first)) ++first;
+      if (first == width) continue;
+      while (last > first && same(last)) --last;
+    }
     any = true;
-    const Line line = cv.line(r);
-    // Walk the UTF-8 text span by span (spans count columns = code points).
-    std::size_t byte = 0;
-    for (const auto& span : line.spans) {
-      std::size_t end = byte;
-      for (int k = 0; k < span.len && end < line.text.size(); ++k) {
-        ++end;
-        while (end < line.text.size() && (static_cast<unsigned char>(line.text[end]) & 0xC0) == 0x80) ++end;
-      }
-      attrset(attr_of(span.style, color_));
-      mvaddnstr(r, span.col, line.text.data() + byte, static_cast<int>(end - byte));
-      byte = end;
+    for (int c = first; c <= last;) {
+      const Style style = styles[static_cast<std::size_t>(c)];
+      wide_.clear();
+      int e = c;
+      for (; e <= last && styles[static_cast<std::size_t>(e)] == style; ++e)
+        wide_.push_back(static_cast<wchar_t>(chars[static_cast<std::size_t>(e)]));
+      attrset(attr_of(style, color_));
+      mvaddnwstr(r, c, wide_.data(), static_cast<int>(wide_.size()));
+      c = e;
     }
   }
   attrset(A_NORMAL);

@@ -36,6 +36,7 @@ class CursesOutput {
   void* screen_ = nullptr;  ///< ncurses SCREEN*
   bool open_ = false;
   bool color_ = false;
+  std::vector<wchar_t> wide_;       ///< scratch: one style run of a row as wide characters
   std::optional<Canvas> previous_;  ///< what the terminal shows now; empty: repaint everything
 };
 

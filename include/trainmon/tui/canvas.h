@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,6 +67,10 @@ class Canvas {
   /// Whether row `row` holds the same cells (characters and styles) here and in `other`; false
   /// when the widths differ or the row is outside either canvas.
   [[nodiscard]] bool row_equals(const Canvas& other, int row) const noexcept;
+  /// The cells of row `row`: width() code points and width() styles, in column order; empty spans
+  /// when the row is outside the canvas. Valid until the canvas changes.
+  [[nodiscard]] std::span<const char32_t> row_chars(int row) const noexcept;
+  [[nodiscard]] std::span<const Style> row_styles(int row) const noexcept;
   /// Row `row` as a Line (UTF-8 text plus style runs).
   [[nodiscard]] Line line(int row) const;
   /// Row `row` as text, trailing spaces removed (tests).
