@@ -25,17 +25,41 @@ void DeviceWorker::run(std::shared_ptr<State> state) {
     job = nullptr;  // release what the job holds before reporting idle
     lock.lock();
     state->busy = false;
+    std::function<void()> on_idle = std::move(state->on_idle);
+    state->on_idle = nullptr;
     state->cv.notify_all();
+    if (on_idle) {
+      lock.unlock();
+      on_idle();
+      on_idle = nullptr;
+      lock.lock();
+    }
   }
   state->exited = true;
   state->cv.notify_all();
 }
 
-bool DeviceWorker::try_submit(std::function<void()> job) {
+void TickLatch::expect() {
+  std::lock_guard lock(mu_);
+  ++pending_;
+}
+
+void TickLatch::arrive() {
+  std::lock_guard lock(mu_);
+  if (pending_ > 0 && --pending_ == 0) cv_.notify_all();
+}
+
+bool TickLatch::wait_until(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(mu_);
+  return cv_.wait_until(lock, deadline, [&] { return pending_ == 0; });
+}
+
+bool DeviceWorker::try_submit(std::function<void()> job, std::function<void()> on_idle) {
   std::lock_guard lock(state_->mu);
   if (state_->busy || state_->stopping) return false;
   state_->busy = true;
   state_->job = std::move(job);
+  state_->on_idle = std::move(on_idle);
   state_->cv.notify_all();
   return true;
 }

@@ -13,12 +13,30 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
 
 namespace trainmon::device {
+
+/// Counts the jobs of one tick still running, so that the sampler sleeps once until all of them
+/// are done (or a deadline passes) instead of waking once per worker.
+class TickLatch {
+ public:
+  /// One more job to wait for.
+  void expect();
+  /// One job is done (or was never started).
+  void arrive();
+  /// Waits until every expected job arrived or `deadline` passes. True when all arrived.
+  bool wait_until(std::chrono::steady_clock::time_point deadline);
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::size_t pending_ = 0;
+};
 
 class DeviceWorker {
  public:
@@ -29,8 +47,9 @@ class DeviceWorker {
   DeviceWorker& operator=(const DeviceWorker&) = delete;
 
   /// Start `job` on the worker thread. False (job dropped) when the previous job is still running
-  /// or the worker is stopped.
-  bool try_submit(std::function<void()> job);
+  /// or the worker is stopped. `on_idle`, when given, runs on the worker thread right after the job,
+  /// once the worker accepts work again (busy() is false), so a caller told by it may submit at once.
+  bool try_submit(std::function<void()> job, std::function<void()> on_idle = {});
   /// Wait until the current job has finished or `deadline` passes. True when idle.
   bool wait_until(std::chrono::steady_clock::time_point deadline);
   /// True while a job is running (e.g. stuck in a hung NVML call).
@@ -48,6 +67,7 @@ class DeviceWorker {
     std::mutex mu;
     std::condition_variable cv;
     std::function<void()> job;
+    std::function<void()> on_idle;
     bool busy = false;
     bool stopping = false;
     bool exited = false;

@@ -119,7 +119,11 @@ NvmlBackend::~NvmlBackend() {
   const auto deadline = std::chrono::steady_clock::now() + grace;
   bool all_joined = true;
   for (auto& d : devices_) d.worker->request_stop();
-  if (events_) all_joined = events_->stop(deadline) && all_joined;
+  // A healthy event thread returns within one nvmlEventSetWait timeout: give it that at least.
+  if (events_)
+    all_joined = events_->stop(std::max(deadline, std::chrono::steady_clock::now() +
+                                                      std::chrono::milliseconds(kEventWaitMs + 200))) &&
+                 all_joined;
   for (auto& d : devices_) all_joined = d.worker->stop_until(deadline) && all_joined;
   if (!all_joined) {
     // A detached thread may still be inside the driver: keep it mapped, do not shut it down.
@@ -178,17 +182,27 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
 void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
   const auto deadline = std::chrono::steady_clock::now() + options_.device_timeout;
   std::vector<std::shared_ptr<TickResult>> results(devices_.size());
+  // One wake-up for the whole tick: every worker arrives at the latch when its job is done.
+  auto latch = std::make_shared<device::TickLatch>();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     auto slot = std::make_shared<TickResult>();
-    // The job owns what it touches (context, result slot): a job that outlives this tick, or the
-    // backend, writes only into memory it keeps alive itself.
-    if (devices_[i].worker->try_submit([ctx = devices_[i].ctx, slot] { run_tick(*ctx, *slot); })) {
+    // The job owns what it touches (context, result slot, latch): a job that outlives this tick, or
+    // the backend, writes only into memory it keeps alive itself.
+    latch->expect();
+    auto job = [ctx = devices_[i].ctx, slot] {
+      run_tick(*ctx, *slot);
+      slot->done.store(true, std::memory_order_release);
+    };
+    if (devices_[i].worker->try_submit(std::move(job), [latch] { latch->arrive(); })) {
       results[i] = std::move(slot);
+    } else {
+      latch->arrive();  // still inside an earlier tick's call: nothing to wait for
     }
   }
+  latch->wait_until(deadline);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
-    if (results[i] && d.worker->wait_until(deadline)) {
+    if (results[i] && results[i]->done.load(std::memory_order_acquire)) {
       TickResult& r = *results[i];
       if (r.sample.info) d.last_info = r.sample.info;
       r.sample.info = d.last_info;

@@ -3,6 +3,7 @@
 // exists so that `trainmon doctor` and tests can see which symbols were bound (dynamic_cast).
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -37,6 +38,7 @@ class NvmlBackend final : public DeviceBackend {
   struct TickResult {
     GpuSample sample;
     std::vector<GpuProcessSample> processes;
+    std::atomic<bool> done{false};  ///< set (release) by the worker after the fields above
   };
   struct Device {
     std::shared_ptr<DeviceContext> ctx;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The NVML event thread: one event set registered for Xid critical errors, single/double-bit ECC
-// errors and clock changes (only the types each device supports), waited on with a short timeout
-// so that shutdown is prompt. MIG device handles do not support events and are never registered.
+// errors and clock changes (only the types each device supports), waited on with a bounded timeout
+// so that shutdown takes at most kEventWaitMs. MIG device handles do not support events and are never
+// registered.
 #pragma once
 
 #include <atomic>
@@ -20,8 +21,10 @@ namespace trainmon::nvml {
 inline constexpr unsigned long long kWantedEvents = nvmlEventTypeXidCriticalError |
                                                     nvmlEventTypeSingleBitEccError |
                                                     nvmlEventTypeDoubleBitEccError | nvmlEventTypeClock;
-/// nvmlEventSetWait timeout per wait (ms): the longest shutdown waits on a healthy driver.
-inline constexpr unsigned kEventWaitMs = 100;
+/// nvmlEventSetWait timeout per wait (ms): the longest shutdown waits on a healthy driver, and the
+/// thread wakes 1000 / kEventWaitMs times a second with no event (each wake-up is a driver call:
+/// 100 ms made this idle thread a tenth of a recorder's CPU time). An event itself wakes it at once.
+inline constexpr unsigned kEventWaitMs = 500;
 /// Events kept between two drain() calls; older ones are dropped (and counted) beyond this.
 inline constexpr std::size_t kMaxQueuedEvents = 10000;
 
