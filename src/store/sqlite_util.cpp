@@ -39,6 +39,10 @@ Stmt& Stmt::bind_blob(int i, std::string_view v) {
   sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_TRANSIENT);
   return *this;
 }
+Stmt& Stmt::bind_blob_static(int i, std::string_view v) {
+  sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  return *this;
+}
 Stmt& Stmt::bind_null(int i) {
   sqlite3_bind_null(stmt_, i);
   return *this;
@@ -47,6 +51,7 @@ int Stmt::step() {
   return stmt_ ? sqlite3_step(stmt_) : prepare_rc_;
 }
 void Stmt::reset() {
+  if (stmt_ == nullptr) return;
   sqlite3_reset(stmt_);
   sqlite3_clear_bindings(stmt_);
 }

@@ -39,6 +39,8 @@ class Stmt {
   Stmt& bind(int i, std::int64_t v);
   Stmt& bind(int i, std::string_view v);
   Stmt& bind_blob(int i, std::string_view v);
+  /// Binds without copying: `v` must stay alive and unchanged until the statement is reset.
+  Stmt& bind_blob_static(int i, std::string_view v);
   Stmt& bind_null(int i);
   Stmt& bind(int i, std::optional<std::int64_t> v) { return v ? bind(i, *v) : bind_null(i); }
   /// SQLITE_ROW, SQLITE_DONE or an error code.

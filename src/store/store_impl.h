@@ -2,7 +2,9 @@
 // Store's private state, shared by the store_*.cpp files.
 #pragma once
 
+#include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "store/sqlite_util.h"
 #include "trainmon/store/store.h"
@@ -13,6 +15,37 @@ struct Store::Impl {
   detail::DbHandle db;
   std::string path;
   bool read_only = false;
+  /// Statements the writer runs at every tick, prepared once per connection (preparing them each
+  /// time was a tenth of a recorder's CPU). Keyed by the address of their SQL literal; destroyed
+  /// before `db` (members are destroyed in reverse order).
+  std::unordered_map<const char*, std::unique_ptr<detail::Stmt>> statements;
+
+  /// The cached statement for `sql` (a string literal), reset and with no bindings. A statement that
+  /// failed to prepare is prepared again on the next call (its step() returns the error).
+  detail::Stmt& cached(const char* sql) {
+    auto& s = statements[sql];
+    if (!s || !s->ok()) {
+      s = std::make_unique<detail::Stmt>(db.get(), sql);
+    } else {
+      s->reset();
+    }
+    return *s;
+  }
+};
+
+/// Resets a cached statement when it goes out of scope, so that it holds no read snapshot or
+/// bound blob between ticks.
+class StmtUse {
+ public:
+  explicit StmtUse(detail::Stmt& s) : s_(s) {}
+  ~StmtUse() { s_.reset(); }
+  StmtUse(const StmtUse&) = delete;
+  StmtUse& operator=(const StmtUse&) = delete;
+  detail::Stmt* operator->() const { return &s_; }
+  detail::Stmt& operator*() const { return s_; }
+
+ private:
+  detail::Stmt& s_;
 };
 
 /// Apply every migration newer than the file's user_version, in one transaction (schema.cpp).

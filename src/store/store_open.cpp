@@ -206,10 +206,16 @@ Expected<int> Store::schema_version() {
 }
 
 Expected<void> Store::begin() {
-  return detail::exec(impl_->db.get(), "BEGIN IMMEDIATE", "starting a write");
+  StmtUse q(impl_->cached("BEGIN IMMEDIATE"));
+  if (int rc = q->step(); rc != SQLITE_DONE)
+    return std::unexpected(detail::sqlite_error(impl_->db.get(), rc, "starting a write"));
+  return {};
 }
 Expected<void> Store::commit() {
-  return detail::exec(impl_->db.get(), "COMMIT", "committing samples");
+  StmtUse q(impl_->cached("COMMIT"));
+  if (int rc = q->step(); rc != SQLITE_DONE)
+    return std::unexpected(detail::sqlite_error(impl_->db.get(), rc, "committing samples"));
+  return {};
 }
 void Store::rollback() noexcept {
   if (!sqlite3_get_autocommit(impl_->db.get())) (void)detail::exec(impl_->db.get(), "ROLLBACK", "rollback");

@@ -23,12 +23,14 @@ Expected<std::int64_t> Store::create_series(const SeriesInfo& s) {
 
 Expected<std::int64_t> Store::insert_chunk(std::int64_t series_id, const Chunk& chunk) {
   sqlite3* db = impl_->db.get();
-  Stmt q(db, "INSERT INTO chunks (series_id, t0_ms, t1_ms, rows, agg, data) VALUES (?,?,?,?,0,?)");
-  q.bind(1, series_id)
+  const std::string data = encode_chunk(chunk);
+  StmtUse q(
+      impl_->cached("INSERT INTO chunks (series_id, t0_ms, t1_ms, rows, agg, data) VALUES (?,?,?,?,0,?)"));
+  q->bind(1, series_id)
       .bind(2, chunk.rows() ? chunk.t_ms.front() : 0)
       .bind(3, chunk.rows() ? chunk.t_ms.back() : 0);
-  q.bind(4, static_cast<std::int64_t>(chunk.rows())).bind_blob(5, encode_chunk(chunk));
-  if (int rc = q.step(); rc != SQLITE_DONE)
+  q->bind(4, static_cast<std::int64_t>(chunk.rows())).bind_blob_static(5, data);
+  if (int rc = q->step(); rc != SQLITE_DONE)
     return std::unexpected(detail::sqlite_error(db, rc, "writing samples"));
   return sqlite3_last_insert_rowid(db);
 }
@@ -46,10 +48,12 @@ Expected<void> Store::update_chunk(std::int64_t chunk_id, const Chunk& chunk) {
 Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t series_id,
                                             const Chunk& chunk) {
   sqlite3* db = impl_->db.get();
-  Stmt d(db, "DELETE FROM chunks WHERE id = ?");
-  d.bind(1, chunk_id);
-  if (int rc = d.step(); rc != SQLITE_DONE)
-    return std::unexpected(detail::sqlite_error(db, rc, "writing samples"));
+  {
+    StmtUse d(impl_->cached("DELETE FROM chunks WHERE id = ?"));
+    d->bind(1, chunk_id);
+    if (int rc = d->step(); rc != SQLITE_DONE)
+      return std::unexpected(detail::sqlite_error(db, rc, "writing samples"));
+  }
   return insert_chunk(series_id, chunk);
 }
 
