@@ -18,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/run_lookup.h"
 #include "trainmon/alerts/alert_observer.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/train_channel.h"
@@ -103,12 +104,17 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     std::fprintf(stderr, "trainmon run: %s\n", alert_observer.error().message.c_str());
     return kExitUsage;
   }
+  if (auto why = reserved_run_name(o.name); why && !o.name.empty()) {
+    std::fprintf(stderr, "trainmon run: --name %s; choose another name\n", why->c_str());
+    return kExitUsage;
+  }
+  std::string name = o.name.empty() ? recorder::default_run_name(o.command) : o.name;
+  if (reserved_run_name(name)) name = "run-" + name;  // `trainmon run -- ./last`: still reachable by name
   const std::int64_t start_unix = now_ns(CLOCK_REALTIME);
   const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
 
   // ---- the store (failure: one message, monitoring in memory) ----
-  store::RunInfo info = recorder::this_process_run_info(
-      "run", o.name.empty() ? recorder::default_run_name(o.command) : o.name, start_unix);
+  store::RunInfo info = recorder::this_process_run_info("run", name, start_unix);
   info.command = o.command;
   info.labels = recorder::collect_labels(given, env);
   info.interval_ms = *interval / 1'000'000;

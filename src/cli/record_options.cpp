@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "cli/run_lookup.h"
 #include "trainmon/diagnose/thresholds.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/labels.h"
@@ -39,6 +40,7 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
   recorder::RecordLoopOptions lo;
   lo.tool = t;
   lo.kind = "record";
+  if (auto why = reserved_run_name(o.name)) return bad("--name " + *why + "; choose another name");
   lo.name = o.name;
   lo.quiet = o.quiet;
   auto interval = recorder::parse_duration_ns(o.interval);

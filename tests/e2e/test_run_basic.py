@@ -208,3 +208,22 @@ def test_unknown_or_ambiguous_run_is_a_bad_argument_everywhere(tmp_path):
         r = run(args[:1] + ["last"] + args[1:], tmp_path / "missing.db")
         assert r.returncode == 1, (args, r.stderr)
     assert len(runs_json(db)) == 2, "rm of an unknown RUN deleted nothing"
+
+
+def test_names_that_run_arguments_read_as_ids_are_refused(tmp_path):
+    """`last` and integers are read as the newest run / an id by every RUN argument: refused as --name."""
+    db = tmp_path / "t.db"
+    for name in ("last", "1", "-3", "007"):
+        p = tm_run(db, ["true"], "--no-report", "--name", name)
+        assert p.returncode == 2, (name, p.stderr)
+        assert f"--name '{name}'" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+        r = run(["record", "--name", name, "--duration", "5"], db)
+        assert r.returncode == 2, (name, r.stderr)
+    assert not db.exists(), "nothing was recorded"
+    # A command whose default name would be such a name gets a reachable one.
+    script = tmp_path / "42"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    assert tm_run(db, [str(script)], "--no-report").returncode == 0
+    assert [r["name"] for r in runs_json(db)] == ["run-42"]
+    assert run(["show", "run-42"], db).returncode == 0
