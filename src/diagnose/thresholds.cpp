@@ -3,6 +3,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -82,6 +84,39 @@ const ThresholdInfo* lookup(std::string_view name) {
   return nullptr;
 }
 
+// The meaningful range of a threshold, from its unit (the name's suffix, as documented in
+// thresholds.h: _s seconds, _pct 0..100, MiB, ...). Every entry of kTable has one (unit test).
+struct Range {
+  double lo;
+  bool lo_open;  ///< lo itself excluded
+  double hi;     ///< +inf: no upper bound
+  bool whole;    ///< a count: whole numbers only
+  std::string_view what;
+};
+
+std::optional<Range> range_of(std::string_view name) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (name == "frag_reserved_ratio") return Range{1, false, inf, false, "a ratio, at least 1"};
+  if (name == "leak_min_r2" || name == "spike_frac_of_total" || name.ends_with("_frac"))
+    return Range{0, false, 1, false, "a fraction, 0 to 1"};
+  if (name.ends_with("_pct")) return Range{0, false, 100, false, "a percentage, 0 to 100"};
+  if (name.ends_with("_s")) return Range{0, true, inf, false, "a duration in seconds, greater than 0"};
+  if (name.ends_with("_mib") || name.ends_with("_mib_h") || name.ends_with("_bps"))
+    return Range{0, false, inf, false, "an amount, 0 or more"};
+  if (name.ends_with("_events") || name.ends_with("_cycles") || name.ends_with("_epochs"))
+    return Range{1, false, inf, true, "a whole count, at least 1"};
+  return std::nullopt;
+}
+
+std::expected<double, std::string> checked(std::string_view name, double v, std::string_view text) {
+  const auto r = range_of(name);
+  if (!r) return v;
+  const bool ok = std::isfinite(v) && (r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi &&
+                  (!r->whole || v == std::floor(v));
+  if (ok) return v;
+  return std::unexpected(fmt::format("threshold '{}': {} is out of range ({})", name, text, r->what));
+}
+
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -92,6 +127,11 @@ std::string_view trim(std::string_view s) {
 
 std::span<const ThresholdInfo> threshold_table() noexcept {
   return kTable;
+}
+
+std::optional<std::string> threshold_range(std::string_view name) {
+  if (auto r = range_of(name)) return std::string(r->what);
+  return std::nullopt;
 }
 
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view arg) {
@@ -105,6 +145,8 @@ std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view 
   const double v = std::strtod(value.c_str(), &end);
   if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
     return std::unexpected(fmt::format("threshold '{}': '{}' is not a number", name, value));
+  auto ok = checked(name, v, value);
+  if (!ok) return std::unexpected(ok.error());
   th.*(info->field) = v;
   return {};
 }
@@ -125,6 +167,8 @@ std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view tex
     if (!info) return std::unexpected(fmt::format("[diagnose]: unknown threshold '{}'", key.str()));
     const auto v = node.value<double>();
     if (!v) return std::unexpected(fmt::format("[diagnose]: '{}' must be a number", key.str()));
+    auto ok = checked(key.str(), *v, fmt::format("{}", *v));
+    if (!ok) return std::unexpected("[diagnose]: " + ok.error());
     th.*(info->field) = *v;
   }
   return th;

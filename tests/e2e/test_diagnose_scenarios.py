@@ -36,9 +36,10 @@ LEAK = "import time\nx = []\nfor i in range(75):\n    x.append(b'x' * (4 << 20))
 # the job, so there the helper is the test's own.
 OUTSIDE_JOB = {"d9-ghost-process"}
 # Extra thresholds per scenario. D4 asks for an idle host CPU (MISSION §4: "CPU < 30 %"); the fake
-# driver simulates the GPU side only and this machine's CPUs are busy with the other runs, so the host
-# condition is lifted for it.
-EXTRA = {"d4-dataloader-starved": ["cpu_low_pct=101"]}
+# driver simulates the GPU side only and this machine's CPUs are busy with the other runs, so the CPU
+# sign is given by its other half, the main process pinned at >= main_pinned_pct of a core, set to 0
+# (percentages are 0..100, so cpu_low_pct cannot be lifted past a host at 100 %).
+EXTRA = {"d4-dataloader-starved": ["main_pinned_pct=0"]}
 CASES = {
     "d1-fragmentation-oom": ("D1", "0", {"D21"}),
     "d2-ddp-imbalance": ("D2", "0,1,2,3", set()),

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <expected>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -102,11 +103,18 @@ struct ThresholdInfo {
 /// Every threshold, in declaration order.
 std::span<const ThresholdInfo> threshold_table() noexcept;
 
-/// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem.
+/// The allowed range of threshold `name` in words ("a percentage, 0 to 100"), from its unit:
+/// `_s` durations > 0, `_pct` 0..100, fractions 0..1, MiB / MiB/h / B/s >= 0, counts whole >= 1,
+/// frag_reserved_ratio >= 1. nullopt for a name without one (none in threshold_table()).
+std::optional<std::string> threshold_range(std::string_view name);
+
+/// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem
+/// (unknown name, not a number, or outside threshold_range, naming the key and the range).
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view name_eq_value);
 
 /// Reads the `[diagnose]` table of a TOML document over `base`: each key a threshold name with a
-/// number value. A document without `[diagnose]` gives `base`. Error: parse error or unknown key.
+/// number value. A document without `[diagnose]` gives `base`. Error: parse error, unknown key or a
+/// value outside its threshold_range.
 std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view toml_text,
                                                             const Thresholds& base = {});
 
