@@ -64,7 +64,9 @@ int report_command(const ReportCliOptions& o) {
     std::fwrite(text->data(), 1, text->size(), stdout);
     return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
   }
-  if (auto r = report::write_report_file(*st, *id, out, ro); !r) {
+  // An explicit -o FILE must name an existing directory (as curl -o); the default location under the
+  // store directory creates its reports/ directory.
+  if (auto r = report::write_report_file(*st, *id, out, ro, o.output.empty()); !r) {
     std::fprintf(stderr, "trainmon report: %s\n", r.error().message.c_str());
     return kExitFailure;
   }

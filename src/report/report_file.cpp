@@ -30,12 +30,18 @@ Error os_error(int err, const std::string& what) {
 }  // namespace
 
 Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const std::string& path,
-                                 const ReportOptions& options) {
-  auto text = render_report(store, run_id, options);
-  if (!text) return std::unexpected(text.error());
+                                 const ReportOptions& options, bool create_directory) {
   const std::filesystem::path target(path);
   std::error_code ec;
-  if (target.has_parent_path()) {
+  if (target.has_parent_path() && !create_directory &&
+      !std::filesystem::is_directory(target.parent_path(), ec)) {
+    return std::unexpected(Error{ErrorDomain::os, ENOENT, "ENOENT",
+                                 fmt::format("cannot write {}: directory {} does not exist (create it first)",
+                                             path, target.parent_path().string())});
+  }
+  auto text = render_report(store, run_id, options);
+  if (!text) return std::unexpected(text.error());
+  if (target.has_parent_path() && create_directory) {
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) return std::unexpected(os_error(ec.value(), "cannot create " + target.parent_path().string()));
   }

@@ -93,6 +93,25 @@ def test_markdown_lists_the_finding_codes(d2):
     assert "| Command | `sleep 20` |" in md
 
 
+def test_explicit_output_needs_an_existing_directory(d2, tmp_path):
+    """`report -o FILE` does not create FILE's directory (as curl -o): status 1, the directory named."""
+    _, db, e, _ = d2
+    target = tmp_path / "new" / "dir" / "x.html"
+    p = subprocess.run([trainmon_bin(), "report", "last", "--db", str(db), "-o", str(target)], env=e,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1, p.stderr
+    assert p.stderr == (f"trainmon report: cannot write {target}: directory {target.parent} does not exist "
+                        "(create it first)\n"), p.stderr
+    assert not (tmp_path / "new").exists() and p.stdout == ""
+    (tmp_path / "new" / "dir").mkdir(parents=True)
+    assert report(db, e, "-o", str(target)).strip() == str(target)
+    assert target.read_text().startswith("<!DOCTYPE html>")
+    # A bare file name goes to the current directory.
+    p = subprocess.run([trainmon_bin(), "report", "last", "--db", str(db), "-o", "y.html"], env=e,
+                       capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0 and (tmp_path / "y.html").exists(), p.stderr
+
+
 def test_json_parses_with_charts_and_findings(d2):
     _, db, e, _ = d2
     j = json.loads(report(db, e, "--format", "json"))

@@ -16,10 +16,12 @@ namespace trainmon::report {
 /// share a directory do not overwrite each other's reports.
 std::string default_report_path(const std::string& db_path, std::int64_t run_id);
 
-/// Renders the report and writes it to `path` (its directory created when missing) through a
-/// temporary file renamed into place, so that a reader never sees half a report. Errors: rendering
-/// failed (see render_report), or the file cannot be written (domain os, errno).
+/// Renders the report and writes it to `path` through a temporary file renamed into place, so that
+/// a reader never sees half a report. `create_directory`: create `path`'s missing directories (the
+/// default location); false (`report -o FILE`, as `curl -o` without --create-dirs): a missing
+/// directory is an error (domain os, ENOENT, naming it), found before anything is rendered. Errors:
+/// rendering failed (see render_report), or the file cannot be written (domain os, errno).
 Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const std::string& path,
-                                 const ReportOptions& options = {});
+                                 const ReportOptions& options = {}, bool create_directory = true);
 
 }  // namespace trainmon::report
