@@ -272,7 +272,11 @@ def test_exit_status_nvml_failure(args, tmp_path):
                                   ["record", "--duration", "1", "--retention", "1e300d"],
                                   ["record", "--duration", "1", "--print-every", "inf"],
                                   ["run", "--print-every", "1e30", "--", "true"],
-                                  ["run", "--interval", "1e12", "--", "true"]],
+                                  ["run", "--interval", "1e12", "--", "true"],
+                                  # diagnosis thresholds outside their range
+                                  ["record", "--duration", "1", "--threshold", "window_s=0"],
+                                  ["run", "--threshold", "cpu_low_pct=101", "--", "true"],
+                                  ["diagnose", "last", "--threshold", "power_cap_frac=2"]],
                          ids=lambda a: " ".join(a))
 def test_exit_status_bad_argument(args, tmp_path):
     p = run(args, scen("h200-load"), TRAINMON_DB=tmp_path / "t.db")
