@@ -100,9 +100,22 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
     if (st.threads) out.num_threads = Reading<unsigned>::of(*st.threads);
   }
 
-  // --- cmdline (may be long; read up to 4× the display cap so the cut is ours).
-  if (file_.read_at(dir, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
-    out.cmdline = parse_cmdline(file_.text(), ctx.cmdline_max_bytes);
+  // --- cmdline (may be long; read up to 4× the display cap so the cut is ours), cached.
+  auto& cmd = cmdlines_[pid];
+  cmd.touched = true;
+  const bool fresh = cmd.reads > 0 && cmd.start_time_ticks == out.start_time_ticks && cmd.comm == out.comm &&
+                     !cmd.cmdline.empty() && cmd.reads < kCmdlineRefreshReads;
+  if (fresh) {
+    ++cmd.reads;
+    out.cmdline = cmd.cmdline;
+  } else {
+    if (file_.read_at(dir, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
+      out.cmdline = parse_cmdline(file_.text(), ctx.cmdline_max_bytes);
+    }
+    cmd.start_time_ticks = out.start_time_ticks;
+    cmd.comm = out.comm;
+    cmd.cmdline = out.cmdline;
+    cmd.reads = 1;
   }
 
   if (!ctx.details) return ProcessReadResult::ok;
@@ -148,15 +161,23 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   return ProcessReadResult::ok;
 }
 
-void ProcessReader::sweep() {
-  for (auto it = cgroups_.begin(); it != cgroups_.end();) {
+namespace {
+template <class Map>
+void sweep_untouched(Map& map) {
+  for (auto it = map.begin(); it != map.end();) {
     if (!it->second.touched) {
-      it = cgroups_.erase(it);
+      it = map.erase(it);
     } else {
       it->second.touched = false;
       ++it;
     }
   }
+}
+}  // namespace
+
+void ProcessReader::sweep() {
+  sweep_untouched(cgroups_);
+  sweep_untouched(cmdlines_);
 }
 
 }  // namespace trainmon::host_detail

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ProcessReader: one process's /proc/PID files (stat, status, cmdline; io and cgroup when asked)
-// into a ProcessSample, with one reused read buffer and caches of uid → name and of the cgroup per
-// (pid, start time). Rates are computed by the collector, which keeps the previous counters.
+// into a ProcessSample, with one reused read buffer and caches of uid → name and of the cgroup and
+// command line per (pid, start time). Rates are computed by the collector, which keeps the previous counters.
 #pragma once
 
 #include <cstddef>
@@ -54,6 +54,19 @@ class ProcessReader {
     bool touched = false;  ///< read since the last sweep()
   };
   std::unordered_map<std::uint32_t, CgroupEntry> cgroups_;
+  /// The command line per (pid, start time): it rarely changes after exec, and reading it for every
+  /// process on every tick was the largest per-process cost of `top`'s all-processes view (btop
+  /// caches it too). Read again when comm changes (exec, prctl), when it was empty (a process
+  /// between fork and exec, a zombie), and every kCmdlineRefreshReads reads (setproctitle).
+  struct CmdlineEntry {
+    std::uint64_t start_time_ticks = 0;
+    std::string comm;
+    std::string cmdline;
+    unsigned reads = 0;
+    bool touched = false;
+  };
+  static constexpr unsigned kCmdlineRefreshReads = 30;
+  std::unordered_map<std::uint32_t, CmdlineEntry> cmdlines_;
 };
 
 }  // namespace trainmon::host_detail

@@ -61,3 +61,59 @@ TEST(HostSynthetic, PerCoreShareOnTwoHundredFiftySixCpus) {
   ASSERT_NE(init, nullptr);
   EXPECT_NEAR(*init->cpu_pct, 1.0, 1e-9);  // utime + pid % 7 (= 1) tick per 1 s tick
 }
+
+TEST(HostSynthetic, CommandLineIsCachedPerProcessUntilCommChangesOrTheRefresh) {
+  // The command line is read once per (pid, start time) and comm; a changed cmdline with the same
+  // comm shows after kCmdlineRefreshReads (30) reads at the latest, a changed comm at once.
+  TempDir d;
+  ASSERT_TRUE(write_synthetic_tree(d.path(), {4, 20, 0}));
+  HostOptions o;
+  o.all_processes = true;
+  o.proc_root = d.path() + "/proc";
+  o.sys_root = d.path() + "/sys";
+  HostCollector c(o);
+  HostSample h;
+  std::vector<ProcessSample> ps;
+  c.collect(h, ps, {});
+  const ProcessSample* init = find_pid(ps, 1);
+  ASSERT_NE(init, nullptr);
+  const std::string original = init->cmdline;
+  ASSERT_FALSE(original.empty());
+  const std::string stat_path = o.proc_root + "/1/stat";
+  const std::string cmdline_path = o.proc_root + "/1/cmdline";
+  auto put = [](const std::string& path, std::string_view text) {
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    std::fwrite(text.data(), 1, text.size(), f);
+    std::fclose(f);
+  };
+  put(cmdline_path, std::string_view("renamed\0--by-setproctitle\0", 26));
+  int reads_until_seen = 0;
+  for (int i = 1; i <= 40; ++i) {
+    c.collect(h, ps, {});
+    if (find_pid(ps, 1)->cmdline != original) {
+      reads_until_seen = i;
+      break;
+    }
+  }
+  EXPECT_EQ(find_pid(ps, 1)->cmdline, "renamed --by-setproctitle");
+  EXPECT_GE(reads_until_seen, 20);  // cached meanwhile
+  EXPECT_LE(reads_until_seen, 30);
+
+  // exec: comm changes, the new command line shows on the next read.
+  std::string stat;
+  {
+    std::FILE* f = std::fopen(stat_path.c_str(), "rb");
+    ASSERT_NE(f, nullptr);
+    char buf[4096];
+    stat.assign(buf, std::fread(buf, 1, sizeof buf, f));
+    std::fclose(f);
+  }
+  const auto open = stat.find('('), close = stat.rfind(')');
+  ASSERT_NE(open, std::string::npos);
+  put(stat_path, stat.substr(0, open + 1) + "python3" + stat.substr(close));
+  put(cmdline_path, std::string_view("python3\0train.py\0", 17));
+  c.collect(h, ps, {});
+  EXPECT_EQ(find_pid(ps, 1)->comm, "python3");
+  EXPECT_EQ(find_pid(ps, 1)->cmdline, "python3 train.py");
+}
