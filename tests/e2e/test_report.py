@@ -137,6 +137,14 @@ def test_html_in_chromium_draws_every_chart_and_shades_the_finding(d2, tmp_path)
     assert len(r["charts"]) == len(j["charts"]) == r["canvases"]
     for c in r["charts"]:
         assert c["points"] > 10, c
+        # caption and y ticks speak one unit (a "Memory (MiB)" caption once had GiB ticks)
+        if c["unit"]:
+            assert c["caption"].endswith(f"({c['unit']})"), c
+            assert c["y_ticks"] and all(t.endswith(" " + c["unit"]) for t in c["y_ticks"]), c
+    mem = {c["id"]: c for c in r["charts"]}
+    # the scenario's GPUs hold tens of GiB: drawn in GiB; host CPU stays in %
+    assert mem["gpu0-mem"]["unit"] == "GiB" and mem["cmp-mem"]["unit"] == "GiB", mem["gpu0-mem"]
+    assert mem["host-cpu"]["unit"] == "%", mem["host-cpu"]
     [d2f] = [f for f in j["findings"] if f["code"] == "D2"]
     shaded = {c["id"] for c in r["charts"] if c["shaded"] > 0}
     assert set(d2f["charts"]) <= shaded, (d2f["charts"], shaded)

@@ -2,7 +2,7 @@
 // Opens a `trainmon report` HTML file in Debian's Chromium (playwright-core) through file://:
 //   node report_check.mjs REPORT.html SCREENSHOT.png
 // Waits until the page says it is drawn (window.trainmonReport.ready), then prints one JSON line:
-// {charts: [{id, points, shaded, epochs}], renderMs, errors, console_errors, canvases, screenshot,
+// {charts: [{id, points, shaded, epochs, unit, y_ticks, caption}], renderMs, errors, console_errors, canvases, screenshot,
 //  findings, reloads: [renderMs...]}. Exit 1 on a console error, a page error or a page that never
 // finished drawing. With REPEAT=n in the environment the page is reloaded n times (benchmark).
 import fs from 'node:fs';
@@ -33,7 +33,9 @@ try {
   Object.assign(result, await page.evaluate(() => {
     const r = window.trainmonReport;
     return {
-      charts: r.charts.map((c) => ({ id: c.id, points: c.points, shaded: c.shaded, epochs: c.epochs })),
+      charts: r.charts.map((c) => ({ id: c.id, points: c.points, shaded: c.shaded, epochs: c.epochs, unit: c.unit,
+        y_ticks: c.y_ticks,
+        caption: document.querySelector(`#chart-${CSS.escape(c.id)} figcaption`)?.textContent ?? null })),
       renderMs: r.renderMs,
       errors: r.errors,
       canvases: document.querySelectorAll('figure.chart canvas').length,

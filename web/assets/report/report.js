@@ -42,10 +42,13 @@
   function fmtValue(v, unit) {
     if (v == null || !isFinite(v)) return '—';
     if (v === 0) return '0' + (unit ? ' ' + unit : '');
-    if (unit === 'MiB' && Math.abs(v) >= 1024) return (v / 1024).toFixed(1) + ' GiB';
     const a = Math.abs(v);
     const txt = a >= 100 ? v.toFixed(0) : a >= 10 ? v.toFixed(1) : v.toFixed(2);
     return txt + (unit ? ' ' + unit : '');
+  }
+  // A table cell carries its own unit: MiB up to 1 GiB, then GiB.
+  function fmtMiB(v) {
+    return (v != null && isFinite(v) && Math.abs(v) >= 1024) ? (v / 1024).toFixed(1) + ' GiB' : fmtValue(v, 'MiB');
   }
   function withAlpha(hex, a) {
     const n = parseInt(hex.slice(1), 16);
@@ -144,24 +147,41 @@
     rec.epochs = n;
   }
 
+  // One unit per chart, said in its caption and on every tick and legend value: a MiB chart whose
+  // values reach 1 GiB is drawn in GiB (its data divided by 1024), never MiB in the caption with GiB
+  // ticks.
+  function displayUnit(c) {
+    if (c.unit !== 'MiB' && c.unit !== 'MiB/s') return { unit: c.unit, scale: 1 };
+    let peak = 0;
+    for (const s of c.series) {
+      if (s.scale === 'y2') continue;
+      for (const arr of [s.mean, s.max]) if (arr) for (const v of arr) if (v != null && Math.abs(v) > peak) peak = Math.abs(v);
+    }
+    return peak >= 1024 ? { unit: c.unit.replace('MiB', 'GiB'), scale: 1 / 1024 } : { unit: c.unit, scale: 1 };
+  }
+  const scaled = (arr, k) => (k === 1 || !arr) ? arr : arr.map((v) => v == null ? v : v * k);
+
   function makeChart(c) {
-    const rec = { id: c.id, title: c.title, group: c.group, points: 0, shaded: 0, epochs: 0 };
+    const shown = displayUnit(c);
+    const rec = { id: c.id, title: c.title, group: c.group, points: 0, shaded: 0, epochs: 0, unit: shown.unit,
+      y_ticks: [] };
     const data = [x];
     const series = [{ label: 'time', value: (u, v) => fmtDur(v) }];
     const bands = [];
     let color = 0;
     for (const s of c.series) {
       const col = s.dash ? '#777777' : PALETTE[color++ % PALETTE.length];
-      const unit = s.scale === 'y2' ? (c.y2 && c.y2.unit === '% of time' ? '%' : '') : c.unit;
+      const unit = s.scale === 'y2' ? (c.y2 && c.y2.unit === '% of time' ? '%' : '') : shown.unit;
+      const k = s.scale === 'y2' ? 1 : shown.scale;
       const common = { scale: s.scale === 'y2' ? 'y2' : 'y', spanGaps: !!s.spanGaps,
         value: (u, v) => fmtValue(v, unit) };
       if (!s.dash) for (const v of s.mean) if (v != null) rec.points++;
-      data.push(s.mean);
+      data.push(scaled(s.mean, k));
       const mean = data.length - 1;
       series.push(Object.assign({ label: s.label, stroke: col, width: s.dash ? 1 : 1.25,
         dash: s.dash ? [6, 4] : undefined, points: { show: !!s.spanGaps, size: 4 } }, common));
       if (s.min && s.max) {
-        data.push(s.max, s.min);
+        data.push(scaled(s.max, k), scaled(s.min, k));
         series.push(Object.assign({ label: s.label + ' (max)', stroke: withAlpha(col, 0.45), width: 0.5,
           points: { show: false }, class: 'envelope' }, common));
         series.push(Object.assign({ label: s.label + ' (min)', stroke: withAlpha(col, 0.45), width: 0.5,
@@ -169,12 +189,12 @@
         bands.push({ series: [mean + 1, mean + 2], fill: withAlpha(col, 0.15) });
       }
     }
-    const yRange = (c.y_min != null && c.y_max != null) ? [c.y_min, c.y_max]
+    const yRange = (c.y_min != null && c.y_max != null) ? [c.y_min * shown.scale, c.y_max * shown.scale]
       : (u, lo, hi) => [Math.min(0, lo ?? 0), (hi == null || hi <= 0) ? 1 : hi * 1.08];
     const scales = { x: { time: false }, y: { range: yRange } };
     const axes = [
       { values: (u, splits) => splits.map(fmtDur), size: 32 },
-      { values: (u, splits) => splits.map((v) => fmtValue(v, c.unit)), size: 84 },
+      { values: (u, splits) => (rec.y_ticks = splits.map((v) => fmtValue(v, shown.unit))), size: 84 },
     ];
     if (c.y2) {
       scales.y2 = { range: [c.y2.min, c.y2.max] };
@@ -182,7 +202,7 @@
         values: (u, splits) => splits.map((v) => v + '%') });
     }
     const wrap = el('figure', { class: 'chart', id: 'chart-' + c.id, 'data-chart': c.id });
-    wrap.append(el('figcaption', {}, `${c.title}${c.unit ? ' (' + c.unit + ')' : ''}`));
+    wrap.append(el('figcaption', {}, `${c.title}${shown.unit ? ' (' + shown.unit + ')' : ''}`));
     grid.append(wrap);
     const opts = {
       width, height: 220, series, bands, scales, axes,
@@ -226,9 +246,9 @@
     for (const p of procs) {
       t.append(el('tr', { class: p.in_job ? 'job' : 'other' }, el('td', {}, p.pid),
         el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80))),
-        el('td', {}, p.in_job ? 'yes' : 'no'), el('td', {}, fmtValue(p.peak_rss_mib, 'MiB')),
+        el('td', {}, p.in_job ? 'yes' : 'no'), el('td', {}, fmtMiB(p.peak_rss_mib)),
         el('td', {}, p.cpu_time_s == null ? '—' : fmtDur(p.cpu_time_s)),
-        el('td', {}, fmtValue(p.peak_gpu_mem_mib, 'MiB')), el('td', {}, (p.gpus || []).join(', ') || '—')));
+        el('td', {}, fmtMiB(p.peak_gpu_mem_mib)), el('td', {}, (p.gpus || []).join(', ') || '—')));
     }
     psec.append(t);
   }
