@@ -10,14 +10,22 @@
 using namespace trainmon;
 using namespace trainmon::test;
 
+namespace {
+/// Every process of the synthetic tree under `dir`.
+HostOptions all_processes_of(const TempDir& dir) {
+  HostOptions o;
+  o.all_processes = true;
+  o.proc_root = dir.path() + "/proc";
+  o.sys_root = dir.path() + "/sys";
+  return o;
+}
+}  // namespace
+
 TEST(HostSynthetic, TwoHundredFiftySixCpusAndThreeHundredProcesses) {
   TempDir a, b;
   ASSERT_TRUE(write_synthetic_tree(a.path(), {256, 300, 0}));
   ASSERT_TRUE(write_synthetic_tree(b.path(), {256, 300, 1}));
-  HostOptions o;
-  o.all_processes = true;
-  o.proc_root = a.path() + "/proc";
-  o.sys_root = a.path() + "/sys";
+  const HostOptions o = all_processes_of(a);
   HostCollector first(o);
   HostSample h;
   std::vector<ProcessSample> ps;
@@ -37,10 +45,7 @@ TEST(HostSynthetic, PerCoreShareOnTwoHundredFiftySixCpus) {
   // One collector, tree rewritten in place between the ticks.
   TempDir d;
   ASSERT_TRUE(write_synthetic_tree(d.path(), {256, 20, 0}));
-  HostOptions o;
-  o.all_processes = true;
-  o.proc_root = d.path() + "/proc";
-  o.sys_root = d.path() + "/sys";
+  const HostOptions o = all_processes_of(d);
   HostCollector c(o);
   HostSample h;
   std::vector<ProcessSample> ps;
@@ -67,10 +72,7 @@ TEST(HostSynthetic, CommandLineIsCachedPerProcessUntilCommChangesOrTheRefresh) {
   // comm shows after kCmdlineRefreshReads (30) reads at the latest, a changed comm at once.
   TempDir d;
   ASSERT_TRUE(write_synthetic_tree(d.path(), {4, 20, 0}));
-  HostOptions o;
-  o.all_processes = true;
-  o.proc_root = d.path() + "/proc";
-  o.sys_root = d.path() + "/sys";
+  const HostOptions o = all_processes_of(d);
   HostCollector c(o);
   HostSample h;
   std::vector<ProcessSample> ps;
