@@ -2,6 +2,7 @@
 // The report model: the run's header, findings, charts, per-GPU figures and processes in one object.
 #include "report/report_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -34,13 +35,49 @@ Stat stat(const std::vector<float>& v) {
   return n ? Stat{sum / static_cast<double>(n), mx} : Stat{};
 }
 
+/// GPU utilisation over the run, as the recorder's end-of-run summary measures it
+/// (recorder::RunStats with recorder::gpu_utilization): each tick counts once, with the mean of the
+/// driver's high-resolution samples of that tick (the ones after the previous tick, up to this one)
+/// when there are any, else its utilization.gpu reading; the mean is over ticks, the peak the largest
+/// high-resolution sample or reading. Plain utilization.gpu (the chart) only covers the last
+/// sample period of each tick, so its mean can differ on bursty loads.
+Stat utilisation(const diagnose::RunSeries& rs, const diagnose::GpuSeries& g) {
+  const auto& ht = g.hires_util.t;
+  const auto& hv = g.hires_util.value;
+  double sum = 0, mx = -INFINITY;
+  std::size_t n = 0, h = 0;
+  for (std::size_t i = 0; i < rs.t.size() && i < g.util_gpu_pct.size(); ++i) {
+    double tick_sum = 0, tick_max = -INFINITY;
+    std::size_t tick_n = 0;
+    for (; h < ht.size() && ht[h] <= rs.t[i]; ++h) {
+      if (std::isnan(hv[h])) continue;
+      tick_sum += hv[h];
+      tick_max = std::max(tick_max, static_cast<double>(hv[h]));
+      ++tick_n;
+    }
+    double u = NAN;
+    if (tick_n) {
+      u = tick_sum / static_cast<double>(tick_n);
+      mx = std::max(mx, tick_max);
+    } else if (!std::isnan(g.util_gpu_pct[i])) {
+      u = g.util_gpu_pct[i];
+      mx = std::max(mx, u);
+    }
+    if (std::isnan(u)) continue;
+    sum += u;
+    ++n;
+  }
+  return n ? Stat{sum / static_cast<double>(n), mx} : Stat{};
+}
+
 json gpu_stats(const diagnose::RunSeries& rs) {
   json out = json::array();
   for (const auto& g : rs.gpus) {
+    const Stat util = utilisation(rs, g);
     out.push_back({{"index", g.index},
                    {"name", g.name},
-                   {"mean_util_pct", rounded(stat(g.util_gpu_pct).mean)},
-                   {"peak_util_pct", rounded(stat(g.util_gpu_pct).max)},
+                   {"mean_util_pct", rounded(util.mean)},
+                   {"peak_util_pct", rounded(util.max)},
                    {"peak_mem_used_mib", rounded(stat(g.mem_used_mib).max)},
                    {"mem_total_mib", rounded(stat(g.mem_total_mib).max)},
                    {"mean_power_w", rounded(stat(g.power_w).mean)},

@@ -11,6 +11,7 @@
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -110,6 +111,23 @@ def test_explicit_output_needs_an_existing_directory(d2, tmp_path):
     p = subprocess.run([trainmon_bin(), "report", "last", "--db", str(db), "-o", "y.html"], env=e,
                        capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert p.returncode == 0 and (tmp_path / "y.html").exists(), p.stderr
+
+
+def test_gpu_utilisation_agrees_with_the_run_summary(d2):
+    """The report's mean / peak GPU utilisation are the ones `trainmon run` printed at its end (both
+    from the per-tick high-resolution samples), not a different average of the utilization.gpu chart."""
+    _, db, e, p = d2
+    printed = {int(m[0]): (float(m[1]), float(m[2]))
+               for m in re.findall(r"GPU(\d+) [^\n]*: utilisation mean ([\d.]+)% peak ([\d.]+)%", p.stderr)}
+    assert len(printed) == 4, p.stderr[-3000:]
+    j = json.loads(report(db, e, "--format", "json"))
+    got = {g["index"]: (g["mean_util_pct"], g["peak_util_pct"]) for g in j["gpu_stats"]}
+    assert set(got) == set(printed)
+    for i, (mean, peak) in printed.items():
+        assert abs(got[i][0] - mean) <= 0.051 and abs(got[i][1] - peak) <= 0.051, (i, got[i], printed[i])
+    md = report(db, e, "--format", "md")
+    for i, (mean, _) in printed.items():
+        assert re.search(rf"^\| {i} \| [^|]+ \| {mean:.1f} % \|", md, re.M), (i, mean, md)
 
 
 def test_json_parses_with_charts_and_findings(d2):
