@@ -135,9 +135,28 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
   const bool is_job = info->kind == "run";
   if (is_job) std::fill(out.job.workers.begin(), out.job.workers.end(), 0.f);
 
-  // Root of the job: the first process of the job that the recorder started (its parent).
+  // Root of the job: the child of the recorder seen first. Helpers that the command's shell started
+  // before it exec'ed trainmon are the recorder's children as well, seen from the same first tick:
+  // among those, the one running the run's command, then the one started last (the recorder forked
+  // the command after they existed). Picking a helper made a zombie tick of the real root look like
+  // the job's memory dropping offline (D3 missed while the live pass saw it).
   std::uint32_t root_pid = 0;
-  std::int64_t root_first = INT64_MAX;
+  struct RootRank {
+    std::int64_t first_t = INT64_MAX;
+    bool runs_command = false;
+    std::uint64_t start_time_ticks = 0;
+    bool operator<(const RootRank& o) const {  // "better root than o"
+      if (first_t != o.first_t) return first_t < o.first_t;
+      if (runs_command != o.runs_command) return runs_command;
+      return start_time_ticks > o.start_time_ticks;
+    }
+  };
+  RootRank root_rank;
+  const std::string command0 = info->command.empty() ? std::string() : info->command.front();
+  const auto runs_command = [&](const std::string& cmdline) {
+    return !command0.empty() && cmdline.starts_with(command0) &&
+           (cmdline.size() == command0.size() || cmdline[command0.size()] == ' ');
+  };
 
   std::vector<std::pair<unsigned, diagnose::GpuProcTick>> procs;
   for (const auto& s : *series) {
@@ -236,12 +255,14 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
       }
       case SeriesKind::process: {
         if (!s.in_job || !s.pid) break;
-        r = for_each_row(store, s, [&](std::int64_t t, const RowView&) {
-          if (s.ppid == static_cast<std::uint32_t>(info->recorder_pid) && t < root_first) {
-            root_first = t;
-            root_pid = *s.pid;
-          }
-        });
+        if (s.ppid != static_cast<std::uint32_t>(info->recorder_pid)) break;
+        RootRank rank{INT64_MAX, runs_command(s.cmdline), s.start_time_ticks};
+        r = for_each_row(store, s,
+                         [&](std::int64_t t, const RowView&) { rank.first_t = std::min(rank.first_t, t); });
+        if (rank.first_t != INT64_MAX && rank < root_rank) {
+          root_rank = rank;
+          root_pid = *s.pid;
+        }
         break;
       }
       case SeriesKind::gpu_process: {

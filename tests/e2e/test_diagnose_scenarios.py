@@ -9,6 +9,7 @@ takes about 30 s.
 """
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -122,3 +123,10 @@ def test_scenario_is_diagnosed(runs, name):
     # the live pass at the run's end found the same codes (summary lines "  [sev] Dn ...")
     live = sorted({line.split()[1] for line in run_err.splitlines() if line.startswith("  [")})
     assert live == codes, ctx
+    # ... about the same process: offline the job's main process is found again from the store (the
+    # recorder's children include helpers the shell started before it exec'ed trainmon).
+    for line in run_err.splitlines():
+        m = re.match(r"  \[\w+\] (D\d+) \S+ \S+ pid (\d+):", line)
+        if m:
+            offline_pids = [f.get("pids", []) for f in findings if f["code"] == m.group(1)]
+            assert any(int(m.group(2)) in pids for pids in offline_pids), (line, offline_pids, ctx)
