@@ -171,6 +171,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     so.host.proc_root = global.proc_root;
     so.host.sys_root = global.sys_root;
     sampler = std::make_unique<Sampler>(so);
+    if (const DriverInfo d = sampler->driver_info(); !d.loaded && !o.quiet)
+      std::fprintf(stderr, "trainmon: GPUs not monitored: %s\n", d.error.c_str());
     recorder::SessionOptions opts;
     opts.child_pid = static_cast<std::uint32_t>(*child);
     opts.self_pid = static_cast<std::uint32_t>(::getpid());

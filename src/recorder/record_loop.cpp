@@ -92,6 +92,8 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
   so.host.all_processes = false;
   Sampler sampler(so);
+  if (const DriverInfo d = sampler.driver_info(); !d.loaded && !o.quiet)
+    std::fprintf(stderr, "trainmon %s: GPUs not monitored: %s\n", o.tool.c_str(), d.error.c_str());
   SessionOptions opts;
   opts.self_pid = static_cast<std::uint32_t>(::getpid());
   opts.proc_root = o.proc_root;

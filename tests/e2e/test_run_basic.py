@@ -35,6 +35,18 @@ def test_missing_command_is_127(tmp_path):
     assert "no-such-program" in p.stderr
 
 
+def test_no_driver_says_why_and_the_command_still_runs(tmp_path):
+    # No NVML: the job runs and is recorded (host and processes), and the reason GPUs are not
+    # monitored is said once, at the start, not only "no GPU seen" at the end.
+    for args in (["run", "--db", str(tmp_path / "r.db"), "--no-report", "--", "sh", "-c", "exit 4"],
+                 ["record", "--db", str(tmp_path / "s.db"), "--duration", "1"]):
+        p = subprocess.run([trainmon_bin(), *args], env=env(TRAINMON_NVML_LIBRARY=str(tmp_path / "none.so")),
+                           capture_output=True, text=True, timeout=60)
+        assert p.returncode == (4 if args[0] == "run" else 0), p.stderr
+        assert p.stderr.count("GPUs not monitored: NVML library not loaded") == 1, p.stderr
+        assert "none.so" in p.stderr and "no GPU seen" in p.stderr
+
+
 def test_sigint_is_forwarded_to_the_command(tmp_path):
     ready = tmp_path / "ready"
     got = tmp_path / "got"
