@@ -47,6 +47,12 @@ bool CursesOutput::open(bool color, std::string& error) {
   }
   screen_ = screen;
   open_ = true;
+  // ncurses 6.4 flushes its output after every cursor movement until the screen has been through one
+  // endwin() and refresh() (its "initial" state, meant for low-level terminfo programs): about 65
+  // write(2) calls a frame instead of one or two, the largest cost of a frame. One cycle here, before
+  // anything is drawn and before the modes below are set, puts it in its running state.
+  endwin();
+  refresh();
   cbreak();
   noecho();
   nonl();
@@ -54,6 +60,9 @@ bool CursesOutput::open(bool color, std::string& error) {
   nodelay(stdscr, TRUE);
   set_escdelay(25);
   curs_set(0);
+  // No typeahead check while updating: ncurses would poll the terminal for pending input during every
+  // refresh (a system call per batch of lines); keys are read by the poll() loop anyway.
+  typeahead(-1);
   color_ = color && has_colors();
   if (color_) {
     start_color();
