@@ -132,7 +132,9 @@ TEST(QueryCsv, HugeValuesFit) {
   EXPECT_EQ(row("memory.total,power.draw,index", s), "1073741824 MiB, 1234.57 W, 127");
 }
 
-TEST(QuerySelect, ByIndexUuidAndBusId) {
+namespace {
+/// Two H200s: GPU 0 at bus 83:00.0, GPU 1 with UUID GPU-11111111-... at bus C4:00.0.
+Snapshot two_h200s() {
   Snapshot s = h200_snapshot();
   GpuSample second = trainmon::testing::h200_idle();
   auto info = std::make_shared<GpuStaticInfo>(*second.info);
@@ -141,6 +143,12 @@ TEST(QuerySelect, ByIndexUuidAndBusId) {
   second.info = info;
   second.index = 1;
   s.gpus.push_back(second);
+  return s;
+}
+}  // namespace
+
+TEST(QuerySelect, ByIndexUuidAndBusId) {
+  const Snapshot s = two_h200s();
   EXPECT_EQ(*select_gpus(s, ""), (std::vector<std::size_t>{0, 1}));
   EXPECT_EQ(*select_gpus(s, "1,0"), (std::vector<std::size_t>{1, 0}));
   EXPECT_EQ(*select_gpus(s, "GPU-1111"), (std::vector<std::size_t>{1}));
@@ -151,14 +159,7 @@ TEST(QuerySelect, ByIndexUuidAndBusId) {
 }
 
 TEST(QuerySelect, SameGpuNamedTwiceIsListedOnceInFirstOrder) {
-  Snapshot s = h200_snapshot();
-  GpuSample second = trainmon::testing::h200_idle();
-  auto info = std::make_shared<GpuStaticInfo>(*second.info);
-  info->uuid = Reading<std::string>::of("GPU-11111111-2222-3333-4444-555555555555");
-  info->pci_bus_id = Reading<std::string>::of("00000000:C4:00.0");
-  second.info = info;
-  second.index = 1;
-  s.gpus.push_back(second);
+  const Snapshot s = two_h200s();
   EXPECT_EQ(*select_gpus(s, "0,0"), (std::vector<std::size_t>{0}));
   EXPECT_EQ(*select_gpus(s, "1,0,1,0"), (std::vector<std::size_t>{1, 0}));
   EXPECT_EQ(*select_gpus(s, "1,GPU-1111,c4:00.0,0"), (std::vector<std::size_t>{1, 0}));
