@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/serve/server.h"
 
+#include <sys/socket.h>
+
 #include <httplib.h>
 #include <algorithm>
 
@@ -69,6 +71,13 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
   http.set_keep_alive_max_count(1000);
   http.set_payload_max_length(options.max_body);
   install_routes(*impl);
+  // httplib's default sets SO_REUSEPORT: a second trainmon serve on the same port then binds too and
+  // the kernel splits the connections between the two (Prometheus would scrape two machines at
+  // random). SO_REUSEADDR only: a restart can rebind over TIME_WAIT, a live listener is refused.
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   int port = options.port;
   if (port == 0) {
     port = http.bind_to_any_port(options.host);

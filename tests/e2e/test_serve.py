@@ -338,3 +338,15 @@ def test_wide_listen_needs_explicit_flag(tmp_path):
                        env=env("h200-idle.json"), capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert "without a token" in p.stderr
+
+
+def test_port_in_use_by_another_serve_is_refused(served, tmp_path):
+    # A second serve on a port trainmon already listens on must fail, not share it (SO_REUSEPORT
+    # would split the scrapes between the two machines' data).
+    p = subprocess.run([trainmon_bin(), "serve", "--listen", f"127.0.0.1:{served.port}", "--duration", "5",
+                        "--db", str(tmp_path / "second.db")],
+                       env=env("rtx2080-idle.json"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert f"cannot listen on 127.0.0.1:{served.port}" in p.stderr
+    # and the first one still answers alone
+    assert "NVIDIA H100" in served.get("/api/v1/snapshot")[2].decode()
