@@ -82,9 +82,12 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
       driver_error = snap.driver.error.empty() ? "NVML is not available" : snap.driver.error;
       rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
     } else if (snap.gpus.empty()) {
+      driver_error = "No devices were found";  // nvidia-smi's words
       rc = kExitNoGpu;
     }
-    auto order = exp::select_gpus(snap, o.ids);
+    // No GPU at all: --id cannot match, and the reason is the driver (status 3 / 4), not the id.
+    auto order = snap.gpus.empty() ? decltype(exp::select_gpus(snap, o.ids))(std::vector<std::size_t>{})
+                                   : exp::select_gpus(snap, o.ids);
     if (!order) {
       std::fprintf(stderr, "trainmon status: %s\n", order.error().c_str());
       return kExitUsage;

@@ -247,6 +247,21 @@ def test_exit_status_no_driver(args):
     assert p.stderr.startswith(f"trainmon {args[0]}: NVML library not loaded"), p.stderr
 
 
+@pytest.mark.parametrize("extra", [[], ["--json"]], ids=["text", "json"])
+def test_status_id_without_any_gpu_is_the_drivers_status(extra, tmp_path):
+    # --id cannot match when there is no GPU at all: the reason is the driver (3), not the id (2).
+    p = run(["status", "--id", "0", *extra], scen("h200-load"), TRAINMON_NVML_LIBRARY="/nonexistent/libnvidia-ml.so.1")
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert "NVML library not loaded" in p.stderr and "matches" not in p.stderr
+    if extra:
+        assert json.loads(p.stdout)["gpus"] == []
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"name": "empty", "devices": []}))
+    p = run(["status", "--id", "0", *extra], str(empty))
+    assert p.returncode == 3, p.stdout + p.stderr
+    assert p.stderr.count("No devices were found") == 1, p.stderr
+
+
 @pytest.mark.parametrize("args", COMMANDS, ids=lambda a: a[0])
 def test_exit_status_nvml_failure(args, tmp_path):
     path = tmp_path / "broken.json"
@@ -264,6 +279,8 @@ def test_exit_status_nvml_failure(args, tmp_path):
                                   ["query", "--query-gpu=index", "-lms", "0"], ["query", "--query-gpu=index", "-l", "inf"],
                                   ["query", "--query-gpu=index", "-l", "1e300"], ["dmon", "-d", "0"],
                                   ["pmon", "-d", "-1"], ["dmon", "-c", "0"], ["pmon", "-c", "-2"], ["dmon", "-c", "1.5"],
+                                  # one output format at a time
+                                  ["dmon", "--csv", "--json", "-c", "1"], ["pmon", "--json", "--csv", "-c", "1"],
                                   ["record", "--interval", "0", "--duration", "1"],
                                   ["record", "--interval", "nan", "--duration", "1"],
                                   ["run", "--interval", "-1", "--", "true"],
