@@ -13,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
@@ -104,7 +105,8 @@ Registrar reg{{"top", "live dashboard: GPUs, host, processes and findings in one
                  app.add_flag("--no-diagnose", o->no_diagnose, "do not run the live diagnosis");
                  app.add_option("--db", o->db, "run store to show the active run from (default: as `runs`)");
                  app.add_option("-n,--iterations", o->iterations,
-                                "without a usable terminal: print this many status views, then exit");
+                                "without a usable terminal: print this many status views, then exit")
+                     ->check(sample_count());
                  return [o, &global] { return run(*o, global); };
                },
                5}};
