@@ -71,7 +71,7 @@ std::string type_text(const GpuProcessSample& p) {
 /// The command column: the basename of the process name, cut to 15 columns as nvidia-smi does.
 std::string command_of(const GpuProcessSample& p) {
   if (!p.process_name.ok() || p.process_name->empty()) return "-";
-  return truncate_display(path_basename(*p.process_name), 15);
+  return truncate_display(terminal_text(path_basename(*p.process_name)), 15);
 }
 
 }  // namespace

@@ -44,28 +44,6 @@ const ProcessSample* host_process(const Snapshot& snap, std::uint32_t pid) {
   return nullptr;
 }
 
-/// Text from the driver or /proc made safe for a terminal: control characters (C0, DEL and the C1
-/// range U+0080..U+009F, which some terminals read as escape sequences) become '?'; ASCII only when
-/// the locale is not UTF-8.
-std::string clean(std::string_view s, bool utf8) {
-  if (!utf8) return to_ascii(s);
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out.push_back('?');
-    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
-      out.push_back('?');
-      ++i;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
-}
-
 std::string name_cell(std::string_view name, std::size_t width) {
   const std::size_t w = display_width(name);
   if (w > width) return truncate_display(name, width);
@@ -77,7 +55,7 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
   const Painter paint{opt.color};
   const std::string raw_name = g.info && g.info->name.ok() ? *g.info->name : std::string("??");
   std::string line = paint(kCyan, fmt::format("[{}]", g.index)) + " " +
-                     paint(kBlue, name_cell(clean(raw_name, opt.utf8), name_width)) + " |";
+                     paint(kBlue, name_cell(terminal_text(raw_name, opt.utf8), name_width)) + " |";
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
     // A lost or hung GPU: say so instead of printing stale or zero numbers.
     line += " " + paint(kBoldRed, fmt::format("GPU {}", read_status_name(g.responsive.status))) + " |";
@@ -119,7 +97,7 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
     const ProcessSample* hp = host_process(snap, p.pid);
     std::string r;
     if (!opt.show_cmd || opt.show_user)
-      r += paint(kGray, clean(hp && !hp->user.empty() ? hp->user : std::string("--"), opt.utf8));
+      r += paint(kGray, terminal_text(hp && !hp->user.empty() ? hp->user : std::string("--"), opt.utf8));
     if (opt.show_cmd) {
       if (!r.empty()) r += ':';
       std::string cmd;
@@ -132,7 +110,7 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
       } else {
         cmd = "--";
       }
-      r += paint(kCyan, clean(cmd, opt.utf8));
+      r += paint(kCyan, terminal_text(cmd, opt.utf8));
     }
     if (opt.show_pid) r += fmt::format("/{}", p.pid);
     r += "(" +
@@ -157,7 +135,7 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
   for (std::size_t pos : order) {
     const auto& g = snap.gpus.at(pos);
     if (g.info && g.info->name.ok())
-      name_width = std::max(name_width, display_width(clean(*g.info->name, opt.utf8)));
+      name_width = std::max(name_width, display_width(terminal_text(*g.info->name, opt.utf8)));
   }
   std::vector<std::string> lines;
   auto build = [&](std::size_t width) {
@@ -182,7 +160,8 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
     std::string ts = nvidia_smi_timestamp(snap.time_unix_ns);  // YYYY/MM/DD HH:MM:SS.mmm
     ts = ts.substr(0, 4) + "-" + ts.substr(5, 2) + "-" + ts.substr(8, 2) + " " + ts.substr(11, 8);
     std::string header =
-        paint(kBoldWhite, fmt::format("{:<{}}", clean(host, opt.utf8), name_width + 3)) + "  " + ts + "  " +
+        paint(kBoldWhite, fmt::format("{:<{}}", terminal_text(host, opt.utf8), name_width + 3)) + "  " + ts +
+        "  " +
         paint(kGray, snap.driver.driver_version.ok() ? *snap.driver.driver_version : std::string("N/A"));
     // No NVML: the driver shows as N/A; the callers say why on stderr, once (not twice on a terminal).
     lines.insert(lines.begin(), header);

@@ -76,6 +76,25 @@ std::string to_ascii(std::string_view text) {
   return out;
 }
 
+std::string terminal_text(std::string_view s, bool utf8) {
+  if (!utf8) return to_ascii(s);
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7F) {
+      out.push_back('?');
+    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
+      out.push_back('?');
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
 namespace {
 /// Length of the escape sequence starting at text[i] (which is ESC), 1 if malformed.
 std::size_t escape_length(std::string_view text, std::size_t i) noexcept {

@@ -6,13 +6,15 @@
 #include <fmt/format.h>
 
 #include "report/writers.h"
+#include "trainmon/export/units.h"
 
 namespace trainmon::report {
 namespace {
 
 using nlohmann::json;
 
-/// A table cell: '|' escaped, newlines folded.
+/// A table cell: '|' escaped, newlines folded, other control characters (escape sequences from a
+/// recorded command line) shown as '?': the summary is read on terminals and CI logs.
 std::string cell(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -24,7 +26,7 @@ std::string cell(std::string_view s) {
       out += c;
     }
   }
-  return out;
+  return exp::terminal_text(out);
 }
 
 std::string str(const json& j, const char* key) {

@@ -320,3 +320,27 @@ def test_query_loop_in_milliseconds_nvidia_smi_spelling(tmp_path):
             p.terminate()
             rc = p.wait(timeout=30)
         assert rc == 0, (spelling, p.stderr.read())
+
+
+def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
+    # A process name (from the driver) and a recorded command line with a newline and an escape
+    # sequence: every view prints '?' for them, rows stay whole.
+    d = json.load(open(scen("h200-load")))
+    for proc in d["processes"]:
+        proc["name"] = "/opt/bad\nname\x1b[31mRED"
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(d))
+    for args in (["pmon", "-c", "1"], ["status", "-c"], ["status", "-c", "--force-color"]):
+        p = run(args, str(path))
+        assert p.returncode == 0, p.stderr
+        assert "\x1b[31mRED" not in p.stdout and "bad\n" not in p.stdout, (args, p.stdout)
+    assert "bad?name?[31mRE" in run(["pmon", "-c", "1"], str(path)).stdout
+    db = tmp_path / "t.db"
+    e = env_for(scen("h200-load"), TRAINMON_DB=db)
+    r = subprocess.run([BIN, "run", "--no-report", "-q", "--", "true", "a\nb\x1b[31mRED"], env=e, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    for args in (["report", "last", "--format", "md", "-o", "-"],):
+        p = subprocess.run([BIN, *args], env=e, capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, (args, p.stderr)
+        assert "\x1b" not in p.stdout and "a\nb" not in p.stdout, (args, p.stdout)

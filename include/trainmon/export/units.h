@@ -39,6 +39,12 @@ std::string_view degree_sign(bool utf8) noexcept;
 /// Replace every non-ASCII byte (and control character) with '?', for non-UTF-8 locales.
 std::string to_ascii(std::string_view text);
 
+/// Text from the driver, /proc or a recorded command line made safe for a terminal: control
+/// characters (C0, DEL and the C1 range U+0080..U+009F, which some terminals read as escape
+/// sequences) become '?', so a name or argument can neither break a row nor send escape codes;
+/// `utf8` false: ASCII only (to_ascii).
+std::string terminal_text(std::string_view text, bool utf8 = true);
+
 /// Number of terminal columns `text` takes: ANSI escape sequences count 0, each UTF-8 code point 1.
 std::size_t display_width(std::string_view text) noexcept;
 
