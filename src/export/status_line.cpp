@@ -50,11 +50,14 @@ std::string name_cell(std::string_view name, std::size_t width) {
   return std::string(name) + std::string(width - w, ' ');
 }
 
+/// `index_digits`: the widest index shown, so that "[9]" and "[10]" start their names in one column.
 std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptions& opt,
-                     std::size_t name_width) {
+                     std::size_t name_width, std::size_t index_digits) {
   const Painter paint{opt.color};
   const std::string raw_name = g.info && g.info->name.ok() ? *g.info->name : std::string("??");
-  std::string line = paint(kCyan, fmt::format("[{}]", g.index)) + " " +
+  const std::string index = fmt::format("{}", g.index);
+  std::string line = paint(kCyan, "[" + index + "]") +
+                     std::string(1 + (index_digits > index.size() ? index_digits - index.size() : 0), ' ') +
                      paint(kBlue, name_cell(terminal_text(raw_name, opt.utf8), name_width)) + " |";
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
     // A lost or hung GPU: say so instead of printing stale or zero numbers.
@@ -137,10 +140,14 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
     if (g.info && g.info->name.ok())
       name_width = std::max(name_width, display_width(terminal_text(*g.info->name, opt.utf8)));
   }
+  std::size_t index_digits = 1;
+  for (std::size_t pos : order)
+    index_digits = std::max(index_digits, fmt::format("{}", snap.gpus.at(pos).index).size());
   std::vector<std::string> lines;
   auto build = [&](std::size_t width) {
     lines.clear();
-    for (std::size_t pos : order) lines.push_back(gpu_line(snap, snap.gpus.at(pos), opt, width));
+    for (std::size_t pos : order)
+      lines.push_back(gpu_line(snap, snap.gpus.at(pos), opt, width, index_digits));
   };
   build(name_width);
   if (opt.columns > 0) {
@@ -160,8 +167,9 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
     std::string ts = nvidia_smi_timestamp(snap.time_unix_ns);  // YYYY/MM/DD HH:MM:SS.mmm
     ts = ts.substr(0, 4) + "-" + ts.substr(5, 2) + "-" + ts.substr(8, 2) + " " + ts.substr(11, 8);
     std::string header =
-        paint(kBoldWhite, fmt::format("{:<{}}", terminal_text(host, opt.utf8), name_width + 3)) + "  " + ts +
-        "  " +
+        paint(kBoldWhite,
+              fmt::format("{:<{}}", terminal_text(host, opt.utf8), name_width + 2 + index_digits)) +
+        "  " + ts + "  " +
         paint(kGray, snap.driver.driver_version.ok() ? *snap.driver.driver_version : std::string("N/A"));
     // No NVML: the driver shows as N/A; the callers say why on stderr, once (not twice on a terminal).
     lines.insert(lines.begin(), header);

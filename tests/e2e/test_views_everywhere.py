@@ -217,6 +217,9 @@ def test_extreme_values_fit_status_and_query(tmp_path):
     assert re.search(want, lines[-1]), lines[-1]
     assert "/4194303(%dM)" % mib in lines[-1]
     assert "/1234567(1024M)" in lines[1]
+    # [0] .. [63]: the names and the '|' columns line up across one- and two-digit indexes
+    assert lines[1].startswith("[0]  NVIDIA H200 ") and lines[11].startswith("[10] NVIDIA H200 ")
+    assert len({line.index("|") for line in lines[1:]}) == 1, lines[1:12]
     q = run(["query", "--query-gpu=index,memory.total,power.draw", "--format=csv,noheader", "-i", str(BIG)], path)
     assert q.stdout == "%d, %d MiB, 1512.00 W\n" % (BIG, PB >> 20)
     doc = json.loads(run(["status", "--json"], path).stdout)
