@@ -35,10 +35,13 @@ int main(int argc, char** argv) {
   GlobalOptions global;
   app.add_option("--nvml-library", global.nvml_library,
                  "NVML library to load (default: $TRAINMON_NVML_LIBRARY, then libnvidia-ml.so.1)");
+  // A root that does not exist would silently read nothing (no host data, no job processes).
   app.add_option("--proc-root", global.proc_root, "procfs mount point to read host data from")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
   app.add_option("--sys-root", global.sys_root, "sysfs mount point to read host data from")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
 
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),

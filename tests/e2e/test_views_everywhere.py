@@ -281,6 +281,7 @@ def test_exit_status_nvml_failure(args, tmp_path):
                                   ["query", "--query-gpu=index", "-l", "-1"], ["query", "--query-gpu=index", "-l", "0"],
                                   ["query", "--query-gpu=index", "-lms", "0"], ["query", "--query-gpu=index", "-l", "inf"],
                                   ["query", "--query-gpu=index", "-l", "1e300"], ["dmon", "-d", "0"], ["top", "-n", "0"], ["top", "-n", "-1"],
+                                  ["--proc-root", "/nonexistent", "status"], ["--sys-root", "/nonexistent", "record", "--duration", "1"],
                                   ["pmon", "-d", "-1"], ["dmon", "-c", "0"], ["pmon", "-c", "-2"], ["dmon", "-c", "1.5"],
                                   # one output format at a time
                                   ["dmon", "--csv", "--json", "-c", "1"], ["pmon", "--json", "--csv", "-c", "1"],
