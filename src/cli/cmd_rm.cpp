@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon rm RUN...`: delete recorded runs and everything recorded for them.
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -9,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
+#include "trainmon/report/report_file.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
 
@@ -33,27 +36,43 @@ int remove_runs(const RmOptions& o) {
     std::fprintf(stderr, "trainmon rm: %s\n", st.error().message.c_str());
     return kExitFailure;
   }
-  int rc = kExitOk;
+  // Every RUN is resolved before anything is deleted: one unknown or ambiguous RUN (status 2) or a
+  // store that cannot be read (status 1) deletes nothing. A run named twice ("rm 3 3", "rm 3 last")
+  // is deleted once.
+  std::vector<std::int64_t> ids;
   for (const auto& spec : o.runs) {
     auto id = st->resolve_run(spec);
     if (!id) {
-      std::fprintf(stderr, "trainmon rm: %s\n", id.error().message.c_str());
-      rc = run_lookup_exit(id.error());
-      continue;
+      std::fprintf(stderr, "trainmon rm: %s; nothing deleted\n", id.error().message.c_str());
+      return run_lookup_exit(id.error());
     }
-    auto run = st->get_run(*id);
+    if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
+  }
+  int rc = kExitOk;
+  for (const std::int64_t id : ids) {
+    auto run = st->get_run(id);
     if (run && store::effective_status(*run) == "running") {
       std::fprintf(stderr, "trainmon rm: run %lld is still recording; stop it first\n",
-                   static_cast<long long>(*id));
+                   static_cast<long long>(id));
       rc = kExitFailure;
       continue;
     }
-    if (auto r = st->delete_run(*id); !r) {
+    if (auto r = st->delete_run(id); !r) {
       std::fprintf(stderr, "trainmon rm: %s\n", r.error().message.c_str());
       rc = kExitFailure;
       continue;
     }
-    std::printf("deleted run %lld\n", static_cast<long long>(*id));
+    std::printf("deleted run %lld\n", static_cast<long long>(id));
+    // The run's HTML report at its default location (trainmon run / trainmon report without -o)
+    // goes with it; a report written elsewhere with -o is the user's file and is left alone.
+    const std::string report = report::default_report_path(path, id);
+    if (std::filesystem::is_regular_file(report, ec)) {
+      if (std::filesystem::remove(report, ec))
+        std::printf("deleted report %s\n", report.c_str());
+      else
+        std::fprintf(stderr, "trainmon rm: cannot delete report %s: %s\n", report.c_str(),
+                     ec.message().c_str());
+    }
   }
   return rc;
 }

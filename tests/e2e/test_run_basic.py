@@ -239,3 +239,22 @@ def test_names_that_run_arguments_read_as_ids_are_refused(tmp_path):
     assert tm_run(db, [str(script)], "--no-report").returncode == 0
     assert [r["name"] for r in runs_json(db)] == ["run-42"]
     assert run(["show", "run-42"], db).returncode == 0
+
+
+def test_rm_resolves_every_run_first_and_deletes_the_report(tmp_path):
+    db = tmp_path / "t.db"
+    for _ in range(3):
+        assert tm_run(db, ["true"]).returncode == 0
+    report3 = tmp_path / "reports" / "t-run-3.html"
+    assert report3.exists()  # trainmon run writes the report to its default location
+    # An unknown RUN among several deletes nothing.
+    p = run(["rm", "2", "99"], db)
+    assert p.returncode == 2 and "nothing deleted" in p.stderr, p.stderr
+    assert p.stdout == ""
+    assert [r["id"] for r in runs_json(db)] == [3, 2, 1]
+    # A run named twice is deleted once; its report at the default location goes with it.
+    p = run(["rm", "3", "3", "last"], db)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("deleted run 3") == 1 and f"deleted report {report3}" in p.stdout
+    assert not report3.exists() and (tmp_path / "reports" / "t-run-2.html").exists()
+    assert [r["id"] for r in runs_json(db)] == [2, 1]
