@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "store/store_impl.h"
 
@@ -58,6 +59,43 @@ Expected<void> check_integrity(sqlite3* db, const std::string& path) {
                   "aside or pass another --db",
                   path, why),
       rc));
+}
+
+/// Whether the SQLite file `db` is a trainmon run store, may become one, or belongs to someone else.
+/// trainmon's schema is recognised by PRAGMA user_version > 0 (set by migrate) together with its
+/// `runs` table, and application_id 0 (trainmon never sets one; another program that does is not
+/// us). A file with user_version 0 and no table (an empty SQLite file) may become a store; one with
+/// tables of its own (another program's database) is refused before anything is written, for readers
+/// and writers alike. A reader of a table-less file gets kErrMissing: nothing is recorded there yet.
+Expected<void> check_identity(sqlite3* db, const std::string& path, OpenMode mode) {
+  auto one = [&](const char* sql) -> std::optional<std::int64_t> {
+    detail::Stmt q(db, sql);
+    if (q.step() != SQLITE_ROW) return std::nullopt;
+    return q.i64(0);
+  };
+  const auto app_id = one("PRAGMA application_id");
+  const auto version = one("PRAGMA user_version");
+  const auto tables = one("SELECT count(*) FROM sqlite_master WHERE type IN ('table', 'view')");
+  const auto runs = one("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'runs'");
+  if (!app_id || !version || !tables || !runs) {
+    return std::unexpected(
+        detail::sqlite_error(db, SQLITE_ERROR, fmt::format("reading the run store {}", path)));
+  }
+  const bool foreign = *app_id != 0 || (*version > 0 && *runs == 0) || (*version == 0 && *tables > 0);
+  if (foreign) {
+    return std::unexpected(store_error(
+        kErrDamaged,
+        fmt::format("{} is not a trainmon run store (a SQLite database with {}); it was left "
+                    "untouched: move it aside or pass another --db",
+                    path, *tables > 0 ? "tables of another program" : "another program's application_id")));
+  }
+  if (*version == 0 && mode == OpenMode::read_only) {
+    return std::unexpected(store_error(
+        kErrMissing,
+        fmt::format("no runs in {} yet (an empty database; `trainmon run --db {} -- CMD` records one)", path,
+                    path)));
+  }
+  return {};
 }
 
 /// True when a writer may be using the store (a non-empty -wal file): then the main file alone is
@@ -174,6 +212,7 @@ Expected<Store> Store::open(const std::string& path, OpenMode mode) {
     }
     if (!r) return std::unexpected(r.error());
   }
+  if (auto r = check_identity(raw, path, mode); !r) return std::unexpected(r.error());
   if (mode == OpenMode::read_write) {
     if (!non_empty) {
       // 16 KiB pages: a GPU chunk (~2.4 KB) leaves little slack per page, where 4 KiB pages would hold

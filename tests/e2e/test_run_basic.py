@@ -203,6 +203,46 @@ def test_damaged_store_is_refused_and_left_untouched(tmp_path):
     assert not (tmp_path / "t.db-wal").exists()
 
 
+
+def test_another_programs_sqlite_database_is_refused_and_left_untouched(tmp_path):
+    db = tmp_path / "other.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT)")
+    con.execute("INSERT INTO notes (text) VALUES ('keep me')")
+    con.commit()
+    con.close()
+    before = db.read_bytes()
+    for args in (["runs"], ["show", "last"], ["export", "last"], ["rm", "1"], ["diagnose", "last"]):
+        p = run(args, db)
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        assert "not a trainmon run store" in p.stderr and "left untouched" in p.stderr, (args, p.stderr)
+    p = tm_run(db, ["sh", "-c", "exit 4"])
+    assert p.returncode == 4 and "not a trainmon run store" in p.stderr and "not recording" in p.stderr
+    assert db.read_bytes() == before
+    con = sqlite3.connect(db)
+    assert [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")] == ["notes"]
+    con.close()
+
+
+def test_an_empty_file_becomes_a_store(tmp_path):
+    for make in ("zero", "sqlite"):
+        db = tmp_path / f"{make}.db"
+        if make == "zero":
+            db.write_bytes(b"")
+        else:
+            con = sqlite3.connect(db)  # a SQLite file without tables (not 0 bytes)
+            con.execute("CREATE TABLE t (x)")
+            con.execute("DROP TABLE t")
+            con.commit()
+            con.close()
+            assert db.stat().st_size > 0
+        p = run(["runs"], db)
+        assert p.returncode == 0 and "no runs" in p.stdout, p.stderr
+        assert "no such table" not in p.stderr
+        assert tm_run(db, ["true"]).returncode == 0
+        assert [r["id"] for r in runs_json(db)] == [1]
+
+
 def test_unknown_or_ambiguous_run_is_a_bad_argument_everywhere(tmp_path):
     """Every command taking RUN says "no such run" the same way: status 2 (docs/recording.md);
     a store that cannot be read stays status 1."""

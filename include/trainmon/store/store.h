@@ -51,7 +51,9 @@ struct RetentionResult {
 class Store {
  public:
   /// Open (or create) the store at `path`. A file that is not SQLite, or that fails
-  /// `PRAGMA quick_check`, is refused with kErrDamaged and left untouched.
+  /// `PRAGMA quick_check`, is refused with kErrDamaged and left untouched; so is a SQLite file with
+  /// tables but not trainmon's schema (another program's database). An empty file (0 bytes, or SQLite
+  /// without tables) becomes a store when opened read_write; read_only it is kErrMissing.
   static Expected<Store> open(const std::string& path, OpenMode mode);
 
   Store(Store&&) noexcept;
