@@ -23,6 +23,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
 #include "trainmon/ipc/snapshot_file.h"
@@ -162,7 +163,7 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--parent-pid", o->parent_pid, "Exit when this process is gone")
           ->check(CLI::PositiveNumber);
       app.add_option("--duration", o->duration_s, "Exit after this many seconds (0: no limit)")
-          ->check(CLI::NonNegativeNumber);
+          ->check(seconds_span(kMaxDurationS, true));
       app.add_option("--count", o->count, "Exit after writing this many snapshots (0: no limit)")
           ->check(CLI::NonNegativeNumber);
       app.add_flag("-q,--quiet", o->quiet, "No start-up message");

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/option_checks.h"
 #include "trainmon/alerts/delivery.h"
 #include "trainmon/alerts/rules.h"
 #include "trainmon/alerts/sinks.h"
@@ -153,7 +154,9 @@ const Registrar kRegistrar{CommandSpec{
       f->add_option("file", o->file, "Rules file (default: $XDG_CONFIG_HOME/trainmon/alerts.toml)");
       f->add_option("--alerts-spool", o->spool,
                     "Spool directory (default: the file's, else $XDG_STATE_HOME/...)");
-      f->add_option("--wait", o->wait_s, "Keep retrying this many seconds")->capture_default_str();
+      f->add_option("--wait", o->wait_s, "Keep retrying this many seconds (0 to 86400)")
+          ->check(seconds_span(kMaxLoopIntervalS, true))
+          ->capture_default_str();
       auto* m = app.add_subcommand("metrics", "List the metric names rules can watch");
       app.require_subcommand(1);
       return [=, &app]() -> int {

@@ -32,6 +32,27 @@ inline CLI::Validator loop_interval(double max, const std::string& unit) {
       fmt::format("{} in (0, {}]", unit, max), "loop_interval");
 }
 
+/// The longest duration any option takes (the recording duration cap of src/recorder/duration.cpp:
+/// 36500 days, about 100 years).
+inline constexpr double kMaxDurationS = 36500.0 * 86400.0;
+
+/// A number of seconds that is a time span rather than a loop interval (agent --duration, alerts
+/// flush --wait): finite, >= 0 (`allow_zero`) or > 0, and at most `max`. NaN, infinities and
+/// negatives are refused: NaN compares false with every limit, so a loop waiting for it never ends.
+inline CLI::Validator seconds_span(double max, bool allow_zero) {
+  return CLI::Validator(
+      [max, allow_zero](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0 ||
+            (!allow_zero && v == 0) || v > max)
+          return fmt::format("must be a number of seconds {} 0 and at most {} (got '{}')",
+                             allow_zero ? "at least" : "greater than", max, text);
+        return {};
+      },
+      fmt::format("seconds in {}0, {}]", allow_zero ? "[" : "(", max), "seconds_span");
+}
+
 /// A sample count: an integer >= 1.
 inline CLI::Validator sample_count() {
   return CLI::Validator(

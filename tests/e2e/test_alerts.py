@@ -366,3 +366,22 @@ def test_smtp_starttls_with_credentials(tmp_path):
     assert got[0][0] is True  # delivered inside STARTTLS
     assert "TEST" in got[0][1]["Subject"]
     assert logins[0] == (b"ops", b"s3cret")
+
+
+def test_numeric_options_refuse_nan_infinite_and_negative(tmp_path):
+    # NaN compares false with every limit: `flush --wait nan` and `agent --duration nan` never ended.
+    rules = tmp_path / "r.toml"
+    rules.write_text('[sinks.c]\ntype = "command"\ncommand = ["true"]\n')
+    for args in (["alerts", "flush", str(rules), "--wait", v] for v in ("nan", "-1", "inf", "1e9", "x")):
+        p = subprocess.run([trainmon_bin(), *args], capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--wait" in p.stderr and "seconds" in p.stderr, (args, p.stderr)
+        assert len(p.stderr) < 400
+    for v in ("nan", "inf", "-1", "-inf"):
+        p = subprocess.run([trainmon_bin(), "agent", "--snapshot-file", str(tmp_path / "a.json"), "--duration", v],
+                           env=env(SCENARIO), capture_output=True, text=True, timeout=30)
+        assert p.returncode == 2 and "--duration" in p.stderr and "seconds" in p.stderr, (v, p.stderr)
+        assert len(p.stderr) < 400, p.stderr
+    p = subprocess.run([trainmon_bin(), "alerts", "flush", str(rules), "--wait", "0", "--alerts-spool",
+                        str(tmp_path / "spool")], capture_output=True,
+                       text=True, timeout=30, env=env(SCENARIO, XDG_STATE_HOME=str(tmp_path / "state")))
+    assert p.returncode == 0, p.stderr
