@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <ctime>
+#include <optional>
 
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/run_stats.h"
@@ -213,10 +216,23 @@ Expected<void> export_csv(store::Store& st, std::int64_t run_id, const std::stri
   return {};
 }
 
-Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream& out) {
+Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream& out,
+                            const std::string& what) {
+  const bool all = what.empty();
+  const bool events = all || what == "events";
+  std::optional<store::SeriesKind> only;
+  if (!all && !events) {
+    only = store::parse_series_kind(what);
+    if (!only) {
+      return std::unexpected(Error{
+          ErrorDomain::usage, 0, "BAD_SERIES",
+          fmt::format("unknown series '{}' (gpu, gpu_util_hr, host, process, gpu_process, events)", what)});
+    }
+  }
   auto series = st.list_series(run_id);
   if (!series) return std::unexpected(series.error());
   for (const auto& s : *series) {
+    if (!all && (!only || s.kind != *only)) continue;
     auto names = column_names(s.kind, true);
     const std::size_t ncols = store::fields_of(s.kind).size();
     auto r = st.read_series(s.id, [&](const store::Chunk& c, bool agg) {
@@ -248,6 +264,7 @@ Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream&
     });
     if (!r) return r;
   }
+  if (!events) return {};
   auto ev = st.gpu_events(run_id);
   if (!ev) return std::unexpected(ev.error());
   for (const auto& e : *ev) {

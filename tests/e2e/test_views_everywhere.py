@@ -348,3 +348,16 @@ def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
         p = subprocess.run([BIN, *args], env=e, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, (args, p.stderr)
         assert "\x1b" not in p.stdout and "a\nb" not in p.stdout, (args, p.stdout)
+
+
+def test_status_json_with_interval_is_json_lines(tmp_path):
+    e = env_for(scen("h200-load"))
+    e.pop("TRAINMON_FAKE_NVML_TIME_S")
+    p = subprocess.Popen([BIN, "status", "--json", "-i", "0.2"], env=e, stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [p.stdout.readline() for _ in range(3)]
+    finally:
+        p.terminate()
+        p.wait(timeout=30)
+    docs = [json.loads(line) for line in lines]  # one whole document per line
+    assert all(d["gpus"][0]["name"] == "NVIDIA H200" for d in docs)

@@ -33,7 +33,9 @@ Expected<void> export_csv(store::Store& store, std::int64_t run_id, const std::s
                           std::ostream& out);
 
 /// JSON Lines: one object per sample row of every series ({"t":..., "series":"gpu", "gpu":0, ...})
-/// then one per event ({"t":..., "event":"gpu", ...}).
-Expected<void> export_jsonl(store::Store& store, std::int64_t run_id, std::ostream& out);
+/// then one per event ({"t":..., "event":"gpu", ...}). `what` as for export_csv keeps one series kind
+/// (or only the events, "events"); empty: everything. Error (domain usage) for an unknown `what`.
+Expected<void> export_jsonl(store::Store& store, std::int64_t run_id, std::ostream& out,
+                            const std::string& what = "");
 
 }  // namespace trainmon::recorder
