@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon export RUN --format csv|jsonl [-o FILE]`: a run's samples and events. CSV holds one
 // series kind (--series gpu by default; host, process, gpu_process, gpu_util_hr, events); JSON
-// Lines holds everything.
+// Lines holds everything, or the one kind --series names.
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -22,7 +22,7 @@ struct ExportOptions {
   std::string db;
   std::string run = "last";
   std::string format = "jsonl";
-  std::string series = "gpu";
+  std::string series;  // empty: gpu for csv, everything for jsonl
   std::string output;
 };
 
@@ -50,8 +50,8 @@ int export_run(const ExportOptions& o) {
     }
   }
   std::ostream& out = file.is_open() ? static_cast<std::ostream&>(file) : std::cout;
-  auto r = o.format == "csv" ? recorder::export_csv(*st, *id, o.series, out)
-                             : recorder::export_jsonl(*st, *id, out);
+  auto r = o.format == "csv" ? recorder::export_csv(*st, *id, o.series.empty() ? "gpu" : o.series, out)
+                             : recorder::export_jsonl(*st, *id, out, o.series);
   out.flush();
   if (!r) {
     std::fprintf(stderr, "trainmon export: %s\n", r.error().message.c_str());
@@ -71,8 +71,8 @@ const Registrar kRegistrar{
                   app.add_option("run", o->run, "Run id, unique name, or last")->capture_default_str();
                   app.add_option("--format", o->format, "csv or jsonl")->capture_default_str();
                   app.add_option("--series", o->series,
-                                 "CSV only: gpu, gpu_util_hr, host, process, gpu_process or events")
-                      ->capture_default_str();
+                                 "gpu, gpu_util_hr, host, process, gpu_process or events (csv default: gpu; "
+                                 "jsonl default: all)");
                   app.add_option("-o,--output", o->output, "Output file (default: stdout)");
                   app.add_option("--db", o->db, "Run store");
                   return [o] { return export_run(*o); };

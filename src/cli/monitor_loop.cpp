@@ -103,8 +103,8 @@ Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spe
       ->check(sample_count());
   app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
   app.add_option("-o", o->date_time, "D: date column, T: time column");
-  app.add_flag("--json", o->json, spec.json_help);
-  app.add_flag("--csv", o->csv, "CSV with a header line");
+  auto* json = app.add_flag("--json", o->json, spec.json_help);
+  app.add_flag("--csv", o->csv, "CSV with a header line")->excludes(json);  // one format: status 2
   auto s = std::make_shared<MonitorSpec>(std::move(spec));
   return [s, o, &global] { return run(*s, *o, global); };
 }

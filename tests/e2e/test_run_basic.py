@@ -104,6 +104,14 @@ def test_run_is_recorded_and_readable(tmp_path):
     assert host[-1]["memory_total_bytes"] > 0
     assert any(x["comm"].startswith("python") and x["in_job"] and x["rss_bytes"] > 1 << 20 for x in procs)
 
+    # --series picks one kind in JSON Lines too (it used to be ignored)
+    for kind, expect in (("host", host), ("gpu", gpu)):
+        sel = run(["export", "1", "--format", "jsonl", "--series", kind], db)
+        assert sel.returncode == 0, sel.stderr
+        assert [json.loads(line) for line in sel.stdout.splitlines()] == expect
+    sel = run(["export", "1", "--format", "jsonl", "--series", "hosts"], db)
+    assert sel.returncode == 2 and "unknown series 'hosts'" in sel.stderr
+
     out = tmp_path / "gpu.csv"
     csv = run(["export", "1", "--format", "csv", "-o", str(out)], db)
     assert csv.returncode == 0, csv.stderr
