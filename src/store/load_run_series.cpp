@@ -169,7 +169,13 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           if (!row) return;
           const std::size_t i = *row;
           const auto responsive = v.raw("responsive");
-          if (responsive == 1) {
+          const auto device_state = v.raw("device_state");  // NULL in stores written before it
+          if (device_state != kNull) {
+            g.state[i] = device_state == kDeviceStateOk        ? diagnose::GpuState::ok
+                         : device_state == kDeviceStateLost    ? diagnose::GpuState::lost
+                         : device_state == kDeviceStateTimeout ? diagnose::GpuState::timeout
+                                                               : diagnose::GpuState::failed;
+          } else if (responsive == 1) {
             g.state[i] = diagnose::GpuState::ok;
           } else if (responsive == 0) {
             g.state[i] = diagnose::GpuState::failed;

@@ -26,6 +26,20 @@ std::int64_t scaled(double d, double scale) {
   return std::isfinite(d) ? static_cast<std::int64_t>(std::llround(d * scale)) : kNull;
 }
 
+std::int64_t device_state_value(const GpuSample& g) {
+  if (g.responsive.ok()) return g.responsive.value ? kDeviceStateOk : kDeviceStateFailed;
+  switch (g.responsive.status) {
+    case ReadStatus::not_collected: return kNull;
+    case ReadStatus::gpu_lost: return kDeviceStateLost;
+    case ReadStatus::timeout: return kDeviceStateTimeout;
+    default: return kDeviceStateFailed;
+  }
+}
+std::int64_t responsive_value(const GpuSample& g) {
+  const std::int64_t st = device_state_value(g);
+  return st == kNull ? kNull : st == kDeviceStateOk ? 1 : 0;
+}
+
 template <class S>
 struct Field {
   FieldDef def;
@@ -34,7 +48,8 @@ struct Field {
 
 // ---- GPU ------------------------------------------------------------------------------------
 const Field<GpuSample> kGpu[] = {
-    {{"responsive"}, [](const GpuSample& g) { return v(g.responsive); }},
+    // 1 answers, 0 does not (lost, hung or failing: NULL only when the sampler did not judge).
+    {{"responsive"}, [](const GpuSample& g) { return responsive_value(g); }},
     {{"memory_total_bytes"}, [](const GpuSample& g) { return v(g.memory_total_bytes); }},
     {{"memory_reserved_bytes"}, [](const GpuSample& g) { return v(g.memory_reserved_bytes); }},
     {{"memory_used_bytes"}, [](const GpuSample& g) { return v(g.memory_used_bytes); }},
@@ -104,6 +119,8 @@ const Field<GpuSample> kGpu[] = {
     {{"pcie_link_gen_max"}, [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_gen_max) : kNull; }},
     {{"pcie_link_width_max"},
      [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_width_max) : kNull; }},
+    // Why a GPU does not answer (kDeviceState*), so offline diagnosis tells "lost" from "hung".
+    {{"device_state"}, [](const GpuSample& g) { return device_state_value(g); }},
 };
 
 // ---- host -----------------------------------------------------------------------------------

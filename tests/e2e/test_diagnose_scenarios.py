@@ -130,3 +130,35 @@ def test_scenario_is_diagnosed(runs, name):
         if m:
             offline_pids = [f.get("pids", []) for f in findings if f["code"] == m.group(1)]
             assert any(int(m.group(2)) in pids for pids in offline_pids), (line, offline_pids, ctx)
+
+
+def test_gpu_lost_offline_says_lost_as_live(tmp_path):
+    # GPU 1 falls off the bus at t=4 s. The store keeps why a GPU stopped answering (device_state), so
+    # `diagnose` from the store says "lost" as the live pass does, not "fails every query".
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE,
+               TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "top-gpu-lost.json"))
+    for k in ("TRAINMON_EVENTS_SOCKET", "TRAINMON_SNAPSHOT_FILE", "TRAINMON_RUN_ID", "CUDA_VISIBLE_DEVICES"):
+        env.pop(k, None)
+    db = str(tmp_path / "runs.db")
+    args = [BIN, "run"]
+    for t in SCALED:
+        args += ["--threshold", t]
+    p = subprocess.run(args + ["--interval", "0.5", "--no-report", "--db", db, "--", "sleep", "8"], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lost = "NVML reports the GPU is lost (fallen off the bus)"
+    live = [line for line in p.stderr.splitlines() if line.startswith("  [") and " D14 " in line]
+    assert live and lost in live[0], p.stderr[-3000:]
+    args = [BIN, "diagnose", "last", "--json", "--db", db]
+    for t in SCALED:
+        args += ["--threshold", t]
+    d = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
+    assert d.returncode == 0, d.stderr
+    [f] = [f for f in json.loads(d.stdout) if f["code"] == "D14"]
+    assert f["gpus"] == [1] and lost in f["evidence"], f
+    assert f["numbers"]["lost_rows"] > 0 and f["numbers"]["failed_rows"] == 0, f
+    # and the stored `responsive` column says 0 for the lost rows (it was empty)
+    e = subprocess.run([BIN, "export", "last", "--format", "jsonl", "--series", "gpu", "--db", db], env=env,
+                       capture_output=True, text=True, timeout=60)
+    rows = [json.loads(x) for x in e.stdout.splitlines() if json.loads(x).get("gpu") == 1]
+    assert rows[0]["responsive"] == 1 and rows[-1]["responsive"] == 0 and rows[-1]["device_state"] == 2, rows[-1]

@@ -31,6 +31,14 @@ std::string_view series_kind_name(SeriesKind kind) noexcept;
 std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept;
 
 /// One stored column: its name (with its unit) and the factor it was multiplied by when stored.
+/// Values of the gpu series' `device_state` column (NULL: the sampler did not judge the device),
+/// from GpuSample::responsive: it answers; it fails (responsive false, or another error); NVML
+/// reports it lost (NVML_ERROR_GPU_IS_LOST); its calls hang past the per-device deadline.
+inline constexpr std::int64_t kDeviceStateOk = 0;
+inline constexpr std::int64_t kDeviceStateFailed = 1;
+inline constexpr std::int64_t kDeviceStateLost = 2;
+inline constexpr std::int64_t kDeviceStateTimeout = 3;
+
 struct FieldDef {
   std::string_view name;
   double scale = 1;
