@@ -34,10 +34,30 @@ std::string join_command(const std::vector<std::string>& argv) {
   return out;
 }
 
-std::int64_t duration_ms(const store::RunInfo& r) {
-  if (r.end_unix_ns) return (*r.end_unix_ns - r.start_unix_ns) / 1'000'000;
-  auto s = summary_from_json(r.summary_json);
-  return s.duration_ms;
+/// How long a run lasted, and up to what: its end; for a run still recording, now; for a lost run
+/// (recorder killed, no end written), its newest stored sample.
+struct RunDuration {
+  std::int64_t ms = 0;
+  std::string_view until = "end";  // "end", "now", "last_sample"
+};
+
+RunDuration run_duration(const store::RunInfo& r) {
+  if (r.end_unix_ns) return {(*r.end_unix_ns - r.start_unix_ns) / 1'000'000, "end"};
+  if (auto s = summary_from_json(r.summary_json); s.duration_ms > 0) return {s.duration_ms, "end"};
+  if (store::effective_status(r) == "running") {
+    const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+    return {std::max<std::int64_t>(0, (now_ns - r.start_unix_ns) / 1'000'000), "now"};
+  }
+  const std::int64_t last_ms = r.last_sample_unix_ms.value_or(r.start_unix_ns / 1'000'000);
+  return {std::max<std::int64_t>(0, last_ms - r.start_unix_ns / 1'000'000), "last_sample"};
+}
+
+/// The DURATION column: "+" after a duration that is not final (up to now, or to the last sample).
+std::string table_duration(const store::RunInfo& r) {
+  const RunDuration d = run_duration(r);
+  return format_duration_ms(d.ms) + (d.until == "end" ? "" : "+");
 }
 
 std::string csv_escape(const std::string& s) {
@@ -90,7 +110,9 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   j["start"] = iso_time(r.start_unix_ns);
   j["end_unix_s"] =
       r.end_unix_ns ? nlohmann::json(static_cast<double>(*r.end_unix_ns) / 1e9) : nlohmann::json();
-  j["duration_s"] = static_cast<double>(duration_ms(r)) / 1000.0;
+  const RunDuration d = run_duration(r);
+  j["duration_s"] = static_cast<double>(d.ms) / 1000.0;
+  j["duration_until"] = std::string(d.until);
   j["status"] = store::effective_status(r);
   j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
   j["exit_signal"] = r.exit_signal ? nlohmann::json(*r.exit_signal) : nlohmann::json();
@@ -119,10 +141,9 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs) {
   for (const auto& r : runs) {
     std::string status = store::effective_status(r);
     if (r.exit_code && status != "running") status += fmt::format("({})", *r.exit_code);
-    out +=
-        fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", r.id, r.name.substr(0, 16), status,
-                    iso_time(r.start_unix_ns), format_duration_ms(duration_ms(r)), r.gpus.size(),
-                    r.finding_count, r.kind == "record" ? std::string("(record)") : join_command(r.command));
+    out += fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", r.id, r.name.substr(0, 16),
+                       status, iso_time(r.start_unix_ns), table_duration(r), r.gpus.size(), r.finding_count,
+                       r.kind == "record" ? std::string("(record)") : join_command(r.command));
   }
   return out;
 }
@@ -132,7 +153,11 @@ std::string format_run_details(const store::RunInfo& r) {
   if (!r.command.empty()) out += fmt::format("  command:  {}\n", join_command(r.command));
   out += fmt::format("  cwd:      {}\n  user:     {}@{}\n", r.cwd, r.user, r.host);
   out += fmt::format("  start:    {}\n", iso_time(r.start_unix_ns));
-  out += fmt::format("  duration: {}\n", format_duration_ms(duration_ms(r)));
+  const RunDuration d = run_duration(r);
+  out += fmt::format("  duration: {}{}\n", format_duration_ms(d.ms),
+                     d.until == "now"           ? " so far (still recording)"
+                     : d.until == "last_sample" ? " up to the last stored sample (the recorder is gone)"
+                                                : "");
   std::string status = store::effective_status(r);
   if (r.exit_signal) {
     status += fmt::format(" (signal {}, exit status {})", *r.exit_signal, r.exit_code.value_or(0));

@@ -22,7 +22,9 @@ Error step_error(sqlite3* db, int rc, std::string_view what) {
 
 constexpr std::string_view kRunColumns =
     "id, name, kind, command, cwd, user, host, start_ns, end_ns, status, exit_code, exit_signal, "
-    "recorder_pid, interval_ms, summary, (SELECT count(*) FROM findings f WHERE f.run_id = runs.id)";
+    "recorder_pid, interval_ms, summary, (SELECT count(*) FROM findings f WHERE f.run_id = runs.id), "
+    "CASE WHEN end_ns IS NULL THEN (SELECT max(c.t1_ms) FROM series s JOIN chunks c ON c.series_id = s.id "
+    "WHERE s.run_id = runs.id) END";
 
 RunInfo read_run_row(const Stmt& q) {
   RunInfo r;
@@ -47,6 +49,7 @@ RunInfo read_run_row(const Stmt& q) {
   r.interval_ms = q.i64(13);
   r.summary_json = q.text(14);
   r.finding_count = q.i64(15);
+  r.last_sample_unix_ms = q.opt_i64(16);
   return r;
 }
 

@@ -153,6 +153,9 @@ def test_readers_work_while_recording(tmp_path):
         assert wait_for(live_rows, 30)
         [r] = runs_json(db)
         assert r["status"] == "running" and r["end_unix_s"] is None
+        # a run still recording lasts up to now, not 0.0 s
+        assert r["duration_until"] == "now" and 0.2 < r["duration_s"] < time.time() - r["start_unix_s"] + 1
+        assert "so far (still recording)" in run(["show", "last"], db).stdout
         proc.wait(timeout=60)
     finally:
         kill_quietly(proc)
@@ -190,6 +193,14 @@ def test_sigkill_of_the_recorder_leaves_a_readable_store(tmp_path):
     assert r["status"] == "lost"
     after = export_jsonl(db)
     assert sum(x["series"] == "gpu" for x in after) >= 5
+    # a lost run lasts up to its last stored sample (it said 0.0 s)
+    last_t = max(x["t"] for x in after if "series" in x)
+    assert r["duration_until"] == "last_sample"
+    assert abs(r["duration_s"] - (last_t - r["start_unix_s"])) < 0.01, (r, last_t)
+    assert r["duration_s"] >= 0.6
+    assert "up to the last stored sample" in run(["show", "last"], db).stdout
+    table = run(["runs"], db).stdout.splitlines()[1]
+    assert "lost" in table and "s+ " in table, table
 
 
 def test_damaged_store_is_refused_and_left_untouched(tmp_path):

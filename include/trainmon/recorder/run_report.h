@@ -17,10 +17,12 @@ namespace trainmon::recorder {
 
 /// The run header as JSON (id, name, kind, command, cwd, user, host, start/end as Unix seconds and
 /// ISO text, duration_s, status (effective), exit_code, exit_signal, labels, gpus, finding_count,
-/// summary object or null).
+/// summary object or null). duration_s runs up to `duration_until`: "end" (a finished run), "now"
+/// (still recording) or "last_sample" (lost: the recorder died; its newest stored sample).
 nlohmann::json run_to_json(const store::RunInfo& run);
 
-/// The `trainmon runs` table, one line per run, newest first.
+/// The `trainmon runs` table, one line per run, newest first. A DURATION that is not final (running,
+/// lost) ends in "+".
 std::string format_runs_table(const std::vector<store::RunInfo>& runs);
 
 /// `trainmon show` text for one run.

@@ -45,6 +45,10 @@ struct RunInfo {
   std::string summary_json;                                 ///< written when the run finishes; empty before
   std::int64_t finding_count = 0;
   std::vector<RunGpu> gpus;  ///< by index
+  /// Time of the newest stored sample row (Unix epoch, ms), read only for a run without end_unix_ns
+  /// (still recording, or lost): how far its recording got. Empty when it has no samples yet, and
+  /// for finished runs.
+  std::optional<std::int64_t> last_sample_unix_ms;
 };
 
 /// How a run ended (for Store::finish_run).
