@@ -25,6 +25,9 @@ struct Delivery::Worker {
   Spool spool;
   DeliveryConfig delivery;
   std::string tool;
+  /// Start of every message: "trainmon run: alerts", or "trainmon alerts" for `trainmon alerts
+  /// flush` itself (not "trainmon alerts: alerts").
+  std::string prefix;
   RateLimiter limiter;
 
   mutable std::mutex mu;
@@ -43,6 +46,7 @@ struct Delivery::Worker {
         spool(std::move(spool_dir)),
         delivery(d),
         tool(std::move(t)),
+        prefix(tool == "alerts" ? "trainmon alerts" : "trainmon " + tool + ": alerts"),
         limiter(config.rate_per_hour) {}
 
   void queue(Notification n) {
@@ -63,7 +67,7 @@ struct Delivery::Worker {
       return;
     }
     auto put = spool.put(n);
-    if (!put) std::fprintf(stderr, "trainmon %s: alerts: %s\n", tool.c_str(), put.error().message.c_str());
+    if (!put) std::fprintf(stderr, "%s: %s\n", prefix.c_str(), put.error().message.c_str());
     std::lock_guard lk(mu);
     wake = true;
     cv.notify_all();
@@ -96,8 +100,7 @@ struct Delivery::Worker {
       const std::string& path = files.front();
       auto n = Spool::read(path);
       if (!n) {
-        std::fprintf(stderr, "trainmon %s: alerts: %s (moved aside)\n", tool.c_str(),
-                     n.error().message.c_str());
+        std::fprintf(stderr, "%s: %s (moved aside)\n", prefix.c_str(), n.error().message.c_str());
         Spool::quarantine(path);
         continue;
       }
@@ -115,9 +118,8 @@ struct Delivery::Worker {
       std::unique_lock lk(mu);
       ++stats.failures;
       if (r.error().message != last_error) {
-        std::fprintf(stderr, "trainmon %s: alerts: sink %s: %s; kept in %s, retrying in %.1f s\n",
-                     tool.c_str(), config.name.c_str(), r.error().message.c_str(), spool.dir().c_str(),
-                     delay);
+        std::fprintf(stderr, "%s: sink %s: %s; kept in %s, retrying in %.1f s\n", prefix.c_str(),
+                     config.name.c_str(), r.error().message.c_str(), spool.dir().c_str(), delay);
         last_error = r.error().message;
       }
       double until = mono_s() + delay;
@@ -161,8 +163,8 @@ void Delivery::finish() {
   for (auto& [name, w] : workers_) {
     auto left = w->spool.list().size();
     if (left > 0)
-      std::fprintf(stderr, "trainmon %s: alerts: %zu alert(s) for sink %s not delivered yet, kept in %s\n",
-                   w->tool.c_str(), left, name.c_str(), w->spool.dir().c_str());
+      std::fprintf(stderr, "%s: %zu alert(s) for sink %s not delivered yet, kept in %s\n", w->prefix.c_str(),
+                   left, name.c_str(), w->spool.dir().c_str());
   }
 }
 

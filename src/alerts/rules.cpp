@@ -14,10 +14,15 @@
 #include <toml++/toml.h>
 
 #include "trainmon/alerts/template.h"
+#include "trainmon/recorder/duration.h"
 
 namespace trainmon::alerts {
 
 namespace {
+
+/// The longest duration a rules file takes: the limit of command-line durations,
+/// recorder::kMaxDurationNs (36500 days).
+constexpr double kMaxDurationS = static_cast<double>(recorder::kMaxDurationNs) / 1e9;
 
 constexpr MetricInfo kMetrics[] = {
     {"utilization.gpu", Scope::gpu, "%", "GPU busy percent (nvmlDeviceGetUtilizationRates)"},
@@ -85,12 +90,13 @@ struct Reader {
     if (!n) return std::nullopt;
     if (n->is_integer() || n->is_floating_point()) {
       double v = n->value<double>().value_or(-1);
-      if (v >= 0) return v;
+      if (std::isfinite(v) && v >= 0 && v <= kMaxDurationS) return v;
     } else if (n->is_string()) {
       if (auto d = parse_duration_s(*n->value<std::string>())) return d;
     }
-    fail(*n,
-         fmt::format("'{}' must be a duration such as \"60s\", \"10m\", \"1h\" or a number of seconds", key));
+    fail(*n, fmt::format("'{}' must be a duration such as \"60s\", \"10m\", \"1h\" or a number of seconds, "
+                         "at most 36500d",
+                         key));
     return std::nullopt;
   }
   std::optional<double> number(const toml::table& t, std::string_view key) {
@@ -246,7 +252,10 @@ std::optional<double> parse_duration_s(std::string_view text) {
     std::size_t j = i;
     while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
     if (j == i) return std::nullopt;
-    double v = std::strtod(s.substr(i, j - i).c_str(), nullptr);
+    const std::string number = s.substr(i, j - i);
+    char* end = nullptr;
+    double v = std::strtod(number.c_str(), &end);
+    if (end != number.c_str() + number.size()) return std::nullopt;  // "1.2.3"
     std::size_t k = j;
     while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
     std::string unit = s.substr(j, k - j);
@@ -270,6 +279,7 @@ std::optional<double> parse_duration_s(std::string_view text) {
     any = true;
     i = k;
   }
+  if (!std::isfinite(total) || total > kMaxDurationS) return std::nullopt;
   return total;
 }
 
@@ -403,13 +413,19 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
       if (auto v = r.duration(*t, "timeout")) s.timeout_s = std::max(0.1, *v);
       if (auto v = r.str(*t, "ca_file")) s.ca_file = *v;
       if (auto v = r.number(*t, "rate_per_hour")) {
-        if (*v <= 0) r.fail(*t->get("rate_per_hour"), "'rate_per_hour' must be > 0");
+        if (!std::isfinite(*v) || *v <= 0) r.fail(*t->get("rate_per_hour"), "'rate_per_hour' must be > 0");
         s.rate_per_hour = *v;
       }
       switch (s.type) {
         case SinkType::log: break;
         case SinkType::command:
-          if (auto v = r.strings(*t, "command"); v && !v->empty())
+          // No shell: the command is run as an argv list. A string ("sleep 10") would be taken as one
+          // program name with a space in it and fail at every delivery, so it is refused here.
+          if (const toml::node* c = t->get("command"); c && c->is_string())
+            r.fail(*c, fmt::format("[sinks.{}] command must be a list, e.g. command = [\"/usr/bin/logger\", "
+                                   "\"-t\", \"trainmon\"] (it is run without a shell)",
+                                   name));
+          else if (auto v = r.strings(*t, "command"); v && !v->empty() && !v->front().empty())
             s.command = *v;
           else
             r.fail(node,
@@ -503,8 +519,8 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
                       "for", "cooldown", "repeat", "resolved", "severity", "sinks", "message"},
                      "[[rule]]");
       if (auto v = r.str(*t, "name")) rule.name = *v;
-      if (rule.name.empty())
-        r.fail(node, "the rule needs name = \"...\"");
+      if (rule.name.empty())  // at `name = ""` itself when given, else at the rule's [[rule]] line
+        r.fail(t->get("name") ? *t->get("name") : node, "the rule needs name = \"...\"");
       else if (!valid_name(rule.name))
         r.fail(*t->get("name"), "rule name: use letters, digits, '-', '_', '.'");
       auto metric = r.str(*t, "metric");

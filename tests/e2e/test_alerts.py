@@ -192,6 +192,10 @@ def test_receiver_down_then_up_every_alert_once_late(tmp_path):
     spooled = list((tmp_path / "spool" / "hook").glob("*.json"))
     want = {("gpu-bottleneck", "gpu0", "firing"), ("oom-risk", "gpu1", "firing"), ("xid", "gpu2", "firing")}
     assert want <= {key(json.loads(f.read_text())) for f in spooled}
+    # flushing while it is still down leaves them (status 1) and says so once-prefixed
+    f = subprocess.run([trainmon_bin(), "alerts", "flush", str(rules), "--wait", "0.5"], capture_output=True,
+                       text=True, timeout=60)
+    assert f.returncode == 1 and "trainmon alerts: " in f.stderr and "alerts: alerts:" not in f.stderr, f.stderr
     # a receiver comes back; a second trainmon with the same spool delivers them, in order, once
     rx = Receiver(port)
     try:

@@ -111,7 +111,8 @@ std::vector<Rule> builtin_rules(const std::vector<std::string>& sinks);
 /// The defaults used without any file: builtin_rules({"log"}).
 RuleSet default_rule_set();
 
-/// "90s", "1m", "1h30m", "500ms", "0", or a bare number of seconds. nullopt when malformed.
+/// "90s", "1m", "1h30m", "500ms", "0", or a bare number of seconds. nullopt when malformed or longer
+/// than 36500 days (recorder::kMaxDurationNs, the limit of command-line durations).
 std::optional<double> parse_duration_s(std::string_view text);
 
 /// $XDG_CONFIG_HOME/trainmon/alerts.toml (else $HOME/.config/trainmon/alerts.toml).

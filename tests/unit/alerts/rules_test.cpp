@@ -98,6 +98,24 @@ TEST(AlertRules, ErrorsNameTheLine) {
       {"[sinks.h]\ntype = \"webhook\"\n", "r.toml:1: [sinks.h] needs url"},
       {"[sinks.h]\ntype = \"pager\"\n", "r.toml:2: unknown sink type 'pager'"},
       {"x = 1\n", "r.toml:1: unknown key 'x'"},
+      {"[sinks.c]\ntype = \"command\"\ncommand = \"sleep 1000\"\n",
+       "r.toml:3: [sinks.c] command must be a list"},
+      {"[sinks.c]\ntype = \"command\"\ncommand = [\"\"]\n", "r.toml:1: [sinks.c] needs command = ["},
+      {"[[rule]]\nname = \"a\"\nmetric = \"utilization.gpu\"\ncondition = \"< 3\"\ncooldown = "
+       "\"99999999d\"\n",
+       "r.toml:5: 'cooldown' must be a duration"},
+      {"[[rule]]\nname = \"a\"\nmetric = \"utilization.gpu\"\ncondition = \"< 3\"\nfor = 1e300\n",
+       "r.toml:5: 'for' must be a duration"},
+      {"[defaults]\ncooldown = \"36501d\"\n", "r.toml:2: 'cooldown' must be a duration"},
+      {"# rules\n\n[[rule]]\nmetric = \"utilization.gpu\"\nname = \"\"\ncondition = \"< 3\"\n",
+       "r.toml:5: the rule needs name"},
+      {"rule = [\n  { name = \"a\", metric = \"utilization.gpu\", condition = \"< 3\" },\n  { name = \"\" },\n]\n",
+       "r.toml:3: the rule needs name"},
+      {"[[rule]]\nname = \"a\"\nmetric = \"utilization.gpu\"\ncondition = \"< 3\"\n\n[[rule]]\nmetric = "
+       "\"utilization.gpu\"\ncondition = \"< 3\"\n",
+       "r.toml:6: the rule needs name"},
+      {"[sinks.h]\ntype = \"webhook\"\nurl = \"http://127.0.0.1:9/x\"\nrate_per_hour = nan\n",
+       "r.toml:4: 'rate_per_hour' must be > 0"},
       {"[[rule]\n", "r.toml:1: "},
       {"a = \"unterminated\n", "r.toml:1: "},
   };
@@ -135,6 +153,10 @@ TEST(AlertRules, Durations) {
   EXPECT_FALSE(parse_duration_s(""));
   EXPECT_FALSE(parse_duration_s("5 parsecs"));
   EXPECT_FALSE(parse_duration_s("1m30"));
+  EXPECT_EQ(parse_duration_s("36500d"), 36500.0 * 86400);  // the command-line limit
+  EXPECT_FALSE(parse_duration_s("36501d"));
+  EXPECT_FALSE(parse_duration_s("99999999d"));
+  EXPECT_FALSE(parse_duration_s("1.2.3s"));
 }
 
 TEST(AlertRules, EveryMetricIsKnownOnce) {
