@@ -229,9 +229,12 @@ Expected<void> export_csv(store::Store& st, std::int64_t run_id, const std::stri
     auto r = st.read_series(s.id, [&](const store::Chunk& c, bool agg) {
       for (std::size_t row = 0; row < c.rows(); ++row) {
         out << fmt::format("{:.3f},{},{}", static_cast<double>(c.t_ms[row]) / 1e3, key, agg ? 1 : 0);
+        // A chunk written before a column was appended has fewer columns (an aggregated one 3x its own
+        // width: means, minima, maxima); the newer columns are empty there.
+        const std::size_t width = agg ? c.columns / 3 : c.columns;
         for (std::size_t col = 0; col < ncols; ++col) {
           out << ',';
-          if (col < c.columns) out << value_text(c.at(row, col), column_scale(*kind, col));
+          if (col < width) out << value_text(c.at(row, col), column_scale(*kind, col));
         }
         out << '\n';
       }
@@ -272,16 +275,22 @@ Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream&
           j["in_job"] = s.in_job;
         }
         if (agg) j["aggregated"] = true;
-        const std::size_t n = std::min(c.columns, agg ? ncols * 3 : ncols);
-        for (std::size_t col = 0; col < n; ++col) {
-          std::int64_t v = c.at(row, col);
-          double scale = column_scale(s.kind, col);
-          if (v == store::kNull) {
-            j[names[col]] = nullptr;
-          } else if (scale == 1) {
-            j[names[col]] = v;
-          } else {
-            j[names[col]] = static_cast<double>(v) / scale;
+        // Aggregated chunks hold means, minima, maxima of their own width, which is smaller than
+        // ncols for chunks written before a column was appended.
+        const std::size_t own = agg ? c.columns / 3 : c.columns;
+        const std::size_t width = std::min(ncols, own);
+        for (std::size_t part = 0; part < (agg ? 3u : 1u); ++part) {
+          for (std::size_t col = 0; col < width; ++col) {
+            const std::int64_t v = c.at(row, part * own + col);
+            const double scale = column_scale(s.kind, col);
+            const std::string& name = names[part * ncols + col];
+            if (v == store::kNull) {
+              j[name] = nullptr;
+            } else if (scale == 1) {
+              j[name] = v;
+            } else {
+              j[name] = static_cast<double>(v) / scale;
+            }
           }
         }
         out << j.dump() << '\n';
