@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon runs`: the recorded runs, newest first (id, name, status, start, duration, GPUs,
 // findings, command); --json for scripts. Works while a run is recording (WAL readers).
+#include <unistd.h>
+
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "trainmon/export/terminal.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -44,7 +47,9 @@ int list_runs(const RunsOptions& o) {
     for (const auto& r : *runs) arr.push_back(recorder::run_to_json(r));
     std::puts(arr.dump(2).c_str());
   } else {
-    std::fputs(recorder::format_runs_table(*runs).c_str(), stdout);
+    // On a terminal every line is cut to its width (never wraps); pipes get whole lines.
+    const auto term = exp::probe_terminal(STDOUT_FILENO);
+    std::fputs(recorder::format_runs_table(*runs, term.is_tty ? term.columns : 0).c_str(), stdout);
   }
   return kExitOk;
 }

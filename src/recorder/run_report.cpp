@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/run_report.h"
 
+#include "trainmon/export/units.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -31,7 +33,7 @@ std::string join_command(const std::vector<std::string>& argv) {
     bool plain = !a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos;
     out += plain ? a : "'" + a + "'";
   }
-  return out;
+  return exp::terminal_text(out);
 }
 
 /// How long a run lasted, and up to what: its end; for a run still recording, now; for a lost run
@@ -135,23 +137,39 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   return j;
 }
 
-std::string format_runs_table(const std::vector<store::RunInfo>& runs) {
-  std::string out = fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", "ID", "NAME", "STATUS",
-                                "START", "DURATION", "GPUS", "FINDINGS", "COMMAND");
+std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size_t columns) {
+  std::vector<std::string> statuses;
+  std::size_t status_width = 10;
   for (const auto& r : runs) {
     std::string status = store::effective_status(r);
     if (r.exit_code && status != "running") status += fmt::format("({})", *r.exit_code);
-    out += fmt::format("{:>5}  {:<16} {:<10} {:<19} {:>9} {:>4} {:>8}  {}\n", r.id, r.name.substr(0, 16),
-                       status, iso_time(r.start_unix_ns), table_duration(r), r.gpus.size(), r.finding_count,
-                       r.kind == "record" ? std::string("(record)") : join_command(r.command));
+    status_width = std::max(status_width, status.size());
+    statuses.push_back(std::move(status));
+  }
+  auto line = [&](std::string text) {
+    if (columns > 0 && exp::display_width(text) > columns) text = exp::truncate_display(text, columns);
+    return text + '\n';
+  };
+  std::string out =
+      line(fmt::format("{:>5}  {:<16} {:<{}} {:<19} {:>9} {:>4} {:>8}  {}", "ID", "NAME", "STATUS",
+                       status_width, "START", "DURATION", "GPUS", "FINDINGS", "COMMAND"));
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const auto& r = runs[i];
+    const std::string name = exp::truncate_display(exp::terminal_text(r.name), 16);
+    const std::size_t name_pad = 16 - std::min<std::size_t>(16, exp::display_width(name));
+    out += line(fmt::format("{:>5}  {}{} {:<{}} {:<19} {:>9} {:>4} {:>8}  {}", r.id, name,
+                            std::string(name_pad, ' '), statuses[i], status_width, iso_time(r.start_unix_ns),
+                            table_duration(r), r.gpus.size(), r.finding_count,
+                            r.kind == "record" ? std::string("(record)") : join_command(r.command)));
   }
   return out;
 }
 
 std::string format_run_details(const store::RunInfo& r) {
-  std::string out = fmt::format("run {} \"{}\" ({})\n", r.id, r.name, r.kind);
+  std::string out = fmt::format("run {} \"{}\" ({})\n", r.id, exp::terminal_text(r.name), r.kind);
   if (!r.command.empty()) out += fmt::format("  command:  {}\n", join_command(r.command));
-  out += fmt::format("  cwd:      {}\n  user:     {}@{}\n", r.cwd, r.user, r.host);
+  out += fmt::format("  cwd:      {}\n  user:     {}@{}\n", exp::terminal_text(r.cwd),
+                     exp::terminal_text(r.user), exp::terminal_text(r.host));
   out += fmt::format("  start:    {}\n", iso_time(r.start_unix_ns));
   const RunDuration d = run_duration(r);
   out += fmt::format("  duration: {}{}\n", format_duration_ms(d.ms),
@@ -165,7 +183,8 @@ std::string format_run_details(const store::RunInfo& r) {
     status += fmt::format(" (exit status {})", *r.exit_code);
   }
   out += fmt::format("  status:   {}\n", status);
-  for (const auto& [k, v] : r.labels) out += fmt::format("  label:    {}={}\n", k, v);
+  for (const auto& [k, v] : r.labels)
+    out += fmt::format("  label:    {}={}\n", exp::terminal_text(k), exp::terminal_text(v));
   auto s = summary_from_json(r.summary_json);
   for (const auto& g : r.gpus) {
     std::string stats;

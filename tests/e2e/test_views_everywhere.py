@@ -344,7 +344,7 @@ def test_control_characters_in_names_never_reach_the_terminal(tmp_path):
     r = subprocess.run([BIN, "run", "--no-report", "-q", "--", "true", "a\nb\x1b[31mRED"], env=e, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0, r.stderr
-    for args in (["report", "last", "--format", "md", "-o", "-"],):
+    for args in (["runs"], ["show", "last"], ["report", "last", "--format", "md", "-o", "-"]):
         p = subprocess.run([BIN, *args], env=e, capture_output=True, text=True, timeout=120)
         assert p.returncode == 0, (args, p.stderr)
         assert "\x1b" not in p.stdout and "a\nb" not in p.stdout, (args, p.stdout)
@@ -361,3 +361,17 @@ def test_status_json_with_interval_is_json_lines(tmp_path):
         p.wait(timeout=30)
     docs = [json.loads(line) for line in lines]  # one whole document per line
     assert all(d["gpus"][0]["name"] == "NVIDIA H200" for d in docs)
+
+
+def test_runs_table_never_wraps_on_a_terminal(tmp_path):
+    db = tmp_path / "t.db"
+    e = env_for(scen("h200-load"), TRAINMON_DB=db)
+    for cmd in (["sh", "-c", "kill -SEGV $$"], ["true", "x" * 200]):
+        subprocess.run([BIN, "run", "--no-report", "-q", "--", *cmd], env=e, capture_output=True, timeout=120)
+    status, text = run_on_pty(["runs"], scen("h200-load"), 80, TRAINMON_DB=db)
+    assert status == 0, text
+    lines = [line for line in text.replace("\r", "").split("\n") if line]
+    assert len(lines) == 3, text
+    assert all(len(line) <= 80 for line in lines), text
+    # the STATUS column is as wide as "signaled(139)": START lines up on every row
+    assert len({line.index("START") if i == 0 else line.index("20") for i, line in enumerate(lines)}) == 1, text
