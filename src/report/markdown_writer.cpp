@@ -98,10 +98,14 @@ std::string write_markdown(const json& m) {
   }
   out += fmt::format("| GPUs | {} |\n", gpus.empty() ? "none seen" : cell(gpus));
   out += fmt::format("| Start | {} |\n", cell(str(run, "start")));
-  out +=
-      fmt::format("| Duration | {} |\n", duration(run.contains("duration_s") && run["duration_s"].is_number()
-                                                      ? run["duration_s"].get<double>()
-                                                      : NAN));
+  const std::string until = str(run, "duration_until");  // "end", "now" (recording), "last_sample" (lost)
+  out += fmt::format(
+      "| Duration | {}{} |\n",
+      duration(run.contains("duration_s") && run["duration_s"].is_number() ? run["duration_s"].get<double>()
+                                                                           : NAN),
+      until == "now"           ? " so far (still recording)"
+      : until == "last_sample" ? " up to the last stored sample (the recorder is gone)"
+                               : "");
   out += fmt::format("| Status | {} |\n", cell(exit_text(run)));
   std::string labels;
   if (run.contains("labels") && run["labels"].is_object()) {

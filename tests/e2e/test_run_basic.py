@@ -156,6 +156,8 @@ def test_readers_work_while_recording(tmp_path):
         # a run still recording lasts up to now, not 0.0 s
         assert r["duration_until"] == "now" and 0.2 < r["duration_s"] < time.time() - r["start_unix_s"] + 1
         assert "so far (still recording)" in run(["show", "last"], db).stdout
+        md = run(["report", "last", "--format", "md", "-o", "-"], db)
+        assert md.returncode == 0 and "so far (still recording)" in md.stdout, md.stderr
         proc.wait(timeout=60)
     finally:
         kill_quietly(proc)

@@ -68,7 +68,8 @@
   });
   row('GPUs', gpus.length ? gpus.join('; ') : 'none seen');
   row('Start', run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
-  row('Duration', fmtDur(run.duration_s));
+  const until = { now: ' so far (still recording)', last_sample: ' up to the last stored sample (the recorder is gone)' };
+  row('Duration', fmtDur(run.duration_s) + (until[run.duration_until] || ''));
   let exit = run.status || '?';
   if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
   else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
