@@ -109,7 +109,8 @@ TEST(AlertRules, ErrorsNameTheLine) {
       {"[defaults]\ncooldown = \"36501d\"\n", "r.toml:2: 'cooldown' must be a duration"},
       {"# rules\n\n[[rule]]\nmetric = \"utilization.gpu\"\nname = \"\"\ncondition = \"< 3\"\n",
        "r.toml:5: the rule needs name"},
-      {"rule = [\n  { name = \"a\", metric = \"utilization.gpu\", condition = \"< 3\" },\n  { name = \"\" },\n]\n",
+      {"rule = [\n  { name = \"a\", metric = \"utilization.gpu\", condition = \"< 3\" },\n  { name = \"\" "
+       "},\n]\n",
        "r.toml:3: the rule needs name"},
       {"[[rule]]\nname = \"a\"\nmetric = \"utilization.gpu\"\ncondition = \"< 3\"\n\n[[rule]]\nmetric = "
        "\"utilization.gpu\"\ncondition = \"< 3\"\n",
