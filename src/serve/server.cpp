@@ -69,6 +69,10 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
   // comes every second or more, so reconnecting costs nothing).
   http.set_keep_alive_timeout(std::min(options.timeout_s, 2));
   http.set_keep_alive_max_count(1000);
+  // Nagle held the last partial segment of each answer (headers and body are separate writes) until
+  // the client's ACK: paced at 100 requests/s, /metrics took 1.2 ms median and 11.6 ms at p99 against
+  // 0.13 ms median at full speed.
+  http.set_tcp_nodelay(true);
   http.set_payload_max_length(options.max_body);
   install_routes(*impl);
   // httplib's default sets SO_REUSEPORT: a second trainmon serve on the same port then binds too and
