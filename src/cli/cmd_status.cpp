@@ -7,11 +7,9 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
-#include <span>
 #include <string>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
@@ -39,15 +37,6 @@ struct StatusCliOptions {
   std::string ids;
   bool all_processes = false;
 };
-
-/// One --json document: indented as gpustat prints it; with -i one compact document per line (JSON
-/// Lines), so a reader can take each tick as it comes (`jq -c`, a line reader).
-std::string status_document(const Snapshot& snap, std::span<const std::size_t> order,
-                            const StatusCliOptions& o) {
-  std::string doc = exp::status_json(snap, order, o.all_processes);
-  if (o.interval_s <= 0) return doc;
-  return nlohmann::json::parse(doc).dump() + "\n";
-}
 
 int run(StatusCliOptions o, const GlobalOptions& global) {
   if (o.no_color && o.force_color) {
@@ -103,8 +92,9 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
       std::fprintf(stderr, "trainmon status: %s\n", order.error().c_str());
       return kExitUsage;
     }
-    const std::string text =
-        o.json ? status_document(snap, *order, o) : exp::status_text(snap, *order, o.view);
+    const std::string text = o.json
+                                 ? exp::status_json(snap, *order, o.all_processes, o.interval_s > 0 ? -1 : 4)
+                                 : exp::status_text(snap, *order, o.view);
     if (redraw) std::fputs("\x1b[H\x1b[2J", stdout);
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);

@@ -223,7 +223,8 @@ Json host_json(const HostSample& h) {
 
 }  // namespace
 
-std::string status_json(const Snapshot& snap, std::span<const std::size_t> order, bool all_processes) {
+std::string status_json(const Snapshot& snap, std::span<const std::size_t> order, bool all_processes,
+                        int indent) {
   Json doc;
   doc["hostname"] = snap.host.hostname;
   doc["driver_version"] = snap.driver.driver_version.ok() ? Json(*snap.driver.driver_version) : Json(nullptr);
@@ -261,7 +262,7 @@ std::string status_json(const Snapshot& snap, std::span<const std::size_t> order
     doc["host_processes"] = hp;
   }
   // error_handler::replace: invalid UTF-8 in a command line never aborts the output.
-  return doc.dump(4, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
 }
 
 }  // namespace trainmon::exp

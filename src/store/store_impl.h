@@ -20,16 +20,13 @@ struct Store::Impl {
   /// before `db` (members are destroyed in reverse order).
   std::unordered_map<const char*, std::unique_ptr<detail::Stmt>> statements;
 
-  /// The cached statement for `sql` (a string literal), reset and with no bindings. A statement that
+  /// The cached statement for `sql` (a string literal), to be used through StmtUse, which resets it
+  /// and clears its bindings after each use. A statement that
   /// failed to prepare is prepared again on the next call (its step() returns the error).
   detail::Stmt& cached(const char* sql) {
     auto& s = statements[sql];
-    if (!s || !s->ok()) {
-      s = std::make_unique<detail::Stmt>(db.get(), sql);
-    } else {
-      s->reset();
-    }
-    return *s;
+    if (!s || !s->ok()) s = std::make_unique<detail::Stmt>(db.get(), sql);
+    return *s;  // StmtUse resets it after each use
   }
 };
 

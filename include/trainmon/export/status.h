@@ -40,6 +40,8 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
 
 /// The JSON document (pretty-printed with 4 spaces, like gpustat's `--json`), ending in '\n'.
 /// `all_processes`: add every host process in the snapshot under "host_processes".
-std::string status_json(const Snapshot& snap, std::span<const std::size_t> order, bool all_processes);
+/// `indent`: 4 as gpustat prints it; -1 for one compact line (JSON Lines, `status --json -i`).
+std::string status_json(const Snapshot& snap, std::span<const std::size_t> order, bool all_processes,
+                        int indent = 4);
 
 }  // namespace trainmon::exp
