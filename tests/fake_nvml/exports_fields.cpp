@@ -1,11 +1,45 @@
 // SPDX-License-Identifier: Apache-2.0
 // nvmlDeviceGetFieldValues: the field ids trainmon and DCGM-style tools read, answered from the
-// same metrics as the dedicated getters; other ids get a per-field NOT_SUPPORTED.
+// same metrics as the dedicated getters (PCIe byte counters: integrals of the pcie_rx / pcie_tx
+// timelines); other ids get a per-field NOT_SUPPORTED.
+#include <string_view>
+
 #include "exports_util.h"
 
 using namespace fake_nvml;
 
 namespace {
+
+/// The PCIe byte counters first appeared in R545: the older driver variants do not know them.
+bool variant_has_pcie_counters() {
+  const std::string_view v = variant();
+  return v != "r430" && v != "r450" && v != "r535_43";
+}
+
+/// NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES: 1024 × the integral of the KB/s timeline since t = 0
+/// plus `start_bytes`; from `reset_at_s` on, 1024 × the integral since then (a driver reload).
+int pcie_counter(const Call& c, nvmlFieldValue_t& f, bool tx) {
+  const Device& d = *c.dev;
+  const char* name = tx ? "NVML_FI_DEV_PCIE_COUNT_TX_BYTES" : "NVML_FI_DEV_PCIE_COUNT_RX_BYTES";
+  const Timeline* rate = d.metric(tx ? "pcie_tx" : "pcie_rx");
+  if (!variant_has_pcie_counters() || d.not_supported.contains(name) || rate == nullptr)
+    return NVML_ERROR_NOT_SUPPORTED;
+  const PcieCounters& pc = d.pcie_counters;
+  const bool after_reset = pc.reset_at_s && c.t >= *pc.reset_at_s;
+  const double kb = rate->integral(c.t) - (after_reset ? rate->integral(*pc.reset_at_s) : 0.0);
+  const unsigned long long bytes =
+      rounded<unsigned long long>(kb * 1024.0) + (after_reset ? 0 : pc.start_bytes);
+  if (!pc.timestamps) f.timestamp = 0;
+  f.value.ullVal = 0;
+  if (pc.unsigned_int) {
+    f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+    f.value.uiVal = static_cast<unsigned>(bytes & 0xFFFFFFFFull);
+  } else {
+    f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+    f.value.ullVal = bytes;
+  }
+  return NVML_SUCCESS;
+}
 
 /// Fills one field; returns the per-field status.
 int field(const Call& c, nvmlFieldValue_t& f) {
@@ -54,6 +88,8 @@ int field(const Call& c, nvmlFieldValue_t& f) {
     case 185: return metric_ui("power_draw");  // POWER_AVERAGE
     case NVML_FI_DEV_POWER_INSTANT:            // its own reading where the scenario has one, else the average
       return metric_ui(c.metric("power_draw_instant") ? "power_draw_instant" : "power_draw");
+    case NVML_FI_DEV_PCIE_COUNT_TX_BYTES: return pcie_counter(c, f, true);
+    case NVML_FI_DEV_PCIE_COUNT_RX_BYTES: return pcie_counter(c, f, false);
     case 190: return d.power_limit ? ui(*d.power_limit) : NVML_ERROR_NOT_SUPPORTED;  // POWER_CURRENT_LIMIT
     case 193:
     case 194:
@@ -82,7 +118,11 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int 
                                                        nvmlFieldValue_t* values) {
   FAKE_ENTER(device);
   if (valuesCount < 0 || (valuesCount > 0 && values == nullptr)) return NVML_ERROR_INVALID_ARGUMENT;
-  const long long now = static_cast<long long>(wall_now_us());
+  // When the driver read the values, on the scenario's clock (µs since the epoch): the wall clock
+  // at time_scale 1; it stands still with frozen time and runs time_scale times faster otherwise,
+  // so rates over counter deltas match the timelines.
+  const long long now =
+      static_cast<long long>(origin_wall_us()) + std::llround((c.t - c.sc->start_offset_s) * 1e6);
   for (int i = 0; i < valuesCount; ++i) {
     nvmlFieldValue_t& f = values[i];
     f.timestamp = now;

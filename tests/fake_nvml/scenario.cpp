@@ -245,6 +245,25 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
                                ? to_u(p.at("width_current"), where + ".pcie.width_current")
                                : d.pcie_width_max;
   }
+  if (j.contains("pcie_counters")) {
+    const json& p = j.at("pcie_counters");
+    const std::string w = where + ".pcie_counters";
+    if (!p.is_object()) throw std::runtime_error(w + " must be an object");
+    const std::string type = p.value("value_type", "UNSIGNED_LONG_LONG");
+    if (type == "UNSIGNED_INT") {
+      d.pcie_counters.unsigned_int = true;
+    } else if (type != "UNSIGNED_LONG_LONG") {
+      throw std::runtime_error(w + ".value_type must be \"UNSIGNED_LONG_LONG\" or \"UNSIGNED_INT\"");
+    }
+    if (p.contains("reset_at_s")) {
+      if (!p.at("reset_at_s").is_number()) throw std::runtime_error(w + ".reset_at_s must be a number");
+      d.pcie_counters.reset_at_s = p.at("reset_at_s").get<double>();
+    }
+    if (p.contains("timestamps"))
+      d.pcie_counters.timestamps = to_flag(p.at("timestamps"), w + ".timestamps") != 0;
+    if (p.contains("start_bytes"))
+      d.pcie_counters.start_bytes = to_ull(p.at("start_bytes"), w + ".start_bytes");
+  }
   d.gpm_supported = j.value("gpm_supported", false);
   d.supported_event_types = j.contains("supported_event_types")
                                 ? to_ull(j.at("supported_event_types"), where + ".supported_event_types")

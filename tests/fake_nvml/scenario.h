@@ -24,6 +24,15 @@ struct MigDevice {
   std::map<std::string, Timeline> metrics;  // "memory_used", "bar1_used"
 };
 
+/// How nvmlDeviceGetFieldValues answers NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES (197/198): cumulative
+/// bytes = 1024 × the integral of the pcie_tx / pcie_rx timelines (KB/s) over scenario time.
+struct PcieCounters {
+  bool unsigned_int = false;           // answer NVML_VALUE_TYPE_UNSIGNED_INT (the bytes mod 2^32)
+  std::optional<double> reset_at_s;    // from this scenario time the counters restart at 0
+  bool timestamps = true;              // false: nvmlFieldValue_t::timestamp = 0
+  unsigned long long start_bytes = 0;  // added to both counters before any reset
+};
+
 /// Static facts and metric timelines of one GPU.
 struct Device {
   std::string name, uuid, serial, vbios, board_part_number;
@@ -47,7 +56,8 @@ struct Device {
            pcie_width_current = 0;
   bool gpm_supported = false;
   unsigned long long supported_event_types = 0;
-  std::set<std::string> not_supported;      // entry points answering NOT_SUPPORTED on this device
+  PcieCounters pcie_counters;
+  std::set<std::string> not_supported;  // entry points (and NVML_FI_* field names) answering NOT_SUPPORTED
   std::map<std::string, Timeline> metrics;  // dynamic metrics by key (docs: "Metrics")
   unsigned process_growth_extra = 0;        // processes added between count and buffer calls
   unsigned process_growth_times = 0;        // how many buffer calls grow the list

@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <thread>
+#include <unordered_map>
 
 namespace fake_nvml {
 namespace {
@@ -22,6 +24,8 @@ struct Global {
   bool origin_set = false;
   std::chrono::steady_clock::time_point origin_steady;
   unsigned long long origin_wall = 0;
+  std::mutex calls_mu;                                             // only guards calls
+  std::unordered_map<std::string_view, unsigned long long> calls;  // entry point → calls (__func__ keys)
 };
 
 Global* g_global = nullptr;
@@ -142,6 +146,10 @@ std::optional<double> Call::metric(const char* key) const {
 Call enter(const char* fn, nvmlDevice_t device, bool needs_device) {
   Call c;
   Global& gl = g();
+  {
+    std::lock_guard lk(gl.calls_mu);
+    ++gl.calls[fn];
+  }
   unsigned hang_ms = 0;
   std::optional<int> injected;
   {
@@ -194,6 +202,14 @@ Call enter(const char* fn, nvmlDevice_t device, bool needs_device) {
   }
   if (c.dev != nullptr && c.dev->not_supported.contains(fn)) c.rc = NVML_ERROR_NOT_SUPPORTED;
   return c;
+}
+
+unsigned long long call_count(const char* fn) {
+  if (fn == nullptr) return 0;
+  Global& gl = g();
+  std::lock_guard lk(gl.calls_mu);
+  auto it = gl.calls.find(fn);
+  return it == gl.calls.end() ? 0 : it->second;
 }
 
 std::mutex* g_init_mu = nullptr;
@@ -271,3 +287,9 @@ int shutdown() {
 }
 
 }  // namespace fake_nvml
+
+/// Test hook (not an NVML function): how many times entry point `fn` (e.g.
+/// "nvmlDeviceGetPcieThroughput") was entered since the library was loaded, whatever it answered.
+FAKE_NVML_EXPORT unsigned long long fakeNvmlCallCount(const char* fn) {
+  return fake_nvml::call_count(fn);
+}

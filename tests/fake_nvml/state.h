@@ -46,6 +46,9 @@ struct Call {
 /// code) and the device's "not_supported" list. `device` may be null for device-less calls.
 Call enter(const char* fn, nvmlDevice_t device, bool needs_device = true);
 
+/// How many times entry point `fn` was entered since load (exported as fakeNvmlCallCount).
+unsigned long long call_count(const char* fn);
+
 /// nvmlInit*: loads the scenario on the first reference; returns the NVML code.
 int init(const char* fn);
 /// nvmlShutdown: drops one reference; the scenario is released on the last.

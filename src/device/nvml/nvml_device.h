@@ -14,6 +14,7 @@
 #include "device/nvml/nvml_api.h"
 #include "device/nvml/nvml_error.h"
 #include "device/nvml/nvml_loader.h"
+#include "device/nvml/nvml_pcie.h"
 #include "trainmon/core/gpu_sample.h"
 #include "trainmon/device/backend.h"
 
@@ -99,6 +100,9 @@ struct DeviceContext {
   std::optional<std::size_t> v3_stride;
 
   GpmState gpm;
+
+  // PCIe throughput source and previous byte counters (nvml_pcie.{h,cpp})
+  PcieThroughputState pcie;
 };
 
 /// Microseconds since the Unix epoch (NVML's sample clock).
@@ -113,6 +117,9 @@ inline constexpr unsigned kFullReprobeTicks = 300;
 GpuSample read_sample(DeviceContext& ctx, Call& call);
 /// GPM metrics into `s` (nvml_gpm.cpp); needs info->gpm_supported.
 void read_gpm(DeviceContext& ctx, Call& call, GpuSample& s);
+/// PCIe rx/tx KiB/s into `s` (nvml_pcie.cpp): byte counters when the driver has 64-bit ones, else
+/// the blocking nvmlDeviceGetPcieThroughput. Call only when collect_pcie_throughput is on.
+void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s);
 /// Release GPM samples (on context destruction).
 void free_gpm(DeviceContext& ctx);
 /// Processes on ctx's device: compute and graphics lists, utilisation, names.

@@ -286,10 +286,7 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
   // ---- PCIe ----
   u32(s.pcie_link_gen_current, checked_u32, a.device_get_curr_pcie_link_generation);
   u32(s.pcie_link_width_current, checked_u32, a.device_get_curr_pcie_link_width);
-  if (ctx.options.collect_pcie_throughput) {
-    u32(s.pcie_rx_kib_s, checked_u32, a.device_get_pcie_throughput, NVML_PCIE_UTIL_RX_BYTES);
-    u32(s.pcie_tx_kib_s, checked_u32, a.device_get_pcie_throughput, NVML_PCIE_UTIL_TX_BYTES);
-  }
+  if (ctx.options.collect_pcie_throughput) read_pcie_throughput(ctx, call, s);
   u32(s.pcie_replay_count, checked_u32, a.device_get_pcie_replay_counter);
 
   // ---- modes ----

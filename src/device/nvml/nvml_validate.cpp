@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "device/nvml/nvml_validate.h"
 
+#include <cmath>
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 namespace trainmon::nvml {
@@ -95,6 +97,28 @@ Reading<std::uint64_t> checked_counter(std::uint64_t now, std::optional<std::uin
   if (now == kNotAvailableU64) return Reading<std::uint64_t>::fail(ReadStatus::not_available);
   if (previous && now < *previous) return Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
   return Reading<std::uint64_t>::of(now);
+}
+
+std::optional<double> pcie_link_max_bytes_s(unsigned gen, unsigned width) {
+  // Payload bytes/s per lane after line coding.
+  static constexpr double kPerLane[] = {0,
+                                        2.5e9 * 8 / 10 / 8,
+                                        5e9 * 8 / 10 / 8,
+                                        8e9 * 128 / 130 / 8,
+                                        16e9 * 128 / 130 / 8,
+                                        32e9 * 128 / 130 / 8,
+                                        64e9 * 242 / 256 / 8,
+                                        128e9 * 242 / 256 / 8};
+  if (gen == 0 || gen >= std::size(kPerLane) || width == 0 || width > 32) return std::nullopt;
+  return kPerLane[gen] * width;
+}
+
+Reading<unsigned> checked_pcie_rate_kib_s(double kib_s, std::optional<double> link_max_bytes_s) {
+  constexpr double kUnknownLinkBound = 1e12;  // bytes/s: more than any PCIe link carries
+  const double bound_kib_s = (link_max_bytes_s ? 2 * *link_max_bytes_s : kUnknownLinkBound) / 1024;
+  if (!(kib_s >= 0) || kib_s > bound_kib_s || kib_s > kNotAvailableU32 - 1.0)
+    return Reading<unsigned>::fail(ReadStatus::invalid_value);
+  return Reading<unsigned>::of(static_cast<unsigned>(std::llround(kib_s)));
 }
 
 MemoryReadings checked_memory(std::uint64_t total, std::optional<std::uint64_t> reserved, std::uint64_t used,

@@ -44,6 +44,17 @@ Reading<unsigned> checked_pstate(unsigned p);
 /// previous good value → invalid_value (counters do not go backwards without a driver reload).
 Reading<std::uint64_t> checked_counter(std::uint64_t now, std::optional<std::uint64_t> previous);
 
+/// Theoretical payload bandwidth of one direction of a PCIe link in bytes/s: transfer rate per lane
+/// × line-code efficiency / 8 × lanes (PCI-SIG: Gen1 2.5 GT/s and Gen2 5 GT/s with 8b/10b, Gen3
+/// 8, Gen4 16, Gen5 32 GT/s with 128b/130b, Gen6 64 and Gen7 128 GT/s with 242/256 FLITs).
+/// nullopt when the generation (1..7) or width (1..32) is unknown.
+std::optional<double> pcie_link_max_bytes_s(unsigned gen, unsigned width);
+/// A PCIe rate (KiB/s) computed from NVML's byte counters: NaN or negative → invalid_value; above
+/// twice the link's maximum (a counter or timestamp glitch, not traffic; the factor leaves room for
+/// timestamp jitter), or above 1 TB/s when the link is unknown → invalid_value; else the rounded
+/// rate.
+Reading<unsigned> checked_pcie_rate_kib_s(double kib_s, std::optional<double> link_max_bytes_s);
+
 /// Framebuffer memory in bytes. `reserved` is empty for the v1 API.
 struct MemoryReadings {
   Reading<std::uint64_t> total, reserved, used, free;
