@@ -6,6 +6,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,7 +15,6 @@
 #include <cerrno>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "file_reader.h"
 #include "parse_util.h"
@@ -46,6 +47,14 @@ struct HostCollector::State {
     ticks_per_s = hz > 0 ? static_cast<double>(hz) : 100.0;
     const long page = ::sysconf(_SC_PAGESIZE);
     page_size = page > 0 ? static_cast<std::uint64_t>(page) : 4096;
+    char self[32];
+    const std::string self_link = options.proc_root + "/self";
+    const ssize_t n = ::readlink(self_link.c_str(), self, sizeof self - 1);
+    own_procfs = n > 0 && to_number<std::uint32_t>(std::string_view(self, static_cast<std::size_t>(n))) ==
+                              static_cast<std::uint32_t>(::getpid());
+    struct statfs fs {};
+    proc_root_is_procfs = ::statfs(options.proc_root.c_str(), &fs) == 0 &&
+                          static_cast<unsigned long>(fs.f_type) == PROC_SUPER_MAGIC;
   }
 
   HostOptions options;
@@ -71,12 +80,27 @@ struct HostCollector::State {
   };
   std::unordered_map<std::uint32_t, PrevProc> prev_procs;
 
+  // Files read on every tick, kept open (procfs / sysfs only; see KeptFile).
+  KeptFile uptime_file, hostname_file, stat_file, online_file, present_file, cpuinfo_file, loadavg_file,
+      temperature_file, meminfo_file, diskstats_file, net_dev_file;
+  KeptFile pressure_files[3];
+  std::unordered_map<unsigned, KeptFile> cpu_online_files, cpu_freq_files;
+  /// proc_root is the procfs of our own PID namespace (its "self" is this process): the host name is
+  /// then gethostname(2), and kill(pid, 0) tells cheaply whether a pid exists.
+  bool own_procfs = false;
+
   bool temperature_probed = false;
   unsigned temperature_reprobe = 0;
   std::optional<TemperatureSensor> temperature_sensor;
   unsigned freq_sysfs_misses = 0;  ///< consecutive ticks where no scaling_cur_freq was readable
   std::vector<std::uint32_t> pids;
-  std::unordered_set<std::uint32_t> detail_pids;
+  std::vector<std::uint32_t> detail_pids;  ///< sorted
+  bool proc_root_is_procfs = false;
+  int proc_root_fd = -1;  ///< kept open when proc_root_is_procfs
+
+  ~State() {
+    if (proc_root_fd >= 0) ::close(proc_root_fd);
+  }
 
   const std::string& proc(std::string_view rel) {
     path.assign(options.proc_root).append("/").append(rel);
@@ -88,6 +112,7 @@ struct HostCollector::State {
   }
 
   void collect_cpu(HostSample& host);
+  void collect_loadavg(HostSample& host);
   void collect_temperature(HostSample& host);
   void collect_memory(HostSample& host);
   void collect_pressure(HostSample& host);
@@ -101,7 +126,7 @@ struct HostCollector::State {
 
 void HostCollector::State::collect_cpu(HostSample& host) {
   ProcStat stat;
-  if (file.read(proc("stat")) == 0) stat = parse_proc_stat(file.text());
+  if (file.read_kept(stat_file, proc("stat"), 1 << 20, true) == 0) stat = parse_proc_stat(file.text());
   if (stat.boot_time_unix_s) host.boot_time_unix_s = Reading<std::uint64_t>::of(*stat.boot_time_unix_s);
   if (stat.procs_running)
     host.procs_running = Reading<unsigned>::of(static_cast<unsigned>(*stat.procs_running));
@@ -114,9 +139,11 @@ void HostCollector::State::collect_cpu(HostSample& host) {
 
   // Which CPUs exist and which are online. /proc/stat lists only online CPUs; sysfs knows the rest.
   std::optional<std::vector<unsigned>> online;
-  if (file.read(sys("devices/system/cpu/online"), 65536) == 0) online = parse_cpu_list(file.text());
+  if (file.read_kept(online_file, sys("devices/system/cpu/online"), 65536, true) == 0)
+    online = parse_cpu_list(file.text());
   std::optional<std::vector<unsigned>> present;
-  if (file.read(sys("devices/system/cpu/present"), 65536) == 0) present = parse_cpu_list(file.text());
+  if (file.read_kept(present_file, sys("devices/system/cpu/present"), 65536, true) == 0)
+    present = parse_cpu_list(file.text());
   std::vector<unsigned> cpus = present.value_or(std::vector<unsigned>{});
   for (const auto& core : stat.cores) cpus.push_back(core.cpu);
   if (online) cpus.insert(cpus.end(), online->begin(), online->end());
@@ -132,7 +159,9 @@ void HostCollector::State::collect_cpu(HostSample& host) {
     c.cpu = cpu;
     if (online) {
       c.online = std::binary_search(online->begin(), online->end(), cpu);
-    } else if (file.read(sys("devices/system/cpu/cpu" + std::to_string(cpu) + "/online"), 64) == 0) {
+    } else if (file.read_kept(cpu_online_files[cpu],
+                              sys("devices/system/cpu/cpu" + std::to_string(cpu) + "/online"), 64,
+                              true) == 0) {
       c.online = trim(file.text()) != "0";  // cpu0 usually has no "online" file: it cannot go offline
     } else {
       c.online = by_cpu.contains(cpu);
@@ -152,12 +181,14 @@ void HostCollector::State::collect_cpu(HostSample& host) {
 
   // Frequencies: cpufreq's scaling_cur_freq (kHz), else /proc/cpuinfo "cpu MHz" (re-probe sysfs
   // every 60 ticks once it has failed, so a 256-CPU VM does not pay 256 failed opens per tick).
+  if (!options.cpu_frequency) return collect_loadavg(host);
   bool any_sysfs = false;
   if (freq_sysfs_misses == 0 || freq_sysfs_misses % 60 == 0) {
     for (auto& c : host.cpus) {
       if (!c.online) continue;
-      const int err =
-          file.read(sys("devices/system/cpu/cpu" + std::to_string(c.cpu) + "/cpufreq/scaling_cur_freq"), 64);
+      const int err = file.read_kept(
+          cpu_freq_files[c.cpu],
+          sys("devices/system/cpu/cpu" + std::to_string(c.cpu) + "/cpufreq/scaling_cur_freq"), 64, true);
       if (err != 0) {
         c.frequency_mhz = fail_reading<unsigned>(err);
         continue;
@@ -171,7 +202,8 @@ void HostCollector::State::collect_cpu(HostSample& host) {
     }
   }
   freq_sysfs_misses = any_sysfs ? 0 : freq_sysfs_misses + 1;
-  if (!any_sysfs && file.read(proc("cpuinfo"), 4 << 20) == 0) {
+  if (any_sysfs) cpuinfo_file.reset();
+  if (!any_sysfs && file.read_kept(cpuinfo_file, proc("cpuinfo"), 4 << 20) == 0) {
     std::string_view text = file.text();
     std::string_view line;
     std::optional<unsigned> processor;
@@ -192,7 +224,11 @@ void HostCollector::State::collect_cpu(HostSample& host) {
     }
   }
 
-  if (file.read(proc("loadavg"), 4096) == 0) {
+  collect_loadavg(host);
+}
+
+void HostCollector::State::collect_loadavg(HostSample& host) {
+  if (file.read_kept(loadavg_file, proc("loadavg"), 4096, true) == 0) {
     if (const auto l = parse_loadavg(file.text())) {
       host.load1 = Reading<double>::of(l->load1);
       host.load5 = Reading<double>::of(l->load5);
@@ -210,12 +246,13 @@ void HostCollector::State::collect_temperature(HostSample& host) {
   if (!temperature_probed || (!temperature_sensor && ++temperature_reprobe % 30 == 0)) {
     temperature_probed = true;
     temperature_sensor = find_cpu_temperature_sensor(options.sys_root);
+    temperature_file.reset();
   }
   if (!temperature_sensor) {
     host.cpu_temperature_c = Reading<double>::fail(ReadStatus::not_supported);
     return;
   }
-  if (const int err = file.read(temperature_sensor->input_path, 64); err != 0) {
+  if (const int err = file.read_kept(temperature_file, temperature_sensor->input_path, 64, true); err != 0) {
     host.cpu_temperature_c = fail_reading<double>(err);
     temperature_sensor.reset();
     return;
@@ -231,7 +268,7 @@ void HostCollector::State::collect_temperature(HostSample& host) {
 
 void HostCollector::State::collect_memory(HostSample& host) {
   MemorySample& mem = host.memory;
-  const int err = file.read(proc("meminfo"), 65536);
+  const int err = file.read_kept(meminfo_file, proc("meminfo"), 65536, true);
   if (err != 0) {
     const auto f = fail_reading<std::uint64_t>(err);
     mem.total_bytes = mem.free_bytes = mem.available_bytes = mem.buffers_bytes = mem.cached_bytes = f;
@@ -283,9 +320,10 @@ void HostCollector::State::collect_pressure(HostSample& host) {
   const std::pair<const char*, PressureSample*> files[] = {{"pressure/cpu", &host.pressure_cpu},
                                                            {"pressure/memory", &host.pressure_memory},
                                                            {"pressure/io", &host.pressure_io}};
-  for (const auto& [name, sample] : files) {
+  for (std::size_t i = 0; i < std::size(files); ++i) {
+    const auto& [name, sample] = files[i];
     // ENOENT: kernel without CONFIG_PSI; EOPNOTSUPP: psi=0 on the command line.
-    if (const int err = file.read(proc(name), 4096); err != 0) {
+    if (const int err = file.read_kept(pressure_files[i], proc(name), 4096, true); err != 0) {
       const auto f = Reading<double>::fail(
           err == EACCES || err == EPERM ? ReadStatus::no_permission : ReadStatus::not_supported, err);
       sample->some_avg10_pct = sample->some_avg60_pct = sample->full_avg10_pct = sample->full_avg60_pct = f;
@@ -303,7 +341,7 @@ void HostCollector::State::collect_pressure(HostSample& host) {
 // ---- disks and network -------------------------------------------------------------------------
 
 void HostCollector::State::collect_disks(HostSample& host, double elapsed) {
-  if (file.read(proc("diskstats"), 4 << 20) != 0) return;
+  if (file.read_kept(diskstats_file, proc("diskstats"), 4 << 20) != 0) return;
   const auto rows = parse_diskstats(file.text());
   std::vector<std::string_view> names;
   names.reserve(rows.size());
@@ -327,7 +365,7 @@ void HostCollector::State::collect_disks(HostSample& host, double elapsed) {
 }
 
 void HostCollector::State::collect_nets(HostSample& host, double elapsed) {
-  if (file.read(proc("net/dev"), 4 << 20) != 0) return;
+  if (file.read_kept(net_dev_file, proc("net/dev"), 4 << 20) != 0) return;
   std::unordered_map<std::string, Pair> next;
   for (const auto& r : parse_net_dev(file.text())) {
     NetSample n;
@@ -349,8 +387,8 @@ void HostCollector::State::collect_nets(HostSample& host, double elapsed) {
 void HostCollector::State::collect_processes(HostSample& host, std::vector<ProcessSample>& out,
                                              std::span<const std::uint32_t> requested, double /*elapsed*/) {
   pids.assign(requested.begin(), requested.end());
-  detail_pids.clear();
-  detail_pids.insert(requested.begin(), requested.end());
+  detail_pids.assign(requested.begin(), requested.end());
+  std::sort(detail_pids.begin(), detail_pids.end());
   if (options.all_processes) {
     if (DIR* d = ::opendir(options.proc_root.c_str())) {
       while (const dirent* e = ::readdir(d)) {
@@ -363,12 +401,19 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
   if (options.all_processes) host.process_count = static_cast<unsigned>(pids.size());
 
-  const int root_fd = ::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  // procfs' root is kept open (it cannot be replaced); a fixture tree is opened on every tick.
+  if (proc_root_fd < 0) proc_root_fd = ::open(options.proc_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const int root_fd = proc_root_fd;
   if (root_fd < 0) return;
   struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } const close_root{root_fd};
+    int& fd;
+    bool keep;
+    ~Close() {
+      if (keep) return;
+      ::close(fd);
+      fd = -1;
+    }
+  } const close_root{proc_root_fd, proc_root_is_procfs};
   ProcessReadContext ctx;
   ctx.proc_root = options.proc_root;
   ctx.proc_root_fd = root_fd;
@@ -378,11 +423,16 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
   if (host.memory.total_bytes) ctx.mem_total_bytes = *host.memory.total_bytes;
   if (host.uptime_s) ctx.uptime_s = *host.uptime_s;
   ctx.cmdline_max_bytes = options.cmdline_max_bytes;
+  ctx.status_every_tick = options.process_status_every_tick;
+  ctx.keep_stat_fds = proc_root_is_procfs;
+  ctx.own_procfs = own_procfs;
   const double now = host.uptime_s.value_or(0);
 
   out.reserve(pids.size());
   for (const std::uint32_t pid : pids) {
-    ctx.details = options.all_process_details || detail_pids.contains(pid);
+    ctx.details =
+        options.all_process_details || (options.requested_process_details &&
+                                        std::binary_search(detail_pids.begin(), detail_pids.end(), pid));
     ProcessSample& p = out.emplace_back();
     const ProcessReadResult r = procs.read(pid, ctx, p);
     if (r != ProcessReadResult::ok) {
@@ -442,7 +492,8 @@ void HostCollector::collect(HostSample& host, std::vector<ProcessSample>& proces
   processes.clear();
   try {
     // The time base of every rate: /proc/uptime (CLOCK_BOOTTIME), else the clock itself.
-    if (const int err = s.file.read(s.proc("uptime"), 256); err == 0 && parse_uptime(s.file.text())) {
+    if (const int err = s.file.read_kept(s.uptime_file, s.proc("uptime"), 256, true);
+        err == 0 && parse_uptime(s.file.text())) {
       host.uptime_s = Reading<double>::of(*parse_uptime(s.file.text()));
     } else {
       host.uptime_s = err ? fail_reading<double>(err) : Reading<double>::fail(ReadStatus::invalid_value);
@@ -452,9 +503,10 @@ void HostCollector::collect(HostSample& host, std::vector<ProcessSample>& proces
     host.interval_s = elapsed;
     s.prev_uptime = now;
 
-    if (s.file.read(s.proc("sys/kernel/hostname"), 256) == 0) {
+    // Our own procfs shows our UTS namespace's name, which gethostname(2) gives without a file.
+    if (!s.own_procfs && s.file.read_kept(s.hostname_file, s.proc("sys/kernel/hostname"), 256, true) == 0) {
       host.hostname = std::string(trim(s.file.text()));
-    } else if (s.options.proc_root == "/proc") {
+    } else if (s.own_procfs || s.options.proc_root == "/proc") {
       char name[256] = {};
       if (::gethostname(name, sizeof name - 1) == 0) host.hostname = name;
     }

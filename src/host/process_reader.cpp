@@ -2,8 +2,11 @@
 #include "process_reader.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 
@@ -20,36 +23,97 @@ Reading<T> fail_from(int err) {
   return Reading<T>::fail(s == ReadStatus::not_supported ? ReadStatus::not_available : s, err);
 }
 
-}  // namespace
-
-ProcessReader::ProcessReader(std::string passwd_path) : users_(std::move(passwd_path)) {}
-
-namespace {
 /// Closes a directory descriptor at scope exit.
 struct FdGuard {
-  int fd;
+  int fd = -1;
+  FdGuard() = default;
+  FdGuard(const FdGuard&) = delete;
+  FdGuard& operator=(const FdGuard&) = delete;
   ~FdGuard() {
     if (fd >= 0) ::close(fd);
   }
 };
+
+std::size_t default_max_kept() {
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) return 1024;
+  return std::min<std::size_t>(1024, static_cast<std::size_t>(rl.rlim_cur / 4));
+}
+
 }  // namespace
 
+ProcessReader::ProcessReader(std::string passwd_path, std::size_t max_kept_stat_fds)
+    : users_(std::move(passwd_path)),
+      max_kept_(max_kept_stat_fds > 0 ? max_kept_stat_fds : default_max_kept()) {}
+
+ProcessReader::~ProcessReader() {
+  for (auto& [pid, e] : entries_) drop_stat_fd(e);
+}
+
+void ProcessReader::drop_stat_fd(Entry& e) noexcept {
+  if (e.stat_fd < 0) return;
+  ::close(e.stat_fd);
+  e.stat_fd = -1;
+  --kept_;
+}
+
 ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContext& ctx, ProcessSample& out) {
-  // One descriptor for /proc/PID: every file below is read relative to it, so all of them come from
-  // the same process even if the pid is reused meanwhile (the old directory then answers ESRCH).
   char digits[16];
   *std::to_chars(digits, digits + sizeof digits - 1, pid).ptr = '\0';
-  const int dir = ::openat(ctx.proc_root_fd, digits, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) {
-    return (errno == ENOENT || errno == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
+  // Every file of a tick is read relative to one descriptor of /proc/PID, so all of them come from
+  // the same process even if the pid is reused meanwhile (the old directory then answers ESRCH). A
+  // kept stat descriptor likewise answers ESRCH once its process is gone.
+  FdGuard dir;
+  auto open_dir = [&]() -> int {
+    if (dir.fd < 0) dir.fd = ::openat(ctx.proc_root_fd, digits, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    return dir.fd < 0 ? errno : 0;
+  };
+
+  // Steady state: one pread of the kept /proc/PID/stat. The directory is opened only for the files
+  // read this tick besides stat (status or the command line when their cache is due, io and cgroup
+  // for details); a pid reused between that pread and this open would need the pid numbers to wrap
+  // around within microseconds, and the next tick's stat (ESRCH, then a new start time) corrects it.
+  auto it = entries_.find(pid);
+  Entry* e = it == entries_.end() ? nullptr : &it->second;
+  bool have_stat = false;
+  if (e && e->stat_fd >= 0) {
+    if (file_.pread_fd(e->stat_fd, 4096, true) == 0) {
+      have_stat = true;
+    } else {
+      drop_stat_fd(*e);  // exited (ESRCH): look the pid up again below
+    }
   }
-  const FdGuard guard{dir};
-  // --- stat: identity, state, times, memory. Without it the process is skipped.
-  if (const int err = file_.read_at(dir, "stat", 4096, true); err != 0) {
-    return (err == ENOENT || err == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
+  if (!have_stat) {
+    if (ctx.own_procfs && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      return ProcessReadResult::gone;
+    if (const int err = open_dir(); err != 0)
+      return (err == ENOENT || err == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
+    // --- stat: identity, state, times, memory. Without it the process is skipped.
+    int kept = -1;
+    const int err = ctx.keep_stat_fds && kept_ < max_kept_
+                        ? file_.read_at_keep(dir.fd, "stat", 4096, true, kept)
+                        : file_.read_at(dir.fd, "stat", 4096, true);
+    if (err != 0)
+      return (err == ENOENT || err == ESRCH) ? ProcessReadResult::gone : ProcessReadResult::unreadable;
+    if (!e) e = &entries_[pid];
+    if (kept >= 0) {
+      drop_stat_fd(*e);
+      e->stat_fd = kept;
+      ++kept_;
+    }
   }
   auto stat = parse_pid_stat(file_.text());
-  if (!stat) return ProcessReadResult::unreadable;
+  if (!stat) return ProcessReadResult::unreadable;  // the entry, untouched, goes at the next sweep
+  if (e->start_time_ticks != stat->start_time_ticks) {
+    // Another process under this pid: nothing cached holds for it (its stat descriptor, opened just
+    // now, does).
+    const int fd = e->stat_fd;
+    *e = Entry{};
+    e->stat_fd = fd;
+    e->start_time_ticks = stat->start_time_ticks;
+  }
+  e->touched = true;
+
   out = ProcessSample{};
   out.pid = pid;
   out.ppid = stat->ppid;
@@ -74,54 +138,72 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
                                        : Reading<double>::fail(ReadStatus::not_available);
   }
 
-  // --- status: uid, NSpid, shared memory.
-  if (const int err = file_.read_at(dir, "status", 16384, true); err != 0) {
-    const auto r = fail_from<std::uint64_t>(err);
-    out.status_file = r.status;
-    out.shared_bytes = r;
-    out.swap_bytes = r;
+  // --- status: uid, NSpid, shared memory (every tick, or once per process and every kRefreshReads).
+  if (ctx.status_every_tick || e->status_reads == 0 || e->status_reads >= kRefreshReads) {
+    int err = open_dir();
+    if (err == 0) err = file_.read_at(dir.fd, "status", 16384, true);
+    if (err != 0) {
+      const auto r = fail_from<std::uint64_t>(err);
+      out.status_file = r.status;
+      if (ctx.status_every_tick) out.shared_bytes = out.swap_bytes = r;
+    } else {
+      const PidStatus st = parse_pid_status(file_.text());
+      out.status_file = ReadStatus::ok;
+      if (st.uid_real) {
+        out.uid = *st.uid_real;
+        out.user = users_.name(out.uid);
+      } else {
+        out.status_file = ReadStatus::invalid_value;
+      }
+      out.nspid = st.nspid;
+      if (ctx.status_every_tick) {
+        if (st.rss_file_bytes && st.rss_shmem_bytes) {
+          out.shared_bytes = Reading<std::uint64_t>::of(*st.rss_file_bytes + *st.rss_shmem_bytes);
+        } else {
+          out.shared_bytes =
+              Reading<std::uint64_t>::fail(ReadStatus::not_supported);  // kernel threads, < 4.5
+        }
+        out.swap_bytes = st.vm_swap_bytes ? Reading<std::uint64_t>::of(*st.vm_swap_bytes)
+                                          : Reading<std::uint64_t>::fail(ReadStatus::not_supported);
+        if (st.threads) out.num_threads = Reading<unsigned>::of(*st.threads);
+      }
+    }
+    if (!ctx.status_every_tick) {
+      e->status_reads = 1;
+      e->status_file = out.status_file;
+      e->uid = out.uid;
+      e->user = out.user;
+      e->nspid = out.nspid;
+    }
   } else {
-    const PidStatus st = parse_pid_status(file_.text());
-    out.status_file = ReadStatus::ok;
-    if (st.uid_real) {
-      out.uid = *st.uid_real;
-      out.user = users_.name(out.uid);
-    } else {
-      out.status_file = ReadStatus::invalid_value;
-    }
-    out.nspid = st.nspid;
-    if (st.rss_file_bytes && st.rss_shmem_bytes) {
-      out.shared_bytes = Reading<std::uint64_t>::of(*st.rss_file_bytes + *st.rss_shmem_bytes);
-    } else {
-      out.shared_bytes = Reading<std::uint64_t>::fail(ReadStatus::not_supported);  // kernel threads, < 4.5
-    }
-    out.swap_bytes = st.vm_swap_bytes ? Reading<std::uint64_t>::of(*st.vm_swap_bytes)
-                                      : Reading<std::uint64_t>::fail(ReadStatus::not_supported);
-    if (st.threads) out.num_threads = Reading<unsigned>::of(*st.threads);
+    ++e->status_reads;
+    out.status_file = e->status_file;
+    out.uid = e->uid;
+    out.user = e->user;
+    out.nspid = e->nspid;
   }
 
   // --- cmdline (may be long; read up to 4× the display cap so the cut is ours), cached.
-  auto& cmd = cmdlines_[pid];
-  cmd.touched = true;
-  const bool fresh = cmd.reads > 0 && cmd.start_time_ticks == out.start_time_ticks && cmd.comm == out.comm &&
-                     !cmd.cmdline.empty() && cmd.reads < kCmdlineRefreshReads;
+  const bool fresh =
+      e->cmdline_reads > 0 && e->comm == out.comm && !e->cmdline.empty() && e->cmdline_reads < kRefreshReads;
   if (fresh) {
-    ++cmd.reads;
-    out.cmdline = cmd.cmdline;
+    ++e->cmdline_reads;
+    out.cmdline = e->cmdline;
   } else {
-    if (file_.read_at(dir, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
+    if (open_dir() == 0 && file_.read_at(dir.fd, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
       out.cmdline = parse_cmdline(file_.text(), ctx.cmdline_max_bytes);
     }
-    cmd.start_time_ticks = out.start_time_ticks;
-    cmd.comm = out.comm;
-    cmd.cmdline = out.cmdline;
-    cmd.reads = 1;
+    e->comm = out.comm;
+    e->cmdline = out.cmdline;
+    e->cmdline_reads = 1;
   }
 
   if (!ctx.details) return ProcessReadResult::ok;
 
   // --- io (ptrace-checked: other users' processes give EACCES).
-  if (const int err = file_.read_at(dir, "io", 4096, true); err != 0) {
+  int err = open_dir();
+  if (err == 0) err = file_.read_at(dir.fd, "io", 4096, true);
+  if (err != 0) {
     out.read_bytes = out.write_bytes = fail_from<std::uint64_t>(err);
   } else {
     const PidIo io = parse_pid_io(file_.text());
@@ -131,53 +213,43 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
                                      : Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
   }
 
-  // --- cgroup, cached per (pid, start time).
-  auto& entry = cgroups_[pid];
-  entry.touched = true;
-  if (entry.valid && entry.start_time_ticks == out.start_time_ticks && entry.cgroup.ok()) {
-    out.cgroup = entry.cgroup;
-    out.container_id = entry.container_id;
+  // --- cgroup, cached per (pid, start time) once read.
+  if (e->cgroup_valid && e->cgroup.ok()) {
+    out.cgroup = e->cgroup;
+    out.container_id = e->container_id;
     return ProcessReadResult::ok;
   }
-  entry = CgroupEntry{};
-  entry.valid = true;
-  entry.touched = true;
-  entry.start_time_ticks = out.start_time_ticks;
-  if (const int err = file_.read_at(dir, "cgroup", 65536); err != 0) {
-    entry.cgroup = fail_from<std::string>(err);
-    entry.container_id = entry.cgroup;
+  e->cgroup_valid = true;
+  err = open_dir();
+  if (err == 0) err = file_.read_at(dir.fd, "cgroup", 65536);
+  if (err != 0) {
+    e->cgroup = fail_from<std::string>(err);
+    e->container_id = e->cgroup;
   } else {
     const auto lines = parse_cgroup(file_.text());
     const auto mem = memory_cgroup_line(lines);
-    entry.cgroup =
+    e->cgroup =
         mem ? Reading<std::string>::of(mem->path) : Reading<std::string>::fail(ReadStatus::not_available);
     std::optional<std::string> id = mem ? container_id_from_cgroup(mem->path) : std::nullopt;
     for (std::size_t i = 0; !id && i < lines.size(); ++i) id = container_id_from_cgroup(lines[i].path);
-    entry.container_id =
+    e->container_id =
         id ? Reading<std::string>::of(std::move(*id)) : Reading<std::string>::fail(ReadStatus::not_available);
   }
-  out.cgroup = entry.cgroup;
-  out.container_id = entry.container_id;
+  out.cgroup = e->cgroup;
+  out.container_id = e->container_id;
   return ProcessReadResult::ok;
 }
 
-namespace {
-template <class Map>
-void sweep_untouched(Map& map) {
-  for (auto it = map.begin(); it != map.end();) {
+void ProcessReader::sweep() {
+  for (auto it = entries_.begin(); it != entries_.end();) {
     if (!it->second.touched) {
-      it = map.erase(it);
+      drop_stat_fd(it->second);
+      it = entries_.erase(it);
     } else {
       it->second.touched = false;
       ++it;
     }
   }
-}
-}  // namespace
-
-void ProcessReader::sweep() {
-  sweep_untouched(cgroups_);
-  sweep_untouched(cmdlines_);
 }
 
 }  // namespace trainmon::host_detail

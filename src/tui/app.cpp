@@ -83,6 +83,11 @@ void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
   // process every tick is most of the CPU cost of a process monitor.
   SamplerOptions so = opt.sampler;
   so.host.all_processes = false;
+  // What the screen does not show is not read: per-CPU frequencies, /proc/PID/io and cgroup, and
+  // /proc/PID/status on every tick (only the user is shown: status is read once per process).
+  so.host.cpu_frequency = false;
+  so.host.requested_process_details = false;
+  so.host.process_status_every_tick = false;
   Sampler sampler(so);
   HostOptions all_opts = so.host;
   all_opts.all_processes = true;

@@ -27,6 +27,17 @@ struct HostOptions {
   bool disks_include_virtual = false;     ///< also report loop*, ram*, zram* devices
   bool disks_include_partitions = false;  ///< also report partitions (sda1, nvme0n1p2)
   std::size_t cmdline_max_bytes = 4096;   ///< longer command lines are cut (UTF-8 boundary)
+  /// Per-CPU frequencies (cpufreq scaling_cur_freq, else /proc/cpuinfo "cpu MHz"): one file per CPU
+  /// or the whole of /proc/cpuinfo every tick; false leaves CpuCoreSample::frequency_mhz not_collected
+  /// (`top` does not show them).
+  bool cpu_frequency = true;
+  /// Read /proc/PID/io and /proc/PID/cgroup for the processes in `pids` (all_process_details: for
+  /// every process). false: only with all_process_details (`top` shows neither).
+  bool requested_process_details = true;
+  /// Read /proc/PID/status on every tick (shared_bytes, swap_bytes). false: once per process (and
+  /// every 30th tick, for a setuid after start-up) for uid, user and NSpid only; shared_bytes and
+  /// swap_bytes are then not_collected. status is the dearest /proc/PID file for the kernel to write.
+  bool process_status_every_tick = true;
 };
 
 class HostCollector {
