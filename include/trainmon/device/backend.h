@@ -41,7 +41,9 @@ class DeviceBackend {
   /// `processes` in index order. Never throws; a lost or hung device yields a GpuSample whose
   /// `responsive` says so.
   virtual void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) = 0;
-  /// Events received since the previous call (moved out).
+  /// Events received since the previous call (moved out). The NVML backend reads pending events
+  /// from the driver during sample() (a zero-timeout poll), so they arrive with the tick's snapshot;
+  /// their time is that poll's, at most one sampling interval after the event.
   virtual std::vector<GpuEvent> drain_events() = 0;
 };
 

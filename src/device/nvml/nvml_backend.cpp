@@ -119,11 +119,7 @@ NvmlBackend::~NvmlBackend() {
   const auto deadline = std::chrono::steady_clock::now() + grace;
   bool all_joined = true;
   for (auto& d : devices_) d.worker->request_stop();
-  // A healthy event thread returns within one nvmlEventSetWait timeout: give it that at least.
-  if (events_)
-    all_joined = events_->stop(std::max(deadline, std::chrono::steady_clock::now() +
-                                                      std::chrono::milliseconds(kEventWaitMs + 200))) &&
-                 all_joined;
+  if (events_) all_joined = events_->stop(deadline) && all_joined;
   for (auto& d : devices_) all_joined = d.worker->stop_until(deadline) && all_joined;
   if (!all_joined) {
     // A detached thread may still be inside the driver: keep it mapped, do not shut it down.
@@ -184,6 +180,11 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
   std::vector<std::shared_ptr<TickResult>> results(devices_.size());
   // One wake-up for the whole tick: every worker arrives at the latch when its job is done.
   auto latch = std::make_shared<device::TickLatch>();
+  // Events pending in the driver join this tick's snapshot (drain_events() after sample()).
+  if (events_) {
+    latch->expect();
+    if (!events_->poll([latch] { latch->arrive(); })) latch->arrive();
+  }
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     auto slot = std::make_shared<TickResult>();
     // The job owns what it touches (context, result slot, latch): a job that outlives this tick, or

@@ -2,7 +2,6 @@
 #include "device/nvml/nvml_events.h"
 
 #include <chrono>
-#include <thread>
 #include <utility>
 
 #include "device/nvml/nvml_error.h"
@@ -31,7 +30,6 @@ EventWatcher::EventWatcher(std::shared_ptr<NvmlLibrary> lib, const std::vector<n
     set_ = nullptr;
     return;
   }
-  std::vector<std::pair<nvmlDevice_t, unsigned>> index_of;
   for (unsigned i = 0; i < handles.size(); ++i) {
     if (handles[i] == nullptr) continue;
     unsigned long long supported = kWantedEvents;
@@ -42,7 +40,7 @@ EventWatcher::EventWatcher(std::shared_ptr<NvmlLibrary> lib, const std::vector<n
     const unsigned long long types = supported & kWantedEvents;
     if (types == 0) continue;
     if (a.device_register_events(handles[i], types, set_) != NVML_SUCCESS) continue;
-    index_of.emplace_back(handles[i], i);
+    shared_->index_of.emplace_back(handles[i], i);
     ++registered_;
   }
   if (registered_ == 0) {
@@ -52,35 +50,39 @@ EventWatcher::EventWatcher(std::shared_ptr<NvmlLibrary> lib, const std::vector<n
     return;
   }
   thread_ = std::make_unique<device::DeviceWorker>();
-  // The loop holds its own references (library, queue), so a detached, stuck loop stays valid.
-  thread_->try_submit([lib = lib_, set = set_, shared = shared_, index_of = std::move(index_of)] {
-    const NvmlApi& api = lib->api();
-    while (!shared->stop.load(std::memory_order_relaxed)) {
-      nvmlEventData_t data{};
-      int rc = api.event_set_wait(set, &data, kEventWaitMs);
-      if (rc == NVML_ERROR_TIMEOUT) continue;
-      if (rc != NVML_SUCCESS) {  // e.g. a lost GPU: do not spin
-        std::this_thread::sleep_for(std::chrono::milliseconds(kEventWaitMs));
-        continue;
-      }
-      GpuEvent e;
-      e.time_unix_ns = now_unix_ns();
-      e.gpu_index = 0xFFFFFFFFu;
-      for (const auto& [h, idx] : index_of) {
-        if (h == data.device) e.gpu_index = idx;
-      }
-      e.event_type = data.eventType;
-      e.xid = (data.eventType & nvmlEventTypeXidCriticalError) ? data.eventData : 0;
-      e.gpu_instance_id = data.gpuInstanceId;
-      e.compute_instance_id = data.computeInstanceId;
-      std::lock_guard lock(shared->mu);
-      if (shared->queue.size() >= kMaxQueuedEvents) {
-        ++shared->dropped;
-      } else {
-        shared->queue.push_back(e);
-      }
-    }
-  });
+}
+
+bool EventWatcher::poll(std::function<void()> on_done) {
+  if (!thread_ || stopped_) return false;
+  // The job holds its own references (library, queue), so a detached, stuck job stays valid.
+  return thread_->try_submit(
+      [lib = lib_, set = set_, shared = shared_] {
+        const NvmlApi& api = lib->api();
+        const std::int64_t t = now_unix_ns();
+        for (std::size_t n = 0; n < kMaxEventsPerPoll; ++n) {
+          nvmlEventData_t data{};
+          // Timeout 0: answers at once; NVML_ERROR_TIMEOUT means nothing is pending. Any other
+          // error (a lost GPU, ...) ends this poll; the next tick polls again.
+          if (api.event_set_wait(set, &data, 0) != NVML_SUCCESS) return;
+          GpuEvent e;
+          e.time_unix_ns = t;
+          e.gpu_index = 0xFFFFFFFFu;
+          for (const auto& [h, idx] : shared->index_of) {
+            if (h == data.device) e.gpu_index = idx;
+          }
+          e.event_type = data.eventType;
+          e.xid = (data.eventType & nvmlEventTypeXidCriticalError) ? data.eventData : 0;
+          e.gpu_instance_id = data.gpuInstanceId;
+          e.compute_instance_id = data.computeInstanceId;
+          std::lock_guard lock(shared->mu);
+          if (shared->queue.size() >= kMaxQueuedEvents) {
+            ++shared->dropped;
+          } else {
+            shared->queue.push_back(e);
+          }
+        }
+      },
+      std::move(on_done));
 }
 
 EventWatcher::~EventWatcher() {
@@ -92,10 +94,14 @@ std::vector<GpuEvent> EventWatcher::drain() {
   return std::exchange(shared_->queue, {});
 }
 
+std::uint64_t EventWatcher::dropped() const {
+  std::lock_guard lock(shared_->mu);
+  return shared_->dropped;
+}
+
 bool EventWatcher::stop(std::chrono::steady_clock::time_point deadline) {
   if (stopped_) return true;
   stopped_ = true;
-  shared_->stop.store(true);
   bool joined = true;
   if (thread_) {
     thread_->request_stop();

@@ -94,11 +94,16 @@ TEST(NvmlEvents, XidAndEccEventsDeliveredWithCodes) {
   EXPECT_EQ(testing::as_nvml(*b).events_status(), "");
   std::vector<GpuEvent> events;
   auto deadline = std::chrono::steady_clock::now() + 3s;
+  // Events are read from the driver by each tick's poll: none before a tick.
+  std::this_thread::sleep_for(300ms);
+  EXPECT_TRUE(b->drain_events().empty());
   while (events.size() < 3 && std::chrono::steady_clock::now() < deadline) {
+    (void)tick(*b);
     for (auto& e : b->drain_events()) events.push_back(e);
     std::this_thread::sleep_for(20ms);
   }
   std::this_thread::sleep_for(300ms);  // nothing more may come (PState was not registered)
+  (void)tick(*b);
   for (auto& e : b->drain_events()) events.push_back(e);
   ASSERT_EQ(events.size(), 3u);
   EXPECT_EQ(events[0].gpu_index, 1u);
