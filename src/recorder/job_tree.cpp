@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <utility>
 
 namespace trainmon::recorder {
 
@@ -71,6 +72,58 @@ std::vector<std::uint32_t> descendants(std::span<const std::pair<std::uint32_t, 
   out.erase(std::unique(out.begin(), out.end()), out.end());
   if (exclude) out.erase(std::remove(out.begin(), out.end(), exclude), out.end());
   return out;
+}
+
+std::optional<std::uint32_t> read_last_pid(const std::string& proc_root) {
+  const std::string path = proc_root + "/loadavg";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  char buf[128];
+  ssize_t n = ::read(fd, buf, sizeof buf - 1);
+  ::close(fd);
+  if (n <= 0) return std::nullopt;
+  std::string_view text(buf, static_cast<std::size_t>(n));
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  auto sp = text.rfind(' ');
+  if (sp == std::string_view::npos || text.substr(0, sp).find('/') == std::string_view::npos)
+    return std::nullopt;
+  std::string_view last = text.substr(sp + 1);
+  std::uint32_t pid = 0;
+  auto [p, ec] = std::from_chars(last.data(), last.data() + last.size(), pid);
+  if (ec != std::errc() || p != last.data() + last.size()) return std::nullopt;
+  return pid;
+}
+
+ParentTable::ParentTable(std::string proc_root, std::int64_t min_rescan_ns)
+    : proc_root_(std::move(proc_root)), min_rescan_ns_(min_rescan_ns) {}
+
+bool ParentTable::needs_scan(std::span<const std::uint32_t> roots, std::int64_t now_ns,
+                             std::optional<std::uint32_t> last) {
+  if (scans_ == 0) return true;
+  // No pid created since the last scan: nothing new to find (a root missing from the table is then a
+  // process this /proc cannot show, e.g. in another pid namespace, and scanning again would not help).
+  const bool appeared = !last || !last_pid_ || *last != *last_pid_;
+  if (!appeared) return false;
+  for (std::uint32_t r : roots) {
+    auto it = std::lower_bound(table_.begin(), table_.end(), std::pair<std::uint32_t, std::uint32_t>{r, 0});
+    if (it == table_.end() || it->first != r) return true;  // a new root: find its children now
+  }
+  return now_ns - scanned_at_ns_ >= min_rescan_ns_;
+}
+
+std::vector<std::uint32_t> ParentTable::descendants_of(std::span<const std::uint32_t> roots,
+                                                       std::uint32_t exclude, std::int64_t now_ns) {
+  // Read the last pid before scanning: a process created during the scan then shows as a change
+  // next time, never as one already seen.
+  auto last = read_last_pid(proc_root_);
+  if (needs_scan(roots, now_ns, last)) {
+    table_ = read_parent_pids(proc_root_);
+    std::sort(table_.begin(), table_.end());
+    last_pid_ = last;
+    scanned_at_ns_ = now_ns;
+    ++scans_;
+  }
+  return descendants(table_, roots, exclude);
 }
 
 }  // namespace trainmon::recorder

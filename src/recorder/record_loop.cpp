@@ -112,6 +112,10 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   std::int64_t next = start_mono;
   std::int64_t next_retention = start_mono + 3600LL * 1'000'000'000;
   std::vector<std::uint32_t> gpu_pids;
+  // The GPU processes' children (data-loader workers, ...) are found again at most every 5 s when
+  // other processes appear on the machine, at once for a new GPU process: a daemon must not scan
+  // all of /proc every second on a node with thousands of processes.
+  ParentTable parents(o.proc_root, 5'000'000'000LL);
   std::vector<diagnose::Finding> active;
   // Every finding seen while recording (the live diagnosis keeps only the last hour): stored with
   // the run at the end, so `runs`, `show` and reports of a record / serve run list them.
@@ -135,7 +139,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
       if (gpu_pids.empty()) {
         sampler.options().watch_pids.clear();
       } else {
-        sampler.options().watch_pids = descendants(read_parent_pids(o.proc_root), gpu_pids);
+        sampler.options().watch_pids = parents.descendants_of(gpu_pids, 0, now_ns(CLOCK_MONOTONIC));
       }
       Snapshot snap = sampler.sample();
       gpu_pids.clear();

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <set>
 
 #include "trainmon/recorder/job_tree.h"
@@ -93,14 +94,18 @@ JobTotals job_totals(const Snapshot& snap, std::span<const std::uint32_t> pids) 
 }
 
 RecorderSession::RecorderSession(SessionOptions options, std::unique_ptr<store::StoreWriter> writer)
-    : options_(std::move(options)), writer_(std::move(writer)), oom_(options_.proc_root, options_.sys_root) {}
+    : options_(std::move(options)),
+      writer_(std::move(writer)),
+      oom_(options_.proc_root, options_.sys_root),
+      parents_(options_.proc_root, 0) {}
 
 std::vector<std::uint32_t> RecorderSession::refresh_job_pids() {
   if (!options_.child_pid) return {};
-  auto parents = read_parent_pids(options_.proc_root);
   std::vector<std::uint32_t> roots{*options_.child_pid};
   if (options_.self_pid) roots.push_back(options_.self_pid);
-  job_pids_ = descendants(parents, roots, options_.self_pid);
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  job_pids_ = parents_.descendants_of(roots, options_.self_pid, ts.tv_sec * 1'000'000'000LL + ts.tv_nsec);
   for (auto pid : job_pids_) oom_.observe(pid);
   return job_pids_;
 }

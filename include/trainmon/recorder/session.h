@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trainmon/core/snapshot.h"
+#include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/resource_line.h"
 #include "trainmon/recorder/run_stats.h"
 #include "trainmon/runner/oom.h"
@@ -76,6 +77,7 @@ class RecorderSession {
   std::unique_ptr<store::StoreWriter> writer_;
   RunStats stats_;
   runner::OomWatch oom_;
+  ParentTable parents_;  // scanned again at any tick where a process appeared (exact job tree)
   std::vector<std::uint32_t> job_pids_;
   JobTotals last_job_;
   std::vector<std::string> gpu_ids_;  ///< uuid (or index) per GPU last sent to the store
