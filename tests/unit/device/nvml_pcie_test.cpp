@@ -13,6 +13,7 @@
 #include <string>
 #include <thread>
 
+#include "device/nvml/nvml_device.h"
 #include "device/nvml/nvml_pcie.h"
 #include "device/nvml/nvml_validate.h"
 #include "nvml_test_util.h"
@@ -122,13 +123,14 @@ unsigned long long field_calls() {
 }
 
 /// A one-GPU scenario (Gen5 x16) in a fresh file; `device_extra` is spliced into the device object
-/// and `metrics` is its metrics object.
-std::string scenario(const std::string& device_extra, const std::string& metrics) {
+/// and `metrics` is its metrics object; `top` (ending in a comma) adds top-level keys.
+std::string scenario(const std::string& device_extra, const std::string& metrics,
+                     const std::string& top = "") {
   static int n = 0;
   auto dir = std::filesystem::temp_directory_path() / ("trainmon-pcie-test-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto path = dir / ("s" + std::to_string(n++) + ".json");
-  std::ofstream(path) << R"({"name": "pcie", "devices": [{"name": "NVIDIA H100 80GB HBM3",
+  std::ofstream(path) << R"({"name": "pcie", )" << top << R"( "devices": [{"name": "NVIDIA H100 80GB HBM3",
     "uuid": "GPU-00000000-0000-4000-8000-0000000000c1", "memory_total": 85520809984,
     "pcie": {"gen_max": 5, "gen_current": 5, "width_max": 16, "width_current": 16},)"
                       << device_extra << R"( "metrics": )" << metrics << "}]}";
@@ -276,6 +278,27 @@ TEST(NvmlPcieCounters, ResetFallsBackForOneTickAndRestarts) {
   EXPECT_EQ(t.gpus[0].pcie_rx_kib_s, Reading<unsigned>::of(100000));
   EXPECT_EQ(t.gpus[0].pcie_tx_kib_s, Reading<unsigned>::of(125000));
   EXPECT_EQ(blocking_calls() - before, 4u);
+}
+
+TEST(NvmlPcieCounters, ATransientErrorIsReprobedAfterFullReprobeTicks) {
+  // The counter probe of the first tick fails (the 2nd nvmlDeviceGetFieldValues call: the 1st is
+  // the sample's own fields); the blocking call is not supported here (and so costs no 20 ms sleep
+  // in the fake), which makes the source of each value visible.
+  auto b = open_fake(scenario(R"("not_supported": ["nvmlDeviceGetPcieThroughput"],)", kConstant,
+                              R"("errors": [{"function": "nvmlDeviceGetFieldValues", "calls": [2],
+                                  "return": "NVML_ERROR_UNKNOWN"}],)"),
+                     30);
+  const auto fields0 = field_calls();
+  const unsigned reprobe_tick = nvml::kFullReprobeTicks + 1;
+  for (unsigned k = 1; k <= reprobe_tick; ++k) {
+    auto t = tick_at(*b, 30 + k);
+    ASSERT_EQ(t.gpus[0].pcie_rx_kib_s.status, ReadStatus::not_supported) << k;
+  }
+  // Probed on the first tick and at the re-probe only.
+  EXPECT_EQ(field_calls() - fields0, reprobe_tick + 2);
+  auto t = tick_at(*b, 30 + reprobe_tick + 1);  // the counters now have a previous value
+  EXPECT_EQ(t.gpus[0].pcie_rx_kib_s, Reading<unsigned>::of(250000));
+  EXPECT_EQ(t.gpus[0].pcie_tx_kib_s, Reading<unsigned>::of(125000));
 }
 
 TEST(NvmlPcieCounters, RateAboveTheLinkIsInvalid) {
