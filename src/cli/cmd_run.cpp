@@ -259,8 +259,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     for (;;) {
       std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
       if (left <= 0 && monitoring) break;
-      auto ev = runner::wait_for_event(
-          *child, std::chrono::milliseconds(monitoring ? std::max<std::int64_t>(left / 1'000'000, 0) : 1000));
+      auto ev = runner::wait_for_event(*child, monitoring
+                                                   ? std::chrono::nanoseconds(std::max<std::int64_t>(left, 0))
+                                                   : std::chrono::nanoseconds(std::chrono::seconds(1)));
       if (ev.kind == runner::Event::child_exited) {
         exit = ev.exit;
         done = true;

@@ -74,15 +74,9 @@ std::vector<std::uint32_t> descendants(std::span<const std::pair<std::uint32_t, 
   return out;
 }
 
-std::optional<std::uint32_t> read_last_pid(const std::string& proc_root) {
-  const std::string path = proc_root + "/loadavg";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  char buf[128];
-  ssize_t n = ::read(fd, buf, sizeof buf - 1);
-  ::close(fd);
-  if (n <= 0) return std::nullopt;
-  std::string_view text(buf, static_cast<std::size_t>(n));
+namespace {
+
+std::optional<std::uint32_t> parse_last_pid(std::string_view text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
   auto sp = text.rfind(' ');
   if (sp == std::string_view::npos || text.substr(0, sp).find('/') == std::string_view::npos)
@@ -94,8 +88,47 @@ std::optional<std::uint32_t> read_last_pid(const std::string& proc_root) {
   return pid;
 }
 
+std::optional<std::uint32_t> pread_last_pid(int fd) {
+  char buf[128];
+  ssize_t n = ::pread(fd, buf, sizeof buf, 0);
+  if (n <= 0) return std::nullopt;
+  return parse_last_pid(std::string_view(buf, static_cast<std::size_t>(n)));
+}
+
+}  // namespace
+
+std::optional<std::uint32_t> read_last_pid(const std::string& proc_root) {
+  const std::string path = proc_root + "/loadavg";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  auto last = pread_last_pid(fd);
+  ::close(fd);
+  return last;
+}
+
 ParentTable::ParentTable(std::string proc_root, std::int64_t min_rescan_ns)
     : proc_root_(std::move(proc_root)), min_rescan_ns_(min_rescan_ns) {}
+
+ParentTable::~ParentTable() {
+  if (loadavg_fd_ >= 0) ::close(loadavg_fd_);
+}
+
+std::optional<std::uint32_t> ParentTable::last_pid() {
+  // Kept open and read from offset 0 each tick: procfs makes the text again on every such read.
+  if (loadavg_fd_ < 0) loadavg_fd_ = ::open((proc_root_ + "/loadavg").c_str(), O_RDONLY | O_CLOEXEC);
+  if (loadavg_fd_ < 0) return std::nullopt;
+  auto last = pread_last_pid(loadavg_fd_);
+  if (!last) {  // replaced or unreadable: open it again next time
+    ::close(loadavg_fd_);
+    loadavg_fd_ = -1;
+  }
+  return last;
+}
+
+bool ParentTable::in_table(std::uint32_t pid) const {
+  auto it = std::lower_bound(table_.begin(), table_.end(), std::pair<std::uint32_t, std::uint32_t>{pid, 0});
+  return it != table_.end() && it->first == pid;
+}
 
 bool ParentTable::needs_scan(std::span<const std::uint32_t> roots, std::int64_t now_ns,
                              std::optional<std::uint32_t> last) {
@@ -104,24 +137,31 @@ bool ParentTable::needs_scan(std::span<const std::uint32_t> roots, std::int64_t 
   // process this /proc cannot show, e.g. in another pid namespace, and scanning again would not help).
   const bool appeared = !last || !last_pid_ || *last != *last_pid_;
   if (!appeared) return false;
+  if (now_ns - scanned_at_ns_ >= min_rescan_ns_) return true;
   for (std::uint32_t r : roots) {
-    auto it = std::lower_bound(table_.begin(), table_.end(), std::pair<std::uint32_t, std::uint32_t>{r, 0});
-    if (it == table_.end() || it->first != r) return true;  // a new root: find its children now
+    // A new root (a new GPU process): find its children now. One the last scan did not find either
+    // (a process this /proc cannot show, e.g. in another pid namespace) waits for min_rescan.
+    if (!std::binary_search(unseen_.begin(), unseen_.end(), r) && !in_table(r)) return true;
   }
-  return now_ns - scanned_at_ns_ >= min_rescan_ns_;
+  return false;
 }
 
 std::vector<std::uint32_t> ParentTable::descendants_of(std::span<const std::uint32_t> roots,
                                                        std::uint32_t exclude, std::int64_t now_ns) {
   // Read the last pid before scanning: a process created during the scan then shows as a change
   // next time, never as one already seen.
-  auto last = read_last_pid(proc_root_);
+  auto last = last_pid();
   if (needs_scan(roots, now_ns, last)) {
     table_ = read_parent_pids(proc_root_);
     std::sort(table_.begin(), table_.end());
     last_pid_ = last;
     scanned_at_ns_ = now_ns;
     ++scans_;
+    unseen_.clear();
+    for (std::uint32_t r : roots) {
+      if (!in_table(r)) unseen_.push_back(r);
+    }
+    std::sort(unseen_.begin(), unseen_.end());
   }
   return descendants(table_, roots, exclude);
 }

@@ -164,7 +164,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
     for (;;) {
       std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
       if (left <= 0) break;
-      auto ev = runner::wait_for_event(0, std::chrono::milliseconds(left / 1'000'000));
+      auto ev = runner::wait_for_event(0, std::chrono::nanoseconds(left));
       if (ev.kind == runner::Event::signal) {
         stop_signal = ev.signal_number;
         break;

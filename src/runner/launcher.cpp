@@ -9,7 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -165,12 +167,13 @@ void release_owned_child(pid_t pid) {
   o.pids.erase(pid);
 }
 
-Event wait_for_event(pid_t child, std::chrono::milliseconds timeout) {
+Event wait_for_event(pid_t child, std::chrono::nanoseconds timeout) {
   const sigset_t set = watched_set();
   timespec deadline{};
   ::clock_gettime(CLOCK_MONOTONIC, &deadline);
-  deadline.tv_sec += timeout.count() / 1000;
-  deadline.tv_nsec += (timeout.count() % 1000) * 1'000'000;
+  const std::int64_t ns = std::max<std::int64_t>(timeout.count(), 0);
+  deadline.tv_sec += static_cast<time_t>(ns / 1'000'000'000);
+  deadline.tv_nsec += static_cast<long>(ns % 1'000'000'000);
   if (deadline.tv_nsec >= 1'000'000'000) {
     deadline.tv_sec += 1;
     deadline.tv_nsec -= 1'000'000'000;

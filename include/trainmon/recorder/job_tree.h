@@ -41,8 +41,12 @@ class ParentTable {
  public:
   /// `min_rescan_ns`: the least time between two scans caused by new processes elsewhere on the
   /// machine (0: scan at every tick where a process appeared). When a process appeared and a root is
-  /// missing from the table (a new GPU process), the scan runs at once regardless.
+  /// missing from the table (a new GPU process), the scan runs at once regardless, unless the last
+  /// scan already missed that root (a pid this /proc cannot show).
   ParentTable(std::string proc_root, std::int64_t min_rescan_ns);
+  ~ParentTable();
+  ParentTable(const ParentTable&) = delete;
+  ParentTable& operator=(const ParentTable&) = delete;
 
   /// `roots` and their descendants (see descendants()), from a table refreshed first when needed.
   /// `now_ns`: a monotonic clock.
@@ -54,10 +58,14 @@ class ParentTable {
  private:
   bool needs_scan(std::span<const std::uint32_t> roots, std::int64_t now_ns,
                   std::optional<std::uint32_t> last);
+  bool in_table(std::uint32_t pid) const;
+  std::optional<std::uint32_t> last_pid();
 
   std::string proc_root_;
   std::int64_t min_rescan_ns_;
+  int loadavg_fd_ = -1;
   std::vector<std::pair<std::uint32_t, std::uint32_t>> table_;  // sorted by pid
+  std::vector<std::uint32_t> unseen_;                           // roots the last scan did not find
   std::optional<std::uint32_t> last_pid_;                       // at the last scan
   std::int64_t scanned_at_ns_ = 0;
   std::uint64_t scans_ = 0;

@@ -44,8 +44,9 @@ struct Event {
 /// SIGHUP or SIGQUIT sent to trainmon by another process is forwarded to the child; one generated
 /// by the terminal (which already reached the child, in the same process group) is not sent twice.
 /// Orphans reparented to trainmon are reaped silently. `child` <= 0 (no command: `record`) only
-/// waits for signals and reaps.
-Event wait_for_event(pid_t child, std::chrono::milliseconds timeout);
+/// waits for signals and reaps. The timeout is kept to the nanosecond: a caller sleeping until its next
+/// tick must not get a 0 ms timeout for the last fraction of a millisecond and spin.
+Event wait_for_event(pid_t child, std::chrono::nanoseconds timeout);
 
 /// Children that another part of trainmon waits for itself (the alert command sink): wait_for_event()
 /// never reaps them, so their owner's waitpid() gets their status. `spawn` runs with the registry

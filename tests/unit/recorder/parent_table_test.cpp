@@ -100,6 +100,17 @@ TEST(ParentTable, ANewRootScansAtOnceButAnInvisibleOneDoesNotRepeat) {
   EXPECT_EQ(table.descendants_of(roots, 0, 2), (std::vector<std::uint32_t>{200, 999}));
   EXPECT_EQ(table.descendants_of(roots, 0, 3), (std::vector<std::uint32_t>{200, 999}));
   EXPECT_EQ(table.scans(), 2u);
+  // Processes keep appearing elsewhere (a busy machine): the invisible root costs one scan, then
+  // waits for min_rescan like everything else.
+  t.last_pid(400);
+  (void)table.descendants_of(roots, 0, 4);
+  EXPECT_EQ(table.scans(), 3u);
+  t.last_pid(401);
+  (void)table.descendants_of(roots, 0, 5);
+  EXPECT_EQ(table.scans(), 3u);
+  t.last_pid(402);
+  (void)table.descendants_of(roots, 0, 5 * kSecond + 4);
+  EXPECT_EQ(table.scans(), 4u);
 }
 
 TEST(ParentTable, WithoutLoadavgAndNoMinimumItScansEveryTick) {
