@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <map>
 #include <utility>
 
 namespace trainmon::recorder {
@@ -51,17 +50,21 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> read_parent_pids(const std:
 
 std::vector<std::uint32_t> descendants(std::span<const std::pair<std::uint32_t, std::uint32_t>> parents,
                                        std::span<const std::uint32_t> roots, std::uint32_t exclude) {
-  std::multimap<std::uint32_t, std::uint32_t> children;
+  // (ppid, pid) sorted: the children of a pid are one equal range. One allocation, no tree.
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> children;
+  children.reserve(parents.size());
   for (const auto& [pid, ppid] : parents) {
-    if (pid != ppid) children.emplace(ppid, pid);
+    if (pid != ppid) children.emplace_back(ppid, pid);
   }
+  std::sort(children.begin(), children.end());
   std::vector<std::uint32_t> out(roots.begin(), roots.end());
   // Breadth-first; `out` doubles as the queue. A pid is visited once (no cycles).
   std::vector<std::uint32_t> seen(out);
   std::sort(seen.begin(), seen.end());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    auto [b, e] = children.equal_range(out[i]);
-    for (auto it = b; it != e; ++it) {
+    auto b = std::lower_bound(children.begin(), children.end(),
+                              std::pair<std::uint32_t, std::uint32_t>{out[i], 0});
+    for (auto it = b; it != children.end() && it->first == out[i]; ++it) {
       auto pos = std::lower_bound(seen.begin(), seen.end(), it->second);
       if (pos != seen.end() && *pos == it->second) continue;
       seen.insert(pos, it->second);
@@ -162,8 +165,13 @@ std::vector<std::uint32_t> ParentTable::descendants_of(std::span<const std::uint
       if (!in_table(r)) unseen_.push_back(r);
     }
     std::sort(unseen_.begin(), unseen_.end());
+  } else if (std::ranges::equal(roots, memo_roots_) && exclude == memo_exclude_) {
+    return memo_;  // same table, same question
   }
-  return descendants(table_, roots, exclude);
+  memo_roots_.assign(roots.begin(), roots.end());
+  memo_exclude_ = exclude;
+  memo_ = descendants(table_, roots, exclude);
+  return memo_;
 }
 
 }  // namespace trainmon::recorder

@@ -68,6 +68,8 @@ class ParentTable {
   std::vector<std::uint32_t> unseen_;                           // roots the last scan did not find
   std::optional<std::uint32_t> last_pid_;                       // at the last scan
   std::int64_t scanned_at_ns_ = 0;
+  std::vector<std::uint32_t> memo_roots_, memo_;  // the last answer, for the same table and roots
+  std::uint32_t memo_exclude_ = 0;
   std::uint64_t scans_ = 0;
 };
 
