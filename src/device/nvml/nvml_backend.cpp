@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// open_nvml_backend: load, init, enumerate, then sample every device on its own worker thread with
-// a common deadline per tick (BackendOptions::device_timeout).
+// open_nvml_backend: load, init, enumerate, then sample the devices on worker threads with a common
+// deadline per tick (BackendOptions::device_timeout): quick devices one after the other on one shared
+// worker, the others (first ticks, blocking calls, hung or lost GPUs) each on its own.
 #include "device/nvml/nvml_backend.h"
 
 #include <algorithm>
@@ -104,7 +105,7 @@ NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
     handles[i] = h;
     Device d;
     d.ctx = std::make_shared<DeviceContext>(lib_, h, i, options_);
-    d.worker = std::make_unique<device::DeviceWorker>();
+    d.own = std::make_unique<device::DeviceWorker>();
     auto info = std::make_shared<GpuStaticInfo>();
     info->index = i;
     d.last_info = std::move(info);
@@ -118,9 +119,15 @@ NvmlBackend::~NvmlBackend() {
       std::clamp(options_.device_timeout, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
   const auto deadline = std::chrono::steady_clock::now() + grace;
   bool all_joined = true;
-  for (auto& d : devices_) d.worker->request_stop();
+  for (auto& d : devices_) {
+    if (d.own) d.own->request_stop();
+  }
+  if (shared_worker_) shared_worker_->request_stop();
   if (events_) all_joined = events_->stop(deadline) && all_joined;
-  for (auto& d : devices_) all_joined = d.worker->stop_until(deadline) && all_joined;
+  for (auto& d : devices_) {
+    if (d.own) all_joined = d.own->stop_until(deadline) && all_joined;
+  }
+  if (shared_worker_) all_joined = shared_worker_->stop_until(deadline) && all_joined;
   if (!all_joined) {
     // A detached thread may still be inside the driver: keep it mapped, do not shut it down.
     if (lib_) lib_->leak();
@@ -175,9 +182,46 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
   }
 }
 
+void NvmlBackend::run_into(DeviceContext& ctx, TickResult& out) {
+  const auto start = std::chrono::steady_clock::now();
+  run_tick(ctx, out);
+  out.slow = std::chrono::steady_clock::now() - start > kQuickTick;
+  out.done.store(true, std::memory_order_release);
+}
+
+std::function<void()> NvmlBackend::shared_job(std::shared_ptr<SharedTick> t) {
+  return [t = std::move(t)] {
+    for (std::size_t k = 0; k < t->devices.size(); ++k) {
+      {
+        std::lock_guard lock(t->mu);
+        if (t->abandoned) return;  // the sampler gave up on this tick and took the rest
+        if (t->claimed[k]) continue;
+        t->claimed[k] = true;
+        t->running = static_cast<int>(t->devices[k]);
+      }
+      run_into(*t->ctx[k], *t->slots[k]);
+      std::lock_guard lock(t->mu);
+      t->running = -1;
+    }
+  };
+}
+
+void NvmlBackend::start_on_own_worker(std::size_t i, const std::shared_ptr<TickResult>& slot,
+                                      const std::shared_ptr<device::TickLatch>& latch) {
+  Device& d = devices_[i];
+  d.own = std::make_unique<device::DeviceWorker>();
+  d.calm_ticks = 0;
+  latch->expect();
+  if (!d.own->try_submit([ctx = d.ctx, slot] { run_into(*ctx, *slot); }, [latch] { latch->arrive(); }))
+    latch->arrive();
+}
+
 void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
   const auto deadline = std::chrono::steady_clock::now() + options_.device_timeout;
-  std::vector<std::shared_ptr<TickResult>> results(devices_.size());
+  // Every job owns what it touches (context, result slot, latch): a job that outlives this tick, or
+  // the backend, writes only into memory it keeps alive itself.
+  std::vector<std::shared_ptr<TickResult>> slots(devices_.size());
+  for (auto& slot : slots) slot = std::make_shared<TickResult>();
   // One wake-up for the whole tick: every worker arrives at the latch when its job is done.
   auto latch = std::make_shared<device::TickLatch>();
   // Events pending in the driver join this tick's snapshot (drain_events() after sample()).
@@ -185,38 +229,90 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
     latch->expect();
     if (!events_->poll([latch] { latch->arrive(); })) latch->arrive();
   }
+  auto shared = std::make_shared<SharedTick>();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
-    auto slot = std::make_shared<TickResult>();
-    // The job owns what it touches (context, result slot, latch): a job that outlives this tick, or
-    // the backend, writes only into memory it keeps alive itself.
+    Device& d = devices_[i];
+    if (!d.own) {
+      shared->devices.push_back(i);
+      shared->ctx.push_back(d.ctx);
+      shared->slots.push_back(slots[i]);
+      shared->claimed.push_back(false);
+      continue;
+    }
     latch->expect();
-    auto job = [ctx = devices_[i].ctx, slot] {
-      run_tick(*ctx, *slot);
-      slot->done.store(true, std::memory_order_release);
-    };
-    if (devices_[i].worker->try_submit(std::move(job), [latch] { latch->arrive(); })) {
-      results[i] = std::move(slot);
-    } else {
+    if (!d.own->try_submit([ctx = d.ctx, slot = slots[i]] { run_into(*ctx, *slot); },
+                           [latch] { latch->arrive(); }))
       latch->arrive();  // still inside an earlier tick's call: nothing to wait for
+  }
+  bool shared_started = false;
+  if (!shared->devices.empty()) {
+    if (!shared_worker_) shared_worker_ = std::make_unique<device::DeviceWorker>();
+    latch->expect();
+    shared_started = shared_worker_->try_submit(shared_job(shared), [latch] { latch->arrive(); });
+    if (!shared_started) {
+      // Still finishing an earlier tick (late, not hung: a hung one is handed over below): this
+      // tick, each of these devices runs on a worker of its own.
+      latch->arrive();
+      for (std::size_t i : shared->devices) start_on_own_worker(i, slots[i], latch);
     }
   }
   latch->wait_until(deadline);
+  if (shared_started) {
+    int stuck = -1;
+    std::vector<std::size_t> taken;  // devices the shared worker did not reach in time
+    {
+      std::lock_guard lock(shared->mu);
+      shared->abandoned = true;
+      stuck = shared->running;
+      for (std::size_t k = 0; k < shared->devices.size(); ++k) {
+        if (!shared->claimed[k]) {
+          shared->claimed[k] = true;
+          taken.push_back(shared->devices[k]);
+        }
+      }
+    }
+    if (stuck >= 0) {
+      // The shared worker hangs inside this device's call: it becomes that device's own worker (busy,
+      // so the device reports "timeout" until the call returns), and a new one serves the rest.
+      Device& d = devices_[static_cast<std::size_t>(stuck)];
+      d.own = std::move(shared_worker_);
+      d.calm_ticks = 0;
+    }
+    if (!taken.empty()) {
+      // The devices after a hung one still answer in this tick, each on a worker of its own.
+      auto late = std::make_shared<device::TickLatch>();
+      for (std::size_t i : taken) start_on_own_worker(i, slots[i], late);
+      late->wait_until(std::chrono::steady_clock::now() + options_.device_timeout);
+    }
+  }
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
-    if (results[i] && results[i]->done.load(std::memory_order_acquire)) {
-      TickResult& r = *results[i];
+    TickResult& r = *slots[i];
+    const bool answered = r.done.load(std::memory_order_acquire);
+    const bool calm = answered && !r.slow && r.sample.responsive.ok();
+    if (answered) {
       if (r.sample.info) d.last_info = r.sample.info;
       r.sample.info = d.last_info;
       gpus.push_back(std::move(r.sample));
       for (auto& p : r.processes) processes.push_back(std::move(p));
-      continue;
+    } else {
+      // Still inside an NVML call (this tick's, or one from an earlier tick): report and move on.
+      GpuSample s;
+      s.index = static_cast<unsigned>(i);
+      s.info = d.last_info;
+      set_all_status(s, ReadStatus::timeout, 0);
+      gpus.push_back(std::move(s));
     }
-    // Still inside an NVML call (this tick's, or one from an earlier tick): report and move on.
-    GpuSample s;
-    s.index = static_cast<unsigned>(i);
-    s.info = d.last_info;
-    set_all_status(s, ReadStatus::timeout, 0);
-    gpus.push_back(std::move(s));
+    // Where the device is sampled next tick: a device that was slow (e.g. the 20 ms PCIe call) or did
+    // not answer keeps (or gets) a worker of its own, so its wait runs in parallel with the others;
+    // one that answered quickly kCalmTicksToShare ticks in a row joins the shared worker.
+    if (d.own) {
+      d.calm_ticks = calm ? d.calm_ticks + 1 : 0;
+      if (d.calm_ticks >= kCalmTicksToShare && !d.own->busy()) d.own.reset();
+    } else if (answered && r.slow) {
+      d.own = std::make_unique<device::DeviceWorker>();
+      d.calm_ticks = 0;
+    }
   }
 }
 
@@ -226,6 +322,11 @@ std::vector<GpuEvent> NvmlBackend::drain_events() {
 
 std::vector<SymbolBinding> NvmlBackend::bindings() const {
   return lib_ ? lib_->bindings() : std::vector<SymbolBinding>{};
+}
+
+unsigned NvmlBackend::devices_on_shared_worker() const {
+  return static_cast<unsigned>(
+      std::count_if(devices_.begin(), devices_.end(), [](const Device& d) { return !d.own; }));
 }
 
 std::string NvmlBackend::events_status() const {

@@ -4,7 +4,10 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,27 +34,65 @@ class NvmlBackend final : public DeviceBackend {
 
   /// Which name each table entry was bound to (empty when NVML was not loaded).
   std::vector<SymbolBinding> bindings() const;
-  /// The event thread's state: "" when watching, else why not.
+  /// Devices sampled by the shared worker at the next tick (see Device; for tests and `doctor`).
+  unsigned devices_on_shared_worker() const;
+  /// The event poll's state: "" when watching, else why not.
   std::string events_status() const;
 
  private:
   struct TickResult {
     GpuSample sample;
     std::vector<GpuProcessSample> processes;
+    bool slow = false;              ///< the tick took longer than kQuickTick
     std::atomic<bool> done{false};  ///< set (release) by the worker after the fields above
   };
+  /// Where each device is sampled. A worker per GPU isolates a GPU that hangs, but costs one thread
+  /// wake-up per GPU per tick, which on an idle (virtual) machine costs more CPU than the NVML calls
+  /// themselves. So devices whose ticks are quick share one worker that samples them one after the
+  /// other (one wake-up a tick), and a device gets a worker of its own
+  ///  - at the start (the first ticks read the static facts and may make blocking calls),
+  ///  - when its tick was slow, longer than kQuickTick (nvmlDeviceGetPcieThroughput waits 20 ms per
+  ///    direction where the driver has no PCIe byte counters: such waits run in parallel, not one
+  ///    GPU after another),
+  ///  - when it hung inside the shared worker: that worker, stuck in its call, becomes the device's
+  ///    own, and the devices after it in the tick are each given a worker of their own at once, so
+  ///    they still answer in that tick (the hung tick costs device_timeout plus their call time),
+  ///  - when it did not answer or is lost;
+  /// and goes back to the shared worker after kCalmTicksToShare quick ticks in a row.
   struct Device {
     std::shared_ptr<DeviceContext> ctx;
-    std::unique_ptr<device::DeviceWorker> worker;
+    std::unique_ptr<device::DeviceWorker> own;       ///< nullptr: sampled by shared_worker_
+    unsigned calm_ticks = 0;                         ///< quick, answered ticks in a row on `own`
     std::shared_ptr<const GpuStaticInfo> last_info;  ///< what a timed-out tick shows
   };
+  /// One tick of the shared worker: which devices it may still start (claimed under `mu`, so that a
+  /// device is never sampled by two threads) and which one it is inside.
+  struct SharedTick {
+    std::mutex mu;
+    bool abandoned = false;  ///< the sampler took the unstarted devices: stop
+    int running = -1;        ///< device index inside its NVML calls now, -1 between devices
+    std::vector<std::size_t> devices;
+    std::vector<bool> claimed;
+    std::vector<std::shared_ptr<DeviceContext>> ctx;
+    std::vector<std::shared_ptr<TickResult>> slots;
+  };
+  static constexpr unsigned kCalmTicksToShare = 3;
+  /// A tick quicker than this may share the worker: 8 such GPUs one after another take < 80 ms, well
+  /// inside any sampling interval (>= 100 ms) and the default 2 s device timeout.
+  static constexpr std::chrono::milliseconds kQuickTick{10};
   static void run_tick(DeviceContext& ctx, TickResult& out);
+  static void run_into(DeviceContext& ctx, TickResult& out);
+  static std::function<void()> shared_job(std::shared_ptr<SharedTick> t);
+  /// Give device `i` a worker of its own and start its tick there, arriving at `latch` when done.
+  void start_on_own_worker(std::size_t i, const std::shared_ptr<TickResult>& slot,
+                           const std::shared_ptr<device::TickLatch>& latch);
 
   BackendOptions options_;
   DriverInfo driver_;
   std::shared_ptr<NvmlLibrary> lib_;
   bool initialised_ = false;
   std::vector<Device> devices_;
+  std::unique_ptr<device::DeviceWorker> shared_worker_;
   std::unique_ptr<EventWatcher> events_;
 };
 
