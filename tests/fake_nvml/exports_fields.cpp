@@ -27,13 +27,13 @@ int pcie_counter(const Call& c, nvmlFieldValue_t& f, bool tx) {
   const PcieCounters& pc = d.pcie_counters;
   const bool after_reset = pc.reset_at_s && c.t >= *pc.reset_at_s;
   const double kb = rate->integral(c.t) - (after_reset ? rate->integral(*pc.reset_at_s) : 0.0);
-  const unsigned long long bytes =
-      rounded<unsigned long long>(kb * 1024.0) + (after_reset ? 0 : pc.start_bytes);
+  unsigned long long bytes = rounded<unsigned long long>(kb * 1024.0) + (after_reset ? 0 : pc.start_bytes);
+  if (pc.width_bits == 32) bytes &= 0xFFFFFFFFull;
   if (!pc.timestamps) f.timestamp = 0;
   f.value.ullVal = 0;
   if (pc.unsigned_int) {
     f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-    f.value.uiVal = static_cast<unsigned>(bytes & 0xFFFFFFFFull);
+    f.value.uiVal = static_cast<unsigned>(bytes);
   } else {
     f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
     f.value.ullVal = bytes;

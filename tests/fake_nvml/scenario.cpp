@@ -255,6 +255,12 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
     } else if (type != "UNSIGNED_LONG_LONG") {
       throw std::runtime_error(w + ".value_type must be \"UNSIGNED_LONG_LONG\" or \"UNSIGNED_INT\"");
     }
+    d.pcie_counters.width_bits = d.pcie_counters.unsigned_int ? 32 : 64;
+    if (p.contains("width_bits")) {
+      d.pcie_counters.width_bits = to_u(p.at("width_bits"), w + ".width_bits");
+      if (d.pcie_counters.width_bits != 32 && d.pcie_counters.width_bits != 64)
+        throw std::runtime_error(w + ".width_bits must be 32 or 64");
+    }
     if (p.contains("reset_at_s")) {
       if (!p.at("reset_at_s").is_number()) throw std::runtime_error(w + ".reset_at_s must be a number");
       d.pcie_counters.reset_at_s = p.at("reset_at_s").get<double>();

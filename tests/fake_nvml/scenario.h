@@ -28,6 +28,7 @@ struct MigDevice {
 /// bytes = 1024 × the integral of the pcie_tx / pcie_rx timelines (KB/s) over scenario time.
 struct PcieCounters {
   bool unsigned_int = false;           // answer NVML_VALUE_TYPE_UNSIGNED_INT (the bytes mod 2^32)
+  unsigned width_bits = 64;            // the counter wraps at 2^width_bits (32 or 64)
   std::optional<double> reset_at_s;    // from this scenario time the counters restart at 0
   bool timestamps = true;              // false: nvmlFieldValue_t::timestamp = 0
   unsigned long long start_bytes = 0;  // added to both counters before any reset

@@ -91,11 +91,14 @@ void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s) {
 
   const std::optional<double> bound = link_max(ctx);
   bool missed = false;
+  bool looks_32bit = false;
   auto direction = [&](const nvmlFieldValue_t& f, std::optional<PcieCounterReading>& previous,
                        Reading<unsigned>& out, unsigned counter) {
     const PcieCounterReading now{f.value.ullVal, f.timestamp > 0 ? f.timestamp : 0, mid};
     const bool had_previous = previous.has_value();
     const PcieRate r = pcie_counter_rate(previous, now);
+    if (r.status == PcieRateStatus::counter_went_backwards && previous->bytes <= kMax32BitCounter)
+      looks_32bit = true;
     previous = now;  // restart from the new value whatever happened
     if (r.status == PcieRateStatus::ok) {
       out = checked_pcie_rate_kib_s(r.kib_s, bound);
@@ -106,7 +109,9 @@ void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s) {
   };
   direction(fv[0], st.previous_rx, s.pcie_rx_kib_s, NVML_PCIE_UTIL_RX_BYTES);
   direction(fv[1], st.previous_tx, s.pcie_tx_kib_s, NVML_PCIE_UTIL_TX_BYTES);
-  if (!missed) {
+  if (looks_32bit) {
+    demote(st);
+  } else if (!missed) {
     st.misses = 0;
   } else if (++st.misses >= kPcieCounterMaxMisses) {
     demote(st);

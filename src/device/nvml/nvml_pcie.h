@@ -24,6 +24,11 @@
 //    direction falls back to the blocking call for the tick and restarts from the new value.
 //    kPcieCounterMaxMisses such ticks in a row switch the device to the blocking call (until the
 //    next re-probe), so a driver whose counters never advance does not cost both calls every tick.
+//  - A counter that goes backwards from a value that fits in 32 bits is taken for a 32-bit counter
+//    in a 64-bit field (a driver could fill ullVal from a 32-bit register; 4 GiB since driver load
+//    is little for a GPU that moves data): the device goes blocking at once. Such a counter that
+//    wraps within one tick and ends above its previous value cannot be told from traffic; the
+//    first backwards step (about every other tick above 4 GiB/s) ends it.
 //  - The first tick has no previous value: the blocking call answers it (the first sample and
 //    `dmon -c 1` still have a value) and the counters are kept for the next tick.
 //  - A rate above twice the link's theoretical maximum (or above 1 TB/s when the link is unknown)
@@ -65,6 +70,9 @@ enum class PcieSource : std::uint8_t {
   counters,  ///< fields 197/198 as 64-bit counters
   blocking,  ///< nvmlDeviceGetPcieThroughput (20 ms per direction)
 };
+
+/// The largest value of a 32-bit counter (see the rules above).
+inline constexpr std::uint64_t kMax32BitCounter = 0xFFFFFFFFull;
 
 /// Ticks in a row without a counter rate (after the first) before the device goes blocking.
 inline constexpr unsigned kPcieCounterMaxMisses = 5;

@@ -237,6 +237,21 @@ TEST(NvmlPcieCounters, ThirtyTwoBitCountersAreNotUsed) {
   expect_blocking_every_tick(scenario(R"("pcie_counters": {"value_type": "UNSIGNED_INT"},)", kConstant));
 }
 
+TEST(NvmlPcieCounters, ThirtyTwoBitCounterInA64BitFieldGoesBlockingAtItsFirstWrap) {
+  // 3,000,000 KB/s wraps a 32-bit counter every 1.4 s: between t = 30 and 31 it steps back from
+  // ~1.96e9 to ~0.74e9, a value that fits in 32 bits, so the device stops trusting the counters.
+  auto b = open_fake(
+      scenario(R"("pcie_counters": {"width_bits": 32},)", R"({"pcie_rx": 3000000, "pcie_tx": 125000})"), 30);
+  const auto before = blocking_calls();
+  for (int i = 0; i < 4; ++i) {
+    auto t = tick_at(*b, 30 + i);
+    EXPECT_EQ(t.gpus[0].pcie_rx_kib_s, Reading<unsigned>::of(3000000)) << i;
+    EXPECT_EQ(t.gpus[0].pcie_tx_kib_s, Reading<unsigned>::of(125000)) << i;
+  }
+  // Tick 1: both (first); tick 2: rx (went back; tx from its counter); ticks 3, 4: both.
+  EXPECT_EQ(blocking_calls() - before, 2u + 1u + 2u + 2u);
+}
+
 TEST(NvmlPcieCounters, OneFieldNotSupportedMeansBlocking) {
   expect_blocking_every_tick(scenario(R"("not_supported": ["NVML_FI_DEV_PCIE_COUNT_TX_BYTES"],)", kConstant));
 }

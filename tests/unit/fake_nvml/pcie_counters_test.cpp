@@ -64,6 +64,18 @@ TEST(FakeNvmlPcieCounters, ThirtyTwoBitResetAndNoTimestamps) {
   EXPECT_EQ(read_counters(lib, s.dev0).f[1].value.uiVal, 4000u * 1 * 1024);
 }
 
+TEST(FakeNvmlPcieCounters, ThirtyTwoBitWidthInA64BitField) {
+  Lib lib;
+  use_scenario(
+      one_gpu(R"("metrics": {"pcie_tx": 1000000, "pcie_rx": 1}, "pcie_counters": {"width_bits": 32})"), 5,
+      "pcie_counters");
+  Session s(lib);
+  ASSERT_EQ(s.rc, NVML_SUCCESS);
+  Counters a = read_counters(lib, s.dev0);
+  EXPECT_EQ(a.f[0].valueType, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG);
+  EXPECT_EQ(a.f[0].value.ullVal, (1000000ull * 5 * 1024) & 0xFFFFFFFFull);
+}
+
 TEST(FakeNvmlPcieCounters, NotSupportedByNameByMissingMetricAndOnOldDrivers) {
   Lib lib;
   use_scenario(
