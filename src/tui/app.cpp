@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "curses_output.h"
@@ -33,6 +34,8 @@ namespace {
 
 int g_wake_fd = -1;
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_continued{false};
+std::atomic<bool> g_suspend{false};
 
 void on_stop_signal(int) {
   g_stop = true;
@@ -40,6 +43,72 @@ void on_stop_signal(int) {
     const char b = 's';
     [[maybe_unused]] auto n = ::write(g_wake_fd, &b, 1);
   }
+}
+
+// Back from a stop (kill -STOP / -CONT): draw everything again (the terminal may have been used).
+void on_continue_signal(int) {
+  g_continued = true;
+  if (g_wake_fd >= 0) {
+    const char b = 'c';
+    [[maybe_unused]] auto n = ::write(g_wake_fd, &b, 1);
+  }
+}
+
+// Ctrl-Z. Installed before ncurses starts, so ncurses does not install its own handler, which would
+// restore the terminal and repaint ncurses' copy of the screen from inside the signal handler, on
+// whichever thread took the signal; frames are written directly (curses_output.h), so that copy is
+// not what top shows. The UI loop suspends instead (CursesOutput::suspend, SIGTSTP, resume).
+void on_tstp_signal(int) {
+  g_suspend = true;
+  if (g_wake_fd >= 0) {
+    const char b = 'z';
+    [[maybe_unused]] auto n = ::write(g_wake_fd, &b, 1);
+  }
+}
+
+struct SignalSet {
+  struct sigaction old_int {
+  }, old_term{}, old_hup{}, old_cont{}, old_tstp{};
+  SignalSet() {
+    struct sigaction sa {};
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGHUP, &sa, &old_hup);
+    struct sigaction sc {};
+    sc.sa_handler = on_continue_signal;
+    sigemptyset(&sc.sa_mask);
+    sc.sa_flags = SA_RESTART;
+    sigaction(SIGCONT, &sc, &old_cont);
+    struct sigaction st {};
+    st.sa_handler = on_tstp_signal;
+    sigemptyset(&st.sa_mask);
+    st.sa_flags = SA_RESTART;
+    sigaction(SIGTSTP, &st, &old_tstp);
+  }
+  ~SignalSet() {
+    sigaction(SIGINT, &old_int, nullptr);
+    sigaction(SIGTERM, &old_term, nullptr);
+    sigaction(SIGHUP, &old_hup, nullptr);
+    sigaction(SIGCONT, &old_cont, nullptr);
+    sigaction(SIGTSTP, &old_tstp, nullptr);
+  }
+  SignalSet(const SignalSet&) = delete;
+  SignalSet& operator=(const SignalSet&) = delete;
+};
+
+/// Ctrl-Z: give the terminal back, stop, and take it again when continued.
+void suspend_self(CursesOutput& out) {
+  out.suspend();
+  struct sigaction dfl {
+  }, ours{};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  sigaction(SIGTSTP, &dfl, &ours);
+  ::kill(::getpid(), SIGTSTP);  // stops here (discarded in an orphaned process group: tmux's pane)
+  sigaction(SIGTSTP, &ours, nullptr);
+  out.resume();
 }
 
 // What the sampling thread publishes.
@@ -148,24 +217,21 @@ int run_top(const TopOptions& opt) {
     std::perror("trainmon top: pipe");
     return 1;
   }
+  g_wake_fd = pipefd[1];
+  g_stop = false;
+  g_continued = false;
+  g_suspend = false;
+  std::optional<SignalSet> signals(std::in_place);
   CursesOutput out;
   std::string err;
   if (!out.open(opt.color, err)) {
+    signals.reset();
+    g_wake_fd = -1;
     std::fprintf(stderr, "trainmon top: %s\n", err.c_str());
     ::close(pipefd[0]);
     ::close(pipefd[1]);
     return kTerminalUnusable;
   }
-  g_wake_fd = pipefd[1];
-  g_stop = false;
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  struct sigaction old_int {
-  }, old_term{}, old_hup{};
-  sigaction(SIGINT, &sa, &old_int);
-  sigaction(SIGTERM, &sa, &old_term);
-  sigaction(SIGHUP, &sa, &old_hup);
 
   Shared sh;
   sh.interval_ms = opt.interval_ms;
@@ -185,7 +251,7 @@ int run_top(const TopOptions& opt) {
     if (dirty) {
       ScreenInput in{snap.get(), &history, live};
       RenderResult r = render(in, ui, out.columns(), out.rows(), opt.utf8);
-      out.draw(r.canvas);
+      out.draw(std::move(r.canvas));
       keys = std::move(r.keys);
       dirty = false;
     }
@@ -193,6 +259,14 @@ int run_top(const TopOptions& opt) {
     const int n = ::poll(fds, 2, -1);
     if (n < 0 && errno != EINTR) break;
     if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // the terminal went away
+    if (g_suspend.exchange(false)) {
+      suspend_self(out);
+      dirty = true;
+    }
+    if (g_continued.exchange(false)) {
+      out.invalidate();
+      dirty = true;
+    }
     if (fds[1].revents & POLLIN) {
       char buf[64];
       [[maybe_unused]] auto rd = ::read(pipefd[0], buf, sizeof buf);
@@ -238,9 +312,7 @@ int run_top(const TopOptions& opt) {
   }
   out.close();
   sampler.join();
-  sigaction(SIGINT, &old_int, nullptr);
-  sigaction(SIGTERM, &old_term, nullptr);
-  sigaction(SIGHUP, &old_hup, nullptr);
+  signals.reset();
   g_wake_fd = -1;
   ::close(pipefd[0]);
   ::close(pipefd[1]);

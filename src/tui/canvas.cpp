@@ -58,17 +58,32 @@ Canvas::Canvas(int width, int height, bool utf8)
 }
 
 int Canvas::put(int row, int col, std::string_view text, Style style) {
+  const bool row_ok = row >= 0 && row < height_;
+  const std::size_t base = row_ok ? static_cast<std::size_t>(row) * static_cast<std::size_t>(width_) : 0;
   std::size_t i = 0;
   while (i < text.size()) {
-    char32_t cp = next_code_point(text, i);
+    char32_t cp = static_cast<unsigned char>(text[i]);
+    if (cp < 0x80) {
+      ++i;  // ASCII, most of every screen
+    } else {
+      cp = next_code_point(text, i);
+    }
     // Control characters and (on ASCII canvases) anything outside ASCII become '?'.
     // C1 controls (U+0080..U+009F) are control characters on a UTF-8 terminal as well.
     if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (!utf8_ && cp > 0x7E)) cp = U'?';
-    if (row >= 0 && row < height_ && col >= 0 && col < width_) {
-      const auto k =
-          static_cast<std::size_t>(row) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(col);
+    if (row_ok && col >= 0 && col < width_) {
+      const auto k = base + static_cast<std::size_t>(col);
       chars_[k] = cp;
       styles_[k] = style;
+    } else if (col >= width_) {
+      // Cut at the right edge: only the count of the rest is needed.
+      for (++col; i < text.size(); ++col) {
+        if (static_cast<unsigned char>(text[i]) < 0x80)
+          ++i;
+        else
+          next_code_point(text, i);
+      }
+      return col;
     }
     ++col;
   }

@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "curses_output.h"
 
+#include <fmt/compile.h>
+#include <fmt/format.h>
 #include <ncursesw/ncurses.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <clocale>
 #include <cstdio>
+#include <cwchar>
+#include <iterator>
 
 #include "trainmon/tui/keys.h"
 
@@ -78,7 +85,119 @@ bool CursesOutput::open(bool color, std::string& error) {
     init_pair(9, COLOR_WHITE, COLOR_BLUE);   // dialog
     static_assert(kPairs == 10);
   }
+  setup_direct();
   return true;
+}
+
+namespace {
+
+/// A string capability of the terminal, or nullptr (absent, or not a string capability).
+const char* capability(const char* name) {
+  const char* s = tigetstr(name);
+  return s == reinterpret_cast<const char*>(-1) ? nullptr : s;
+}
+
+}  // namespace
+
+/// `text` without terminfo padding ("$<5>", "$<2*/>": delays for tputs to send as pad characters,
+/// which terminal emulators do not need).
+void append_unpadded(std::string& out, const char* text) {
+  if (!text) return;
+  for (const char* p = text; *p;) {
+    if (p[0] == '$' && p[1] == '<') {
+      const char* e = p + 2;
+      while (*e && ((*e >= '0' && *e <= '9') || *e == '.' || *e == '*' || *e == '/')) ++e;
+      if (*e == '>') {
+        p = e + 1;
+        continue;
+      }
+    }
+    out.push_back(*p++);
+  }
+}
+
+namespace {
+
+/// What attr_of() asks ncurses for, as terminfo pieces: colours (-1: the terminal's default) and
+/// attributes.
+struct Look {
+  short fg = -1, bg = -1;
+  bool bold = false, dim = false, reverse = false;
+};
+
+Look look_of(Style s, bool color) {
+  if (!color) {
+    switch (s) {
+      case Style::title:
+      case Style::header:
+      case Style::selected:
+      case Style::dialog: return {-1, -1, false, false, true};
+      case Style::label:
+      case Style::busy:
+      case Style::warn:
+      case Style::bad: return {-1, -1, true, false, false};
+      case Style::dim: return {-1, -1, false, true, false};
+      case Style::normal:
+      case Style::good: return {};
+    }
+    return {};
+  }
+  switch (s) {
+    case Style::normal: return {};
+    case Style::title: return {COLOR_BLACK, COLOR_CYAN, true, false, false};
+    case Style::header: return {COLOR_BLACK, COLOR_GREEN, false, false, false};
+    case Style::label: return {COLOR_CYAN, -1, false, false, false};
+    case Style::good: return {COLOR_GREEN, -1, false, false, false};
+    case Style::busy: return {COLOR_GREEN, -1, true, false, false};
+    case Style::warn: return {COLOR_YELLOW, -1, true, false, false};
+    case Style::bad: return {COLOR_RED, -1, true, false, false};
+    case Style::dim: return {COLOR_WHITE, -1, false, true, false};
+    case Style::selected: return {COLOR_BLACK, COLOR_CYAN, false, false, false};
+    case Style::dialog: return {COLOR_WHITE, COLOR_BLUE, false, false, false};
+  }
+  return {};
+}
+
+}  // namespace
+
+void CursesOutput::setup_direct() {
+  // Frames are written with the terminal's own terminfo strings (cursor_address, the attribute and
+  // colour strings), computed once here, from the cells that changed since the previous frame. That
+  // skips ncurses' screen update: its three copies of the screen (stdscr, newscr, curscr: 28 bytes
+  // a cell, 840 KB at 200x50) were copied, hashed and compared on every frame, about half the
+  // drawing thread's CPU time at one frame a second, when the caches are cold. ncurses still sets
+  // the terminal up and down, and reads the keys. Without cursor_address, exit_attribute_mode,
+  // clear_screen or (with colours) set_a_foreground/background, ncurses draws (draw_curses).
+  const char* cup = capability("cup");
+  const char* sgr0 = capability("sgr0");
+  const char* clear = capability("clear");
+  const char* setaf = capability("setaf");
+  const char* setab = capability("setab");
+  direct_ = cup && sgr0 && clear && (!color_ || (setaf && setab));
+  if (!direct_) return;
+  cup_ = cup;
+  ansi_cup_ = cup_ == "\x1b[%i%p1%d;%p2%dH";
+  clear_.clear();
+  append_unpadded(clear_, clear);
+  std::string reset;
+  append_unpadded(reset, sgr0);
+  if (color_) append_unpadded(reset, capability("op"));
+  const char* bold = capability("bold");
+  const char* dim = capability("dim");
+  const char* rev = capability("rev");
+  for (int i = 0; i < kStyles; ++i) {
+    const Look l = look_of(static_cast<Style>(i), color_);
+    std::string& seq = style_seq_[static_cast<std::size_t>(i)];
+    seq = reset;
+    if (l.bold) append_unpadded(seq, bold);
+    if (l.dim) append_unpadded(seq, dim);
+    if (l.reverse) append_unpadded(seq, rev);
+    if (l.fg >= 0) append_unpadded(seq, tiparm(setaf, static_cast<int>(l.fg)));
+    if (l.bg >= 0) append_unpadded(seq, tiparm(setab, static_cast<int>(l.bg)));
+  }
+  // Writing the bottom-right cell scrolls a terminal with automatic margins unless it has the
+  // newline glitch (xterm, screen and tmux have it): leave that cell alone on the others.
+  skip_last_cell_ = tigetflag("am") == 1 && tigetflag("xenl") != 1;
 }
 
 void CursesOutput::close() {
@@ -96,52 +215,177 @@ int CursesOutput::rows() const {
   return open_ ? LINES : 0;
 }
 
-void CursesOutput::invalidate() {
-  previous_.reset();
-  if (open_) clearok(stdscr, TRUE);
+void CursesOutput::suspend() {
+  if (open_) endwin();
 }
 
-void CursesOutput::draw(const Canvas& cv) {
+void CursesOutput::resume() {
   if (!open_) return;
+  refresh();  // back to program mode and the alternate screen
+  invalidate();
+}
+
+void CursesOutput::invalidate() {
+  previous_.reset();
+  if (open_ && !direct_) clearok(stdscr, TRUE);
+}
+
+void CursesOutput::move_to(int row, int col) {
+  if (ansi_cup_) {  // "\e[%i%p1%d;%p2%dH": formatted here, as tiparm would
+    fmt::format_to(std::back_inserter(out_), FMT_COMPILE("\x1b[{};{}H"), row + 1, col + 1);
+  } else {
+    append_unpadded(out_, tiparm(cup_.c_str(), row, col));
+  }
+}
+
+void CursesOutput::emit_range(const Canvas& cv, int row, int first, int last) {
+  const int width = cv.width();
+  if (skip_last_cell_ && row == cv.height() - 1 && last == width - 1) --last;
+  if (last < first) return;
+  const auto chars = cv.row_chars(row);
+  const auto styles = cv.row_styles(row);
+  move_to(row, first);
+  for (int c = first; c <= last; ++c) {
+    const Style style = styles[static_cast<std::size_t>(c)];
+    if (style != current_style_) {
+      out_ += style_seq_[static_cast<std::size_t>(style)];
+      current_style_ = style;
+    }
+    const char32_t cp = chars[static_cast<std::size_t>(c)];
+    if (cp < 0x80) {
+      out_.push_back(static_cast<char>(cp));
+      continue;
+    }
+    // The canvas gives every code point one cell. A double-width one (CJK in a command line) takes
+    // its cell and the next, which is then not written; one that is not one or two cells wide (a
+    // combining mark), or double-width in the last column, is drawn as '?': the columns after it
+    // stay where the canvas has them.
+    const int w = ::wcwidth(static_cast<wchar_t>(cp));
+    if (w == 1) {
+      append_utf8(out_, cp);
+    } else if (w == 2 && c + 1 < width) {
+      append_utf8(out_, cp);
+      if (++c > last) break;
+    } else {
+      out_.push_back('?');
+    }
+  }
+}
+
+void CursesOutput::write_out() {
+  std::size_t done = 0;
+  while (done < out_.size()) {
+    const ssize_t n = ::write(STDOUT_FILENO, out_.data() + done, out_.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      break;  // the terminal went away: the poll loop sees it
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  out_.clear();
+}
+
+void CursesOutput::draw(Canvas cv) {
+  if (!open_) return;
+  if (!direct_) return draw_curses(std::move(cv));
+  out_.clear();
+  if (!previous_ || cv.width() != previous_->width() || cv.height() != previous_->height()) {
+    // Everything again: clear the screen, then only what is not a blank normal cell.
+    out_ += style_seq_[static_cast<std::size_t>(Style::normal)];
+    out_ += clear_;
+    current_style_ = Style::normal;
+    previous_.emplace(cv.width(), cv.height(), cv.utf8());
+  }
+  // The cells that differ from the previous frame, in runs (runs less than kGap equal cells apart
+  // are written as one: a cursor movement costs about as much).
+  constexpr int kGap = 6;
+  const int width = cv.width();
+  for (int r = 0; r < cv.height(); ++r) {
+    const auto chars = cv.row_chars(r);
+    const auto styles = cv.row_styles(r);
+    const auto was_chars = previous_->row_chars(r);
+    const auto was_styles = previous_->row_styles(r);
+    const auto same = [&](int c) {
+      const auto k = static_cast<std::size_t>(c);
+      return chars[k] == was_chars[k] && styles[k] == was_styles[k];
+    };
+    int c = 0;
+    while (c < width) {
+      while (c < width && same(c)) ++c;
+      if (c == width) break;
+      int last = c;
+      for (int e = c + 1; e < width && e - last <= kGap; ++e)
+        if (!same(e)) last = e;
+      emit_range(cv, r, c, last);
+      c = last + 1;
+    }
+  }
+  if (!out_.empty() && current_style_ != Style::normal) {
+    out_ += style_seq_[static_cast<std::size_t>(Style::normal)];  // as ncurses leaves it
+    current_style_ = Style::normal;
+  }
+  write_out();
+  previous_ = std::move(cv);
+}
+
+void CursesOutput::put_range(const Canvas& cv, int row, int first, int last) {
+  const auto chars = cv.row_chars(row);
+  const auto styles = cv.row_styles(row);
+  for (int c = first; c <= last;) {
+    const Style style = styles[static_cast<std::size_t>(c)];
+    wide_.clear();
+    int e = c;
+    for (; e <= last && styles[static_cast<std::size_t>(e)] == style; ++e)
+      wide_.push_back(static_cast<wchar_t>(chars[static_cast<std::size_t>(e)]));
+    attrset(attr_of(style, color_));
+    mvaddnwstr(row, c, wide_.data(), static_cast<int>(wide_.size()));
+    c = e;
+  }
+}
+
+void CursesOutput::draw_curses(Canvas cv) {
   if (previous_ && (cv.width() != previous_->width() || cv.height() != previous_->height())) {
     previous_.reset();
     erase();
   }
-  // Only the changed part of each row goes to ncurses, already as wide characters (the canvas holds
-  // code points; passing UTF-8 made ncurses decode every byte again): from the first to the last
-  // cell that differs from the previous frame, one call per run of one style. ncurses then sends
-  // the terminal only what differs from its own copy of the screen.
+  // Only the cells that differ from the previous frame go to ncurses, already as wide characters
+  // (the canvas holds code points; passing UTF-8 made ncurses decode every byte again): each run of
+  // changed cells, runs less than kGap equal cells apart taken together, one call per style within
+  // it. Every cell handed over costs ncurses a wadd_wch (width, printability, the cell's copy) and
+  // the comparison with its own copy of the screen; a GPU row changes in its bar, its figures and
+  // the newest sparkline column, not in the 150 cells between them. ncurses then sends the terminal
+  // only what differs from what it shows.
+  constexpr int kGap = 8;
   const int width = cv.width();
   bool any = false;
   for (int r = 0; r < cv.height(); ++r) {
+    if (!previous_) {
+      put_range(cv, r, 0, width - 1);
+      any = true;
+      continue;
+    }
     const auto chars = cv.row_chars(r);
     const auto styles = cv.row_styles(r);
-    int first = 0, last = width - 1;
-    if (previous_) {
-      const auto was_chars = previous_->row_chars(r);
-      const auto was_styles = previous_->row_styles(r);
-      const auto same = [&](int c) {
-        const auto k = static_cast<std::size_t>(c);
-        return chars[k] == was_chars[k] && styles[k] == was_styles[k];
-      };
-      while (first < width && same(first)) ++first;
-      if (first == width) continue;
-      while (last > first && same(last)) --last;
-    }
-    any = true;
-    for (int c = first; c <= last;) {
-      const Style style = styles[static_cast<std::size_t>(c)];
-      wide_.clear();
-      int e = c;
-      for (; e <= last && styles[static_cast<std::size_t>(e)] == style; ++e)
-        wide_.push_back(static_cast<wchar_t>(chars[static_cast<std::size_t>(e)]));
-      attrset(attr_of(style, color_));
-      mvaddnwstr(r, c, wide_.data(), static_cast<int>(wide_.size()));
-      c = e;
+    const auto was_chars = previous_->row_chars(r);
+    const auto was_styles = previous_->row_styles(r);
+    const auto same = [&](int c) {
+      const auto k = static_cast<std::size_t>(c);
+      return chars[k] == was_chars[k] && styles[k] == was_styles[k];
+    };
+    int c = 0;
+    while (c < width) {
+      while (c < width && same(c)) ++c;
+      if (c == width) break;
+      int last = c;
+      for (int e = c + 1; e < width && e - last <= kGap; ++e)
+        if (!same(e)) last = e;
+      put_range(cv, r, c, last);
+      any = true;
+      c = last + 1;
     }
   }
   attrset(A_NORMAL);
-  previous_ = cv;
+  previous_ = std::move(cv);
   if (any) refresh();
 }
 

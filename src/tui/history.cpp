@@ -6,12 +6,15 @@
 
 namespace trainmon::tui {
 
-namespace {
-void push(std::deque<double>& d, double v, std::size_t cap) {
-  d.push_back(v);
-  while (d.size() > cap) d.pop_front();
+void History::push(Series& s, double v) const {
+  if (capacity_ == 0) return;
+  if (s.values.size() >= 2 * capacity_) {
+    s.values.erase(s.values.begin(), s.values.begin() + static_cast<std::ptrdiff_t>(s.start));
+    s.start = 0;
+  }
+  s.values.push_back(v);
+  if (s.values.size() - s.start > capacity_) ++s.start;
 }
-}  // namespace
 
 void History::add(const Snapshot& snap) {
   constexpr double nan = std::numeric_limits<double>::quiet_NaN();
@@ -20,20 +23,23 @@ void History::add(const Snapshot& snap) {
     double m = nan;
     if (g.memory_used_bytes && g.memory_total_bytes && *g.memory_total_bytes > 0)
       m = 100.0 * static_cast<double>(*g.memory_used_bytes) / static_cast<double>(*g.memory_total_bytes);
-    push(util_[g.index], u, capacity_);
-    push(mem_[g.index], m, capacity_);
+    push(util_[g.index], u);
+    push(mem_[g.index], m);
   }
 }
 
-std::vector<double> History::util(unsigned gpu) const {
-  auto it = util_.find(gpu);
-  return it == util_.end() ? std::vector<double>{}
-                           : std::vector<double>(it->second.begin(), it->second.end());
+std::span<const double> History::view(const std::map<unsigned, Series>& m, unsigned gpu) {
+  const auto it = m.find(gpu);
+  if (it == m.end()) return {};
+  return std::span<const double>(it->second.values).subspan(it->second.start);
 }
 
-std::vector<double> History::memory(unsigned gpu) const {
-  auto it = mem_.find(gpu);
-  return it == mem_.end() ? std::vector<double>{} : std::vector<double>(it->second.begin(), it->second.end());
+std::span<const double> History::util(unsigned gpu) const {
+  return view(util_, gpu);
+}
+
+std::span<const double> History::memory(unsigned gpu) const {
+  return view(mem_, gpu);
 }
 
 }  // namespace trainmon::tui
