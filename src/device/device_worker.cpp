@@ -27,13 +27,15 @@ void DeviceWorker::run(std::shared_ptr<State> state) {
     state->busy = false;
     std::function<void()> on_idle = std::move(state->on_idle);
     state->on_idle = nullptr;
+    // Notify after unlocking, here and below: a waiter woken while the lock is still held wakes a
+    // second time for the mutex (two context switches where one does).
+    lock.unlock();
     state->cv.notify_all();
     if (on_idle) {
-      lock.unlock();
       on_idle();
       on_idle = nullptr;
-      lock.lock();
     }
+    lock.lock();
   }
   state->exited = true;
   state->cv.notify_all();
@@ -45,8 +47,11 @@ void TickLatch::expect() {
 }
 
 void TickLatch::arrive() {
-  std::lock_guard lock(mu_);
-  if (pending_ > 0 && --pending_ == 0) cv_.notify_all();
+  std::unique_lock lock(mu_);
+  if (pending_ > 0 && --pending_ == 0) {
+    lock.unlock();
+    cv_.notify_all();  // the caller keeps the latch alive (shared_ptr) until this returns
+  }
 }
 
 bool TickLatch::wait_until(std::chrono::steady_clock::time_point deadline) {
@@ -55,11 +60,12 @@ bool TickLatch::wait_until(std::chrono::steady_clock::time_point deadline) {
 }
 
 bool DeviceWorker::try_submit(std::function<void()> job, std::function<void()> on_idle) {
-  std::lock_guard lock(state_->mu);
+  std::unique_lock lock(state_->mu);
   if (state_->busy || state_->stopping) return false;
   state_->busy = true;
   state_->job = std::move(job);
   state_->on_idle = std::move(on_idle);
+  lock.unlock();
   state_->cv.notify_all();
   return true;
 }
