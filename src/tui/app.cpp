@@ -274,7 +274,7 @@ int run_top(const TopOptions& opt) {
       if (sh.seq != seen_seq) {
         seen_seq = sh.seq;
         snap = sh.snapshot;
-        live.findings = sh.findings;
+        live.findings = std::move(sh.findings);  // published anew with every snapshot
         live.active_run = sh.active_run;
         history.add(*snap);
         dirty = true;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "trainmon/tui/panels.h"
 
@@ -16,12 +17,15 @@ int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live)
     cv.put(row, 2, "recording " + live.active_run, Style::label);
     ++row;
   }
-  auto findings = live.findings;
+  // Most severe first, in their order otherwise (pointers: a finding holds strings and series).
+  std::vector<const diagnose::Finding*> findings;
+  findings.reserve(live.findings.size());
+  for (const auto& f : live.findings) findings.push_back(&f);
   std::stable_sort(
       findings.begin(), findings.end(),
-      [](const diagnose::Finding& a, const diagnose::Finding& b) { return a.severity > b.severity; });
+      [](const diagnose::Finding* a, const diagnose::Finding* b) { return a->severity > b->severity; });
   for (std::size_t i = 0; i < findings.size() && row < top + max_rows; ++i) {
-    const auto& f = findings[i];
+    const auto& f = *findings[i];
     const bool last_row = row + 1 == top + max_rows && i + 1 < findings.size();
     if (last_row) {
       cv.put(row++, 0, fmt::format("+{} more findings", findings.size() - i), Style::dim);
