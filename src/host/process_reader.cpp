@@ -184,8 +184,10 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   }
 
   // --- cmdline (may be long; read up to 4× the display cap so the cut is ours), cached.
-  const bool fresh =
-      e->cmdline_reads > 0 && e->comm == out.comm && !e->cmdline.empty() && e->cmdline_reads < kRefreshReads;
+  // An empty one is kept only for a process without an address space (vsize 0: a kernel thread, a
+  // zombie), which cannot get a command line without an exec, which changes comm.
+  const bool fresh = e->cmdline_reads > 0 && e->comm == out.comm &&
+                     (!e->cmdline.empty() || stat->vsize_bytes == 0) && e->cmdline_reads < kRefreshReads;
   if (fresh) {
     ++e->cmdline_reads;
     out.cmdline = e->cmdline;

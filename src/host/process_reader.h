@@ -77,8 +77,9 @@ class ProcessReader {
     bool touched = false;
     // The command line: it rarely changes after exec, and reading it for every process on every
     // tick was the largest per-process cost of `top`'s all-processes view (btop caches it too).
-    // Read again when comm changes (exec, prctl), when it was empty (a process between fork and
-    // exec, a zombie), and every kRefreshReads reads (setproctitle).
+    // Read again when comm changes (exec, prctl), when it was empty in a process with an address
+    // space (a process between fork and exec; kernel threads and zombies have none, and no command
+    // line to wait for), and every kRefreshReads reads (setproctitle).
     std::string comm;
     std::string cmdline;
     unsigned cmdline_reads = 0;
