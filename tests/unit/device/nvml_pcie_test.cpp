@@ -126,8 +126,17 @@ unsigned long long field_calls() {
 /// and `metrics` is its metrics object; `top` (ending in a comma) adds top-level keys.
 std::string scenario(const std::string& device_extra, const std::string& metrics,
                      const std::string& top = "") {
+  struct TempDir {  // removed at exit
+    std::filesystem::path path =
+        std::filesystem::temp_directory_path() / ("trainmon-pcie-test-" + std::to_string(::getpid()));
+    ~TempDir() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  };
+  static TempDir tmp;
   static int n = 0;
-  auto dir = std::filesystem::temp_directory_path() / ("trainmon-pcie-test-" + std::to_string(::getpid()));
+  const auto& dir = tmp.path;
   std::filesystem::create_directories(dir);
   auto path = dir / ("s" + std::to_string(n++) + ".json");
   std::ofstream(path) << R"({"name": "pcie", )" << top << R"( "devices": [{"name": "NVIDIA H100 80GB HBM3",
