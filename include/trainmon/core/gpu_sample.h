@@ -28,10 +28,10 @@ inline constexpr std::uint64_t display_clock_setting = 0x100;
 
 /// One MIG device (GPU instance + compute instance) of a MIG-enabled GPU.
 struct MigDeviceSample {
-  unsigned index = 0;                      ///< MIG device index within the parent GPU
+  unsigned index = 0;  ///< MIG device index within the parent GPU
   Reading<unsigned> gpu_instance_id;
   Reading<unsigned> compute_instance_id;
-  Reading<std::string> uuid;               ///< "MIG-..."
+  Reading<std::string> uuid;  ///< "MIG-..."
   Reading<std::uint64_t> memory_total_bytes;
   Reading<std::uint64_t> memory_used_bytes;
   Reading<std::uint64_t> memory_free_bytes;
@@ -39,39 +39,39 @@ struct MigDeviceSample {
 
 /// Facts that rarely change: read once per device and re-probed only when they failed.
 struct GpuStaticInfo {
-  unsigned index = 0;                          ///< NVML index (PCI bus order)
-  Reading<std::string> name;                   ///< "NVIDIA H200"
-  Reading<std::string> uuid;                   ///< "GPU-xxxxxxxx-..."
+  unsigned index = 0;         ///< NVML index (PCI bus order)
+  Reading<std::string> name;  ///< "NVIDIA H200"
+  Reading<std::string> uuid;  ///< "GPU-xxxxxxxx-..."
   Reading<std::string> serial;
-  Reading<std::string> pci_bus_id;             ///< "00000000:83:00.0" (nvidia-smi form)
+  Reading<std::string> pci_bus_id;  ///< "00000000:83:00.0" (nvidia-smi form)
   Reading<unsigned> pci_domain;
   Reading<unsigned> pci_bus;
   Reading<unsigned> pci_device;
-  Reading<unsigned> pci_device_id;             ///< 0x233510DE
-  Reading<unsigned> pci_sub_device_id;         ///< 0x18BE10DE
+  Reading<unsigned> pci_device_id;      ///< 0x233510DE
+  Reading<unsigned> pci_sub_device_id;  ///< 0x18BE10DE
   Reading<std::string> vbios_version;
   Reading<int> compute_cap_major;
   Reading<int> compute_cap_minor;
-  Reading<unsigned> brand;                     ///< nvmlBrandType_t
-  Reading<unsigned> architecture;              ///< nvmlDeviceArchitecture_t (7 = Ampere, 9 = Hopper)
-  Reading<unsigned> pcie_link_gen_max;         ///< max generation the GPU+host link supports
-  Reading<unsigned> pcie_link_gen_gpumax;      ///< max generation the GPU supports
-  Reading<unsigned> pcie_link_width_max;       ///< lanes
-  Reading<std::uint64_t> memory_total_bytes;   ///< framebuffer total (as nvidia-smi memory.total)
+  Reading<unsigned> brand;                    ///< nvmlBrandType_t
+  Reading<unsigned> architecture;             ///< nvmlDeviceArchitecture_t (7 = Ampere, 9 = Hopper)
+  Reading<unsigned> pcie_link_gen_max;        ///< max generation the GPU+host link supports
+  Reading<unsigned> pcie_link_gen_gpumax;     ///< max generation the GPU supports
+  Reading<unsigned> pcie_link_width_max;      ///< lanes
+  Reading<std::uint64_t> memory_total_bytes;  ///< framebuffer total (as nvidia-smi memory.total)
   Reading<std::uint64_t> bar1_total_bytes;
   Reading<unsigned> power_default_limit_mw;
   Reading<unsigned> power_min_limit_mw;
   Reading<unsigned> power_max_limit_mw;
-  Reading<unsigned> temperature_shutdown_c;    ///< NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
-  Reading<unsigned> temperature_slowdown_c;    ///< NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
-  Reading<unsigned> temperature_gpu_max_c;     ///< NVML_TEMPERATURE_THRESHOLD_GPU_MAX
-  Reading<unsigned> temperature_mem_max_c;     ///< NVML_TEMPERATURE_THRESHOLD_MEM_MAX
+  Reading<unsigned> temperature_shutdown_c;  ///< NVML_TEMPERATURE_THRESHOLD_SHUTDOWN
+  Reading<unsigned> temperature_slowdown_c;  ///< NVML_TEMPERATURE_THRESHOLD_SLOWDOWN
+  Reading<unsigned> temperature_gpu_max_c;   ///< NVML_TEMPERATURE_THRESHOLD_GPU_MAX
+  Reading<unsigned> temperature_mem_max_c;   ///< NVML_TEMPERATURE_THRESHOLD_MEM_MAX
   Reading<unsigned> clocks_max_graphics_mhz;
   Reading<unsigned> clocks_max_sm_mhz;
   Reading<unsigned> clocks_max_memory_mhz;
   Reading<std::uint64_t> clocks_event_reasons_supported;  ///< bitmask (clock_event::*)
   Reading<unsigned> num_fans;
-  Reading<bool> gpm_supported;                 ///< nvmlGpmQueryDeviceSupport (Hopper+)
+  Reading<bool> gpm_supported;  ///< nvmlGpmQueryDeviceSupport (Hopper+)
 };
 
 /// One high-resolution sample from the driver's ring buffer (nvmlDeviceGetSamples).
@@ -83,7 +83,7 @@ struct TimedValue {
 /// Every dynamic metric of one GPU at one tick.
 struct GpuSample {
   unsigned index = 0;
-  std::shared_ptr<const GpuStaticInfo> info;   ///< never null in a snapshot from the sampler
+  std::shared_ptr<const GpuStaticInfo> info;  ///< never null in a snapshot from the sampler
   /// Device-level health: ok, gpu_lost, timeout (hung call), failed. When not ok the other
   /// fields carry the same status and views show the GPU as lost / unresponsive.
   Reading<bool> responsive;
@@ -104,19 +104,19 @@ struct GpuSample {
   Reading<unsigned> utilization_jpeg_pct;
   Reading<unsigned> utilization_ofa_pct;
   /// Driver samples newer than the previous tick (nvmlDeviceGetSamples); empty when none.
-  std::vector<TimedValue> gpu_utilization_samples;   ///< percent
-  std::vector<TimedValue> power_samples;             ///< milliwatts
+  std::vector<TimedValue> gpu_utilization_samples;  ///< percent
+  std::vector<TimedValue> power_samples;            ///< milliwatts
 
   // thermals, power, energy
   Reading<unsigned> temperature_gpu_c;
-  Reading<unsigned> temperature_memory_c;            ///< HBM temperature (field 82), dmon mtemp
-  Reading<unsigned> power_draw_mw;                   ///< nvmlDeviceGetPowerUsage (1 s average on Ampere+)
-  Reading<unsigned> power_draw_instant_mw;           ///< field 186 where supported
-  Reading<unsigned> power_limit_mw;                  ///< nvmlDeviceGetPowerManagementLimit
-  Reading<unsigned> enforced_power_limit_mw;         ///< nvmlDeviceGetEnforcedPowerLimit
-  Reading<std::uint64_t> total_energy_mj;            ///< since driver load
+  Reading<unsigned> temperature_memory_c;     ///< HBM temperature (field 82), dmon mtemp
+  Reading<unsigned> power_draw_mw;            ///< nvmlDeviceGetPowerUsage (1 s average on Ampere+)
+  Reading<unsigned> power_draw_instant_mw;    ///< field 186 where supported
+  Reading<unsigned> power_limit_mw;           ///< nvmlDeviceGetPowerManagementLimit
+  Reading<unsigned> enforced_power_limit_mw;  ///< nvmlDeviceGetEnforcedPowerLimit
+  Reading<std::uint64_t> total_energy_mj;     ///< since driver load
   Reading<unsigned> fan_speed_pct;
-  Reading<unsigned> pstate;                          ///< 0..15 (P0..P15)
+  Reading<unsigned> pstate;  ///< 0..15 (P0..P15)
 
   // clocks (MHz)
   Reading<unsigned> clocks_graphics_mhz;
@@ -149,15 +149,17 @@ struct GpuSample {
   // PCIe
   Reading<unsigned> pcie_link_gen_current;
   Reading<unsigned> pcie_link_width_current;
-  Reading<unsigned> pcie_rx_kib_s;                   ///< KB/s over NVML's 20 ms window
+  /// KiB/s: the mean over the tick from NVML's PCIe byte counters (fields 197/198) where the driver
+  /// has 64-bit ones, else nvmlDeviceGetPcieThroughput's 20 ms window (src/device/nvml/nvml_pcie.h).
+  Reading<unsigned> pcie_rx_kib_s;
   Reading<unsigned> pcie_tx_kib_s;
   Reading<unsigned> pcie_replay_count;
 
   // modes
   Reading<bool> persistence_mode;
-  Reading<unsigned> compute_mode;                    ///< nvmlComputeMode_t
+  Reading<unsigned> compute_mode;  ///< nvmlComputeMode_t
   Reading<bool> display_active;
-  Reading<unsigned> mig_mode_current;                ///< 0 disabled, 1 enabled
+  Reading<unsigned> mig_mode_current;  ///< 0 disabled, 1 enabled
   Reading<unsigned> mig_mode_pending;
   std::vector<MigDeviceSample> mig_devices;
 
@@ -174,36 +176,36 @@ struct GpuSample {
 
 /// How a GPU process is seen from this host's /proc (the join with host processes).
 enum class HostVisibility : std::uint8_t {
-  unknown = 0,     ///< not joined yet
-  visible,         ///< same pid and a start time consistent with the GPU context
-  not_visible,     ///< no such pid here (other PID namespace / container, or exited)
-  zombie,          ///< pid exists in state Z: holds no CPU yet NVML still lists it
+  unknown = 0,  ///< not joined yet
+  visible,      ///< same pid and a start time consistent with the GPU context
+  not_visible,  ///< no such pid here (other PID namespace / container, or exited)
+  zombie,       ///< pid exists in state Z: holds no CPU yet NVML still lists it
 };
 
 /// One process on one GPU (nvmlDeviceGet{Compute,Graphics}RunningProcesses + ProcessUtilization).
 struct GpuProcessSample {
   unsigned gpu_index = 0;
-  std::uint32_t pid = 0;                       ///< host PID as the driver reports it
-  char type = 'C';                             ///< 'C' compute, 'G' graphics, 'M' MPS (pmon's C/G)
+  std::uint32_t pid = 0;  ///< host PID as the driver reports it
+  char type = 'C';        ///< 'C' compute, 'G' graphics, 'M' MPS (pmon's C/G)
   /// Listed by both the compute and the graphics list (pmon shows "C+G"); `type` is then 'C'.
   bool compute_and_graphics = false;
-  Reading<std::uint64_t> used_memory_bytes;    ///< not_available under WDDM / without permission
-  Reading<unsigned> gpu_instance_id;           ///< MIG only (not_available when MIG is off)
+  Reading<std::uint64_t> used_memory_bytes;  ///< not_available under WDDM / without permission
+  Reading<unsigned> gpu_instance_id;         ///< MIG only (not_available when MIG is off)
   Reading<unsigned> compute_instance_id;
-  Reading<unsigned> sm_util_pct;               ///< nvmlDeviceGetProcessUtilization, last ~1 s
+  Reading<unsigned> sm_util_pct;  ///< nvmlDeviceGetProcessUtilization, last ~1 s
   Reading<unsigned> mem_util_pct;
   Reading<unsigned> enc_util_pct;
   Reading<unsigned> dec_util_pct;
-  Reading<std::string> process_name;           ///< nvmlSystemGetProcessName or /proc comm
+  Reading<std::string> process_name;  ///< nvmlSystemGetProcessName or /proc comm
   HostVisibility host = HostVisibility::unknown;
 };
 
 /// An NVML event (Xid, ECC, clock change), kept with its time and device.
 struct GpuEvent {
-  std::int64_t time_unix_ns = 0;   ///< when our event thread received it
+  std::int64_t time_unix_ns = 0;  ///< when our event thread received it
   unsigned gpu_index = 0;
-  std::uint64_t event_type = 0;    ///< nvmlEventType bit (0x8 = Xid critical error, 0x1/0x2 ECC)
-  std::uint64_t xid = 0;           ///< Xid code for Xid events (999 = unknown), else 0
+  std::uint64_t event_type = 0;  ///< nvmlEventType bit (0x8 = Xid critical error, 0x1/0x2 ECC)
+  std::uint64_t xid = 0;         ///< Xid code for Xid events (999 = unknown), else 0
   unsigned gpu_instance_id = 0xFFFFFFFFu;
   unsigned compute_instance_id = 0xFFFFFFFFu;
 };

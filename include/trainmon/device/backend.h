@@ -22,11 +22,11 @@ struct BackendOptions {
   /// Deadline for one device's sample; a device whose NVML calls take longer is reported as
   /// ReadStatus::timeout for that tick and sampled on its own worker from then on.
   std::chrono::milliseconds device_timeout{2000};
-  bool collect_processes = true;       ///< compute/graphics process lists + per-process utilisation
-  bool collect_high_res_samples = true;///< nvmlDeviceGetSamples since the previous tick
-  bool collect_pcie_throughput = true; ///< blocks ~20 ms per direction per device in real NVML
-  bool collect_gpm = true;             ///< Hopper+ GPM metrics
-  bool watch_events = true;            ///< start the Xid/ECC event thread
+  bool collect_processes = true;         ///< compute/graphics process lists + per-process utilisation
+  bool collect_high_res_samples = true;  ///< nvmlDeviceGetSamples since the previous tick
+  bool collect_pcie_throughput = true;   ///< byte counters; else a ~20 ms blocking call per direction
+  bool collect_gpm = true;               ///< Hopper+ GPM metrics
+  bool watch_events = true;              ///< poll Xid/ECC/clock events at each tick
 };
 
 class DeviceBackend {
