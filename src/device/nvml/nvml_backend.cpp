@@ -217,7 +217,9 @@ void NvmlBackend::start_on_own_worker(std::size_t i, const std::shared_ptr<TickR
 }
 
 void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.device_timeout;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + options_.device_timeout;
+  const auto handover = start + options_.device_timeout / 2;
   // Every job owns what it touches (context, result slot, latch): a job that outlives this tick, or
   // the backend, writes only into memory it keeps alive itself.
   std::vector<std::shared_ptr<TickResult>> slots(devices_.size());
@@ -256,8 +258,10 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       for (std::size_t i : shared->devices) start_on_own_worker(i, slots[i], latch);
     }
   }
-  latch->wait_until(deadline);
-  if (shared_started) {
+  // The shared worker has half the budget: the devices it has not started by then run on workers of
+  // their own in the other half, so the tick still ends by the deadline even when it hangs (and when
+  // more GPUs hang in the same tick).
+  if (shared_started && !latch->wait_until(handover)) {
     int stuck = -1;
     std::vector<std::size_t> taken;  // devices the shared worker did not reach in time
     {
@@ -272,19 +276,15 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       }
     }
     if (stuck >= 0) {
-      // The shared worker hangs inside this device's call: it becomes that device's own worker (busy,
-      // so the device reports "timeout" until the call returns), and a new one serves the rest.
+      // The shared worker is inside this device's calls: it becomes that device's own worker (while
+      // busy, the device reports "timeout"), and a new one serves the quick devices from now on.
       Device& d = devices_[static_cast<std::size_t>(stuck)];
       d.own = std::move(shared_worker_);
       d.calm_ticks = 0;
     }
-    if (!taken.empty()) {
-      // The devices after a hung one still answer in this tick, each on a worker of its own.
-      auto late = std::make_shared<device::TickLatch>();
-      for (std::size_t i : taken) start_on_own_worker(i, slots[i], late);
-      late->wait_until(std::chrono::steady_clock::now() + options_.device_timeout);
-    }
+    for (std::size_t i : taken) start_on_own_worker(i, slots[i], latch);
   }
+  latch->wait_until(deadline);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
     TickResult& r = *slots[i];

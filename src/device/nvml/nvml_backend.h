@@ -54,9 +54,10 @@ class NvmlBackend final : public DeviceBackend {
   ///  - when its tick was slow, longer than kQuickTick (nvmlDeviceGetPcieThroughput waits 20 ms per
   ///    direction where the driver has no PCIe byte counters: such waits run in parallel, not one
   ///    GPU after another),
-  ///  - when it hung inside the shared worker: that worker, stuck in its call, becomes the device's
-  ///    own, and the devices after it in the tick are each given a worker of their own at once, so
-  ///    they still answer in that tick (the hung tick costs device_timeout plus their call time),
+  ///  - when the shared worker had not finished within half of device_timeout: that worker, inside
+  ///    the device's calls, becomes the device's own, and the devices after it in the tick are each
+  ///    given a worker of their own, so they still answer in that tick, and the tick still ends by
+  ///    device_timeout (also when more GPUs hang in it),
   ///  - when it did not answer or is lost;
   /// and goes back to the shared worker after kCalmTicksToShare quick ticks in a row.
   struct Device {

@@ -78,7 +78,7 @@ TEST(NvmlSharedWorker, DevicesAfterAHungOneStillAnswerInThatTick) {
   auto start = std::chrono::steady_clock::now();
   auto hung = tick(*b);
   auto took = std::chrono::steady_clock::now() - start;
-  EXPECT_LT(took, 300ms + 400ms);  // the timeout, then GPUs 1 and 2 on workers of their own
+  EXPECT_LT(took, 300ms + 250ms);  // GPUs 1 and 2 on workers of their own after 150 ms: same deadline
   EXPECT_GE(took, 290ms);
   ASSERT_EQ(hung.gpus.size(), 3u);
   EXPECT_EQ(hung.gpus[0].responsive.status, ReadStatus::timeout);
@@ -102,6 +102,33 @@ TEST(NvmlSharedWorker, DevicesAfterAHungOneStillAnswerInThatTick) {
   start = std::chrono::steady_clock::now();
   b.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+TEST(NvmlSharedWorker, TwoGpusHangingInOneTickCostOneTimeout) {
+  const std::string lib = testing::isolated_fake_copy("fake_nvml");
+  BackendOptions o;
+  o.device_timeout = 300ms;
+  o.watch_events = false;
+  o.collect_pcie_throughput = false;
+  auto b = open_fake(device_scenario("hang-shared-3gpu.json"), 30, o, lib);
+  ASSERT_TRUE(b->driver_info().loaded) << b->driver_info().error;
+  for (int i = 0; i < 20 && as_nvml(*b).devices_on_shared_worker() < 3; ++i) (void)tick(*b);
+  ASSERT_EQ(as_nvml(*b).devices_on_shared_worker(), 3u);
+  testing::ScopedEnv later("TRAINMON_FAKE_NVML_TIME_S", "200");  // GPUs 0 and 1 hang now
+
+  // GPU 0 hangs in the shared worker; after half the timeout GPUs 1 and 2 get workers of their own,
+  // where GPU 1 hangs too: the tick still ends at the timeout, not at two of them.
+  auto start = std::chrono::steady_clock::now();
+  auto t = tick(*b);
+  auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 290ms);
+  EXPECT_LT(took, 300ms + 250ms);
+  ASSERT_EQ(t.gpus.size(), 3u);
+  EXPECT_EQ(t.gpus[0].responsive.status, ReadStatus::timeout);
+  EXPECT_EQ(t.gpus[1].responsive.status, ReadStatus::timeout);
+  EXPECT_TRUE(t.gpus[2].responsive.ok());
+  EXPECT_EQ(t.gpus[2].temperature_gpu_c.value, 62u);
+  b.reset();
 }
 
 }  // namespace
