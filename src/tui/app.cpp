@@ -27,6 +27,7 @@
 #include "trainmon/tui/history.h"
 #include "trainmon/tui/keys.h"
 #include "trainmon/tui/screen.h"
+#include "trainmon/tui/signal_target.h"
 
 namespace trainmon::tui {
 
@@ -286,8 +287,19 @@ int run_top(const TopOptions& opt) {
       const KeyResult res = handle_key(ui, *key, keys);
       dirty = true;
       if (res.kind == KeyResult::send_signal) {
-        const int rc = ::kill(static_cast<pid_t>(res.pid), res.signal);
-        signal_result(ui, res.signal, rc == 0 ? 0 : errno);
+        // Only the process the dialog was opened for: (pid, start time), never a later holder of
+        // the pid (signal_target.h).
+        if (!res.start_time_ticks) {
+          signal_not_sent(ui, "process " + std::to_string(res.pid) +
+                                  " has no /proc entry here (another PID namespace?): nothing sent");
+        } else {
+          const SignalOutcome o =
+              send_signal_checked(opt.sampler.host.proc_root, res.pid, *res.start_time_ticks, res.signal);
+          if (o.check == TargetCheck::same)
+            signal_result(ui, res.signal, o.err);
+          else
+            signal_not_sent(ui, describe_not_sent(res.pid, o.check));
+        }
       } else if (res.kind == KeyResult::interval_changed) {
         std::lock_guard lk(sh.mu);
         sh.interval_ms = ui.interval_ms;

@@ -86,7 +86,7 @@ KeyResult handle_dialog(UiState& ui, int key) {
     case DialogStage::confirm_term:
       if (key == 'y' || key == 'Y' || key == kKeyEnter || key == '\r') {
         d.stage = DialogStage::term_sent;
-        return {KeyResult::send_signal, d.pid, SIGTERM};
+        return {KeyResult::send_signal, d.pid, SIGTERM, d.start_time_ticks};
       }
       d = {};
       return {KeyResult::redraw};
@@ -99,9 +99,8 @@ KeyResult handle_dialog(UiState& ui, int key) {
       return {KeyResult::redraw};
     case DialogStage::confirm_kill:
       if (key == 'y' || key == 'Y') {
-        const std::uint32_t pid = d.pid;
         d.stage = DialogStage::term_sent;
-        return {KeyResult::send_signal, pid, SIGKILL};
+        return {KeyResult::send_signal, d.pid, SIGKILL, d.start_time_ticks};
       }
       d = {};
       return {KeyResult::redraw};
@@ -126,6 +125,11 @@ void signal_result(UiState& ui, int signal, int err) {
   ui.dialog.result = text;
   ui.message = "pid " + std::to_string(ui.dialog.pid) + ": " + text;
   if (err == ESRCH) ui.dialog = {};
+}
+
+void signal_not_sent(UiState& ui, const std::string& text) {
+  ui.message = text;
+  ui.dialog = {};
 }
 
 KeyResult handle_key(UiState& ui, int key, const KeyContext& ctx) {
@@ -199,6 +203,8 @@ KeyResult handle_key(UiState& ui, int key, const KeyContext& ctx) {
       ui.dialog.pid = ui.selected_pid;
       if (static_cast<std::size_t>(i) < ctx.commands.size())
         ui.dialog.command = ctx.commands[static_cast<std::size_t>(i)];
+      if (static_cast<std::size_t>(i) < ctx.start_times_ticks.size())
+        ui.dialog.start_time_ticks = ctx.start_times_ticks[static_cast<std::size_t>(i)];
       return {KeyResult::redraw};
     }
     case '+':

@@ -95,6 +95,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     ProcessRow r;
     r.pid = p.pid;
     r.ppid = p.ppid;
+    r.start_time_ticks = p.start_time_ticks;
     r.user = p.user.empty() ? std::to_string(p.uid) : p.user;
     r.command = !p.cmdline.empty() ? p.cmdline : !p.comm.empty() ? "[" + p.comm + "]" : "";
     if (p.cpu_pct) r.cpu_pct = *p.cpu_pct;

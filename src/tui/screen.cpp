@@ -102,6 +102,7 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   for (const auto& r : rows) {
     out.keys.pids.push_back(r.pid);
     out.keys.commands.push_back(r.command);
+    out.keys.start_times_ticks.push_back(r.start_time_ticks);
   }
   if (ui.selected_pid == 0 && !rows.empty()) ui.selected_pid = rows.front().pid;
   if (selected_row(rows, ui) == 0 && !rows.empty() && rows.front().pid != ui.selected_pid) {

@@ -149,6 +149,35 @@ def test_sleep_ended_through_signal_dialog(tmux, tmp_path):
             sleeper.wait()
 
 
+def test_signal_dialog_sends_nothing_once_the_process_is_gone(tmux, tmp_path):
+    """The dialog remembers (pid, start time): a process that exits while the dialog is open is not
+    signalled, nor whatever holds its pid now; top says so on its bottom line."""
+    sleeper = subprocess.Popen(["sleep", "1000"])
+    try:
+        tmux.start(top_env("healthy-1gpu.json", TRAINMON_TEST_PID=sleeper.pid, XDG_STATE_HOME=tmp_path),
+                   [trainmon_bin(), "top"], 120, 40)
+        tmux.wait(lambda s: "[0] NVIDIA H100" in s and str(sleeper.pid) in s)
+        tmux.keys("a")
+        tmux.keys("/")
+        tmux.wait(lambda s: "filter:" in s)
+        tmux.literal("sleep 1000")
+        tmux.keys("Enter")
+        tmux.wait(lambda s: table_pids(s) == [sleeper.pid])
+        tmux.keys("k")
+        tmux.wait(lambda s: "Send SIGTERM?" in s and f"pid {sleeper.pid}: sleep 1000" in s)
+        os.kill(sleeper.pid, signal.SIGKILL)
+        sleeper.wait(timeout=10)  # reaped: /proc/PID is gone
+        tmux.keys("y")
+        screen = tmux.wait(lambda s: f"process {sleeper.pid} exited" in s and "nothing sent" in s)
+        assert "SIGTERM sent" not in screen and "K: send SIGKILL" not in screen, screen
+        tmux.keys("q")
+        tmux.wait(lambda s: "EXITED rc=0" in s)
+    finally:
+        if sleeper.poll() is None:
+            sleeper.kill()
+            sleeper.wait()
+
+
 def test_sizes_40x12_and_300x80_and_resize(tmux, tmp_path):
     pids = {f"TRAINMON_DDP_PID_{i}": os.getpid() for i in range(8)}
     tmux.start(top_env("ddp-8gpu-healthy.json", XDG_STATE_HOME=tmp_path, **pids), [trainmon_bin(), "top"], 300, 80)

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,9 @@ namespace trainmon::tui {
 struct ProcessRow {
   std::uint32_t pid = 0;
   std::uint32_t ppid = 0;
+  /// /proc/PID/stat field 22 (clock ticks after boot): with pid, the process's identity for the
+  /// signal dialog (signal_target.h). nullopt for a driver-listed process with no /proc entry here.
+  std::optional<std::uint64_t> start_time_ticks;
   std::string user;  ///< "?" when the process is not visible from here
   std::string gpus;  ///< "0", "0,3", "" for a process on no GPU
   bool on_gpu = false;

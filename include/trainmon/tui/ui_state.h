@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,10 @@ enum class DialogStage : std::uint8_t {
 struct SignalDialog {
   DialogStage stage = DialogStage::none;
   std::uint32_t pid = 0;
+  /// /proc/PID/stat start time of the selected process when the dialog opened: with pid, its
+  /// identity; a signal goes out only while the pid still has this start time (pid reuse).
+  /// nullopt: the row had no /proc entry (another PID namespace): nothing is ever sent.
+  std::optional<std::uint64_t> start_time_ticks;
   std::string command;  ///< what the process runs (shown in the dialog)
   std::string result;   ///< outcome of the last signal ("SIGTERM sent", "not permitted: ...")
 };
