@@ -27,11 +27,12 @@ struct MigDevice {
 /// How nvmlDeviceGetFieldValues answers NVML_FI_DEV_PCIE_COUNT_{TX,RX}_BYTES (197/198): cumulative
 /// bytes = 1024 × the integral of the pcie_tx / pcie_rx timelines (KB/s) over scenario time.
 struct PcieCounters {
-  bool unsigned_int = false;           // answer NVML_VALUE_TYPE_UNSIGNED_INT (the bytes mod 2^32)
-  unsigned width_bits = 64;            // the counter wraps at 2^width_bits (32 or 64)
-  std::optional<double> reset_at_s;    // from this scenario time the counters restart at 0
-  bool timestamps = true;              // false: nvmlFieldValue_t::timestamp = 0
-  unsigned long long start_bytes = 0;  // added to both counters before any reset
+  bool unsigned_int = false;         // answer NVML_VALUE_TYPE_UNSIGNED_INT (the bytes mod 2^32)
+  unsigned width_bits = 64;          // the counter wraps at 2^width_bits (32 or 64)
+  std::optional<double> reset_at_s;  // from this scenario time the counters restart at 0
+  bool timestamps = true;            // false: nvmlFieldValue_t::timestamp = 0
+  // Added to both counters before any reset: by default a driver loaded long ago (1 TiB moved).
+  unsigned long long start_bytes = 1ull << 40;
 };
 
 /// Static facts and metric timelines of one GPU.

@@ -48,6 +48,7 @@ void demote(PcieThroughputState& st) {
   st.source = PcieSource::blocking;
   st.ticks_since_decision = 0;
   st.misses = 0;
+  st.proven_wide = false;
   st.previous_rx.reset();
   st.previous_tx.reset();
 }
@@ -88,6 +89,14 @@ void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s) {
     return;
   }
   st.source = PcieSource::counters;
+  if (!st.proven_wide && (fv[0].value.ullVal > kMax32BitCounter || fv[1].value.ullVal > kMax32BitCounter))
+    st.proven_wide = true;
+  if (!st.proven_wide) {  // could still be a 32-bit counter: keep the values, answer with the blocking call
+    st.previous_rx = PcieCounterReading{fv[0].value.ullVal, fv[0].timestamp > 0 ? fv[0].timestamp : 0, mid};
+    st.previous_tx = PcieCounterReading{fv[1].value.ullVal, fv[1].timestamp > 0 ? fv[1].timestamp : 0, mid};
+    use_blocking(ctx, call, s);
+    return;
+  }
 
   const std::optional<double> bound = link_max(ctx);
   bool missed = false;

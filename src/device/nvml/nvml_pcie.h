@@ -24,11 +24,13 @@
 //    direction falls back to the blocking call for the tick and restarts from the new value.
 //    kPcieCounterMaxMisses such ticks in a row switch the device to the blocking call (until the
 //    next re-probe), so a driver whose counters never advance does not cost both calls every tick.
-//  - A counter that goes backwards from a value that fits in 32 bits is taken for a 32-bit counter
-//    in a 64-bit field (a driver could fill ullVal from a 32-bit register; 4 GiB since driver load
-//    is little for a GPU that moves data): the device goes blocking at once. Such a counter that
-//    wraps within one tick and ends above its previous value cannot be told from traffic; the
-//    first backwards step (about every other tick above 4 GiB/s) ends it.
+//  - A 64-bit field may still hold a 32-bit counter (a driver could fill ullVal from a 32-bit
+//    register). Such a counter wraps within a tick above 4 GiB/s, and a wrap that ends above the
+//    previous value cannot be told from traffic: it would show a wrong rate. So the counters give
+//    rates only once one of them has been seen above 2^32 - 1 (proven 64-bit); until then the
+//    blocking call answers (the counters are still read, to keep the previous value). 4 GiB since
+//    the driver loaded is passed within seconds to minutes on a GPU that moves data. A counter that
+//    goes backwards from a value that fits in 32 bits sends the device to the blocking call too.
 //  - The first tick has no previous value: the blocking call answers it (the first sample and
 //    `dmon -c 1` still have a value) and the counters are kept for the next tick.
 //  - A rate above twice the link's theoretical maximum (or above 1 TB/s when the link is unknown)
@@ -83,6 +85,8 @@ struct PcieThroughputState {
   unsigned ticks_since_decision = 0;  ///< ticks on the blocking path since it was chosen
   unsigned misses = 0;                ///< consecutive counter ticks without a rate
   std::optional<PcieCounterReading> previous_rx, previous_tx;
+  /// A counter value above kMax32BitCounter was seen: the counters are 64-bit for sure.
+  bool proven_wide = false;
   /// Blocking calls made since the context was created (tests and diagnostics).
   std::uint64_t blocking_calls = 0;
 };

@@ -246,9 +246,9 @@ TEST(NvmlPcieCounters, ThirtyTwoBitCountersAreNotUsed) {
   expect_blocking_every_tick(scenario(R"("pcie_counters": {"value_type": "UNSIGNED_INT"},)", kConstant));
 }
 
-TEST(NvmlPcieCounters, ThirtyTwoBitCounterInA64BitFieldGoesBlockingAtItsFirstWrap) {
-  // 3,000,000 KB/s wraps a 32-bit counter every 1.4 s: between t = 30 and 31 it steps back from
-  // ~1.96e9 to ~0.74e9, a value that fits in 32 bits, so the device stops trusting the counters.
+TEST(NvmlPcieCounters, ThirtyTwoBitCounterInA64BitFieldIsNeverTrusted) {
+  // 3,000,000 KB/s wraps a 32-bit counter every 1.4 s. Its values never exceed 2^32 - 1, so they
+  // never give a rate: every tick is answered by the blocking call, right from the first.
   auto b = open_fake(
       scenario(R"("pcie_counters": {"width_bits": 32},)", R"({"pcie_rx": 3000000, "pcie_tx": 125000})"), 30);
   const auto before = blocking_calls();
@@ -257,8 +257,25 @@ TEST(NvmlPcieCounters, ThirtyTwoBitCounterInA64BitFieldGoesBlockingAtItsFirstWra
     EXPECT_EQ(t.gpus[0].pcie_rx_kib_s, Reading<unsigned>::of(3000000)) << i;
     EXPECT_EQ(t.gpus[0].pcie_tx_kib_s, Reading<unsigned>::of(125000)) << i;
   }
-  // Tick 1: both (first); tick 2: rx (went back; tx from its counter); ticks 3, 4: both.
-  EXPECT_EQ(blocking_calls() - before, 2u + 1u + 2u + 2u);
+  EXPECT_EQ(blocking_calls() - before, 8u);
+}
+
+TEST(NvmlPcieCounters, SmallCountersGiveRatesOnceAbove32Bits) {
+  // A driver loaded moments ago: 1 GiB short of 2^32 at t = 30, 1,000,000 KB/s (~1 GiB/s). The
+  // counters are only trusted from the tick where one passed 2^32 - 1 (t = 32); the next tick has a
+  // counter rate.
+  const unsigned long long start = (1ull << 32) - (1ull << 30) - 30ull * 1000000 * 1024;
+  auto b = open_fake(scenario(R"("pcie_counters": {"start_bytes": )" + std::to_string(start) + "},",
+                              R"({"pcie_rx": 1000000, "pcie_tx": 1000000})"),
+                     30);
+  const auto before = blocking_calls();
+  for (int i = 0; i < 4; ++i) {
+    auto t = tick_at(*b, 30 + i);
+    EXPECT_EQ(t.gpus[0].pcie_rx_kib_s, Reading<unsigned>::of(1000000)) << i;
+  }
+  // t = 30, 31: blocking (below 2^32); t = 32: proven, but the previous value is from t = 31 and
+  // gives a rate; t = 33: counters.
+  EXPECT_EQ(blocking_calls() - before, 4u);
 }
 
 TEST(NvmlPcieCounters, OneFieldNotSupportedMeansBlocking) {

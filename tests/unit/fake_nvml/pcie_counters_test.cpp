@@ -39,14 +39,15 @@ TEST(FakeNvmlPcieCounters, IntegralOfTheRateWithScenarioTimestamps) {
     EXPECT_EQ(f.valueType, NVML_VALUE_TYPE_UNSIGNED_LONG_LONG);
     EXPECT_GT(f.timestamp, 1'600'000'000'000'000LL);  // µs since the epoch
   }
-  EXPECT_EQ(a.f[0].value.ullVal, 1000ull * 5 * 1024);
-  EXPECT_EQ(a.f[1].value.ullVal, 2000ull * 5 * 1024);
+  constexpr unsigned long long kStart = 1ull << 40;  // start_bytes' default: a driver loaded long ago
+  EXPECT_EQ(a.f[0].value.ullVal, kStart + 1000ull * 5 * 1024);
+  EXPECT_EQ(a.f[1].value.ullVal, kStart + 2000ull * 5 * 1024);
   EXPECT_EQ(read_counters(lib, s.dev0).f[0].timestamp, a.f[0].timestamp);  // frozen: stands still
   freeze(12);
   Counters b = read_counters(lib, s.dev0);
   EXPECT_EQ(b.f[0].timestamp - a.f[0].timestamp, 7'000'000);
-  EXPECT_EQ(b.f[0].value.ullVal, 1000ull * 12 * 1024);
-  EXPECT_EQ(b.f[1].value.ullVal, (2000ull * 10 + 4000ull * 2) * 1024);
+  EXPECT_EQ(b.f[0].value.ullVal, kStart + 1000ull * 12 * 1024);
+  EXPECT_EQ(b.f[1].value.ullVal, kStart + (2000ull * 10 + 4000ull * 2) * 1024);
 }
 
 TEST(FakeNvmlPcieCounters, ThirtyTwoBitResetAndNoTimestamps) {
