@@ -106,9 +106,13 @@ const std::vector<GpuMetric>& dcgm_metrics() {
        [](const GpuSample& g) { return scaled(g.enforced_power_limit_mw, 1e-3); }},
       {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
        [](const GpuSample& g) { return val(g.total_energy_mj); }},
-      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge", "PCIe TX throughput (in KB/s) over NVML's 20 ms window.",
+      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge",
+       "PCIe TX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
+       "ms window.",
        [](const GpuSample& g) { return val(g.pcie_tx_kib_s); }},
-      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge", "PCIe RX throughput (in KB/s) over NVML's 20 ms window.",
+      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge",
+       "PCIe RX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
+       "ms window.",
        [](const GpuSample& g) { return val(g.pcie_rx_kib_s); }},
       {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
        [](const GpuSample& g) { return val(g.pcie_replay_count); }},
