@@ -43,7 +43,7 @@ SamplerOptions sampler_options(const GlobalOptions& global) {
   so.backend.collect_high_res_samples = false;
   so.backend.collect_pcie_throughput = true;
   so.backend.collect_gpm = false;
-  so.backend.watch_events = false;
+  so.backend.watch_events = true;  // Xid / ECC findings live (one zero-timeout poll per tick)
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
   return so;
