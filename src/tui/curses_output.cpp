@@ -118,6 +118,34 @@ void append_unpadded(std::string& out, const char* text) {
 
 namespace {
 
+/// Calls fn(row, first, last) for each run of cells of `now` that differ from `was` (same size),
+/// runs less than `gap` equal cells apart taken together (a cursor movement, or a call into ncurses,
+/// costs about as much as writing a few cells).
+template <typename Fn>
+void for_each_changed_run(const Canvas& now, const Canvas& was, int gap, Fn&& fn) {
+  const int width = now.width();
+  for (int r = 0; r < now.height(); ++r) {
+    const auto chars = now.row_chars(r);
+    const auto styles = now.row_styles(r);
+    const auto was_chars = was.row_chars(r);
+    const auto was_styles = was.row_styles(r);
+    const auto same = [&](int c) {
+      const auto k = static_cast<std::size_t>(c);
+      return chars[k] == was_chars[k] && styles[k] == was_styles[k];
+    };
+    int c = 0;
+    while (c < width) {
+      while (c < width && same(c)) ++c;
+      if (c == width) break;
+      int last = c;
+      for (int e = c + 1; e < width && e - last <= gap; ++e)
+        if (!same(e)) last = e;
+      fn(r, c, last);
+      c = last + 1;
+    }
+  }
+}
+
 /// What attr_of() asks ncurses for, as terminfo pieces: colours (-1: the terminal's default) and
 /// attributes.
 struct Look {
@@ -296,30 +324,10 @@ void CursesOutput::draw(Canvas cv) {
     current_style_ = Style::normal;
     previous_.emplace(cv.width(), cv.height(), cv.utf8());
   }
-  // The cells that differ from the previous frame, in runs (runs less than kGap equal cells apart
-  // are written as one: a cursor movement costs about as much).
-  constexpr int kGap = 6;
-  const int width = cv.width();
-  for (int r = 0; r < cv.height(); ++r) {
-    const auto chars = cv.row_chars(r);
-    const auto styles = cv.row_styles(r);
-    const auto was_chars = previous_->row_chars(r);
-    const auto was_styles = previous_->row_styles(r);
-    const auto same = [&](int c) {
-      const auto k = static_cast<std::size_t>(c);
-      return chars[k] == was_chars[k] && styles[k] == was_styles[k];
-    };
-    int c = 0;
-    while (c < width) {
-      while (c < width && same(c)) ++c;
-      if (c == width) break;
-      int last = c;
-      for (int e = c + 1; e < width && e - last <= kGap; ++e)
-        if (!same(e)) last = e;
-      emit_range(cv, r, c, last);
-      c = last + 1;
-    }
-  }
+  // The cells that differ from the previous frame, in runs (runs less than 6 equal cells apart are
+  // written as one: a cursor movement costs about as much).
+  for_each_changed_run(cv, *previous_, 6,
+                       [&](int r, int first, int last) { emit_range(cv, r, first, last); });
   if (!out_.empty() && current_style_ != Style::normal) {
     out_ += style_seq_[static_cast<std::size_t>(Style::normal)];  // as ncurses leaves it
     current_style_ = Style::normal;
@@ -350,39 +358,19 @@ void CursesOutput::draw_curses(Canvas cv) {
   }
   // Only the cells that differ from the previous frame go to ncurses, already as wide characters
   // (the canvas holds code points; passing UTF-8 made ncurses decode every byte again): each run of
-  // changed cells, runs less than kGap equal cells apart taken together, one call per style within
-  // it. Every cell handed over costs ncurses a wadd_wch (width, printability, the cell's copy) and
-  // the comparison with its own copy of the screen; a GPU row changes in its bar, its figures and
-  // the newest sparkline column, not in the 150 cells between them. ncurses then sends the terminal
-  // only what differs from what it shows.
-  constexpr int kGap = 8;
-  const int width = cv.width();
+  // changed cells, one call per style within it (runs less than 8 equal cells apart taken together). Every
+  // cell handed over costs ncurses a wadd_wch (width, printability, the cell's copy) and the comparison with
+  // its own copy of the screen; a GPU row changes in its bar, its figures and the newest sparkline column,
+  // not in the 150 cells between them. ncurses then sends the terminal only what differs from what it shows.
   bool any = false;
-  for (int r = 0; r < cv.height(); ++r) {
-    if (!previous_) {
-      put_range(cv, r, 0, width - 1);
+  if (!previous_) {
+    for (int r = 0; r < cv.height(); ++r) put_range(cv, r, 0, cv.width() - 1);
+    any = cv.height() > 0;
+  } else {
+    for_each_changed_run(cv, *previous_, 8, [&](int r, int first, int last) {
+      put_range(cv, r, first, last);
       any = true;
-      continue;
-    }
-    const auto chars = cv.row_chars(r);
-    const auto styles = cv.row_styles(r);
-    const auto was_chars = previous_->row_chars(r);
-    const auto was_styles = previous_->row_styles(r);
-    const auto same = [&](int c) {
-      const auto k = static_cast<std::size_t>(c);
-      return chars[k] == was_chars[k] && styles[k] == was_styles[k];
-    };
-    int c = 0;
-    while (c < width) {
-      while (c < width && same(c)) ++c;
-      if (c == width) break;
-      int last = c;
-      for (int e = c + 1; e < width && e - last <= kGap; ++e)
-        if (!same(e)) last = e;
-      put_range(cv, r, c, last);
-      any = true;
-      c = last + 1;
-    }
+    });
   }
   attrset(A_NORMAL);
   previous_ = std::move(cv);
