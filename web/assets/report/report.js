@@ -192,7 +192,16 @@
     }
     const yRange = (c.y_min != null && c.y_max != null) ? [c.y_min * shown.scale, c.y_max * shown.scale]
       : (u, lo, hi) => [Math.min(0, lo ?? 0), (hi == null || hi <= 0) ? 1 : hi * 1.08];
-    const scales = { x: { time: false }, y: { range: yRange } };
+    // The time axis spans the epoch markers too: the last epoch often ends after the last sample (the
+    // command exits right after it), and a marker outside the axis is not drawn.
+    const xRange = (u, lo, hi) => {
+      for (const e of epochs) {
+        if (lo == null || e.t < lo) lo = e.t;
+        if (hi == null || e.t > hi) hi = e.t;
+      }
+      return [lo, hi];
+    };
+    const scales = { x: { time: false, range: xRange }, y: { range: yRange } };
     const axes = [
       { values: (u, splits) => splits.map(fmtDur), size: 32 },
       { values: (u, splits) => (rec.y_ticks = splits.map((v) => fmtValue(v, shown.unit))), size: 84 },
