@@ -487,9 +487,13 @@ const HostOptions& HostCollector::options() const noexcept {
 
 void HostCollector::collect(HostSample& host, std::vector<ProcessSample>& processes,
                             std::span<const std::uint32_t> pids) {
+  collect_system(host);
+  collect_processes(host, processes, pids);
+}
+
+void HostCollector::collect_system(HostSample& host) {
   State& s = *state_;
   host = HostSample{};
-  processes.clear();
   try {
     // The time base of every rate: /proc/uptime (CLOCK_BOOTTIME), else the clock itself.
     if (const int err = s.file.read_kept(s.uptime_file, s.proc("uptime"), 256, true);
@@ -516,7 +520,17 @@ void HostCollector::collect(HostSample& host, std::vector<ProcessSample>& proces
     s.collect_pressure(host);
     if (s.options.disks) s.collect_disks(host, elapsed);
     if (s.options.nets) s.collect_nets(host, elapsed);
-    s.collect_processes(host, processes, pids, elapsed);
+  } catch (...) {
+    // Only allocation failure can get here; keep what was collected.
+  }
+}
+
+void HostCollector::collect_processes(HostSample& host, std::vector<ProcessSample>& processes,
+                                      std::span<const std::uint32_t> pids) {
+  processes.clear();
+  try {
+    // Process rates use their own per-pid uptime stamps (host.uptime_s), not the host interval.
+    state_->collect_processes(host, processes, pids, host.interval_s);
   } catch (...) {
     // Only allocation failure can get here; keep what was collected.
   }

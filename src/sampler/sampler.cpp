@@ -27,7 +27,9 @@ Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
 
 Sampler::~Sampler() = default;
 
-SamplerOptions& Sampler::options() noexcept { return options_; }
+SamplerOptions& Sampler::options() noexcept {
+  return options_;
+}
 
 DriverInfo Sampler::driver_info() const {
   if (!backend_) {
@@ -43,21 +45,27 @@ Snapshot Sampler::sample() {
   snap.time_unix_ns = clock_ns(CLOCK_REALTIME);
   snap.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
 
-  // --- GPUs ---
+  // --- GPUs, and meanwhile the host-wide values (they need nothing from the GPUs): the /proc reads
+  // overlap the driver calls on the workers, and when those are done first this thread never sleeps.
+  const auto host_wide = [&] {
+    if (host_) host_->collect_system(snap.host);
+  };
   if (backend_) {
     snap.driver = backend_->driver_info();
-    backend_->sample(snap.gpus, snap.gpu_processes);
+    backend_->sample(snap.gpus, snap.gpu_processes, host_wide);
     snap.events = backend_->drain_events();
+  } else {
+    host_wide();
   }
 
-  // --- host: the GPU processes' pids plus the watched ones ---
+  // --- host processes: the GPU processes' pids plus the watched ones ---
   if (host_) {
     std::vector<std::uint32_t> pids = options_.watch_pids;
     pids.reserve(pids.size() + snap.gpu_processes.size());
     for (const auto& p : snap.gpu_processes) pids.push_back(p.pid);
     std::sort(pids.begin(), pids.end());
     pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
-    host_->collect(snap.host, snap.processes, pids);
+    host_->collect_processes(snap.host, snap.processes, pids);
     join_gpu_processes(snap.gpu_processes, snap.processes, join_memory_, snap.host.uptime_s.value_or(0.0),
                        join_options_);
   }

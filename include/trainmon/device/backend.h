@@ -5,6 +5,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,7 +41,18 @@ class DeviceBackend {
   /// Sample every device: dynamic metrics and, if enabled, processes. Appends to `gpus` and
   /// `processes` in index order. Never throws; a lost or hung device yields a GpuSample whose
   /// `responsive` says so.
-  virtual void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) = 0;
+  void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
+    sample(gpus, processes, {});
+  }
+  /// The same, calling `meanwhile` (when set) once on the caller's thread while the devices are
+  /// sampled: after their jobs are submitted, before waiting for them, so the caller's own work (the
+  /// host's /proc reads) overlaps the driver calls and, when they are done by then, the caller does
+  /// not sleep at all. The tick's deadlines (BackendOptions::device_timeout) count from the start of
+  /// the call, so a slow `meanwhile` shortens the wait that follows; it does not extend the tick.
+  /// `meanwhile` must not call back into the backend; an exception from it is rethrown once the
+  /// tick is over.
+  virtual void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
+                      const std::function<void()>& meanwhile) = 0;
   /// Events received since the previous call (moved out). The NVML backend reads pending events
   /// from the driver during sample() (a zero-timeout poll), so they arrive with the tick's snapshot;
   /// their time is that poll's, at most one sampling interval after the event.

@@ -51,6 +51,15 @@ class HostCollector {
   /// process when options.all_processes). A pid that is gone or unreadable is skipped (not an error);
   /// a malformed file costs only the values it holds. Never throws.
   void collect(HostSample& host, std::vector<ProcessSample>& processes, std::span<const std::uint32_t> pids);
+  /// collect() in two halves, so that the host-wide part can run while the GPUs are sampled (the
+  /// processes need the GPU pids): collect_system() resets `host` and reads everything host-wide
+  /// (uptime and the interval every rate uses, CPU, memory, load, pressure, temperature, disks,
+  /// networks); collect_processes() then reads the processes into `processes` (cleared first) and
+  /// the process counts into the same `host`, whose uptime, boot time and memory total their values
+  /// and rates are computed from. collect() is exactly the one followed by the other.
+  void collect_system(HostSample& host);
+  void collect_processes(HostSample& host, std::vector<ProcessSample>& processes,
+                         std::span<const std::uint32_t> pids);
 
   const HostOptions& options() const noexcept;
 

@@ -30,7 +30,9 @@ class Sampler {
   Sampler& operator=(const Sampler&) = delete;
 
   /// One tick: sample every GPU, the host, the GPU processes (joined with their host details) and
-  /// the watched pids. Never throws.
+  /// the watched pids. The host-wide values are read on this thread while the GPU workers run
+  /// (DeviceBackend::sample's `meanwhile`); the processes after, since they need the GPU pids.
+  /// Never throws.
   Snapshot sample();
   /// Driver state (loaded or why not) as found at construction.
   DriverInfo driver_info() const;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // open_nvml_backend: load, init, enumerate, then sample the devices on worker threads with a common
 // deadline per tick (BackendOptions::device_timeout): quick devices one after the other on one shared
-// worker, the others (first ticks, blocking calls, hung or lost GPUs) each on its own.
+// worker, followed there by the NVML event poll, the others (first ticks, blocking calls, hung or lost
+// GPUs) each on its own.
 #include "device/nvml/nvml_backend.h"
 
 #include <algorithm>
 #include <array>
+#include <exception>
 
 #include "device/nvml/nvml_error.h"
 #include "device/nvml/nvml_validate.h"
@@ -111,7 +113,10 @@ NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
     d.last_info = std::move(info);
     devices_.push_back(std::move(d));
   }
-  if (options_.watch_events && count > 0) events_ = std::make_unique<EventWatcher>(lib_, handles);
+  if (options_.watch_events && count > 0) {
+    events_ = std::make_unique<EventWatcher>(lib_, handles);
+    event_poll_ = events_->poll_job();
+  }
 }
 
 NvmlBackend::~NvmlBackend() {
@@ -203,7 +208,23 @@ std::function<void()> NvmlBackend::shared_job(std::shared_ptr<SharedTick> t) {
       std::lock_guard lock(t->mu);
       t->running = -1;
     }
+    // The event poll comes last: the devices never wait for it, and one that hangs is found at the
+    // handover with every device of this job answered.
+    {
+      std::lock_guard lock(t->mu);
+      if (t->abandoned || !t->poll || t->poll_claimed) return;
+      t->poll_claimed = true;
+      t->running = kPolling;
+    }
+    (void)t->poll();  // false: skipped (an earlier poll is still inside the driver)
+    std::lock_guard lock(t->mu);
+    t->running = -1;
   };
+}
+
+void NvmlBackend::start_poll_on_watcher(const std::shared_ptr<device::TickLatch>& latch) {
+  latch->expect();
+  if (!events_->poll([latch] { latch->arrive(); })) latch->arrive();
 }
 
 void NvmlBackend::start_on_own_worker(std::size_t i, const std::shared_ptr<TickResult>& slot,
@@ -216,7 +237,8 @@ void NvmlBackend::start_on_own_worker(std::size_t i, const std::shared_ptr<TickR
     latch->arrive();
 }
 
-void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
+void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
+                         const std::function<void()>& meanwhile) {
   const auto start = std::chrono::steady_clock::now();
   const auto deadline = start + options_.device_timeout;
   const auto handover = start + options_.device_timeout / 2;
@@ -226,11 +248,6 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
   for (auto& slot : slots) slot = std::make_shared<TickResult>();
   // One wake-up for the whole tick: every worker arrives at the latch when its job is done.
   auto latch = std::make_shared<device::TickLatch>();
-  // Events pending in the driver join this tick's snapshot (drain_events() after sample()).
-  if (events_) {
-    latch->expect();
-    if (!events_->poll([latch] { latch->arrive(); })) latch->arrive();
-  }
   auto shared = std::make_shared<SharedTick>();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
@@ -246,16 +263,38 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
                            [latch] { latch->arrive(); }))
       latch->arrive();  // still inside an earlier tick's call: nothing to wait for
   }
+  // Events pending in the driver join this tick's snapshot (drain_events() after sample()): polled
+  // by the shared worker after its devices, else (no shared job this tick) on the watcher's worker.
   bool shared_started = false;
   if (!shared->devices.empty()) {
     if (!shared_worker_) shared_worker_ = std::make_unique<device::DeviceWorker>();
+    shared->poll = event_poll_;
     latch->expect();
-    shared_started = shared_worker_->try_submit(shared_job(shared), [latch] { latch->arrive(); });
+    shared_started = shared_worker_->try_submit(shared_job(shared), [shared, latch] {
+      if (!shared->arrived.exchange(true)) latch->arrive();
+    });
     if (!shared_started) {
       // Still finishing an earlier tick (late, not hung: a hung one is handed over below): this
       // tick, each of these devices runs on a worker of its own.
       latch->arrive();
       for (std::size_t i : shared->devices) start_on_own_worker(i, slots[i], latch);
+    }
+  }
+  if (events_) {
+    if (!shared_started) {
+      start_poll_on_watcher(latch);
+    } else {
+      events_->release_idle_workers();  // the poll has a home without a wake-up of its own
+    }
+  }
+  // The caller's work overlaps the workers'. The deadlines stay where they were: if it took past the
+  // handover, the wait below returns at once and the handover happens all the same.
+  std::exception_ptr meanwhile_failed;
+  if (meanwhile) {
+    try {
+      meanwhile();
+    } catch (...) {
+      meanwhile_failed = std::current_exception();
     }
   }
   // The shared worker has half the budget: the devices it has not started by then run on workers of
@@ -264,6 +303,7 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
   if (shared_started && !latch->wait_until(handover)) {
     int stuck = -1;
     std::vector<std::size_t> taken;  // devices the shared worker did not reach in time
+    bool take_poll = false;
     {
       std::lock_guard lock(shared->mu);
       shared->abandoned = true;
@@ -274,8 +314,18 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
           taken.push_back(shared->devices[k]);
         }
       }
+      if (shared->poll && !shared->poll_claimed) {
+        shared->poll_claimed = true;
+        take_poll = true;
+      }
     }
-    if (stuck >= 0) {
+    if (stuck == kPolling) {
+      // Inside the event poll, every device of the job answered: the watcher keeps that worker
+      // (polls are skipped while it is stuck), a new one serves the quick devices from the next
+      // tick on, and this tick waits for it no longer.
+      events_->adopt(std::move(shared_worker_));
+      if (!shared->arrived.exchange(true)) latch->arrive();
+    } else if (stuck >= 0) {
       // The shared worker is inside this device's calls: it becomes that device's own worker (while
       // busy, the device reports "timeout"), and a new one serves the quick devices from now on.
       Device& d = devices_[static_cast<std::size_t>(stuck)];
@@ -283,6 +333,7 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       d.calm_ticks = 0;
     }
     for (std::size_t i : taken) start_on_own_worker(i, slots[i], latch);
+    if (take_poll) start_poll_on_watcher(latch);  // a hung GPU does not cost this tick its events
   }
   latch->wait_until(deadline);
   for (std::size_t i = 0; i < devices_.size(); ++i) {
@@ -314,6 +365,7 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       d.calm_ticks = 0;
     }
   }
+  if (meanwhile_failed) std::rethrow_exception(meanwhile_failed);
 }
 
 std::vector<GpuEvent> NvmlBackend::drain_events() {
@@ -327,6 +379,12 @@ std::vector<SymbolBinding> NvmlBackend::bindings() const {
 unsigned NvmlBackend::devices_on_shared_worker() const {
   return static_cast<unsigned>(
       std::count_if(devices_.begin(), devices_.end(), [](const Device& d) { return !d.own; }));
+}
+
+unsigned NvmlBackend::worker_threads() const {
+  unsigned n = shared_worker_ ? 1u : 0u;
+  for (const auto& d : devices_) n += d.own ? 1u : 0u;
+  return n + (events_ ? events_->worker_threads() : 0u);
 }
 
 std::string NvmlBackend::events_status() const {

@@ -29,7 +29,9 @@ class NvmlBackend final : public DeviceBackend {
 
   DriverInfo driver_info() const override { return driver_; }
   unsigned device_count() const override { return static_cast<unsigned>(devices_.size()); }
-  void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) override;
+  using DeviceBackend::sample;
+  void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
+              const std::function<void()>& meanwhile) override;
   std::vector<GpuEvent> drain_events() override;
 
   /// Which name each table entry was bound to (empty when NVML was not loaded).
@@ -38,6 +40,9 @@ class NvmlBackend final : public DeviceBackend {
   unsigned devices_on_shared_worker() const;
   /// The event poll's state: "" when watching, else why not.
   std::string events_status() const;
+  /// Worker threads held now: devices' own, the shared worker, the event watcher's (detached ones,
+  /// stuck in a call past a shutdown, are not counted). 1 once the GPUs all share (for tests).
+  unsigned worker_threads() const;
 
  private:
   struct TickResult {
@@ -60,6 +65,11 @@ class NvmlBackend final : public DeviceBackend {
   ///    device_timeout (also when more GPUs hang in it),
   ///  - when it did not answer or is lost;
   /// and goes back to the shared worker after kCalmTicksToShare quick ticks in a row.
+  /// The NVML event poll runs in the shared worker's job too, after the devices (no wake-up of its
+  /// own, and a hung nvmlEventSetWait never delays a GPU): if the worker is still inside it at half
+  /// of device_timeout, the worker is handed over to the EventWatcher (later polls are skipped while
+  /// it is stuck) and a new shared worker serves the devices from the next tick on. A tick without a
+  /// shared job polls on the watcher's own worker.
   struct Device {
     std::shared_ptr<DeviceContext> ctx;
     std::unique_ptr<device::DeviceWorker> own;       ///< nullptr: sampled by shared_worker_
@@ -70,13 +80,17 @@ class NvmlBackend final : public DeviceBackend {
   /// device is never sampled by two threads) and which one it is inside.
   struct SharedTick {
     std::mutex mu;
-    bool abandoned = false;  ///< the sampler took the unstarted devices: stop
-    int running = -1;        ///< device index inside its NVML calls now, -1 between devices
+    bool abandoned = false;            ///< the sampler took the unstarted devices (and the poll): stop
+    int running = -1;                  ///< device index inside its NVML calls now, kPolling, -1 between them
+    std::function<bool()> poll;        ///< the event poll, after the devices; empty: none this tick
+    bool poll_claimed = false;         ///< the poll was started (here, or by the sampler elsewhere)
+    std::atomic<bool> arrived{false};  ///< the latch was told this job is over (only once)
     std::vector<std::size_t> devices;
     std::vector<bool> claimed;
     std::vector<std::shared_ptr<DeviceContext>> ctx;
     std::vector<std::shared_ptr<TickResult>> slots;
   };
+  static constexpr int kPolling = -2;  ///< SharedTick::running: inside the event poll
   static constexpr unsigned kCalmTicksToShare = 3;
   /// A tick quicker than this may share the worker: 8 such GPUs one after another take < 80 ms, well
   /// inside any sampling interval (>= 100 ms) and the default 2 s device timeout.
@@ -84,6 +98,8 @@ class NvmlBackend final : public DeviceBackend {
   static void run_tick(DeviceContext& ctx, TickResult& out);
   static void run_into(DeviceContext& ctx, TickResult& out);
   static std::function<void()> shared_job(std::shared_ptr<SharedTick> t);
+  /// The watcher polls on its own worker, arriving at `latch` when done.
+  void start_poll_on_watcher(const std::shared_ptr<device::TickLatch>& latch);
   /// Give device `i` a worker of its own and start its tick there, arriving at `latch` when done.
   void start_on_own_worker(std::size_t i, const std::shared_ptr<TickResult>& slot,
                            const std::shared_ptr<device::TickLatch>& latch);
@@ -95,6 +111,7 @@ class NvmlBackend final : public DeviceBackend {
   std::vector<Device> devices_;
   std::unique_ptr<device::DeviceWorker> shared_worker_;
   std::unique_ptr<EventWatcher> events_;
+  std::function<bool()> event_poll_;  ///< events_->poll_job(), made once
 };
 
 }  // namespace trainmon::nvml

@@ -49,40 +49,79 @@ EventWatcher::EventWatcher(std::shared_ptr<NvmlLibrary> lib, const std::vector<n
     set_ = nullptr;
     return;
   }
-  thread_ = std::make_unique<device::DeviceWorker>();
+}
+
+bool EventWatcher::run_poll(const NvmlLibrary& lib, nvmlEventSet_t set, Shared& shared) {
+  {
+    std::lock_guard lock(shared.mu);
+    if (shared.stopped || shared.polling) return false;
+    shared.polling = true;
+  }
+  const NvmlApi& api = lib.api();
+  const std::int64_t t = now_unix_ns();
+  for (std::size_t n = 0; n < kMaxEventsPerPoll; ++n) {
+    nvmlEventData_t data{};
+    // Timeout 0: answers at once; NVML_ERROR_TIMEOUT means nothing is pending. Any other error (a
+    // lost GPU, ...) ends this poll; the next tick polls again.
+    if (api.event_set_wait(set, &data, 0) != NVML_SUCCESS) break;
+    GpuEvent e;
+    e.time_unix_ns = t;
+    e.gpu_index = 0xFFFFFFFFu;
+    for (const auto& [h, idx] : shared.index_of) {
+      if (h == data.device) e.gpu_index = idx;
+    }
+    e.event_type = data.eventType;
+    e.xid = (data.eventType & nvmlEventTypeXidCriticalError) ? data.eventData : 0;
+    e.gpu_instance_id = data.gpuInstanceId;
+    e.compute_instance_id = data.computeInstanceId;
+    std::lock_guard lock(shared.mu);
+    if (shared.queue.size() >= kMaxQueuedEvents) {
+      ++shared.dropped;
+    } else {
+      shared.queue.push_back(e);
+    }
+  }
+  {
+    std::lock_guard lock(shared.mu);
+    shared.polling = false;
+  }
+  shared.idle.notify_all();  // stop() may be waiting for this poll
+  return true;
+}
+
+std::function<bool()> EventWatcher::poll_job() const {
+  if (set_ == nullptr) return {};
+  // The job holds its own references (library, queue), so a detached, stuck job stays valid.
+  return [lib = lib_, set = set_, shared = shared_] { return run_poll(*lib, set, *shared); };
 }
 
 bool EventWatcher::poll(std::function<void()> on_done) {
-  if (!thread_ || stopped_) return false;
-  // The job holds its own references (library, queue), so a detached, stuck job stays valid.
-  return thread_->try_submit(
-      [lib = lib_, set = set_, shared = shared_] {
-        const NvmlApi& api = lib->api();
-        const std::int64_t t = now_unix_ns();
-        for (std::size_t n = 0; n < kMaxEventsPerPoll; ++n) {
-          nvmlEventData_t data{};
-          // Timeout 0: answers at once; NVML_ERROR_TIMEOUT means nothing is pending. Any other
-          // error (a lost GPU, ...) ends this poll; the next tick polls again.
-          if (api.event_set_wait(set, &data, 0) != NVML_SUCCESS) return;
-          GpuEvent e;
-          e.time_unix_ns = t;
-          e.gpu_index = 0xFFFFFFFFu;
-          for (const auto& [h, idx] : shared->index_of) {
-            if (h == data.device) e.gpu_index = idx;
-          }
-          e.event_type = data.eventType;
-          e.xid = (data.eventType & nvmlEventTypeXidCriticalError) ? data.eventData : 0;
-          e.gpu_instance_id = data.gpuInstanceId;
-          e.compute_instance_id = data.computeInstanceId;
-          std::lock_guard lock(shared->mu);
-          if (shared->queue.size() >= kMaxQueuedEvents) {
-            ++shared->dropped;
-          } else {
-            shared->queue.push_back(e);
-          }
-        }
-      },
-      std::move(on_done));
+  if (set_ == nullptr || stopped_) return false;
+  {
+    std::lock_guard lock(shared_->mu);
+    if (shared_->polling) return false;  // still inside the driver: skip this tick
+  }
+  if (!thread_) thread_ = std::make_unique<device::DeviceWorker>();
+  return thread_->try_submit([job = poll_job()] { (void)job(); }, std::move(on_done));
+}
+
+void EventWatcher::adopt(std::unique_ptr<device::DeviceWorker> worker) {
+  if (!worker) return;
+  if (stopped_) {
+    worker->request_stop();
+    (void)worker->stop_until(std::chrono::steady_clock::now());  // stuck: detach, never wait
+  }
+  retired_.push_back(std::move(worker));
+}
+
+void EventWatcher::release_idle_workers() {
+  // An idle worker joins at once: ending it costs its one wake-up, not a wait.
+  if (thread_ && !thread_->busy()) thread_.reset();
+  std::erase_if(retired_, [](const auto& w) { return !w->busy(); });
+}
+
+unsigned EventWatcher::worker_threads() const noexcept {
+  return static_cast<unsigned>(retired_.size()) + (thread_ ? 1u : 0u);
 }
 
 EventWatcher::~EventWatcher() {
@@ -102,10 +141,19 @@ std::uint64_t EventWatcher::dropped() const {
 bool EventWatcher::stop(std::chrono::steady_clock::time_point deadline) {
   if (stopped_) return true;
   stopped_ = true;
+  {
+    std::lock_guard lock(shared_->mu);
+    shared_->stopped = true;  // no poll starts from now on, on any thread
+  }
   bool joined = true;
-  if (thread_) {
-    thread_->request_stop();
-    joined = thread_->stop_until(deadline);
+  if (thread_) thread_->request_stop();
+  for (auto& w : retired_) w->request_stop();
+  if (thread_) joined = thread_->stop_until(deadline) && joined;
+  for (auto& w : retired_) joined = w->stop_until(deadline) && joined;
+  {
+    // A poll on a thread that is not ours (the backend's shared worker) uses the set too.
+    std::unique_lock lock(shared_->mu);
+    joined = shared_->idle.wait_until(lock, deadline, [&] { return !shared_->polling; }) && joined;
   }
   if (joined && set_ != nullptr) lib_->api().event_set_free(set_);
   if (!joined) lib_->leak();
