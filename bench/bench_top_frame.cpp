@@ -75,7 +75,7 @@ void BM_TopRender(benchmark::State& state) {
   for (auto _ : state) {
     const Snapshot& s = fs[static_cast<std::size_t>(f++ % kFrames)];
     hist.add(s);
-    tui::ScreenInput in{&s, &hist, {}};
+    tui::ScreenInput in{&s, &hist, nullptr};
     auto r = tui::render(in, ui, kWidth, kHeight, true);
     benchmark::DoNotOptimize(r.canvas.row_chars(0).data());
   }
@@ -121,7 +121,7 @@ void BM_TopRenderAndDraw(benchmark::State& state) {
   for (auto _ : state) {
     const Snapshot& s = fs[static_cast<std::size_t>(f++ % kFrames)];
     hist.add(s);
-    tui::ScreenInput in{&s, &hist, {}};
+    tui::ScreenInput in{&s, &hist, nullptr};
     auto r = tui::render(in, ui, term.out.columns(), term.out.rows(), true);
     term.out.draw(std::move(r.canvas));
   }

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon top`: a sampling thread (its own cadence, the live diagnosis, a store look-up every
-// few seconds) and the UI loop, which sleeps in poll() until a key, a new snapshot, a resize or a
-// signal arrives: no busy loop, and the screen is redrawn only when something changed.
+// few seconds) that also draws each new snapshot, and the UI loop, which sleeps in poll() until a
+// key, a resize or a signal arrives: no busy loop, one thread woken per tick, and the screen is
+// redrawn only when something changed.
 #include "trainmon/tui/app.h"
 
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -112,18 +114,36 @@ void suspend_self(CursesOutput& out) {
   out.resume();
 }
 
-// What the sampling thread publishes.
+// Everything both threads touch, under `mu`: the sampling settings, the screen state and the
+// terminal. A frame is drawn by whichever thread has something new: the sampling thread after each
+// snapshot, so that a tick wakes no other thread (on an idle virtual machine each wake-up of a
+// sleeping thread costs about as much CPU as drawing the frame), and the UI thread after a key, a
+// resize or a signal. The UI thread never waits for a sample: a sampling thread stuck in a /proc
+// read or a slow tick leaves the keys working on the last snapshot.
 struct Shared {
   std::mutex mu;
-  std::condition_variable cv;
-  std::shared_ptr<const Snapshot> snapshot;
-  std::vector<diagnose::Finding> findings;
-  std::string active_run;
-  std::uint64_t seq = 0;
+  std::condition_variable cv;  ///< the sampling thread's wait: stop, interval or view changed
   int interval_ms = 1000;
   bool all_processes = false;  ///< the table lists every process (else only the GPU processes)
   bool stop = false;
+  // The screen.
+  const TopOptions* opt = nullptr;
+  CursesOutput* out = nullptr;  ///< nullptr once the terminal is given back: nothing is drawn
+  UiState ui;
+  History history;
+  std::shared_ptr<const Snapshot> snapshot;
+  LiveInfo live;
+  KeyContext keys;  ///< the rows as the last render listed them
 };
+
+/// Renders and draws the screen (caller holds sh.mu).
+void draw_frame(Shared& sh) {
+  if (sh.out == nullptr) return;
+  ScreenInput in{sh.snapshot.get(), &sh.history, &sh.live};
+  RenderResult r = render(in, sh.ui, sh.out->columns(), sh.out->rows(), sh.opt->utf8);
+  sh.out->draw(std::move(r.canvas));
+  sh.keys = std::move(r.keys);
+}
 
 std::string describe_active_run(const std::string& db_path) {
   if (db_path.empty()) return {};
@@ -147,7 +167,7 @@ std::string describe_active_run(const std::string& db_path) {
   return {};
 }
 
-void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
+void sampling_thread(const TopOptions& opt, Shared& sh) {
   // The sampler reads only the GPU processes' /proc entries (the default view needs no more);
   // a second collector lists every process while the "all processes" view is on. Reading every
   // process every tick is most of the CPU cost of a process monitor.
@@ -195,11 +215,10 @@ void sampling_thread(const TopOptions& opt, Shared& sh, int wake_fd) {
     }
     std::unique_lock lk(sh.mu);
     sh.snapshot = std::move(snap);
-    sh.findings = std::move(findings);
-    sh.active_run = active_run;
-    ++sh.seq;
-    const char b = 'n';
-    [[maybe_unused]] auto n = ::write(wake_fd, &b, 1);
+    sh.live.findings = std::move(findings);  // published anew with every snapshot
+    sh.live.active_run = active_run;
+    sh.history.add(*sh.snapshot);
+    draw_frame(sh);
     const auto deadline = t0 + std::chrono::milliseconds(sh.interval_ms);
     const int seen_interval = sh.interval_ms;
     const bool seen_all = sh.all_processes;
@@ -236,30 +255,36 @@ int run_top(const TopOptions& opt) {
 
   Shared sh;
   sh.interval_ms = opt.interval_ms;
-  UiState ui;
-  ui.interval_ms = opt.interval_ms;
-  std::thread sampler([&] { sampling_thread(opt, sh, pipefd[1]); });
+  sh.opt = &opt;
+  sh.out = &out;
+  sh.ui.interval_ms = opt.interval_ms;
+  sh.live.diagnosis_enabled = opt.diagnose;
+  // The signals go to this thread only (the sampling thread and the NVML workers it starts inherit
+  // the blocked set): its poll() must wake for a resize (ncurses turns SIGWINCH into KEY_RESIZE),
+  // Ctrl-C, Ctrl-Z and SIGCONT, and nothing else wakes it between keys.
+  sigset_t ui_signals, old_mask;
+  sigemptyset(&ui_signals);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCONT, SIGTSTP, SIGWINCH}) sigaddset(&ui_signals, sig);
+  pthread_sigmask(SIG_BLOCK, &ui_signals, &old_mask);
+  std::thread sampler([&] { sampling_thread(opt, sh); });
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 
-  History history;
-  std::shared_ptr<const Snapshot> snap;
-  LiveInfo live;
-  live.diagnosis_enabled = opt.diagnose;
-  std::uint64_t seen_seq = 0;
-  KeyContext keys;
-  bool dirty = true;
-  bool sh_all = false;
-  while (!ui.quit && !g_stop) {
-    if (dirty) {
-      ScreenInput in{snap.get(), &history, live};
-      RenderResult r = render(in, ui, out.columns(), out.rows(), opt.utf8);
-      out.draw(std::move(r.canvas));
-      keys = std::move(r.keys);
-      dirty = false;
-    }
+  {
+    std::lock_guard lk(sh.mu);
+    draw_frame(sh);  // "sampling..." until the first snapshot
+  }
+  bool quit = false;
+  while (!quit && !g_stop) {
     pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {pipefd[0], POLLIN, 0}};
     const int n = ::poll(fds, 2, -1);
     if (n < 0 && errno != EINTR) break;
     if (fds[0].revents & (POLLHUP | POLLERR | POLLNVAL)) break;  // the terminal went away
+    if (fds[1].revents & POLLIN) {
+      char buf[64];
+      [[maybe_unused]] auto rd = ::read(pipefd[0], buf, sizeof buf);
+    }
+    std::lock_guard lk(sh.mu);
+    bool dirty = false;
     if (g_suspend.exchange(false)) {
       suspend_self(out);
       dirty = true;
@@ -268,61 +293,50 @@ int run_top(const TopOptions& opt) {
       out.invalidate();
       dirty = true;
     }
-    if (fds[1].revents & POLLIN) {
-      char buf[64];
-      [[maybe_unused]] auto rd = ::read(pipefd[0], buf, sizeof buf);
-      std::lock_guard lk(sh.mu);
-      if (sh.seq != seen_seq) {
-        seen_seq = sh.seq;
-        snap = sh.snapshot;
-        live.findings = std::move(sh.findings);  // published anew with every snapshot
-        live.active_run = sh.active_run;
-        history.add(*snap);
-        dirty = true;
-      }
-    }
     // Keys (also after EINTR: ncurses turns SIGWINCH into KEY_RESIZE).
     while (auto key = out.read_key()) {
       if (*key == kKeyResize) out.invalidate();
-      const KeyResult res = handle_key(ui, *key, keys);
+      const KeyResult res = handle_key(sh.ui, *key, sh.keys);
       dirty = true;
       if (res.kind == KeyResult::send_signal) {
         // Only the process the dialog was opened for: (pid, start time), never a later holder of
         // the pid (signal_target.h).
         if (!res.start_time_ticks) {
-          signal_not_sent(ui, "process " + std::to_string(res.pid) +
-                                  " has no /proc entry here (another PID namespace?): nothing sent");
+          signal_not_sent(sh.ui, "process " + std::to_string(res.pid) +
+                                     " has no /proc entry here (another PID namespace?): nothing sent");
         } else {
           const SignalOutcome o =
               send_signal_checked(opt.sampler.host.proc_root, res.pid, *res.start_time_ticks, res.signal);
           if (o.check == TargetCheck::same)
-            signal_result(ui, res.signal, o.err);
+            signal_result(sh.ui, res.signal, o.err);
           else
-            signal_not_sent(ui, describe_not_sent(res.pid, o.check));
+            signal_not_sent(sh.ui, describe_not_sent(res.pid, o.check));
         }
       } else if (res.kind == KeyResult::interval_changed) {
-        std::lock_guard lk(sh.mu);
-        sh.interval_ms = ui.interval_ms;
+        sh.interval_ms = sh.ui.interval_ms;
         sh.cv.notify_all();
       }
-      if ((ui.view == ProcessView::all) != sh_all) {  // sample at once for the new view
-        sh_all = ui.view == ProcessView::all;
-        std::lock_guard lk(sh.mu);
-        sh.all_processes = sh_all;
+      if ((sh.ui.view == ProcessView::all) != sh.all_processes) {  // sample at once for the new view
+        sh.all_processes = sh.ui.view == ProcessView::all;
         sh.cv.notify_all();
       }
-      if (ui.quit) break;
+      if (sh.ui.quit) {
+        quit = true;
+        break;
+      }
       // The next key (Home after a re-sort, say) must see the rows as this key left them.
-      ScreenInput in{snap.get(), &history, live};
-      keys = render(in, ui, out.columns(), out.rows(), opt.utf8).keys;
+      ScreenInput in{sh.snapshot.get(), &sh.history, &sh.live};
+      sh.keys = render(in, sh.ui, out.columns(), out.rows(), opt.utf8).keys;
     }
+    if (dirty && !quit) draw_frame(sh);
   }
   {
     std::lock_guard lk(sh.mu);
     sh.stop = true;
-    sh.cv.notify_all();
+    out.close();
+    sh.out = nullptr;  // the sampling thread draws no more
   }
-  out.close();
+  sh.cv.notify_all();
   sampler.join();
   signals.reset();
   g_wake_fd = -1;

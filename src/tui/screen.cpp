@@ -80,10 +80,12 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   static const History empty_history;
   const History& hist = in.history ? *in.history : empty_history;
 
+  static const LiveInfo no_live;
+  const LiveInfo& live = in.live ? *in.live : no_live;
   const int avail = cv.height() - 2;
   const int proc_min = std::max(3, avail / 3);
   const int live_rows =
-      (in.live.active_run.empty() ? 0 : 1) + std::min<int>(3, static_cast<int>(in.live.findings.size()));
+      (live.active_run.empty() ? 0 : 1) + std::min<int>(3, static_cast<int>(live.findings.size()));
   const int find_budget = std::min(live_rows, std::max(0, (avail - proc_min) / 4));
   const int host_min = avail >= 14 ? 2 : 1;
   const int gpu_budget = std::max(1, avail - proc_min - host_min - find_budget);
@@ -92,7 +94,7 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   row += draw_gpu_panel(cv, row, gpu_budget, snap, hist);
   const int host_budget = std::max(host_min, avail - (row - 1) - find_budget - proc_min);
   row += draw_host_panel(cv, row, std::min(host_budget, avail - (row - 1)), snap);
-  row += draw_findings_panel(cv, row, std::min(find_budget, avail - (row - 1)), in.live);
+  row += draw_findings_panel(cv, row, std::min(find_budget, avail - (row - 1)), live);
 
   const auto rows = build_process_rows(snap, ui, utf8);
   const int table_h = cv.height() - 1 - row;

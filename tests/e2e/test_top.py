@@ -198,6 +198,26 @@ def test_sizes_40x12_and_300x80_and_resize(tmux, tmp_path):
     tmux.wait(lambda s: "EXITED rc=0" in s)
 
 
+def test_keys_and_resize_redraw_between_ticks(tmux, tmp_path):
+    """Frames after a sample are drawn by the sampling thread; keys and resizes must be drawn by the
+    UI thread at once, not at the next tick (10 s away here): SIGWINCH must reach the UI thread."""
+    tmux.start(top_env("bench-8gpu-64proc.json", XDG_STATE_HOME=tmp_path), [trainmon_bin(), "top", "-i", "10"],
+               120, 40)
+    screen = tmux.wait(lambda s: "GPU-MEM▼" in s and "every 10.0s" in s)
+    assert "more GPUs" not in screen, screen
+    t0 = time.monotonic()
+    tmux.keys("N")  # sort by PID
+    tmux.wait(lambda s: "PID▲" in s, timeout=8)
+    tmux.tmux("resize-window", "-t", "0", "-x", "40", "-y", "12")
+    tmux.wait(lambda s: "more GPUs" in s and "PID▲" in s, timeout=8)  # the compact layout
+    tmux.keys("?")
+    tmux.wait(lambda s: "help" in s.lower() and "quit" in s.lower(), timeout=8)
+    assert time.monotonic() - t0 < 9, "redrawn only by a sampling tick"
+    tmux.keys("Escape")
+    tmux.keys("q")
+    tmux.wait(lambda s: "EXITED rc=0" in s)
+
+
 def test_40x12_from_the_start(tmux, tmp_path):
     tmux.start(top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp_path), [trainmon_bin(), "top"], 40, 12)
     screen = tmux.wait(lambda s: "ut[" in s and "PID" in s)

@@ -24,7 +24,8 @@ inline constexpr int kMinHeight = 6;
 struct ScreenInput {
   const Snapshot* snapshot = nullptr;  ///< nullptr: first sample not taken yet ("sampling...")
   const History* history = nullptr;
-  LiveInfo live;
+  /// Findings and the active run; nullptr: none (not copied: render() runs on every frame).
+  const LiveInfo* live = nullptr;
 };
 
 /// What render() produced besides the canvas: the rows as listed (for key handling).

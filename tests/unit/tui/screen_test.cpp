@@ -43,7 +43,7 @@ struct Fixture {
     for (int i = 0; i < 5; ++i) hist.add(snap);
   }
   RenderResult draw(int w, int h, bool utf8) {
-    ScreenInput in{&snap, &hist, {}};
+    ScreenInput in{&snap, &hist, nullptr};
     return render(in, ui, w, h, utf8);
   }
 };
@@ -144,11 +144,12 @@ TEST(TuiScreen, LostGpuSaysSo) {
 
 TEST(TuiScreen, FindingsAndActiveRunShown) {
   Fixture f(1);
-  ScreenInput in{&f.snap, &f.hist, {}};
+  LiveInfo live;
+  ScreenInput in{&f.snap, &f.hist, &live};
   diagnose::Finding d4 = diagnose::make_finding("D4", diagnose::Severity::warning, 10, 70);
   d4.evidence = "GPU0 util 12 % for 60 s";
-  in.live.findings.push_back(d4);
-  in.live.active_run = "run 7 'yolo' since 11:02 (python)";
+  live.findings.push_back(d4);
+  live.active_run = "run 7 'yolo' since 11:02 (python)";
   auto t = render(in, f.ui, 100, 30, true).canvas.text();
   EXPECT_NE(t.find("D4 warning"), std::string::npos) << t;
   EXPECT_NE(t.find("GPU0 util 12 % for 60 s"), std::string::npos) << t;
