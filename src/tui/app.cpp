@@ -204,10 +204,12 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
       snap->host.process_count = scratch.process_count;
     }
     if (start_ns == 0) start_ns = snap->time_unix_ns;
-    std::vector<diagnose::Finding> findings;
+    // The open findings change only when the diagnosis evaluates (every LiveOptions::every_s).
+    std::optional<std::vector<diagnose::Finding>> findings;
     if (opt.diagnose) {
+      const double evaluated_s = diag.last_evaluation_s();
       diag.on_snapshot(*snap, diagnose::JobContext{start_ns, 0, {}, std::nullopt});
-      findings = diag.active();
+      if (diag.last_evaluation_s() != evaluated_s) findings = diag.active();
     }
     if (t0 - last_store >= std::chrono::seconds(5)) {
       active_run = describe_active_run(opt.db_path);
@@ -215,7 +217,7 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
     }
     std::unique_lock lk(sh.mu);
     sh.snapshot = std::move(snap);
-    sh.live.findings = std::move(findings);  // published anew with every snapshot
+    if (findings) sh.live.findings = std::move(*findings);
     sh.live.active_run = active_run;
     sh.history.add(*sh.snapshot);
     draw_frame(sh);

@@ -218,6 +218,16 @@ def test_keys_and_resize_redraw_between_ticks(tmux, tmp_path):
     tmux.wait(lambda s: "EXITED rc=0" in s)
 
 
+def test_xid_and_ecc_findings_show_live(tmux, tmp_path):
+    """An Xid 48 event (t = 5 s) and uncorrected ECC errors reach the live diagnosis through the
+    per-tick event poll and show in the findings panel (re-evaluated every 10 s)."""
+    tmux.start(top_env("d10-ecc-errors.json", XDG_STATE_HOME=tmp_path), [trainmon_bin(), "top"], 160, 50)
+    screen = tmux.wait(lambda s: re.search(r"^D13 critical .*Xid", s, re.M) is not None, timeout=45)
+    assert re.search(r"^D10 critical ", screen, re.M), screen
+    tmux.keys("q")
+    tmux.wait(lambda s: "EXITED rc=0" in s)
+
+
 def test_40x12_from_the_start(tmux, tmp_path):
     tmux.start(top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp_path), [trainmon_bin(), "top"], 40, 12)
     screen = tmux.wait(lambda s: "ut[" in s and "PID" in s)

@@ -58,6 +58,9 @@ class LiveDiagnosis {
   bool evaluate();
   /// Open findings, sorted by finding_less.
   [[nodiscard]] std::vector<Finding> active() const;
+  /// Run time (seconds, the series' clock) of the last evaluation; -1e300 before the first. A caller
+  /// showing active() needs to read it again only when this moved.
+  [[nodiscard]] double last_evaluation_s() const noexcept { return last_eval_s_; }
   /// Every live finding ever opened, open or closed.
   [[nodiscard]] const std::vector<LiveFinding>& history() const noexcept { return live_; }
   /// Ends the run: stores `facts` and returns the offline result on the full series.
