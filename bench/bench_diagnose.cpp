@@ -62,6 +62,16 @@ void BM_LiveWindowHour8Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_LiveWindowHour8Gpus)->Unit(benchmark::kMillisecond);
 
+// What `top`, `record` and `serve` pay every LiveOptions::every_s (10 s) once an hour is retained:
+// one LiveDiagnosis::evaluate() on the retained hour (evaluated in place, no window copy).
+void BM_LiveEvaluateHour8Gpus(benchmark::State& state) {
+  const auto& s = day_run();
+  trainmon::diagnose::LiveDiagnosis live(Thresholds{}, trainmon::diagnose::LiveOptions{.retain_s = 3600});
+  live.mutable_series() = trainmon::diagnose::slice(s, s.t.back() - 3600, s.t.back());
+  for (auto _ : state) benchmark::DoNotOptimize(live.evaluate());
+}
+BENCHMARK(BM_LiveEvaluateHour8Gpus)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <limits>
-#include <set>
 
 #include <fmt/format.h>
 
@@ -48,7 +47,58 @@ double first_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
   return NAN;
 }
 
+namespace {
+
+struct RollKey {
+  const double* t;
+  const float* col;
+  std::size_t n;
+  double window_s;
+  bool operator==(const RollKey&) const = default;
+};
+struct UseKey {
+  const GpuSeries* g;
+  std::size_t rows;
+  double job_gpu_min_mib;
+  bool job, any;
+  bool operator==(const UseKey&) const = default;
+};
+struct Memo {
+  std::vector<std::pair<RollKey, std::vector<float>>> roll;
+  std::vector<std::pair<UseKey, GpuUse>> use;
+};
+thread_local Memo* t_memo = nullptr;
+
+std::vector<float> compute_rolling_mean(std::span<const double> t, std::span<const float> col,
+                                        double window_s);
+GpuUse compute_gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th, ProcPresence presence);
+
+}  // namespace
+
+RunAllMemo::RunAllMemo() {
+  if (t_memo != nullptr) return;
+  t_memo = new Memo();
+  active_ = true;
+}
+
+RunAllMemo::~RunAllMemo() {
+  if (!active_) return;
+  delete t_memo;
+  t_memo = nullptr;
+}
+
 std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s) {
+  if (t_memo == nullptr) return compute_rolling_mean(t, col, window_s);
+  const RollKey key{t.data(), col.data(), col.size(), window_s};
+  for (const auto& [k, v] : t_memo->roll)
+    if (k == key) return v;
+  return t_memo->roll.emplace_back(key, compute_rolling_mean(t, col, window_s)).second;
+}
+
+namespace {
+
+std::vector<float> compute_rolling_mean(std::span<const double> t, std::span<const float> col,
+                                        double window_s) {
   std::vector<float> out(col.size(), NAN);
   double sum = 0;
   std::size_t n = 0, lo = 0;
@@ -68,6 +118,8 @@ std::vector<float> rolling_mean(std::span<const double> t, std::span<const float
   }
   return out;
 }
+
+}  // namespace
 
 std::vector<Episode> episodes(std::span<const double> t, std::span<const std::uint8_t> cond, double for_s,
                               double clear_s) {
@@ -137,21 +189,44 @@ bool has_job_processes(const RunSeries& s) {
   return false;
 }
 
+ProcPresence proc_presence(const RunSeries& s) {
+  ProcPresence p;
+  p.job = has_job_processes(s);
+  for (const auto& g : s.gpus) p.any = p.any || !g.procs.empty();
+  return p;
+}
+
 GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th) {
+  return gpu_use(s, g, th, proc_presence(s));
+}
+
+GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th, ProcPresence presence) {
+  if (t_memo == nullptr) return compute_gpu_use(s, g, th, presence);
+  const UseKey key{&g, s.size(), th.job_gpu_min_mib, presence.job, presence.any};
+  for (const auto& [k, v] : t_memo->use)
+    if (k == key) return v;
+  return t_memo->use.emplace_back(key, compute_gpu_use(s, g, th, presence)).second;
+}
+
+namespace {
+
+GpuUse compute_gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th, ProcPresence presence) {
   GpuUse u;
   const std::size_t n = s.size();
   u.used.assign(n, 0);
   u.job_mem_mib.assign(n, NAN);
-  const bool job = has_job_processes(s);
-  bool any_proc = false;
-  for (const auto& g2 : s.gpus) any_proc = any_proc || !g2.procs.empty();
-  std::set<std::uint32_t> pids;
+  const bool job = presence.job;
+  const bool any_proc = presence.any;
+  // Sorted, unique: a binary search per process tick (a std::set insert per tick was a tenth of a
+  // live evaluation; the same few pids repeat on every tick).
+  std::vector<std::uint32_t>& pids = u.pids;
   if (job || any_proc) {
     for (const auto& p : g.procs) {
       if (p.tick >= n || (job && !p.in_job)) continue;
       if (!na(p.used_mib) && p.used_mib < th.job_gpu_min_mib) continue;
       u.used[p.tick] = 1;
-      pids.insert(p.pid);
+      if (auto it = std::lower_bound(pids.begin(), pids.end(), p.pid); it == pids.end() || *it != p.pid)
+        pids.insert(it, p.pid);
       if (!na(p.used_mib))
         u.job_mem_mib[p.tick] = (na(u.job_mem_mib[p.tick]) ? 0.f : u.job_mem_mib[p.tick]) + p.used_mib;
     }
@@ -159,10 +234,11 @@ GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th) {
     for (std::size_t i = 0; i < n && i < g.mem_used_mib.size(); ++i)
       if (!na(g.mem_used_mib[i]) && g.mem_used_mib[i] >= th.job_gpu_min_mib) u.used[i] = 1;
   }
-  u.pids.assign(pids.begin(), pids.end());
   for (auto v : u.used) u.used_rows += v;
   return u;
 }
+
+}  // namespace
 
 std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th) {
   if (!s.facts.gpus.empty()) {
@@ -171,8 +247,9 @@ std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th) {
     return v;
   }
   std::vector<unsigned> out;
+  const ProcPresence presence = proc_presence(s);
   for (const auto& g : s.gpus)
-    if (gpu_use(s, g, th).used_rows > 0) out.push_back(g.index);
+    if (gpu_use(s, g, th, presence).used_rows > 0) out.push_back(g.index);
   return out;
 }
 

@@ -36,6 +36,22 @@ double first_of(std::span<const float> col, std::size_t i0, std::size_t i1);
 /// Trailing rolling mean over (t[i] - window_s, t[i]], NaN-aware; NaN where the window has no value.
 std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s);
 
+/// Within one DiagnosisEngine::run_all the series does not change, and several detectors ask for the
+/// same rolling means and GPU uses (a third of an evaluation's CPU time was these, recomputed): while
+/// a RunAllMemo lives on this thread, rolling_mean() and gpu_use() remember their results, keyed by
+/// the column / GPU series address and the parameters. Outside one (a detector called alone, the
+/// tests) nothing is remembered. Not copyable; one per thread at a time (an inner one is inert).
+class RunAllMemo {
+ public:
+  RunAllMemo();
+  ~RunAllMemo();
+  RunAllMemo(const RunAllMemo&) = delete;
+  RunAllMemo& operator=(const RunAllMemo&) = delete;
+
+ private:
+  bool active_ = false;
+};
+
 /// A stretch of rows [i0, i1] where a condition held (with gaps no longer than clear_s).
 struct Episode {
   std::size_t i0 = 0;
@@ -68,6 +84,16 @@ struct GpuUse {
   std::vector<std::uint32_t> pids;  ///< job pids seen on this GPU, ascending
   std::size_t used_rows = 0;
 };
+/// What gpu_use() needs to know of the whole series: whether any process of it belongs to the job,
+/// and whether any process list was recorded. O(process ticks of every GPU): a detector computes it
+/// once, not once per GPU (that made a live evaluation quadratic in the number of GPUs).
+struct ProcPresence {
+  bool job = false;  ///< some process tick has in_job
+  bool any = false;  ///< some GPU has a process list
+};
+ProcPresence proc_presence(const RunSeries& s);
+GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th, ProcPresence presence);
+/// The same, computing proc_presence(s) itself.
 GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th);
 /// Whether the series records any process that belongs to the job.
 bool has_job_processes(const RunSeries& s);

@@ -23,9 +23,14 @@ class DiagnosisEngine {
 };
 
 /// Settings of the live wrapper.
+/// How much further back than LiveOptions::window_s an evaluation may look before the window is cut.
+inline constexpr double kWindowSlack = 1.1;
+
 struct LiveOptions {
-  double every_s = 10;        ///< re-evaluate at most this often (run-clock seconds)
-  double window_s = 3600;     ///< detectors see the last hour (long enough for D3/D5 trends)
+  double every_s = 10;  ///< re-evaluate at most this often (run-clock seconds)
+  /// Detectors see the last hour (long enough for D3/D5 trends): from window_s to kWindowSlack times
+  /// window_s, so that a retained series (trimmed in steps of a tenth) is evaluated without a copy.
+  double window_s = 3600;
   double close_after_s = 60;  ///< an open finding closes after being absent this long (hysteresis)
   /// 0: keep the whole run (`trainmon run`: finish() diagnoses all of it). Otherwise rows and closed
   /// findings older than this many seconds are dropped, so a `record` / `serve` daemon running for

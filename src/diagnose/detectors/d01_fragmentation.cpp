@@ -18,6 +18,7 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   constexpr double kMiB = 1048576.0;
 
@@ -74,7 +75,7 @@ std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& 
 
   // (b) driver view: a sudden jump to near full after the job had been running
   for (const auto& g : s.gpus) {
-    const auto use = gpu_use(s, g, th);
+    const auto use = gpu_use(s, g, th, presence);
     std::deque<std::size_t> mins;  // indices of increasing memory inside the spike window
     double used_since = -1;
     double last_spike_t = -1e300;

@@ -13,6 +13,7 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   const auto jg = job_gpus(s, th);
   if (jg.size() < 2) return out;
@@ -24,7 +25,7 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
     if (!g) return out;
     gs.push_back(g);
     roll.push_back(rolling_mean(s.t, g->util_gpu_pct, th.window_s));
-    use.push_back(gpu_use(s, *g, th));
+    use.push_back(gpu_use(s, *g, th, presence));
   }
   const std::size_t n = s.size();
   std::vector<std::uint8_t> cond(n, 0);

@@ -32,6 +32,7 @@ int swing_cycles(const HiResColumn& h, double t0, double t1, double low, double 
 }  // namespace
 
 std::vector<Finding> detect_dataloader(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   const std::size_t n = s.size();
   const auto host_cpu = rolling_mean(s.t, s.host.cpu_busy_pct, th.window_s);
@@ -39,7 +40,7 @@ std::vector<Finding> detect_dataloader(const RunSeries& s, const Thresholds& th)
   for (auto idx : job_gpus(s, th)) {
     const auto* g = s.gpu(idx);
     if (!g) continue;
-    const auto use = gpu_use(s, *g, th);
+    const auto use = gpu_use(s, *g, th, presence);
     const auto util = rolling_mean(s.t, g->util_gpu_pct, th.window_s);
     const auto sm = rolling_mean(s.t, g->gpm_sm_pct, th.window_s);
     std::vector<std::uint8_t> cond(n, 0);

@@ -17,6 +17,7 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   constexpr double kMiB = 1048576.0;
   const auto jg = job_gpus(s, th);
@@ -93,7 +94,7 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
   for (auto idx : jg) {
     const auto* g = s.gpu(idx);
     if (!g) continue;
-    const auto use = gpu_use(s, *g, th);
+    const auto use = gpu_use(s, *g, th, presence);
     std::size_t a = s.size(), b = 0;
     for (std::size_t i = 0; i < s.size(); ++i)
       if (use.used[i]) {

@@ -5,7 +5,6 @@
 //  (b) the job holds memory on a GPU (>= job_gpu_min_mib) that stays idle for held_unused_for_s
 //      while another GPU of the job is busy (a stray CUDA context, e.g. every rank touching GPU0).
 #include <algorithm>
-#include <map>
 
 #include <fmt/format.h>
 
@@ -16,38 +15,55 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_wrong_device(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   const std::size_t n = s.size();
-  std::map<unsigned, GpuUse> use;
-  std::map<unsigned, std::vector<float>> roll;
-  for (const auto& g : s.gpus) {
-    use.emplace(g.index, gpu_use(s, g, th));
-    roll.emplace(g.index, rolling_mean(s.t, g.util_gpu_pct, th.window_s));
+  // Per GPU, in ascending index order (the order findings list them in); vectors, not maps: the
+  // loops below look at every GPU on every row.
+  std::vector<const GpuSeries*> gpus;
+  for (const auto& g : s.gpus) gpus.push_back(&g);
+  std::sort(gpus.begin(), gpus.end(),
+            [](const GpuSeries* a, const GpuSeries* b) { return a->index < b->index; });
+  std::vector<GpuUse> use;
+  std::vector<std::vector<float>> roll;
+  for (const auto* g : gpus) {
+    use.push_back(gpu_use(s, *g, th, presence));
+    roll.push_back(rolling_mean(s.t, g->util_gpu_pct, th.window_s));
   }
+  auto pos_of = [&](unsigned idx) {
+    return static_cast<std::size_t>(
+        std::find_if(gpus.begin(), gpus.end(), [&](const GpuSeries* g) { return g->index == idx; }) -
+        gpus.begin());
+  };
   const auto& intended = s.facts.gpus;
   auto is_intended = [&](unsigned i) {
     return std::find(intended.begin(), intended.end(), i) != intended.end();
   };
 
   // (a) intended GPU idle while the job runs elsewhere
-  if (!intended.empty() && has_job_processes(s)) {
+  if (!intended.empty() && presence.job) {
+    std::vector<std::uint8_t> elsewhere(n, 0);  // the job holds a GPU it was not meant to use
+    for (std::size_t k = 0; k < gpus.size(); ++k) {
+      if (is_intended(gpus[k]->index)) continue;
+      for (std::size_t i = 0; i < n; ++i) elsewhere[i] |= use[k].used[i];
+    }
     for (auto idx : intended) {
       const auto* g = s.gpu(idx);
       if (!g) continue;
+      const std::size_t k = pos_of(idx);
       std::vector<std::uint8_t> cond(n, 0);
       for (std::size_t i = 0; i < n; ++i) {
-        bool elsewhere = false;
-        for (const auto& [j, u] : use)
-          if (!is_intended(j) && u.used[i]) elsewhere = true;
-        const float r = roll[idx][i];
-        cond[i] = elsewhere && !use[idx].used[i] && !na(r) && r <= th.idle_util_pct;
+        const float r = roll[k][i];
+        cond[i] = elsewhere[i] && !use[k].used[i] && !na(r) && r <= th.idle_util_pct;
       }
       for (const auto& ep : episodes(s.t, cond, th.wrong_device_for_s, th.clear_s)) {
         Finding f = make_finding("D7", Severity::warning, s.t[ep.i0], s.t[ep.i1]);
         std::string where;
-        for (const auto& [j, u] : use) {
+        for (std::size_t kj = 0; kj < gpus.size(); ++kj) {
+          const unsigned j = gpus[kj]->index;
+          const GpuUse& u = use[kj];
           if (is_intended(j) || u.used_rows == 0) continue;
-          const auto* gj = s.gpu(j);
+          const auto* gj = gpus[kj];
           const double mu = mean(gj->util_gpu_pct, ep.i0, ep.i1);
           where += fmt::format("{}GPU{} ({} %)", where.empty() ? "" : ", ", j, num(mu));
           f.gpus.push_back(j);
@@ -77,19 +93,22 @@ std::vector<Finding> detect_wrong_device(const RunSeries& s, const Thresholds& t
   }
 
   // (b) memory held by the job on a GPU that stays idle while another job GPU works
-  for (const auto& g : s.gpus) {
-    const auto& u = use[g.index];
+  auto busy_at = [&](std::size_t k, std::size_t i) {
+    return use[k].used[i] && !na(roll[k][i]) && roll[k][i] >= th.busy_util_pct;
+  };
+  std::vector<unsigned> busy_gpus(n, 0);  // job GPUs busy at each row
+  for (std::size_t k = 0; k < gpus.size(); ++k)
+    for (std::size_t i = 0; i < n; ++i) busy_gpus[i] += busy_at(k, i) ? 1 : 0;
+  for (std::size_t k = 0; k < gpus.size(); ++k) {
+    const GpuSeries& g = *gpus[k];
+    const auto& u = use[k];
     if (u.used_rows == 0) continue;
     std::vector<std::uint8_t> cond(n, 0);
     for (std::size_t i = 0; i < n; ++i) {
       if (!u.used[i]) continue;
-      const float r = roll[g.index][i];
+      const float r = roll[k][i];
       if (na(r) || r > th.idle_util_pct) continue;
-      bool other_busy = false;
-      for (const auto& [j, uj] : use)
-        if (j != g.index && uj.used[i] && !na(roll[j][i]) && roll[j][i] >= th.busy_util_pct)
-          other_busy = true;
-      cond[i] = other_busy;
+      cond[i] = busy_gpus[i] - (busy_at(k, i) ? 1 : 0) > 0;  // another job GPU is busy
     }
     for (const auto& ep : episodes(s.t, cond, th.held_unused_for_s, th.clear_s)) {
       Finding f = make_finding("D7", Severity::warning, s.t[ep.i0], s.t[ep.i1]);

@@ -13,6 +13,7 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_ddp_not_running(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   auto jg = s.facts.gpus;
   std::sort(jg.begin(), jg.end());
@@ -25,7 +26,7 @@ std::vector<Finding> detect_ddp_not_running(const RunSeries& s, const Thresholds
     if (!g) continue;
     gs.push_back(g);
     roll.push_back(rolling_mean(s.t, g->util_gpu_pct, th.window_s));
-    use.push_back(gpu_use(s, *g, th));
+    use.push_back(gpu_use(s, *g, th, presence));
   }
   if (gs.size() < 2) return out;
   const std::size_t n = s.size();

@@ -14,6 +14,7 @@ namespace trainmon::diagnose {
 using namespace detail;
 
 std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th) {
+  const ProcPresence presence = proc_presence(s);
   std::vector<Finding> out;
   struct Band {
     std::vector<unsigned> gpus;
@@ -24,7 +25,7 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
   for (auto idx : job_gpus(s, th)) {
     const auto* g = s.gpu(idx);
     if (!g) continue;
-    const auto use = gpu_use(s, *g, th);
+    const auto use = gpu_use(s, *g, th, presence);
     double sum = 0, t0 = -1, t1 = -1;
     std::size_t cnt = 0;
     for (std::size_t i = 0; i < s.size(); ++i) {
