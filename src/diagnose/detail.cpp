@@ -64,6 +64,8 @@ struct UseKey {
   bool operator==(const UseKey&) const = default;
 };
 struct Memo {
+  const RunSeries* series = nullptr;
+  std::vector<const float*> columns;  ///< float_columns(*series)
   std::vector<std::pair<RollKey, std::vector<float>>> roll;
   std::vector<std::pair<UseKey, GpuUse>> use;
 };
@@ -75,9 +77,11 @@ GpuUse compute_gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds&
 
 }  // namespace
 
-RunAllMemo::RunAllMemo() {
+RunAllMemo::RunAllMemo(const RunSeries& series) {
   if (t_memo != nullptr) return;
   t_memo = new Memo();
+  t_memo->series = &series;
+  t_memo->columns = float_columns(series);
   active_ = true;
 }
 
@@ -88,7 +92,9 @@ RunAllMemo::~RunAllMemo() {
 }
 
 std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s) {
-  if (t_memo == nullptr) return compute_rolling_mean(t, col, window_s);
+  if (t_memo == nullptr || t.data() != t_memo->series->t.data() ||
+      !std::binary_search(t_memo->columns.begin(), t_memo->columns.end(), col.data()))
+    return compute_rolling_mean(t, col, window_s);
   const RollKey key{t.data(), col.data(), col.size(), window_s};
   for (const auto& [k, v] : t_memo->roll)
     if (k == key) return v;
@@ -201,7 +207,7 @@ GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th) {
 }
 
 GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th, ProcPresence presence) {
-  if (t_memo == nullptr) return compute_gpu_use(s, g, th, presence);
+  if (t_memo == nullptr || &s != t_memo->series) return compute_gpu_use(s, g, th, presence);
   const UseKey key{&g, s.size(), th.job_gpu_min_mib, presence.job, presence.any};
   for (const auto& [k, v] : t_memo->use)
     if (k == key) return v;

@@ -36,14 +36,19 @@ double first_of(std::span<const float> col, std::size_t i0, std::size_t i1);
 /// Trailing rolling mean over (t[i] - window_s, t[i]], NaN-aware; NaN where the window has no value.
 std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s);
 
+/// The data of every float column of `s` (GPU, host and job columns), ascending addresses.
+std::vector<const float*> float_columns(const RunSeries& s);
+
 /// Within one DiagnosisEngine::run_all the series does not change, and several detectors ask for the
 /// same rolling means and GPU uses (a third of an evaluation's CPU time was these, recomputed): while
-/// a RunAllMemo lives on this thread, rolling_mean() and gpu_use() remember their results, keyed by
-/// the column / GPU series address and the parameters. Outside one (a detector called alone, the
-/// tests) nothing is remembered. Not copyable; one per thread at a time (an inner one is inert).
+/// a RunAllMemo lives on this thread, rolling_mean() and gpu_use() remember their results for the
+/// columns and GPUs of `series` (and only those: a column a detector computed itself is never
+/// remembered, so a later one at the same address cannot be mistaken for it), keyed by address and
+/// parameters. Outside one (a detector called alone, the tests) nothing is remembered. `series`
+/// must outlive it and not change meanwhile. One per thread at a time (an inner one is inert).
 class RunAllMemo {
  public:
-  RunAllMemo();
+  explicit RunAllMemo(const RunSeries& series);
   ~RunAllMemo();
   RunAllMemo(const RunAllMemo&) = delete;
   RunAllMemo& operator=(const RunAllMemo&) = delete;

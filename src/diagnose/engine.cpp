@@ -10,7 +10,7 @@ namespace trainmon::diagnose {
 
 std::vector<Finding> DiagnosisEngine::run_all(const RunSeries& series, const Thresholds& th) const {
   std::vector<Finding> out;
-  const detail::RunAllMemo memo;  // the detectors share rolling means and GPU uses
+  const detail::RunAllMemo memo(series);  // the detectors share rolling means and GPU uses
   for (const auto& d : detector_table()) {
     auto v = d.fn(series, th);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));

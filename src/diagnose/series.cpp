@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/diagnose/series.h"
 
+#include "diagnose/detail.h"
+
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
@@ -307,5 +309,20 @@ RunSeries slice(const RunSeries& s, double t0, double t1) {
   out.facts = s.facts;
   return out;
 }
+
+namespace detail {
+
+std::vector<const float*> float_columns(const RunSeries& s) {
+  std::vector<const float*> out;
+  for (const auto& g : s.gpus)
+    for_each_float(g, [&](const std::vector<float>& c) { out.push_back(c.data()); });
+  for_each_host(s.host, [&](const std::vector<float>& c) { out.push_back(c.data()); });
+  for_each_job(s.job, [&](const std::vector<float>& c) { out.push_back(c.data()); });
+  std::erase(out, nullptr);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace trainmon::diagnose

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <memory>
 
+#include "diagnose/detail.h"
+#include "trainmon/diagnose/detectors.h"
 #include "trainmon/diagnose/engine.h"
 #include "unit/diagnose/synth.h"
 
@@ -160,6 +162,53 @@ TEST(DiagLive, RetainBoundsTheSeriesAndStillFindsWhatHoldsNow) {
   EXPECT_GE(live.series().size(), 400u);
   EXPECT_DOUBLE_EQ(live.series().t.back(), 1500);
   EXPECT_GE(live.series().t.front(), 1500 - 440);
+}
+
+}  // namespace
+}  // namespace trainmon::diagnose
+
+namespace trainmon::diagnose {
+namespace {
+
+// run_all shares rolling means and GPU uses between the detectors (detail::RunAllMemo): its
+// findings must be exactly those of the detectors run one by one, which remember nothing.
+TEST(DiagEngine, RunAllMemoGivesTheDetectorsOwnFindings) {
+  Synth x(4, 3600);
+  x.set(x.gpu(2).util_gpu_pct, 600, 1800, 2.f);       // GPU2 held but idle while the others work (D7, D2)
+  x.set(x.gpu(1).mem_used_mib, 1200, 3600, 78000.f);  // near full (D21)
+  x.set(x.s.host.cpu_busy_pct, 2000, 2600, 99.f);
+  x.set(x.gpu(3).util_gpu_pct, 2000, 2600, 10.f, 3.f);  // starved while the host CPU is saturated
+  x.s.facts.gpus = {0, 1};                              // GPUs 2 and 3 were not meant to be used
+  const Thresholds th;
+  const auto together = DiagnosisEngine{}.run_all(x.s, th);
+  std::vector<Finding> alone;
+  for (const auto& d : detector_table()) {
+    auto v = d.fn(x.s, th);
+    alone.insert(alone.end(), v.begin(), v.end());
+  }
+  std::stable_sort(alone.begin(), alone.end(), finding_less);
+  ASSERT_GE(together.size(), 3u);
+  ASSERT_EQ(together.size(), alone.size());
+  for (std::size_t i = 0; i < together.size(); ++i) EXPECT_EQ(to_text(together[i]), to_text(alone[i]));
+  EXPECT_FALSE(with_code(together, "D7").empty());
+}
+
+// A column a detector computes itself is never remembered: a later one at the same address (the
+// first was freed) must not get the first one's rolling mean.
+TEST(DiagEngine, RunAllMemoForgetsColumnsOutsideTheSeries) {
+  Synth x(1, 100);
+  const detail::RunAllMemo memo(x.s);
+  const auto mean_of = [&](float v) {
+    std::vector<float> temp(x.s.size(), v);
+    return detail::rolling_mean(x.s.t, temp, 60).back();
+  };
+  EXPECT_FLOAT_EQ(mean_of(1.f), 1.f);
+  EXPECT_FLOAT_EQ(mean_of(2.f), 2.f);
+  // The series' own columns are remembered: the same answer twice, and the right one.
+  const auto a = detail::rolling_mean(x.s.t, x.s.gpus[0].util_gpu_pct, 60);
+  const auto b = detail::rolling_mean(x.s.t, x.s.gpus[0].util_gpu_pct, 60);
+  EXPECT_EQ(a, b);
+  EXPECT_NEAR(a.back(), 90.f, 2.f);
 }
 
 }  // namespace
