@@ -181,7 +181,6 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
   Sampler sampler(so);
   HostOptions all_opts = so.host;
   all_opts.all_processes = true;
-  all_opts.disks = all_opts.nets = false;
   std::unique_ptr<HostCollector> all_collector;
   diagnose::LiveDiagnosis diag(diagnose::Thresholds{}, diagnose::LiveOptions{.retain_s = 3600});
   std::int64_t start_ns = 0;
@@ -197,11 +196,11 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
     }
     if (want_all) {
       if (!all_collector) all_collector = std::make_unique<HostCollector>(all_opts);
-      HostSample scratch;
+      // Only the processes: the host-wide values (and the uptime their rates use) are this tick's.
       std::vector<ProcessSample> all;
-      all_collector->collect(scratch, all, {});
+      snap->host.processes_unreadable = 0;  // counted again over every process
+      all_collector->collect_processes(snap->host, all, {});
       snap->processes = std::move(all);
-      snap->host.process_count = scratch.process_count;
     }
     if (start_ns == 0) start_ns = snap->time_unix_ns;
     // The open findings change only when the diagnosis evaluates (every LiveOptions::every_s).
