@@ -118,6 +118,12 @@ struct HostCollector::State {
   void collect_pressure(HostSample& host);
   void collect_disks(HostSample& host, double elapsed);
   void collect_nets(HostSample& host, double elapsed);
+  /// all_processes: the pids in /proc, into `listed` (sorted), listed again only when needed.
+  void list_processes(double uptime_s);
+  std::vector<std::uint32_t> listed, vanished;
+  std::optional<std::uint32_t> listed_last_pid;
+  double listed_at_uptime_s = 0;
+  static constexpr double kRelistEvery_s = 10;
   void collect_processes(HostSample& host, std::vector<ProcessSample>& out,
                          std::span<const std::uint32_t> requested, double elapsed);
 };
@@ -390,12 +396,8 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
   detail_pids.assign(requested.begin(), requested.end());
   std::sort(detail_pids.begin(), detail_pids.end());
   if (options.all_processes) {
-    if (DIR* d = ::opendir(options.proc_root.c_str())) {
-      while (const dirent* e = ::readdir(d)) {
-        if (const auto pid = to_number<std::uint32_t>(e->d_name); pid && *pid > 0) pids.push_back(*pid);
-      }
-      ::closedir(d);
-    }
+    list_processes(host.uptime_s.value_or(0));
+    pids.insert(pids.end(), listed.begin(), listed.end());
   }
   std::sort(pids.begin(), pids.end());
   pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
@@ -436,6 +438,7 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
     ProcessSample& p = out.emplace_back();
     const ProcessReadResult r = procs.read(pid, ctx, p);
     if (r != ProcessReadResult::ok) {
+      if (r == ProcessReadResult::gone) vanished.push_back(pid);
       out.pop_back();
       if (r == ProcessReadResult::unreadable) ++host.processes_unreadable;
       continue;
@@ -474,6 +477,36 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
     }
   }
   procs.sweep();
+  // Exited since the listing: not listed again until the next one.
+  for (const std::uint32_t pid : vanished) {
+    if (auto it = std::lower_bound(listed.begin(), listed.end(), pid); it != listed.end() && *it == pid)
+      listed.erase(it);
+  }
+  vanished.clear();
+}
+
+void HostCollector::State::list_processes(double uptime_s) {
+  // Listing /proc (getdents fills a dentry per process) was a fifth of `top`'s all-processes view.
+  // Nothing new can be listed unless a pid was handed out since, which moves /proc/loadavg's last
+  // pid; exits are seen when the process's stat is gone. That field is of the reader's PID namespace:
+  // trusted only for our own procfs, and the listing is redone every kRelistEvery_s in any case.
+  std::optional<std::uint32_t> last_pid;
+  if (own_procfs && file.read_kept(loadavg_file, proc("loadavg"), 4096, true) == 0) {
+    if (const auto l = parse_loadavg(file.text())) last_pid = l->last_pid;
+  }
+  const bool fresh = last_pid && listed_last_pid == last_pid && uptime_s >= listed_at_uptime_s &&
+                     uptime_s - listed_at_uptime_s < kRelistEvery_s;
+  if (fresh) return;
+  listed.clear();
+  if (DIR* d = ::opendir(options.proc_root.c_str())) {
+    while (const dirent* e = ::readdir(d)) {
+      if (const auto pid = to_number<std::uint32_t>(e->d_name); pid && *pid > 0) listed.push_back(*pid);
+    }
+    ::closedir(d);
+  }
+  std::sort(listed.begin(), listed.end());
+  listed_last_pid = last_pid;  // read before the listing: a process created during it lists again
+  listed_at_uptime_s = uptime_s;
 }
 
 // ---- the collector -----------------------------------------------------------------------------

@@ -93,6 +93,7 @@ std::optional<LoadAvg> parse_loadavg(std::string_view text) {
       l.running = to_number<std::uint32_t>(tok.substr(0, slash)).value_or(0);
       l.total = to_number<std::uint32_t>(tok.substr(slash + 1)).value_or(0);
     }
+    if (next_token(text, tok)) l.last_pid = to_number<std::uint32_t>(tok);
   }
   return l;
 }

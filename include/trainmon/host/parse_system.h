@@ -82,6 +82,9 @@ CpuTimes cpu_times_between(const CpuCounters& before, const CpuCounters& after);
 struct LoadAvg {
   double load1 = 0, load5 = 0, load15 = 0;
   std::uint32_t running = 0, total = 0;  ///< "2/99": runnable / total scheduling entities
+  /// The last pid the kernel handed out (a process or a thread) in the reader's PID namespace: it
+  /// moves whenever anything is created. nullopt when the field is missing or malformed.
+  std::optional<std::uint32_t> last_pid;
 };
 /// Parses /proc/loadavg ("0.71 0.21 0.08 2/99 9202"); nullopt when the first three are not numbers.
 std::optional<LoadAvg> parse_loadavg(std::string_view text);

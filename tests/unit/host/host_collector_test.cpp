@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 
@@ -338,3 +340,40 @@ TEST(HostCollector, UnreadableFilesCostOnlyTheirValues) {
   EXPECT_EQ(cgroup_ok, 1);  // the rest of 101 is there
   EXPECT_EQ(count, 9u);     // every other process of tick 1 still listed
 }
+
+namespace trainmon {
+namespace {
+
+bool lists(const std::vector<ProcessSample>& ps, pid_t pid) {
+  return std::any_of(ps.begin(), ps.end(),
+                     [&](const ProcessSample& p) { return p.pid == static_cast<std::uint32_t>(pid); });
+}
+
+// On this machine's own /proc the listing is redone only when /proc/loadavg's last pid moved: a
+// process created between two ticks must still be listed at the next one, and one that exited must
+// not be listed any more.
+TEST(HostCollector, AllProcessesSeesNewAndExitedProcessesWithoutRelistingEveryTick) {
+  HostOptions o;
+  o.all_processes = true;
+  HostCollector c(o);
+  HostSample h;
+  std::vector<ProcessSample> ps;
+  c.collect(h, ps, {});
+  ASSERT_TRUE(lists(ps, ::getpid()));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::pause();
+    ::_exit(0);
+  }
+  c.collect(h, ps, {});
+  EXPECT_TRUE(lists(ps, child));
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  c.collect(h, ps, {});
+  EXPECT_FALSE(lists(ps, child));
+  EXPECT_TRUE(lists(ps, ::getpid()));
+}
+
+}  // namespace
+}  // namespace trainmon

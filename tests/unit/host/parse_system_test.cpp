@@ -91,6 +91,9 @@ TEST(ParseLoadavg, ReadsThreeAveragesAndTasks) {
   EXPECT_DOUBLE_EQ(l->load15, 0.08);
   EXPECT_EQ(l->running, 2u);
   EXPECT_EQ(l->total, 99u);
+  EXPECT_EQ(l->last_pid, 9202u);
+  EXPECT_FALSE(parse_loadavg("0.71 0.21 0.08 2/99\n")->last_pid.has_value());
+  EXPECT_FALSE(parse_loadavg("0.71 0.21 0.08 2/99 x1\n")->last_pid.has_value());
   EXPECT_FALSE(parse_loadavg("0.71 zz 0.08\n").has_value());
   EXPECT_FALSE(parse_loadavg("").has_value());
 }
