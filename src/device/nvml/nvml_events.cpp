@@ -81,11 +81,14 @@ bool EventWatcher::run_poll(const NvmlLibrary& lib, nvmlEventSet_t set, Shared& 
       shared.queue.push_back(e);
     }
   }
+  bool free_set = false;
   {
     std::lock_guard lock(shared.mu);
     shared.polling = false;
+    free_set = shared.free_set_after_poll;
   }
-  shared.idle.notify_all();  // stop() may be waiting for this poll
+  shared.idle.notify_all();               // stop() may be waiting for this poll
+  if (free_set) api.event_set_free(set);  // stop() gave up on this poll: the set is ours to free
   return true;
 }
 
@@ -150,12 +153,15 @@ bool EventWatcher::stop(std::chrono::steady_clock::time_point deadline) {
   for (auto& w : retired_) w->request_stop();
   if (thread_) joined = thread_->stop_until(deadline) && joined;
   for (auto& w : retired_) joined = w->stop_until(deadline) && joined;
+  bool idle = false;
   {
     // A poll on a thread that is not ours (the backend's shared worker) uses the set too.
     std::unique_lock lock(shared_->mu);
-    joined = shared_->idle.wait_until(lock, deadline, [&] { return !shared_->polling; }) && joined;
+    idle = shared_->idle.wait_until(lock, deadline, [&] { return !shared_->polling; });
+    if (!idle) shared_->free_set_after_poll = true;  // the stuck poll frees it if it returns
   }
-  if (joined && set_ != nullptr) lib_->api().event_set_free(set_);
+  if (idle && set_ != nullptr) lib_->api().event_set_free(set_);
+  joined = joined && idle;
   if (!joined) lib_->leak();
   set_ = nullptr;
   return joined;

@@ -80,7 +80,7 @@ class EventWatcher {
   std::uint64_t dropped() const;
   /// Stop the workers and wait until `deadline` for them and for a poll running on another thread.
   /// False when a poll is still inside nvmlEventSetWait at the deadline (a worker of ours stuck in it
-  /// is detached; the event set is not freed and the library stays mapped).
+  /// is detached, the library stays mapped, and that poll frees the event set if it ever returns).
   bool stop(std::chrono::steady_clock::time_point deadline);
   /// "" when watching; otherwise one line saying why not (no symbols, no supported types ...).
   const std::string& status() const noexcept { return status_; }
@@ -95,6 +95,9 @@ class EventWatcher {
     std::uint64_t dropped = 0;
     bool polling = false;  ///< a poll is inside the driver (on whichever thread)
     bool stopped = false;  ///< no poll may start: the set is being (or was) freed
+    /// stop() gave up waiting for a stuck poll: that poll frees the set when it returns (NVML is
+    /// then still initialised and the library mapped: the owner skips nvmlShutdown and dlclose).
+    bool free_set_after_poll = false;
     std::vector<std::pair<nvmlDevice_t, unsigned>> index_of;  // registered handle -> GPU index
   };
   /// One poll (see poll()); false when skipped.
