@@ -5,8 +5,6 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
-#include <set>
 #include <unordered_map>
 
 #include "trainmon/tui/format.h"
@@ -58,17 +56,33 @@ int key_compare(const ProcessRow& a, const ProcessRow& b, SortKey key) {
 }  // namespace
 
 std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8) {
-  // GPU figures per pid, from the driver's lists.
+  // GPU figures per pid, from the driver's lists: a vector by ascending pid (this runs on every
+  // frame; a map of sets allocated per GPU process per frame).
   struct GpuAgg {
-    std::set<unsigned> gpus;
+    std::uint32_t pid = 0;
+    std::vector<unsigned> gpus;  ///< ascending, unique
     double mem = -1, sm = -1;
     bool not_visible = false, zombie = false;
+    bool listed = false;  ///< has a row from snap.processes
     std::string name;
   };
-  std::map<std::uint32_t, GpuAgg> gpu;
+  std::vector<GpuAgg> gpu;
+  auto find_gpu = [&](std::uint32_t pid) -> GpuAgg* {
+    auto it = std::lower_bound(gpu.begin(), gpu.end(), pid,
+                               [](const GpuAgg& a, std::uint32_t p) { return a.pid < p; });
+    return it != gpu.end() && it->pid == pid ? &*it : nullptr;
+  };
   for (const auto& gp : snap.gpu_processes) {
-    auto& a = gpu[gp.pid];
-    a.gpus.insert(gp.gpu_index);
+    auto it = std::lower_bound(gpu.begin(), gpu.end(), gp.pid,
+                               [](const GpuAgg& a, std::uint32_t p) { return a.pid < p; });
+    if (it == gpu.end() || it->pid != gp.pid) {
+      it = gpu.insert(it, GpuAgg{});
+      it->pid = gp.pid;
+    }
+    GpuAgg& a = *it;
+    if (auto g = std::lower_bound(a.gpus.begin(), a.gpus.end(), gp.gpu_index);
+        g == a.gpus.end() || *g != gp.gpu_index)
+      a.gpus.insert(g, gp.gpu_index);
     if (gp.used_memory_bytes) a.mem = std::max(0.0, a.mem) + static_cast<double>(*gp.used_memory_bytes);
     if (gp.sm_util_pct) a.sm = std::max(0.0, a.sm) + static_cast<double>(*gp.sm_util_pct);
     if (gp.host == HostVisibility::not_visible) a.not_visible = true;
@@ -78,7 +92,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
   const double now_boot = snap.host.uptime_s.value_or(0);
 
   std::vector<ProcessRow> rows;
-  std::set<std::uint32_t> seen;
+  rows.reserve(ui.view == ProcessView::gpu ? gpu.size() : snap.processes.size() + gpu.size());
   auto fill_gpu = [&](ProcessRow& r, const GpuAgg& a) {
     r.on_gpu = true;
     std::string list;
@@ -89,8 +103,8 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     r.ghost = a.zombie;
   };
   for (const auto& p : snap.processes) {
-    auto it = gpu.find(p.pid);
-    const bool on_gpu = it != gpu.end() && !it->second.not_visible;
+    GpuAgg* a = find_gpu(p.pid);
+    const bool on_gpu = a != nullptr && !a->not_visible;
     if (ui.view == ProcessView::gpu && !on_gpu) continue;
     ProcessRow r;
     r.pid = p.pid;
@@ -101,16 +115,16 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     if (p.cpu_pct) r.cpu_pct = *p.cpu_pct;
     if (p.rss_bytes) r.rss_bytes = static_cast<double>(*p.rss_bytes);
     if (now_boot > 0 && p.start_time_boot_s > 0) r.elapsed_s = now_boot - p.start_time_boot_s;
-    if (on_gpu) fill_gpu(r, it->second);
+    if (on_gpu) fill_gpu(r, *a);
     if (p.state == 'Z' && r.on_gpu) r.ghost = true;
-    seen.insert(p.pid);
+    if (a != nullptr) a->listed = true;
     rows.push_back(std::move(r));
   }
   // Driver-listed processes that have no row here: not visible from this PID namespace, or gone.
-  for (const auto& [pid, a] : gpu) {
-    if (seen.count(pid)) continue;
+  for (const auto& a : gpu) {
+    if (a.listed) continue;
     ProcessRow r;
-    r.pid = pid;
+    r.pid = a.pid;
     r.user = "?";
     r.command = a.name.empty() ? "?" : a.name;
     fill_gpu(r, a);
