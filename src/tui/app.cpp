@@ -15,6 +15,7 @@
 #include <condition_variable>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <memory>
@@ -126,6 +127,7 @@ struct Shared {
   int interval_ms = 1000;
   bool all_processes = false;  ///< the table lists every process (else only the GPU processes)
   bool stop = false;
+  bool sampler_exited = false;  ///< set by the sampling thread as it returns
   // The screen.
   const TopOptions* opt = nullptr;
   CursesOutput* out = nullptr;  ///< nullptr once the terminal is given back: nothing is drawn
@@ -166,6 +168,10 @@ std::string describe_active_run(const std::string& db_path) {
   }
   return {};
 }
+
+/// How long quitting waits for the sampling thread (a tick is bounded by the device timeout, 2 s
+/// by default, plus the host reads).
+constexpr std::chrono::seconds kQuitWait{3};
 
 void sampling_thread(const TopOptions& opt, Shared& sh) {
   // The sampler reads only the GPU processes' /proc entries (the default view needs no more);
@@ -267,7 +273,12 @@ int run_top(const TopOptions& opt) {
   sigemptyset(&ui_signals);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGCONT, SIGTSTP, SIGWINCH}) sigaddset(&ui_signals, sig);
   pthread_sigmask(SIG_BLOCK, &ui_signals, &old_mask);
-  std::thread sampler([&] { sampling_thread(opt, sh); });
+  std::thread sampler([&] {
+    sampling_thread(opt, sh);
+    std::lock_guard lk(sh.mu);
+    sh.sampler_exited = true;
+    sh.cv.notify_all();
+  });
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
 
   {
@@ -338,6 +349,22 @@ int run_top(const TopOptions& opt) {
     sh.out = nullptr;  // the sampling thread draws no more
   }
   sh.cv.notify_all();
+  // The sampling thread finishes its tick first (the NVML workers bound it by device_timeout), but
+  // it can be stuck where no timeout reaches: in the driver while NVML starts (nvmlInit, the event
+  // set up), before any worker exists. The terminal is already given back: the user asked to quit,
+  // so quit, leaving that thread inside the driver (nothing is lost: top records nothing).
+  {
+    std::unique_lock lk(sh.mu);
+    if (!sh.cv.wait_for(lk, kQuitWait, [&] { return sh.sampler_exited; })) {
+      lk.unlock();
+      std::fprintf(stderr,
+                   "trainmon top: the GPU driver has not answered for %lld s (NVML start-up): "
+                   "quitting without waiting for it\n",
+                   static_cast<long long>(kQuitWait.count()));
+      std::fflush(nullptr);
+      std::_Exit(0);
+    }
+  }
   sampler.join();
   signals.reset();
   g_wake_fd = -1;

@@ -74,6 +74,7 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   draw_footer(cv, ui);
   if (!in.snapshot) {
     cv.put(2, 1, "sampling...", Style::dim);
+    if (ui.help) draw_help(cv);  // keys work before the first sample (a driver slow to start)
     return out;
   }
   const Snapshot& snap = *in.snapshot;

@@ -2,6 +2,7 @@
 """`trainmon top` in a real tmux server (private socket) on the fake driver: keys sent with
 send-keys, the screen read with capture-pane. Every wait polls for a condition."""
 
+import json
 import os
 import re
 import shlex
@@ -226,6 +227,28 @@ def test_xid_and_ecc_findings_show_live(tmux, tmp_path):
     assert re.search(r"^D10 critical ", screen, re.M), screen
     tmux.keys("q")
     tmux.wait(lambda s: "EXITED rc=0" in s)
+
+
+def test_quit_is_bounded_when_the_driver_hangs_at_start_up(tmux, tmp_path):
+    """nvmlInit hangs for 60 s: no per-GPU timeout exists yet. Keys still work on the "sampling..."
+    screen, and q quits within a few seconds (the sampling thread is left inside the driver)."""
+    e = top_env("top-gpu-lost.json", XDG_STATE_HOME=tmp_path)
+    with open(e["TRAINMON_FAKE_NVML_SCENARIO"]) as f:
+        scenario = json.load(f)
+    scenario["errors"] = [{"function": "nvmlInit_v2", "hang_ms": 60000}]
+    path = tmp_path / "hang-init.json"
+    path.write_text(json.dumps(scenario))
+    e["TRAINMON_FAKE_NVML_SCENARIO"] = str(path)
+    tmux.start(e, [trainmon_bin(), "top"], 120, 30)
+    tmux.wait(lambda s: "sampling..." in s)
+    tmux.keys("?")
+    tmux.wait(lambda s: "trainmon top: keys" in s, timeout=10)
+    tmux.keys("Escape")
+    t0 = time.monotonic()
+    tmux.keys("q")
+    screen = tmux.wait(lambda s: "EXITED rc=0" in s, timeout=30)
+    assert time.monotonic() - t0 < 15, screen
+    assert "quitting without waiting" in screen, screen
 
 
 def test_40x12_from_the_start(tmux, tmp_path):

@@ -187,3 +187,22 @@ TEST(TuiScreen, SelectedRowStyledAndScrolledIntoView) {
 
 }  // namespace
 }  // namespace trainmon::tui
+
+namespace trainmon::tui {
+namespace {
+
+// Keys work before the first sample (a driver slow to start): the help overlay shows over
+// "sampling...", so the next key is not spent closing a help nobody saw.
+TEST(TuiScreen, HelpShowsBeforeTheFirstSample) {
+  UiState ui;
+  ui.help = true;
+  const auto t = render(ScreenInput{}, ui, 100, 30, true).canvas.text();
+  EXPECT_NE(t.find("sampling..."), std::string::npos) << t;
+  EXPECT_NE(t.find("trainmon top: keys"), std::string::npos) << t;
+  ui.help = false;
+  EXPECT_EQ(render(ScreenInput{}, ui, 100, 30, true).canvas.text().find("trainmon top: keys"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainmon::tui
