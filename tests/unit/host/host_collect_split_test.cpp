@@ -10,28 +10,13 @@
 
 using namespace trainmon;
 using trainmon::test::find_pid;
+using trainmon::test::fixture_options;
 using trainmon::test::host_fixture;
+using trainmon::test::point_to;
 using trainmon::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-void point_to(const std::string& dir, const std::string& target) {
-  for (const char* sub : {"proc", "sys", "etc"}) {
-    const std::string link = dir + "/" + sub;
-    std::error_code ec;
-    fs::remove(link, ec);
-    fs::create_directory_symlink(target + "/" + sub, link);
-  }
-}
-
-HostOptions fixture_options(const std::string& root) {
-  HostOptions o;
-  o.proc_root = root + "/proc";
-  o.sys_root = root + "/sys";
-  o.all_processes = true;
-  return o;
-}
 
 constexpr double kEps = 1e-9;
 

@@ -15,29 +15,13 @@
 
 using namespace trainmon;
 using trainmon::test::find_pid;
+using trainmon::test::fixture_options;
 using trainmon::test::host_fixture;
+using trainmon::test::point_to;
 using trainmon::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-HostOptions fixture_options(const std::string& root) {
-  HostOptions o;
-  o.proc_root = root + "/proc";
-  o.sys_root = root + "/sys";
-  o.all_processes = true;
-  return o;
-}
-
-/// A tree whose proc/sys/etc are symlinks, so a test can switch the collector from tick 1 to tick 2.
-void point_to(const std::string& dir, const std::string& target) {
-  for (const char* sub : {"proc", "sys", "etc"}) {
-    const std::string link = dir + "/" + sub;
-    std::error_code ec;
-    fs::remove(link, ec);
-    fs::create_directory_symlink(target + "/" + sub, link);
-  }
-}
 
 constexpr double kEps = 1e-9;
 const std::string kContainer = "3f4e5d6c7b8a99881726354453627180a1b2c3d4e5f60718293a4b5c6d7e8f90";

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trainmon/core/host_sample.h"
+#include "trainmon/host/host_collector.h"
 
 namespace trainmon::test {
 
@@ -37,6 +38,26 @@ class TempDir {
  private:
   std::string path_;
 };
+
+/// Options that read the fixture tree under `root` (proc/, sys/), listing every process.
+inline HostOptions fixture_options(const std::string& root) {
+  HostOptions o;
+  o.proc_root = root + "/proc";
+  o.sys_root = root + "/sys";
+  o.all_processes = true;
+  return o;
+}
+
+/// Makes `dir`'s proc/sys/etc symlinks into fixture tree `target`, so that a test can switch a
+/// collector from one tick's tree to the next.
+inline void point_to(const std::string& dir, const std::string& target) {
+  for (const char* sub : {"proc", "sys", "etc"}) {
+    const std::string link = dir + "/" + sub;
+    std::error_code ec;
+    std::filesystem::remove(link, ec);
+    std::filesystem::create_directory_symlink(target + "/" + sub, link);
+  }
+}
 
 inline const ProcessSample* find_pid(const std::vector<ProcessSample>& ps, std::uint32_t pid) {
   const auto it = std::find_if(ps.begin(), ps.end(), [pid](const ProcessSample& p) { return p.pid == pid; });

@@ -17,16 +17,8 @@ namespace fs = std::filesystem;
 using testing::ScopedEnv;
 using trainmon::test::find_pid;
 using trainmon::test::host_fixture;
+using trainmon::test::point_to;
 using trainmon::test::TempDir;
-
-void point_to(const std::string& dir, const std::string& target) {
-  for (const char* sub : {"proc", "sys", "etc"}) {
-    const std::string link = dir + "/" + sub;
-    std::error_code ec;
-    fs::remove(link, ec);
-    fs::create_directory_symlink(target + "/" + sub, link);
-  }
-}
 
 constexpr double kEps = 1e-9;
 
