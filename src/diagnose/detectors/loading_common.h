@@ -17,11 +17,12 @@ inline std::vector<std::uint8_t> gpus_waiting(const RunSeries& s, const Threshol
   std::vector<double> sum(n, 0);
   std::vector<int> cnt(n, 0);
   gpus.clear();
+  const ProcPresence presence = proc_presence(s);  // once, not once per GPU
   for (auto idx : job_gpus(s, th)) {
     const auto* g = s.gpu(idx);
     if (!g) continue;
     gpus.push_back(idx);
-    const auto use = gpu_use(s, *g, th);
+    const auto use = gpu_use(s, *g, th, presence);
     const auto roll = rolling_mean(s.t, g->util_gpu_pct, th.window_s);
     for (std::size_t i = 0; i < n; ++i)
       if (use.used[i] && !na(roll[i])) {
