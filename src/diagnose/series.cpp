@@ -306,6 +306,7 @@ RunSeries slice(const RunSeries& s, double t0, double t1) {
     if (e.t >= t0 && e.t <= t1) out.gpu_events.push_back(e);
   for (const auto& e : s.train_events)
     if (e.t >= t0 && e.t <= t1) out.train_events.push_back(e);
+  out.train = slice(s.train, t0, t1);
   out.facts = s.facts;
   return out;
 }

@@ -20,6 +20,7 @@
 
 #include "trainmon/core/gpu_sample.h"
 #include "trainmon/core/snapshot.h"
+#include "trainmon/diagnose/train_series.h"
 
 namespace trainmon::diagnose {
 
@@ -160,6 +161,7 @@ struct RunSeries {
   JobSeries job;
   std::vector<GpuEventRec> gpu_events;
   std::vector<TrainEvent> train_events;  ///< ordered by t
+  TrainSeries train;                     ///< the training loop's step timing, per rank (train_series.h)
   JobFacts facts;
 
   /// Number of ticks.
