@@ -188,7 +188,8 @@ int main(int argc, char** argv) {
       m.time_unix_s = static_cast<double>(t_ms) / 1000.0;
       m.epoch = t / 3600;
       m.rank = 0;
-      check(st.insert_train_event(id, ipc::to_store_event(m)), "train event");
+      check(st.insert_train_event(id, ipc::to_store_event(m, static_cast<std::int64_t>(m.time_unix_s * 1e9))),
+            "train event");
       check(st.commit(), "commit");
       check(st.begin(), "begin");
     }

@@ -2,6 +2,10 @@
 # Script mode (cmake -P): writes OUT, a C++ file defining trainmon::web::all_assets() with the bytes
 # of every file in FILES (NAME=PATH pairs separated by |). Run at build time by the trainmon_assets
 # target, so that editing a dashboard or report asset rebuilds only this file.
+# FUNCTION: the name of the generated accessor (default all_assets).
+if(NOT DEFINED FUNCTION)
+  set(FUNCTION all_assets)
+endif()
 string(REPLACE "|" ";" FILES "${FILES}")
 set(defs "")
 set(table "")
@@ -31,6 +35,8 @@ foreach(pair IN LISTS FILES)
     set(type "image/png")
   elseif(name MATCHES "\\.ico$")
     set(type "image/x-icon")
+  elseif(name MATCHES "\\.py$")
+    set(type "text/x-python; charset=utf-8")
   endif()
   string(APPEND defs "static const char kData${i}[] = {${bytes} '\\0'};\n")
   string(APPEND table "    {\"${name}\", \"${type}\", std::string_view(kData${i}, ${size})},\n")
@@ -46,7 +52,7 @@ const Asset kAssets[] = {
 ${table}};
 }  // namespace
 
-std::span<const Asset> all_assets() noexcept { return kAssets; }
+std::span<const Asset> ${FUNCTION}() noexcept { return kAssets; }
 
 }  // namespace trainmon::web
 ")

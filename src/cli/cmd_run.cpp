@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -31,6 +32,7 @@
 #include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
+#include "trainmon/runner/python_hook.h"
 #include "trainmon/sampler/sampler.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/job_gpus.h"
@@ -51,9 +53,28 @@ struct RunOptions {
   std::vector<std::string> thresholds;  ///< diagnosis threshold overrides, name=value
   std::string report;                   ///< HTML report file (default: beside the store, docs/report.md)
   bool no_report = false;
+  bool no_instrument = false;  ///< no start-up hook for Python (docs/python.md "Zero code changes")
   std::vector<std::string> command;
   alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
+
+/// What resolve_rank_gpu needs of this tick's GPUs: index, UUIDs, processes and their memory.
+std::vector<diagnose::NvmlGpuRef> nvml_gpu_refs(const Snapshot& snap) {
+  std::vector<diagnose::NvmlGpuRef> out;
+  for (const auto& g : snap.gpus) {
+    diagnose::NvmlGpuRef r;
+    r.index = g.index;
+    if (g.info && g.info->uuid.ok()) r.uuid = *g.info->uuid;
+    for (const auto& m : g.mig_devices)
+      if (m.uuid.ok()) r.mig_uuids.push_back(*m.uuid);
+    out.push_back(std::move(r));
+  }
+  for (const auto& p : snap.gpu_processes) {
+    for (auto& r : out)
+      if (r.index == p.gpu_index) r.procs.emplace_back(p.pid, p.used_memory_bytes.value_or(0));
+  }
+  return out;
+}
 
 std::int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -137,8 +158,20 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   std::unique_ptr<ipc::TrainChannel> channel;
   if (auto ch = ipc::TrainChannel::open(std::to_string(run_id))) {
     channel = std::move(*ch);
+    channel->set_clock(
+        ipc::RunClock{static_cast<double>(start_unix) / 1e9, static_cast<double>(start_mono) / 1e9});
     for (auto& kv : channel->child_environment()) {
       if (kv.first != ipc::kEnvRunId) launch.extra_env.push_back(std::move(kv));
+    }
+    // Zero code changes: Python finds our sitecustomize.py first and times PyTorch by itself.
+    if (!o.no_instrument) {
+      if (auto py = runner::write_python_hook(channel->directory())) {
+        const char* current = std::getenv("PYTHONPATH");
+        for (auto& kv : runner::python_hook_environment(*py, current ? current : ""))
+          launch.extra_env.push_back(std::move(kv));
+      } else if (!o.quiet) {
+        std::fprintf(stderr, "trainmon: Python not instrumented: %s\n", py.error().message.c_str());
+      }
     }
   } else {
     std::fprintf(stderr, "trainmon: no training events: %s; monitoring goes on\n",
@@ -161,6 +194,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
                  run_id ? fmt::format(" as run {} ({})", run_id, db_path).c_str() : "");
   }
 
+  diagnose::LiveDiagnosis live(th);  // the live diagnosis (below); the resource line reads its series
   // ---- monitoring: any failure here stops monitoring, never the command ----
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<recorder::RecorderSession> session;
@@ -181,6 +215,14 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     opts.print_every_ms = *print_every / 1'000'000;
     opts.quiet = o.quiet;
     opts.start_monotonic_ns = start_mono;
+    opts.start_unix_ns = start_unix;
+    opts.train = [&](double seconds) -> std::optional<diagnose::TrainStats> {
+      const auto& train = live.series().train;
+      if (train.empty() || live.series().t.empty()) return std::nullopt;
+      const double now = live.series().t.back();
+      return diagnose::train_stats(train, now - seconds, now);
+    };
+    opts.rank_prints_lines = [&] { return channel && channel->rank_prints_lines().has_value(); };
     session = std::make_unique<recorder::RecorderSession>(
         opts, recording ? std::move(recording->writer) : std::unique_ptr<store::StoreWriter>());
   } catch (const std::exception& e) {
@@ -189,16 +231,20 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   }
 
   // ---- diagnosis, live: the same detectors `trainmon diagnose` runs on the stored run ----
-  diagnose::LiveDiagnosis live(th);
   std::size_t announced = 0;  // live.history() entries already printed
-  const double start_unix_s = static_cast<double>(start_unix) / 1e9;
-  auto feed_events = [&](const std::vector<ipc::ReceivedEvent>& received) {
-    std::vector<store::TrainEvent> rows;
-    for (const auto& e : received) {
-      rows.push_back(ipc::to_store_event(e.message));
-      live.on_train_event(ipc::to_diagnose_event(e.message, start_unix_s));
-    }
-    return rows;
+  // Everything the training processes sent since the last call: to the live diagnosis, and as
+  // store rows for the session.
+  auto collect_train = [&](const Snapshot* snap) {
+    std::vector<diagnose::NvmlGpuRef> gpus;
+    if (snap) gpus = nvml_gpu_refs(*snap);
+    auto tick = channel->collect(gpus);
+    for (auto& e : tick.diagnose_events) live.on_train_event(std::move(e));
+    for (const auto& [rank, w] : tick.windows) live.on_train_window(rank, w);
+    recorder::TrainUpdate update;
+    update.events = std::move(tick.events);
+    update.windows = std::move(tick.windows);
+    update.ranks = std::move(tick.ranks);
+    return update;
   };
 
   // ---- observers (alerts): one that throws is reported and left out from then on ----
@@ -229,14 +275,14 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
         auto job_pids = session->refresh_job_pids();
         sampler->options().watch_pids = job_pids;
         auto snap = sampler->sample();
-        std::vector<store::TrainEvent> events;
+        recorder::TrainUpdate train;
         std::optional<std::string> epoch;
         if (channel) {
           (void)channel->publish(snap, *interval / 1'000'000);
-          events = feed_events(channel->drain_messages());
+          train = collect_train(&snap);
           epoch = channel->epoch_text();
         }
-        session->tick(snap, std::move(events), std::move(epoch));
+        session->tick(snap, std::move(train), std::move(epoch));
         live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child),
                                                     std::move(job_pids), std::nullopt});
         for (; announced < live.history().size(); ++announced) {
@@ -275,7 +321,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   // The last events (epoch_end, train_end) were sent just before the command exited.
   if (channel && session) {
     ::usleep(50'000);  // let the receiving thread read what is still in the socket
-    session->add_train_events(feed_events(channel->drain_messages()));
+    session->add_train(collect_train(nullptr));
   }
   const std::int64_t end_unix = now_ns(CLOCK_REALTIME);
   const std::int64_t end_elapsed_ms = (now_ns(CLOCK_MONOTONIC) - start_mono) / 1'000'000;
@@ -381,6 +427,9 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--report", o->report,
                      "HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)");
       app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
+      app.add_flag("--no-instrument", o->no_instrument,
+                   "Do not time PyTorch by itself (no start-up hook on the child's PYTHONPATH; "
+                   "explicit trainmon callbacks still report)");
       alerts::add_alert_options(app, o->alerts);
       app.add_option("command", o->command, "The command to run, after --")->required();
       app.prefix_command(false);

@@ -42,6 +42,10 @@ void LiveDiagnosis::on_train_event(TrainEvent ev) {
   append_train_event(series_, std::move(ev));
 }
 
+void LiveDiagnosis::on_train_window(const TrainRank& rank, const TrainWindow& window) {
+  append_train_window(series_.train, rank, window);
+}
+
 bool LiveDiagnosis::evaluate() {
   if (series_.t.empty()) return false;
   const double now = series_.t.back();

@@ -105,8 +105,9 @@ double add_known(double a, double b) {
   return a + b;
 }
 
-/// Order of ranks: global ranks ascending, then pid keys (-1 - pid) by pid.
-bool key_less(std::int64_t a, std::int64_t b) {
+}  // namespace
+
+bool train_key_less(std::int64_t a, std::int64_t b) noexcept {
   if ((a >= 0) != (b >= 0)) return a >= 0;
   return a >= 0 ? a < b : a > b;
 }
@@ -127,6 +128,8 @@ void update_identity(TrainRank& into, const TrainRank& from) {
   if (from.stack_signal > 0) into.stack_signal = from.stack_signal;
   if (from.lines_s >= 0) into.lines_s = from.lines_s;
 }
+
+namespace {
 
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
@@ -225,7 +228,7 @@ RankSeries& TrainSeries::upsert(const TrainRank& id) {
   auto it = std::find_if(ranks.begin(), ranks.end(), [&](const RankSeries& r) { return r.id.key == id.key; });
   if (it == ranks.end()) {
     it = std::find_if(ranks.begin(), ranks.end(),
-                      [&](const RankSeries& r) { return key_less(id.key, r.id.key); });
+                      [&](const RankSeries& r) { return train_key_less(id.key, r.id.key); });
     it = ranks.insert(it, RankSeries{});
     it->id.key = id.key;
   }
@@ -341,8 +344,18 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
 std::optional<unsigned> resolve_rank_gpu(const TrainRank& id, std::span<const NvmlGpuRef> gpus) {
   // 1. The driver's own word: the GPU whose process list holds the rank's pid.
   if (id.pid != 0) {
-    for (const auto& g : gpus)
-      if (std::find(g.pids.begin(), g.pids.end(), id.pid) != g.pids.end()) return g.index;
+    std::optional<unsigned> best;
+    std::uint64_t most = 0;
+    for (const auto& g : gpus) {
+      for (const auto& [pid, bytes] : g.procs) {
+        if (pid != id.pid) continue;
+        if (!best || bytes > most || (bytes == most && g.index < *best)) {
+          best = g.index;
+          most = bytes;
+        }
+      }
+    }
+    if (best) return best;
   }
   // 2. The device's UUID as torch told it.
   if (!id.gpu_uuid.empty())

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 namespace trainmon::ipc {
 
@@ -164,6 +165,16 @@ bool EventServer::handle(std::string_view message, std::int64_t sender_pid, std:
   // time is recorded instead, so a bogus "t" cannot move an event across the run.
   double now_s = static_cast<double>(now_unix_ns) / 1e9;
   if (std::fabs(parsed->time_unix_s - now_s) > 600) parsed->time_unix_s = now_s;
+  // The same for the monotonic times (one CLOCK_MONOTONIC per host): a sender whose "mt" is not
+  // ours (another namespace's clock, a bogus value) is placed by its wall times instead.
+  const double mono_s = static_cast<double>(now_monotonic_ns) / 1e9;
+  if (std::isfinite(parsed->mono_s) && std::fabs(parsed->mono_s - mono_s) > 600) {
+    parsed->mono_s = std::numeric_limits<double>::quiet_NaN();
+    if (parsed->steps) {
+      parsed->steps->last_step_mt = std::numeric_limits<double>::quiet_NaN();
+      parsed->steps->phase_mt = std::numeric_limits<double>::quiet_NaN();
+    }
+  }
 
   std::lock_guard lock(mu_);
   if (queue_.size() >= options_.queue_capacity) {

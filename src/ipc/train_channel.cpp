@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+
 namespace trainmon::ipc {
 
 Expected<std::unique_ptr<TrainChannel>> TrainChannel::open(std::string run_id, EventServerOptions options) {
@@ -42,8 +45,91 @@ std::vector<ReceivedEvent> TrainChannel::drain_messages() {
 
 std::vector<store::TrainEvent> TrainChannel::drain() {
   std::vector<store::TrainEvent> out;
-  for (const auto& e : drain_messages()) out.push_back(to_store_event(e.message));
+  for (const auto& e : drain_messages()) {
+    const double t = clock_.of(e.message);
+    out.push_back(
+        to_store_event(e.message, static_cast<std::int64_t>(std::llround((clock_.start_unix_s + t) * 1e9))));
+  }
   return out;
+}
+
+std::optional<double> TrainChannel::rank_prints_lines() const noexcept {
+  std::optional<double> out;
+  for (const auto& r : ranks_)
+    if (r.lines_s >= 0 && (!out || r.lines_s < *out)) out = r.lines_s;
+  return out;
+}
+
+TrainTick TrainChannel::collect(std::span<const diagnose::NvmlGpuRef> gpus) {
+  TrainTick tick;
+  std::vector<std::int64_t> changed;
+  auto key_for = [&](diagnose::TrainRank& id) {
+    // A process that told its rank once keeps it (a later message without one is the same rank).
+    auto it =
+        std::find_if(pid_key_.begin(), pid_key_.end(), [&](const auto& p) { return p.first == id.pid; });
+    if (id.rank >= 0) {
+      if (it == pid_key_.end()) {
+        pid_key_.emplace_back(id.pid, id.key);
+      } else {
+        it->second = id.key;
+      }
+    } else if (it != pid_key_.end()) {
+      id.key = it->second;
+    }
+  };
+  auto upsert = [&](const diagnose::TrainRank& id) {
+    auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r.key == id.key; });
+    if (it == ranks_.end()) {
+      it = std::find_if(ranks_.begin(), ranks_.end(),
+                        [&](const auto& r) { return diagnose::train_key_less(id.key, r.key); });
+      it = ranks_.insert(it, id);
+      changed.push_back(id.key);
+      return;
+    }
+    const auto before = *it;
+    diagnose::update_identity(*it, id);
+    if (!(*it == before)) changed.push_back(id.key);
+  };
+  std::vector<std::pair<std::int64_t, diagnose::TrainWindow>> rows;  // key, merged window
+  for (auto& e : drain_messages()) {
+    const auto& m = e.message;
+    const double t = clock_.of(m);
+    const bool said_who = m.type == EventType::hello || m.steps;
+    auto id = rank_of(m, e.sender_pid);
+    key_for(id);
+    if (said_who) upsert(id);
+    if (m.type != EventType::heartbeat) {
+      tick.events.push_back(
+          to_store_event(m, static_cast<std::int64_t>(std::llround((clock_.start_unix_s + t) * 1e9))));
+      tick.diagnose_events.push_back(to_diagnose_event(m, t));
+    }
+    if (auto w = window_of(m, clock_)) {
+      auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == id.key; });
+      if (it == rows.end()) {
+        rows.emplace_back(id.key, *w);
+      } else {
+        diagnose::merge_windows(it->second, *w);
+      }
+    }
+  }
+  // Which GPU each rank uses, from the strongest evidence now; a GPU once resolved stays.
+  for (auto& r : ranks_) {
+    if (auto g = diagnose::resolve_rank_gpu(r, gpus); g && static_cast<int>(*g) != r.gpu) {
+      r.gpu = static_cast<int>(*g);
+      changed.push_back(r.key);
+    }
+  }
+  std::sort(changed.begin(), changed.end());
+  changed.erase(std::unique(changed.begin(), changed.end()), changed.end());
+  for (auto key : changed) {
+    auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r.key == key; });
+    if (it != ranks_.end()) tick.ranks.push_back(*it);
+  }
+  for (auto& [key, w] : rows) {
+    auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r.key == key; });
+    if (it != ranks_.end()) tick.windows.emplace_back(*it, w);
+  }
+  return tick;
 }
 
 std::optional<std::string> TrainChannel::epoch_text() const {

@@ -10,6 +10,7 @@
 
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/store/chunk_codec.h"
+#include "trainmon/store/train_rows.h"
 
 namespace trainmon::recorder {
 namespace {
@@ -111,11 +112,37 @@ std::vector<std::uint32_t> RecorderSession::refresh_job_pids() {
 }
 
 void RecorderSession::tick(const Snapshot& snap) {
-  tick(snap, {}, std::nullopt);
+  tick(snap, TrainUpdate{}, std::nullopt);
 }
 
 void RecorderSession::tick(const Snapshot& snap, std::vector<store::TrainEvent> train_events,
                            std::optional<std::string> epoch) {
+  TrainUpdate train;
+  train.events = std::move(train_events);
+  tick(snap, std::move(train), std::move(epoch));
+}
+
+namespace {
+
+/// Store rows of the training ranks' step timing, on the run's clock mapped to Unix time.
+void add_train_rows(store::TickBatch& batch, TrainUpdate& train, std::int64_t start_unix_ns) {
+  const std::int64_t start_ms = start_unix_ns / 1'000'000;
+  for (const auto& [rank, w] : train.windows) {
+    store::SeriesRow row;
+    row.series.kind = store::SeriesKind::train_rank;
+    row.series.rank_key = rank.key;
+    row.t_ms = start_ms + static_cast<std::int64_t>(std::llround(w.t * 1e3));
+    row.values = store::train_window_row(w, start_ms);
+    batch.rows.push_back(std::move(row));
+  }
+  batch.train_events = std::move(train.events);
+  batch.train_ranks = std::move(train.ranks);
+  batch.train_stacks = std::move(train.stacks);
+}
+
+}  // namespace
+
+void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optional<std::string> epoch) {
   const std::int64_t elapsed_ms = (snap.monotonic_ns - options_.start_monotonic_ns) / 1'000'000;
   std::optional<JobTotals> job;
   std::vector<std::uint32_t> stored;
@@ -140,7 +167,7 @@ void RecorderSession::tick(const Snapshot& snap, std::vector<store::TrainEvent> 
 
   if (writer_) {
     auto batch = make_tick_batch(snap, stored, job_pids_);
-    batch.train_events = std::move(train_events);
+    add_train_rows(batch, train, options_.start_unix_ns);
     std::vector<std::string> ids;
     for (const auto& g : snap.gpus) {
       ids.push_back(g.info && g.info->uuid.ok() ? *g.info->uuid : fmt::format("#{}", g.index));
@@ -178,16 +205,32 @@ void RecorderSession::tick(const Snapshot& snap, std::vector<store::TrainEvent> 
   if (options_.print_every_ms > 0 && !options_.quiet &&
       elapsed_ms - last_print_ms_ >= options_.print_every_ms) {
     last_print_ms_ = elapsed_ms;
-    if (!epoch && options_.epoch) epoch = options_.epoch();
-    std::fprintf(options_.out, "%s\n", format_resource_line(snap, elapsed_ms, job, epoch).c_str());
-    std::fflush(options_.out);
+    // One line per interval: a training process that prints its own (the package's callbacks)
+    // makes trainmon quiet.
+    if (!(options_.rank_prints_lines && options_.rank_prints_lines())) {
+      if (!epoch && options_.epoch) epoch = options_.epoch();
+      std::optional<diagnose::TrainStats> train_now;
+      if (options_.train) train_now = options_.train(static_cast<double>(options_.print_every_ms) / 1e3);
+      std::fprintf(
+          options_.out, "%s\n",
+          format_resource_line(snap, elapsed_ms, job, epoch, train_now ? &*train_now : nullptr).c_str());
+      std::fflush(options_.out);
+    }
   }
 }
 
 void RecorderSession::add_train_events(std::vector<store::TrainEvent> train_events) {
-  if (!writer_ || train_events.empty()) return;
+  TrainUpdate train;
+  train.events = std::move(train_events);
+  add_train(std::move(train));
+}
+
+void RecorderSession::add_train(TrainUpdate train) {
+  if (!writer_ ||
+      (train.events.empty() && train.windows.empty() && train.ranks.empty() && train.stacks.empty()))
+    return;
   store::TickBatch batch;
-  batch.train_events = std::move(train_events);
+  add_train_rows(batch, train, options_.start_unix_ns);
   writer_->push(std::move(batch));
 }
 

@@ -14,6 +14,7 @@
 
 #include "trainmon/ipc/train_message.h"
 #include "trainmon/store/job_gpus.h"
+#include "trainmon/store/train_rows.h"
 
 namespace trainmon::store {
 namespace {
@@ -289,6 +290,7 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         });
         break;
       }
+      case SeriesKind::train_rank: break;  // read below, with the ranks
     }
     if (!r) return std::unexpected(r.error());
   }
@@ -344,11 +346,32 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
   }
   auto train = store.train_events(run_id);
   if (!train) return std::unexpected(train.error());
-  const double start_s = static_cast<double>(start_ns) / 1e9;
   for (const auto& e : *train) {
     auto m = ipc::parse_train_event(e.json);
     if (!m) continue;  // written by this program, so only a newer protocol's event would be skipped
-    diagnose::append_train_event(out, ipc::to_diagnose_event(*m, start_s));
+    // The row's time is the event's time on the run's clock (mapped to Unix time when stored).
+    diagnose::append_train_event(
+        out, ipc::to_diagnose_event(*m, static_cast<double>(e.time_unix_ns - start_ns) / 1e9));
+  }
+  // ---- the training loop's step timing, per rank ----
+  auto ranks = store.train_ranks(run_id);
+  if (!ranks) return std::unexpected(ranks.error());
+  for (const auto& r : *ranks) out.train.upsert(r);
+  const std::int64_t start_ms = start_ns / 1'000'000;
+  for (const auto& s : *series) {
+    if (s.kind != SeriesKind::train_rank) continue;
+    diagnose::TrainRank id;
+    id.key = s.rank_key;
+    auto& rank = out.train.upsert(id);
+    const std::size_t width = fields_of(SeriesKind::train_rank).size();
+    auto r = store.read_series(s.id, [&](const Chunk& c, bool aggregated) {
+      const std::size_t stride = aggregated ? std::min(width, c.columns / 3) : std::min(width, c.columns);
+      for (std::size_t i = 0; i < c.rows(); ++i) {
+        std::span<const std::int64_t> row(c.values.data() + i * c.columns, stride);
+        rank.rows.push_back(train_window_from_row(c.t_ms[i], row, start_ms));
+      }
+    });
+    if (!r) return std::unexpected(r.error());
   }
 
   // ---- facts ----

@@ -102,6 +102,38 @@ CREATE TABLE findings (
 );
 CREATE INDEX findings_run ON findings(run_id);
 )sql"},
+    // 2: the training loop's ranks (their step timing is series kind 6, train_rank) and the Python
+    // stacks asked of them (docs/store.md).
+    {2, R"sql(
+CREATE TABLE train_ranks (
+  run_id               INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank_key             INTEGER NOT NULL,  -- global rank, else -1 - pid (diagnose::TrainRank::key)
+  rank                 INTEGER,
+  local_rank           INTEGER,
+  world_size           INTEGER,
+  node_rank            INTEGER,
+  host                 TEXT NOT NULL DEFAULT '',
+  pid                  INTEGER,
+  cuda_device          INTEGER,
+  gpu_uuid             TEXT NOT NULL DEFAULT '',
+  cuda_visible_devices TEXT NOT NULL DEFAULT '',
+  cuda_device_order    TEXT NOT NULL DEFAULT '',
+  gpu_index            INTEGER,           -- NVML index as the recorder resolved it
+  framework            TEXT NOT NULL DEFAULT '',
+  stack_signal         INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (run_id, rank_key)
+) WITHOUT ROWID;
+CREATE TABLE train_stacks (
+  id       INTEGER PRIMARY KEY,
+  run_id   INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t_ns     INTEGER NOT NULL,              -- when trainmon asked, Unix epoch ns
+  rank_key INTEGER NOT NULL,
+  pid      INTEGER NOT NULL,
+  finding  TEXT NOT NULL DEFAULT '',
+  text     TEXT NOT NULL
+);
+CREATE INDEX train_stacks_run ON train_stacks(run_id, t_ns);
+)sql"},
 };
 
 }  // namespace

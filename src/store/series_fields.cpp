@@ -203,6 +203,33 @@ const Field<GpuProcessSample> kGpuProcess[] = {
 
 const FieldDef kUtilHr[] = {{"utilization_gpu_pct"}};  // whole percent, as NVML reports it
 
+// One training rank's timing row (diagnose::TrainWindow; store/train_rows.h converts). Seconds are
+// stored as microseconds; times of day as Unix milliseconds, like every row's own time.
+const FieldDef kTrainRank[] = {
+    {"steps"},
+    {"samples"},
+    {"span_us", 1e6},
+    {"step_sum_us", 1e6},
+    {"step_min_us", 1e6},
+    {"step_max_us", 1e6},
+    {"step_p50_us", 1e6},
+    {"step_p90_us", 1e6},
+    {"step_p99_us", 1e6},
+    {"data_sum_us", 1e6},
+    {"data_min_us", 1e6},
+    {"data_max_us", 1e6},
+    {"data_p50_us", 1e6},
+    {"data_p90_us", 1e6},
+    {"data_p99_us", 1e6},
+    {"total_steps"},
+    {"total_samples"},
+    {"total_step_us", 1e6},
+    {"total_data_us", 1e6},
+    {"last_step_unix_ms"},
+    {"phase"},
+    {"phase_unix_ms"},
+};
+
 template <class S, std::size_t N>
 std::vector<FieldDef> defs(const Field<S> (&table)[N]) {
   std::vector<FieldDef> out;
@@ -227,13 +254,14 @@ std::string_view series_kind_name(SeriesKind kind) noexcept {
     case SeriesKind::host: return "host";
     case SeriesKind::process: return "process";
     case SeriesKind::gpu_process: return "gpu_process";
+    case SeriesKind::train_rank: return "train_rank";
   }
   return "unknown";
 }
 
 std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept {
   for (auto k : {SeriesKind::gpu, SeriesKind::gpu_util_hr, SeriesKind::host, SeriesKind::process,
-                 SeriesKind::gpu_process}) {
+                 SeriesKind::gpu_process, SeriesKind::train_rank}) {
     if (series_kind_name(k) == name) return k;
   }
   return std::nullopt;
@@ -248,6 +276,7 @@ std::span<const FieldDef> fields_of(SeriesKind kind) noexcept {
     case SeriesKind::host: return host;
     case SeriesKind::process: return process;
     case SeriesKind::gpu_process: return gpu_process;
+    case SeriesKind::train_rank: return kTrainRank;
   }
   return {};
 }
@@ -257,9 +286,9 @@ std::optional<std::size_t> field_index(SeriesKind kind, std::string_view name) n
   // hash lookup instead of a scan with string compares (which made a 3-day run take minutes).
   using Index = std::unordered_map<std::string_view, std::size_t>;
   static const auto indices = [] {
-    std::array<Index, 6> out;  // SeriesKind values are 1..5
+    std::array<Index, 7> out;  // SeriesKind values are 1..6
     for (auto k : {SeriesKind::gpu, SeriesKind::gpu_util_hr, SeriesKind::host, SeriesKind::process,
-                   SeriesKind::gpu_process}) {
+                   SeriesKind::gpu_process, SeriesKind::train_rank}) {
       auto f = fields_of(k);
       auto& m = out[static_cast<std::size_t>(k)];
       for (std::size_t i = 0; i < f.size(); ++i) m.emplace(f[i].name, i);

@@ -13,7 +13,11 @@ Expected<std::int64_t> Store::create_series(const SeriesInfo& s) {
          "VALUES (?,?,?,?,?,?,?,?,?,?)");
   q.bind(1, s.run_id).bind(2, static_cast<std::int64_t>(s.kind));
   q.bind(3, s.gpu_index ? std::optional<std::int64_t>(*s.gpu_index) : std::nullopt);
-  q.bind(4, s.pid ? std::optional<std::int64_t>(*s.pid) : std::nullopt);
+  if (s.kind == SeriesKind::train_rank) {
+    q.bind(4, std::optional<std::int64_t>(s.rank_key));
+  } else {
+    q.bind(4, s.pid ? std::optional<std::int64_t>(*s.pid) : std::nullopt);
+  }
   q.bind(5, static_cast<std::int64_t>(s.start_time_ticks)).bind(6, static_cast<std::int64_t>(s.ppid));
   q.bind(7, s.comm).bind(8, s.cmdline).bind(9, s.user).bind(10, static_cast<std::int64_t>(s.in_job));
   if (int rc = q.step(); rc != SQLITE_DONE)
@@ -72,7 +76,13 @@ Expected<std::vector<SeriesInfo>> Store::list_series(std::int64_t run_id) {
     s.run_id = q.i64(1);
     s.kind = static_cast<SeriesKind>(q.i64(2));
     if (auto g = q.opt_i64(3)) s.gpu_index = static_cast<unsigned>(*g);
-    if (auto p = q.opt_i64(4)) s.pid = static_cast<std::uint32_t>(*p);
+    if (auto p = q.opt_i64(4)) {
+      if (s.kind == SeriesKind::train_rank) {
+        s.rank_key = *p;
+      } else {
+        s.pid = static_cast<std::uint32_t>(*p);
+      }
+    }
     s.start_time_ticks = static_cast<std::uint64_t>(q.i64(5));
     s.ppid = static_cast<std::uint32_t>(q.i64(6));
     s.comm = q.text(7);

@@ -28,12 +28,17 @@ void StoreWriter::push(TickBatch batch) {
     while (queue_.size() > options_.max_queued) {
       // Keep the newest ticks, but never drop a GPU list change.
       auto gpus = std::move(queue_.front().gpus);
-      auto train = std::move(queue_.front().train_events);
+      TickBatch dropped = std::move(queue_.front());
       queue_.pop_front();
-      if (gpus && !queue_.front().gpus) queue_.front().gpus = std::move(gpus);
-      // Training events are few and not sampled again: carry them to the next tick.
-      auto& next = queue_.front().train_events;
-      next.insert(next.begin(), std::make_move_iterator(train.begin()), std::make_move_iterator(train.end()));
+      if (dropped.gpus && !queue_.front().gpus) queue_.front().gpus = std::move(dropped.gpus);
+      // Training events, rank identities and stacks are few and not sampled again: carry them to
+      // the next tick.
+      auto carry = [](auto& from, auto& to) {
+        to.insert(to.begin(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+      };
+      carry(dropped.train_events, queue_.front().train_events);
+      carry(dropped.train_ranks, queue_.front().train_ranks);
+      carry(dropped.train_stacks, queue_.front().train_stacks);
       ++stats_.ticks_dropped;
     }
   }
@@ -79,7 +84,9 @@ void StoreWriter::loop() {
 
 Expected<StoreWriter::Open*> StoreWriter::series_for(const SeriesInfo& info) {
   Key key{static_cast<int>(info.kind), info.gpu_index ? static_cast<std::int64_t>(*info.gpu_index) : -1,
-          info.pid ? static_cast<std::int64_t>(*info.pid) : -1, info.start_time_ticks};
+          info.kind == SeriesKind::train_rank ? info.rank_key
+                                              : (info.pid ? static_cast<std::int64_t>(*info.pid) : -1),
+          info.start_time_ticks};
   auto it = open_.find(key);
   if (it != open_.end()) return &it->second;
   SeriesInfo s = info;
@@ -144,6 +151,12 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches) {
     }
     for (const auto& e : batch.train_events) {
       if (auto r = store_.insert_train_event(run_id_, e); !r) return fail(r.error());
+    }
+    for (const auto& rank : batch.train_ranks) {
+      if (auto r = store_.put_train_rank(run_id_, rank); !r) return fail(r.error());
+    }
+    for (const auto& st : batch.train_stacks) {
+      if (auto r = store_.insert_train_stack(run_id_, st); !r) return fail(r.error());
     }
   }
   for (auto& [key, o] : open_) {

@@ -74,7 +74,7 @@ def test_run_is_recorded_and_readable(tmp_path):
                "--print-every", "0.5")
     assert p.returncode == 0, p.stderr
     assert "Resource @ 00:00:0" in p.stderr
-    assert "GPU0 " in p.stderr and "| Mem " in p.stderr and "| RSS " in p.stderr
+    assert "GPU0(" in p.stderr and "| Mem: " in p.stderr and "| RSS: " in p.stderr
     assert "run id: 1" in p.stderr
 
     [r] = runs_json(db)

@@ -59,6 +59,8 @@ class LiveDiagnosis {
   bool on_snapshot(const Snapshot& snap, const JobContext& ctx);
   /// Records a training-process event (kept for the next evaluation).
   void on_train_event(TrainEvent ev);
+  /// Records one rank's step-timing row (TrainSeries, kept for the next evaluation).
+  void on_train_window(const TrainRank& rank, const TrainWindow& window);
   /// Re-evaluates now on the window ending at the last row. Returns true when the open set changed.
   bool evaluate();
   /// Open findings, sorted by finding_less.

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace trainmon::diagnose {
@@ -59,6 +60,10 @@ struct TrainRank {
 
 /// The key a rank with global rank `rank` (or -1) and pid `pid` gets (see TrainRank::key).
 std::int64_t train_rank_key(int rank, std::uint32_t pid) noexcept;
+/// The order ranks are kept and shown in: global ranks ascending, then pid keys by pid.
+bool train_key_less(std::int64_t a, std::int64_t b) noexcept;
+/// Copies into `into` every identity field `from` gives (not -1 / empty / 0); the key stays.
+void update_identity(TrainRank& into, const TrainRank& from);
 
 /// Count, sum and nearest-rank percentiles of one quantity over a window's steps (seconds). NaN when
 /// the window had no step.
@@ -162,11 +167,13 @@ struct NvmlGpuRef {
   unsigned index = 0;                  ///< NVML index (NVML enumerates in PCI bus order)
   std::string uuid;                    ///< "GPU-..." (empty when unknown)
   std::vector<std::string> mig_uuids;  ///< its MIG devices' UUIDs ("MIG-...")
-  std::vector<std::uint32_t> pids;     ///< processes NVML lists on it now
+  /// Processes NVML lists on it now: pid and the GPU memory it holds (bytes; 0 when not known).
+  std::vector<std::pair<std::uint32_t, std::uint64_t>> procs;
 };
 
 /// The NVML index of the GPU rank `id` uses, from the strongest evidence available:
-///  1. its pid in a GPU's process list (what the driver sees; several GPUs: the lowest index);
+///  1. its pid in a GPU's process list (what the driver sees); on several GPUs (a DDP rank also opens
+///     a small context on GPU 0 when it touches it), the one where it holds the most memory;
 ///  2. `gpu_uuid` equal to a GPU's (or one of its MIG devices') UUID;
 ///  3. CUDA_VISIBLE_DEVICES entry number `cuda_device` (0 when not given and the list has one entry)
 ///     when it is a UUID (GPU-... / MIG-..., prefixes accepted as CUDA does), or an integer and

@@ -2,14 +2,16 @@
 // TrainMessage: one event sent by the training process (python/trainmon) over the events socket,
 // and the pure parser that turns one message into it (docs/python.md "Protocol").
 //
-// Wire format (version 1): one UTF-8 JSON object per SOCK_SEQPACKET message, at most kMaxMessageBytes,
-//   {"v":1,"type":"epoch_end","t":1718000000.25,"seq":17,"epoch":4,"epochs":200,...}
+// Wire format (version 2; version 1 still accepted): one UTF-8 JSON object per SOCK_SEQPACKET
+// message, at most kMaxMessageBytes,
+//   {"v":2,"type":"batch_end","t":1718000000.25,"mt":8123.4,"seq":17,"epoch":4,"steps":{...},...}
 // Every field is validated (type, range, finite number, string length); an unknown `type` or a
 // bad field rejects the whole message; unknown extra fields are ignored (forward compatibility).
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,14 +22,18 @@
 
 namespace trainmon::ipc {
 
-/// Protocol version this build speaks (`"v"` field).
-inline constexpr int kProtocolVersion = 1;
+/// Newest protocol version this build reads (`"v"` field); every older one down to
+/// kOldestProtocolVersion is read too. Version 2 added `mt`, the rank identity, `steps` and `heartbeat`.
+inline constexpr int kProtocolVersion = 2;
+inline constexpr int kOldestProtocolVersion = 1;
 /// Largest message accepted, bytes (a longer one is dropped and counted as too_large).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
 /// Deepest JSON nesting accepted (the message is an object holding at most one nested object).
 inline constexpr int kMaxDepth = 4;
-/// Longest string field accepted, bytes (framework, run_id, pid names).
+/// Longest string field accepted, bytes (framework, run_id, host, gpu_uuid ...).
 inline constexpr std::size_t kMaxStringBytes = 128;
+/// Longest `cuda_visible_devices` accepted, bytes (a list of UUIDs).
+inline constexpr std::size_t kMaxDeviceListBytes = 1024;
 
 /// Event types of protocol version 1.
 enum class EventType : std::uint8_t {
@@ -39,8 +45,9 @@ enum class EventType : std::uint8_t {
   val_end,    ///< validation after an epoch finished (Ultralytics on_fit_epoch_end)
   memory,     ///< a memory report only (torch allocator statistics, RSS)
   train_end,  ///< training finished (normally or not)
+  heartbeat,  ///< v2: only `steps` (the last step, the phase), when nothing else was sent for 1 s
 };
-inline constexpr std::size_t kEventTypeCount = 8;
+inline constexpr std::size_t kEventTypeCount = 9;
 
 /// Stable name of an event type ("epoch_end").
 std::string_view event_type_name(EventType type) noexcept;
@@ -53,7 +60,7 @@ enum class RejectReason : std::uint8_t {
   not_json,          ///< not valid UTF-8 JSON
   too_deep,          ///< nesting deeper than kMaxDepth
   not_object,        ///< valid JSON but not an object
-  bad_version,       ///< "v" missing or not kProtocolVersion
+  bad_version,       ///< "v" missing or not kOldestProtocolVersion .. kProtocolVersion
   unknown_type,      ///< "type" missing or not one of EventType
   bad_field,         ///< a known field with the wrong type, out of range or not finite
   wrong_run,         ///< "run_id" names another run
@@ -78,29 +85,71 @@ struct TorchMemory {
   friend bool operator==(const TorchMemory&, const TorchMemory&) = default;
 };
 
+/// Count, sum, min, max and percentiles of one quantity over a window's steps, seconds; NaN = not sent.
+struct StepFigures {
+  double sum = std::numeric_limits<double>::quiet_NaN();
+  double min = std::numeric_limits<double>::quiet_NaN();
+  double max = std::numeric_limits<double>::quiet_NaN();
+  double p50 = std::numeric_limits<double>::quiet_NaN();
+  double p90 = std::numeric_limits<double>::quiet_NaN();
+  double p99 = std::numeric_limits<double>::quiet_NaN();
+  bool operator==(const StepFigures& o) const noexcept;  ///< NaN equals NaN (the round trip keeps "absent")
+};
+
+/// The `steps` object of a v2 message (docs/python.md "Step timing"). -1 / NaN = not sent.
+struct StepsMessage {
+  std::int64_t n = -1;  ///< steps in the window (required in the object)
+  double samples = std::numeric_limits<double>::quiet_NaN();
+  double span_s = std::numeric_limits<double>::quiet_NaN();
+  StepFigures step_s;  ///< step time
+  StepFigures data_s;  ///< data wait
+  double total_steps = std::numeric_limits<double>::quiet_NaN();
+  double total_samples = std::numeric_limits<double>::quiet_NaN();
+  double total_step_s = std::numeric_limits<double>::quiet_NaN();
+  double total_data_s = std::numeric_limits<double>::quiet_NaN();
+  double last_step_t = std::numeric_limits<double>::quiet_NaN();   ///< time.time() of the last step end
+  double last_step_mt = std::numeric_limits<double>::quiet_NaN();  ///< time.monotonic() of it
+  std::string phase;  ///< "data", "compute", "idle", "unknown"; empty = not sent
+  double phase_mt = std::numeric_limits<double>::quiet_NaN();
+  bool operator==(const StepsMessage& o) const noexcept;  ///< NaN equals NaN
+};
+
 /// One validated message. Integer fields are -1 when the sender did not give them.
 struct TrainMessage {
+  int version = kProtocolVersion;  ///< "v" as sent
   EventType type = EventType::hello;
-  double time_unix_s = 0;        ///< "t": when it happened in the sender, seconds since the epoch
-  std::int64_t seq = -1;         ///< sender's sequence number (gaps = drops)
-  std::int64_t pid = -1;         ///< sender's pid as it sees itself
-  std::int64_t rank = -1;        ///< distributed rank (0 .. 65535)
-  std::int64_t gpu = -1;         ///< CUDA device index the rank uses (0 .. 1023)
-  std::int64_t epoch = -1;       ///< 0-based epoch
-  std::int64_t epochs = -1;      ///< planned number of epochs
-  std::int64_t batch = -1;       ///< 0-based batch index within the epoch
-  std::int64_t batches = -1;     ///< batches per epoch
-  std::int64_t step = -1;        ///< global optimisation step
-  std::int64_t batch_size = -1;  ///< samples per batch on this rank
-  std::int64_t imgsz = -1;       ///< image size, pixels (largest side)
-  std::optional<double> loss;    ///< training loss when given (finite)
-  std::optional<double> lr;      ///< learning rate when given (finite, >= 0)
+  double time_unix_s = 0;  ///< "t": when it happened in the sender, seconds since the epoch
+  /// "mt" (v2): the sender's time.monotonic() (CLOCK_MONOTONIC, seconds), NaN when not sent.
+  double mono_s = std::numeric_limits<double>::quiet_NaN();
+  std::int64_t seq = -1;           ///< sender's sequence number (gaps = drops)
+  std::int64_t pid = -1;           ///< sender's pid as it sees itself
+  std::int64_t rank = -1;          ///< distributed rank (0 .. 65535)
+  std::int64_t gpu = -1;           ///< CUDA device index the rank uses (0 .. 1023)
+  std::int64_t local_rank = -1;    ///< v2: LOCAL_RANK (0 .. 65535)
+  std::int64_t world_size = -1;    ///< v2: WORLD_SIZE (1 .. 65536)
+  std::int64_t node_rank = -1;     ///< v2: GROUP_RANK / NODE_RANK (0 .. 65535)
+  std::int64_t stack_signal = -1;  ///< v2 hello: signal that dumps its Python stacks (1 .. 64)
+  std::optional<double> lines_s;   ///< v2 hello: it prints the resource line every this many seconds
+  std::int64_t epoch = -1;         ///< 0-based epoch
+  std::int64_t epochs = -1;        ///< planned number of epochs
+  std::int64_t batch = -1;         ///< 0-based batch index within the epoch
+  std::int64_t batches = -1;       ///< batches per epoch
+  std::int64_t step = -1;          ///< global optimisation step
+  std::int64_t batch_size = -1;    ///< samples per batch on this rank
+  std::int64_t imgsz = -1;         ///< image size, pixels (largest side)
+  std::optional<double> loss;      ///< training loss when given (finite)
+  std::optional<double> lr;        ///< learning rate when given (finite, >= 0)
   TorchMemory torch;
-  std::int64_t rss_bytes = -1;  ///< sender's resident set size
-  std::int64_t dropped = -1;    ///< messages the sender dropped so far (recorder slow or gone)
-  std::string framework;        ///< "ultralytics", "lightning", "transformers", "loop", ...
-  std::string run_id;           ///< TRAINMON_RUN_ID as the sender saw it ("" when not given)
-  friend bool operator==(const TrainMessage&, const TrainMessage&) = default;
+  std::int64_t rss_bytes = -1;        ///< sender's resident set size
+  std::int64_t dropped = -1;          ///< messages the sender dropped so far (recorder slow or gone)
+  std::string framework;              ///< "ultralytics", "lightning", "transformers", "loop", ...
+  std::string run_id;                 ///< TRAINMON_RUN_ID as the sender saw it ("" when not given)
+  std::string host;                   ///< v2: the sender's host name
+  std::string gpu_uuid;               ///< v2: the CUDA device's UUID
+  std::string cuda_visible_devices;   ///< v2: CUDA_VISIBLE_DEVICES as the sender saw it
+  std::string cuda_device_order;      ///< v2: CUDA_DEVICE_ORDER
+  std::optional<StepsMessage> steps;  ///< v2: step timing since the previous message with one
+  bool operator==(const TrainMessage& o) const noexcept;  ///< NaN times compare equal
 };
 
 /// Parse one message. Pure; never throws; bounded work (size and depth are checked before the
@@ -116,14 +165,36 @@ std::optional<Error> parse_train_event_into(std::string_view message, TrainMessa
 /// The RejectReason an Error from parse_train_event carries.
 RejectReason reject_reason_of(const Error& error) noexcept;
 
-/// Canonical JSON of a message (only the fields that were given), the form stored in the run and
-/// shown by `trainmon export --format jsonl`. Round-trips through parse_train_event.
-std::string to_json(const TrainMessage& message);
+/// Canonical JSON of a message (only the fields that were given), the form shown by
+/// `trainmon export --format jsonl`. Round-trips through parse_train_event. `with_steps` false leaves
+/// `steps` out (the store keeps step timing as a series, not in the event rows).
+std::string to_json(const TrainMessage& message, bool with_steps = true);
 
-/// The diagnosis engine's view of a message, on the run's clock (`run_start_unix_s`).
-diagnose::TrainEvent to_diagnose_event(const TrainMessage& message, double run_start_unix_s);
+/// Maps a sender's times to the run's clock (seconds since the run started). The sender's monotonic
+/// times (mt) are used when the run's monotonic start is known (live, same host: one CLOCK_MONOTONIC),
+/// so a wall-clock step moves nothing; otherwise its wall times (t).
+struct RunClock {
+  double start_unix_s = 0;                                         ///< wall time at the run start
+  double start_mono_s = std::numeric_limits<double>::quiet_NaN();  ///< CLOCK_MONOTONIC then; NaN offline
+  /// When the message happened on the run clock.
+  [[nodiscard]] double of(const TrainMessage& m) const noexcept;
+  /// A sender monotonic time on the run clock, else its wall time `unix_s` (NaN when neither).
+  [[nodiscard]] double of(double mono_s, double unix_s) const noexcept;
+};
 
-/// The store's row for a message: its time (ns since the epoch), type name and canonical JSON.
-store::TrainEvent to_store_event(const TrainMessage& message);
+/// The diagnosis engine's view of a message that happened at `run_t` on the run's clock (seconds).
+diagnose::TrainEvent to_diagnose_event(const TrainMessage& message, double run_t);
+
+/// The store's row for a message that happened at `time_unix_ns` (the run's clock mapped to Unix
+/// time: run start + run_t): that time, the type name and the canonical JSON without `steps`.
+store::TrainEvent to_store_event(const TrainMessage& message, std::int64_t time_unix_ns);
+
+/// The rank a message comes from, as far as it says (key from rank, else `sender_pid`), with the
+/// kernel's `sender_pid` (SO_PEERCRED: a pid of the recorder's namespace) as pid.
+diagnose::TrainRank rank_of(const TrainMessage& message, std::int64_t sender_pid);
+
+/// The message's `steps` as one TrainWindow row on the run's clock (a heartbeat gives steps 0);
+/// nullopt when the message has no `steps`.
+std::optional<diagnose::TrainWindow> window_of(const TrainMessage& message, const RunClock& clock);
 
 }  // namespace trainmon::ipc

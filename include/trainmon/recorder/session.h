@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "trainmon/core/snapshot.h"
+#include "trainmon/diagnose/train_series.h"
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/resource_line.h"
 #include "trainmon/recorder/run_stats.h"
@@ -43,6 +44,23 @@ struct SessionOptions {
   /// The training process's current epoch ("45/200") for the resource line; empty function or
   /// nullopt: the elapsed time is shown instead. (Filled from the training-event channel.)
   std::function<std::optional<std::string>()> epoch;
+  /// Wall time of the run's start (t = 0 of the run clock), ns since the epoch: maps the training
+  /// ranks' rows (TrainWindow::t) to stored times.
+  std::int64_t start_unix_ns = 0;
+  /// The training loop's figures over the last `seconds` for the resource line's train part; empty
+  /// function or nullopt: no train part.
+  std::function<std::optional<diagnose::TrainStats>(double seconds)> train;
+  /// True while a training process prints the resource line itself (`lines` in its hello): then
+  /// trainmon prints none, so the log has one line per interval.
+  std::function<bool()> rank_prints_lines;
+};
+
+/// What the training processes sent during one tick (ipc::TrainTick, as the recorder stores it).
+struct TrainUpdate {
+  std::vector<store::TrainEvent> events;
+  std::vector<std::pair<diagnose::TrainRank, diagnose::TrainWindow>> windows;  ///< one row per rank
+  std::vector<diagnose::TrainRank> ranks;                                      ///< identities new or changed
+  std::vector<store::TrainStack> stacks;                                       ///< Python stacks collected
 };
 
 class RecorderSession {
@@ -60,8 +78,13 @@ class RecorderSession {
   void tick(const Snapshot& snap, std::vector<store::TrainEvent> train_events,
             std::optional<std::string> epoch);
 
+  /// The same with everything the training processes sent (events, step timing rows, identities).
+  void tick(const Snapshot& snap, TrainUpdate train, std::optional<std::string> epoch);
+
   /// Store training events outside a tick (the last ones, after the command exited).
   void add_train_events(std::vector<store::TrainEvent> train_events);
+  /// Store what the training processes sent outside a tick (the last messages, stacks).
+  void add_train(TrainUpdate train);
 
   RunSummary summary() const { return stats_.summary(); }
   const runner::OomWatch& oom_watch() const { return oom_; }

@@ -73,6 +73,8 @@ struct SeriesInfo {
   std::string cmdline;
   std::string user;
   bool in_job = false;  ///< a process of the watched command's tree
+  /// train_rank: diagnose::TrainRank::key (global rank, else -1 - pid), stored in the pid column.
+  std::int64_t rank_key = 0;
 };
 
 /// An NVML event as stored.
@@ -83,7 +85,18 @@ struct StoredGpuEvent {
   std::uint64_t xid = 0;
 };
 
-/// An event sent by the training process (epoch, batch, torch memory; a later issue fills it).
+/// Every thread's Python stack of one training process, as it wrote it when trainmon asked
+/// (faulthandler's text: "Thread 0x... (most recent call first):" blocks of `File "...", line N in f`).
+struct TrainStack {
+  std::int64_t time_unix_ns = 0;  ///< when trainmon asked
+  std::int64_t rank_key = 0;      ///< diagnose::TrainRank::key of the process
+  std::uint32_t pid = 0;
+  std::string finding;  ///< code of the finding that asked ("D23"), empty when asked otherwise
+  std::string text;     ///< what the process wrote (at most 1 MiB kept)
+  friend bool operator==(const TrainStack&, const TrainStack&) = default;
+};
+
+/// An event sent by the training process (epoch, batch, torch memory, step timing windows).
 struct TrainEvent {
   std::int64_t time_unix_ns = 0;
   std::string kind;

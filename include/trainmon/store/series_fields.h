@@ -23,9 +23,10 @@ enum class SeriesKind : std::uint8_t {
   host = 3,         ///< host CPU, memory, pressure, load, one row per tick
   process = 4,      ///< one host process of the watched tree (key: pid + start time)
   gpu_process = 5,  ///< one process on one GPU (key: gpu index + pid)
+  train_rank = 6,   ///< one training rank's step timing, one row per tick it reported (key: rank_key)
 };
 
-/// Stable lower-case name ("gpu", "gpu_util_hr", "host", "process", "gpu_process").
+/// Stable lower-case name ("gpu", "gpu_util_hr", "host", "process", "gpu_process", "train_rank").
 std::string_view series_kind_name(SeriesKind kind) noexcept;
 /// Inverse of series_kind_name; empty for an unknown name.
 std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept;

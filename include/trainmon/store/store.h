@@ -14,6 +14,7 @@
 #include "trainmon/core/error.h"
 #include "trainmon/core/gpu_sample.h"
 #include "trainmon/diagnose/finding.h"
+#include "trainmon/diagnose/train_series.h"
 #include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/run_info.h"
 
@@ -105,6 +106,14 @@ class Store {
   Expected<std::vector<StoredGpuEvent>> gpu_events(std::int64_t run_id);
   Expected<void> insert_train_event(std::int64_t run_id, const TrainEvent& event);
   Expected<std::vector<TrainEvent>> train_events(std::int64_t run_id);
+  /// Insert or replace the identity of one training rank (keyed by run and rank.key).
+  Expected<void> put_train_rank(std::int64_t run_id, const diagnose::TrainRank& rank);
+  /// The run's training ranks, ordered by key as TrainSeries orders them; empty for a store written
+  /// before schema 2 (opened read-only, not migrated).
+  Expected<std::vector<diagnose::TrainRank>> train_ranks(std::int64_t run_id);
+  Expected<void> insert_train_stack(std::int64_t run_id, const TrainStack& stack);
+  /// The run's stored stacks, oldest first; empty before schema 2.
+  Expected<std::vector<TrainStack>> train_stacks(std::int64_t run_id);
   /// Replace the run's findings (one row each: code, severity, times, the Finding's JSON).
   Expected<void> insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings);
   /// The run's stored findings, in the order they were stored.

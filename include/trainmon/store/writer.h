@@ -34,8 +34,10 @@ struct SeriesRow {
 struct TickBatch {
   std::vector<SeriesRow> rows;
   std::vector<GpuEvent> events;
-  std::optional<std::vector<RunGpu>> gpus;  ///< set when the run's GPU list changed
-  std::vector<TrainEvent> train_events;     ///< events from the training process since the last tick
+  std::optional<std::vector<RunGpu>> gpus;       ///< set when the run's GPU list changed
+  std::vector<TrainEvent> train_events;          ///< events from the training process since the last tick
+  std::vector<diagnose::TrainRank> train_ranks;  ///< ranks whose identity is new or changed
+  std::vector<TrainStack> train_stacks;          ///< Python stacks collected since the last tick
 };
 
 struct WriterOptions {

@@ -21,4 +21,9 @@ std::span<const Asset> all_assets() noexcept;
 /// The asset called `name` (exact match, no normalisation), or nullptr.
 const Asset* find_asset(std::string_view name) noexcept;
 
+/// The Python package built in for `trainmon run`'s zero-code instrumentation (never served): every
+/// python/trainmon/*.py as "trainmon/NAME.py" and the start-up hook python/boot/sitecustomize.py as
+/// "sitecustomize.py" (runner/python_hook.h writes them out).
+std::span<const Asset> python_package_files() noexcept;
+
 }  // namespace trainmon::web

@@ -84,7 +84,7 @@ TEST(IpcParse, RejectsEachKindOfBadMessage) {
   EXPECT_EQ(reason_of("[1,2]"), RejectReason::not_object);
   EXPECT_EQ(reason_of("42"), RejectReason::not_object);
   EXPECT_EQ(reason_of(R"({"type":"hello","t":1718000000})"), RejectReason::bad_version);
-  EXPECT_EQ(reason_of(R"({"v":2,"type":"hello","t":1718000000})"), RejectReason::bad_version);
+  EXPECT_EQ(reason_of(R"({"v":3,"type":"hello","t":1718000000})"), RejectReason::bad_version);
   EXPECT_EQ(reason_of(R"({"v":"1","type":"hello","t":1718000000})"), RejectReason::bad_version);
   EXPECT_EQ(reason_of(R"({"v":1,"t":1718000000})"), RejectReason::unknown_type);
   EXPECT_EQ(reason_of(R"({"v":1,"type":"reboot","t":1718000000})"), RejectReason::unknown_type);
@@ -149,7 +149,8 @@ TEST(IpcParse, ConvertsToDiagnoseAndStoreEvents) {
       R"({"v":1,"type":"epoch_end","t":1718000100.5,"epoch":4,"batch_size":32,"gpu":0,)"
       R"("torch":{"allocated_bytes":100,"reserved_bytes":200,"peak_bytes":150,"num_alloc_retries":1,"num_ooms":0}})");
   ASSERT_TRUE(m.has_value());
-  auto d = to_diagnose_event(*m, 1718000000.0);
+  const RunClock clock{1718000000.0};
+  auto d = to_diagnose_event(*m, clock.of(*m));
   EXPECT_DOUBLE_EQ(d.t, 100.5);
   EXPECT_EQ(d.kind, "epoch_end");
   EXPECT_EQ(d.epoch, 4);
@@ -158,7 +159,7 @@ TEST(IpcParse, ConvertsToDiagnoseAndStoreEvents) {
   EXPECT_EQ(d.gpu, 0);
   EXPECT_DOUBLE_EQ(d.torch_reserved_bytes, 200);
   EXPECT_DOUBLE_EQ(d.num_alloc_retries, 1);
-  auto s = to_store_event(*m);
+  auto s = to_store_event(*m, 1718000100500000000LL);
   EXPECT_EQ(s.time_unix_ns, 1718000100500000000LL);
   EXPECT_EQ(s.kind, "epoch_end");
   EXPECT_NE(s.json.find("\"epoch\":4"), std::string::npos) << s.json;

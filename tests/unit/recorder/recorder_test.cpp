@@ -52,13 +52,61 @@ Snapshot snapshot() {
 TEST(RecorderResourceLine, MatchesTheArticleFormat) {
   Snapshot s = snapshot();
   JobTotals job{3, static_cast<std::uint64_t>(5.1 * kGiB), 130};
-  EXPECT_EQ(format_resource_line(s, 750'000, job),
-            "Resource @ 00:12:30: GPU0 94.0%/87.1% GPU1 12.0%/15.6% | Mem 62.2% (38.2G/61.4G) | CPU 42.1% | "
-            "RSS 5.1G");
+  EXPECT_EQ(
+      format_resource_line(s, 750'000, job),
+      "Resource @ 00:12:30: GPU0(H200): 94.0%/87.1% GPU1(H200): 12.0%/15.6% | Mem: 62.2%(38.2G/61.4G) | "
+      "CPU: 42.1% | RSS: 5.1G");
   s.gpus[1].utilization_gpu_pct = Reading<unsigned>::fail(ReadStatus::not_supported);
   s.gpus[0].gpu_utilization_samples = {{1, 90}, {2, 0}, {3, 90}};  // high-resolution samples win
-  EXPECT_EQ(format_resource_line(s, 1000, std::nullopt, "45/200"),
-            "Resource @ epoch 45/200: GPU0 60.0%/87.1% GPU1 N/A/15.6% | Mem 62.2% (38.2G/61.4G) | CPU 42.1%");
+  EXPECT_EQ(
+      format_resource_line(s, 1000, std::nullopt, "45/200"),
+      "Resource @ epoch 45/200: GPU0(H200): 60.0%/87.1% GPU1(H200): N/A%/15.6% | Mem: 62.2%(38.2G/61.4G) | "
+      "CPU: 42.1%");
+  // The article's own example (python/trainmon's test_article_example_line_is_reproduced_exactly).
+  Snapshot a;
+  a.gpus = {gpu(0, 94, 871, 1000), gpu(1, 12, 156, 1000)};
+  for (auto& g : a.gpus) {
+    auto info = std::make_shared<GpuStaticInfo>(*g.info);
+    info->name = Reading<std::string>::of("Tesla V100-SXM2-32GB");
+    g.info = info;
+  }
+  a.gpus[0].gpu_utilization_samples = {{1, 94.2}};
+  a.gpus[1].gpu_utilization_samples = {{1, 12.3}};
+  a.host.memory.total_bytes = Reading<std::uint64_t>::of(static_cast<std::uint64_t>(61.4 * kGiB));
+  a.host.memory.used_bytes = Reading<std::uint64_t>::of(static_cast<std::uint64_t>(38.2 * kGiB));
+  a.host.cpu_total.busy_pct = 42.1;
+  EXPECT_EQ(
+      format_resource_line(a, 0, std::nullopt, "45/200"),
+      "Resource @ epoch 45/200: GPU0(V100): 94.2%/87.1% GPU1(V100): 12.3%/15.6% | Mem: 62.2%(38.2G/61.4G) | "
+      "CPU: 42.1%");
+}
+
+TEST(RecorderResourceLine, TrainPartFromTheLastInterval) {
+  Snapshot s = snapshot();
+  diagnose::TrainStats t;
+  t.steps = 100;
+  t.samples_per_s = 1234.54;
+  t.step_median_s = 0.4123;
+  t.data_share = 0.1234;
+  EXPECT_EQ(
+      format_resource_line(s, 750'000, std::nullopt, std::nullopt, &t),
+      "Resource @ 00:12:30: GPU0(H200): 94.0%/87.1% GPU1(H200): 12.0%/15.6% | Mem: 62.2%(38.2G/61.4G) | "
+      "CPU: 42.1% | train: 1234.5 samples/s step 0.412s data 12.3%");
+  t.samples_per_s = NAN;  // the batch size is not known: the rest still shows
+  EXPECT_EQ(format_train_part(t), "step 0.412s data 12.3%");
+  diagnose::TrainStats none;
+  EXPECT_EQ(format_resource_line(s, 750'000, std::nullopt, std::nullopt, &none),
+            format_resource_line(s, 750'000, std::nullopt));
+}
+
+TEST(RecorderResourceLine, ShortGpuNamesAsThePythonPackage) {
+  EXPECT_EQ(short_gpu_name("Tesla V100-SXM2-32GB"), "V100");
+  EXPECT_EQ(short_gpu_name("NVIDIA H200"), "H200");
+  EXPECT_EQ(short_gpu_name("NVIDIA GeForce RTX 4090"), "RTX 4090");
+  EXPECT_EQ(short_gpu_name("NVIDIA A100-SXM4-40GB"), "A100");
+  EXPECT_EQ(short_gpu_name("NVIDIA GeForce RTX 2080 SUPER"), "RTX 2080");
+  EXPECT_EQ(short_gpu_name(""), "?");
+  EXPECT_EQ(short_gpu_name("NVIDIA"), "NVIDIA");
 }
 
 TEST(RecorderStats, MeansPeaksAndRssGrowth) {

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// TrainSeries (include/trainmon/diagnose/train_series.h): merging windows, figures over a span,
+// which GPU a rank uses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "trainmon/diagnose/train_series.h"
+
+using namespace trainmon::diagnose;
+
+namespace {
+
+/// A window of `n` steps of `step_s` each, `data_s` of which waited for data, `samples` per step,
+/// ending at `t`, after `before` steps (cumulative totals).
+TrainWindow window(double t, std::uint32_t n, double step_s, double data_s, double samples, double before) {
+  TrainWindow w;
+  w.t = t;
+  w.steps = n;
+  w.samples = samples * n;
+  w.span_s = static_cast<float>(n * step_s);
+  const auto s = static_cast<float>(step_s), d = static_cast<float>(data_s);
+  w.step = {static_cast<float>(n * step_s), s, s, s, s, s};
+  w.data = {static_cast<float>(n * data_s), d, d, d, d, d};
+  w.total_steps = before + n;
+  w.total_samples = (before + n) * samples;
+  w.total_step_s = (before + n) * step_s;
+  w.total_data_s = (before + n) * data_s;
+  w.last_step_t = t;
+  w.phase = TrainPhase::data;
+  w.phase_t = t;
+  return w;
+}
+
+TrainRank rank(int r, std::uint32_t pid) {
+  TrainRank id;
+  id.rank = r;
+  id.pid = pid;
+  id.key = train_rank_key(r, pid);
+  return id;
+}
+
+}  // namespace
+
+TEST(TrainSeries, KeysAndOrder) {
+  EXPECT_EQ(train_rank_key(3, 100), 3);
+  EXPECT_EQ(train_rank_key(-1, 100), -101);
+  EXPECT_NE(train_rank_key(-1, 0), train_rank_key(0, 0));
+  TrainSeries s;
+  s.upsert(rank(-1, 500));
+  s.upsert(rank(2, 10));
+  s.upsert(rank(-1, 400));
+  s.upsert(rank(0, 11));
+  ASSERT_EQ(s.ranks.size(), 4u);
+  EXPECT_EQ(s.ranks[0].id.key, 0);
+  EXPECT_EQ(s.ranks[1].id.key, 2);
+  EXPECT_EQ(s.ranks[2].id.pid, 400u);
+  EXPECT_EQ(s.ranks[3].id.pid, 500u);
+  // Identity fields given later are kept; absent ones do not erase.
+  TrainRank more;
+  more.key = 2;
+  more.host = "node-3";
+  more.gpu = 5;
+  s.upsert(more);
+  EXPECT_EQ(s.find(2)->id.host, "node-3");
+  EXPECT_EQ(s.find(2)->id.pid, 10u);
+  EXPECT_EQ(s.find(2)->id.gpu, 5);
+  EXPECT_EQ(s.find(7), nullptr);
+}
+
+TEST(TrainSeries, MergeKeepsCountsSumsExtremesAndTotalsExact) {
+  TrainWindow a = window(1, 4, 0.5, 0.1, 32, 0);
+  TrainWindow b = window(2, 6, 0.5, 0.2, 32, 4);
+  b.step.min = 0.3f;
+  b.step.max = 0.9f;
+  merge_windows(a, b);
+  EXPECT_EQ(a.steps, 10u);
+  EXPECT_DOUBLE_EQ(a.samples, 320);
+  EXPECT_FLOAT_EQ(a.step.sum, 5.0f);
+  EXPECT_FLOAT_EQ(a.data.sum, 0.4f + 1.2f);
+  EXPECT_FLOAT_EQ(a.step.min, 0.3f);
+  EXPECT_FLOAT_EQ(a.step.max, 0.9f);
+  EXPECT_DOUBLE_EQ(a.total_steps, 10);
+  EXPECT_DOUBLE_EQ(a.t, 2);
+  EXPECT_DOUBLE_EQ(a.last_step_t, 2);
+  // Same distribution on both sides: the percentiles stay.
+  EXPECT_NEAR(a.step.p50, 0.5, 1e-6);
+  // A heartbeat merged in changes no figure but the phase.
+  TrainWindow hb;
+  hb.t = 3;
+  hb.phase = TrainPhase::compute;
+  hb.phase_t = 2.5;
+  merge_windows(a, hb);
+  EXPECT_EQ(a.steps, 10u);
+  EXPECT_FLOAT_EQ(a.step.sum, 5.0f);
+  EXPECT_EQ(a.phase, TrainPhase::compute);
+  EXPECT_DOUBLE_EQ(a.t, 3);
+}
+
+TEST(TrainSeries, MergedMedianLiesWithTheMajority) {
+  // 9 steps of 0.1 s and 1 step of 2 s: the median is 0.1, the p99 near 2.
+  TrainWindow fast = window(1, 9, 0.1, 0, 1, 0);
+  TrainWindow slow = window(2, 1, 2.0, 0, 1, 9);
+  merge_windows(fast, slow);
+  EXPECT_NEAR(fast.step.p50, 0.1, 1e-3);
+  EXPECT_GT(fast.step.p99, 1.0);
+  EXPECT_FLOAT_EQ(fast.step.max, 2.0f);
+}
+
+TEST(TrainSeries, StatsUseTotalsSoADroppedWindowLosesNothing) {
+  TrainSeries s;
+  const auto r0 = rank(0, 100);
+  // 10 steps per second of 0.1 s, 30 % data wait, 64 samples per step; the window at t=2 was lost.
+  append_train_window(s, r0, window(1, 10, 0.1, 0.03, 64, 0));
+  append_train_window(s, r0, window(3, 10, 0.1, 0.03, 64, 20));
+  auto st = train_stats(s);
+  ASSERT_EQ(st.ranks.size(), 1u);
+  EXPECT_EQ(st.ranks[0].steps, 30u);
+  EXPECT_DOUBLE_EQ(st.ranks[0].samples, 30 * 64);
+  EXPECT_NEAR(st.ranks[0].samples_per_s, 640, 1e-6);
+  EXPECT_NEAR(st.ranks[0].steps_per_s, 10, 1e-9);
+  EXPECT_NEAR(st.ranks[0].data_share, 0.3, 1e-6);
+  EXPECT_NEAR(st.ranks[0].step_median_s, 0.1, 1e-6);
+  EXPECT_EQ(st.steps, 30u);
+  // A span that holds only the second row counts only its steps.
+  auto late = train_stats(s, 2.5, 10);
+  EXPECT_EQ(late.ranks[0].steps, 10u);
+  EXPECT_DOUBLE_EQ(late.ranks[0].samples, 640);
+  EXPECT_TRUE(train_stats(TrainSeries{}).empty());
+}
+
+TEST(TrainSeries, JobFiguresAddThroughputAndFollowTheSlowestRank) {
+  TrainSeries s;
+  append_train_window(s, rank(0, 100), window(5, 50, 0.1, 0.01, 32, 0));
+  append_train_window(s, rank(1, 101), window(5, 25, 0.2, 0.10, 32, 0));
+  auto st = train_stats(s);
+  EXPECT_NEAR(st.samples_per_s, 320 + 160, 1e-6);
+  EXPECT_NEAR(st.step_median_s, 0.2, 1e-6);  // the slowest rank's
+  EXPECT_NEAR(st.steps_per_s, 5, 1e-6);      // the slowest rank sets the pace
+  EXPECT_NEAR(st.data_share, (0.5 + 2.5) / (5 + 5), 1e-6);
+  EXPECT_EQ(st.steps, 50u);
+}
+
+TEST(TrainSeries, WithoutTotalsTheRowsAreSummed) {
+  TrainSeries s;
+  auto w = window(1, 5, 0.2, 0.05, 8, 0);
+  w.total_steps = w.total_samples = w.total_step_s = w.total_data_s = NAN;
+  append_train_window(s, rank(-1, 77), w);
+  auto w2 = window(2, 5, 0.2, 0.05, 8, 0);
+  w2.total_steps = w2.total_samples = w2.total_step_s = w2.total_data_s = NAN;
+  w2.samples = NAN;  // unknown samples in one window: the known ones count
+  append_train_window(s, rank(-1, 77), w2);
+  auto st = train_stats(s);
+  EXPECT_EQ(st.ranks[0].steps, 10u);
+  EXPECT_DOUBLE_EQ(st.ranks[0].samples, 40);
+  EXPECT_NEAR(st.ranks[0].data_share, 0.25, 1e-6);
+}
+
+TEST(TrainSeries, SliceKeepsIdentitiesAndRowsInSpan) {
+  TrainSeries s;
+  auto r = rank(0, 1);
+  r.host = "h";
+  for (int i = 0; i < 10; ++i) append_train_window(s, r, window(i, 1, 0.1, 0, 1, i));
+  auto part = slice(s, 3, 5);
+  ASSERT_EQ(part.ranks.size(), 1u);
+  EXPECT_EQ(part.ranks[0].id.host, "h");
+  ASSERT_EQ(part.ranks[0].rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(part.ranks[0].rows.front().t, 3);
+  auto none = slice(s, 20, 30);
+  ASSERT_EQ(none.ranks.size(), 1u);
+  EXPECT_TRUE(none.ranks[0].rows.empty());
+}
+
+TEST(TrainSeries, ResolveRankGpuFromTheStrongestEvidence) {
+  std::vector<NvmlGpuRef> gpus(4);
+  for (unsigned i = 0; i < 4; ++i) {
+    gpus[i].index = i;
+    gpus[i].uuid = "GPU-" + std::to_string(i) + "aaaaaaa-bbbb";
+  }
+  gpus[3].mig_uuids = {"MIG-77e1-0001"};
+  TrainRank r;
+  r.pid = 4242;
+  // 1. The pid: a DDP rank with a stray 300 MiB context on GPU0 and its model on GPU2.
+  gpus[0].procs = {{4242, 300ull << 20}};
+  gpus[2].procs = {{4242, 40ull << 30}, {5000, 1}};
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 2u);
+  gpus[0].procs.clear();
+  gpus[2].procs.clear();
+  // 2. The UUID torch told (a unique prefix is enough, as for CUDA).
+  r.gpu_uuid = "GPU-1aaa";
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 1u);
+  r.gpu_uuid = "MIG-77e1-0001";
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 3u);
+  r.gpu_uuid.clear();
+  // 3. CUDA_VISIBLE_DEVICES: integers only with CUDA_DEVICE_ORDER=PCI_BUS_ID.
+  r.cuda_visible_devices = "3,1";
+  r.cuda_device = 1;
+  EXPECT_FALSE(resolve_rank_gpu(r, gpus).has_value());  // fastest-first: unknown to NVML
+  r.cuda_device_order = "PCI_BUS_ID";
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 1u);
+  r.cuda_device = 0;
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 3u);
+  r.cuda_device = 5;  // beyond the list
+  EXPECT_FALSE(resolve_rank_gpu(r, gpus).has_value());
+  r.cuda_device_order.clear();
+  r.cuda_visible_devices = "GPU-2aaa";  // UUIDs work in any order
+  r.cuda_device = -1;                   // one entry: the process's device 0
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 2u);
+  // 4. The CUDA index alone: only on a single-GPU machine or with PCI_BUS_ID.
+  r.cuda_visible_devices.clear();
+  r.cuda_device = 2;
+  EXPECT_FALSE(resolve_rank_gpu(r, gpus).has_value());
+  r.cuda_device_order = "PCI_BUS_ID";
+  EXPECT_EQ(resolve_rank_gpu(r, gpus), 2u);
+  std::vector<NvmlGpuRef> one(1);
+  one[0].index = 0;
+  TrainRank single;
+  single.cuda_device = 0;
+  EXPECT_EQ(resolve_rank_gpu(single, one), 0u);
+  EXPECT_FALSE(resolve_rank_gpu(TrainRank{}, gpus).has_value());
+}
