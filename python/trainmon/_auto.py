@@ -1,0 +1,239 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The zero-code hook's patch, applied right after the training script's own ``import torch``
+completes (python/boot/sitecustomize.py arranges that under ``trainmon run``; docs/python.md,
+"Zero code changes").
+
+It times every DataLoader iterator's next() (and DataLoader.__iter__, which starts the workers) and
+marks a step at each optimizer step: ``torch.optim.optimizer.register_optimizer_step_post_hook`` on
+torch >= 2.0; on older torch (1.13 has no global hook) each Optimizer subclass's ``step`` is wrapped
+once, when its first instance is built. torch 1.13's ``Optimizer._hook_for_profile`` wraps
+``cls.step`` too and skips classes whose ``step`` has a ``hooked`` attribute: functools.wraps copies
+that attribute onto our wrapper, so its behaviour is kept, and ours carries ``_trainmon_step`` so it
+is never wrapped twice. A step() that calls super().step() is counted once (outermost call).
+Events go out through one Monitor (framework "torch", never printing) while no explicit
+integration outranks it (_timing levels). Nothing here raises into the training code.
+"""
+
+import atexit
+import functools
+import os
+import sys
+
+from . import _timing
+from ._monitor import Monitor
+
+__all__ = ["install", "installed"]
+
+_mono = _timing._mono
+_tls = _timing._tls
+_state = {"installed": False, "monitor": None, "how": None}
+
+
+def installed():
+    """How steps are marked ("post_hook" or "wrap_step"), or None when not installed."""
+    return _state["how"] if _state["installed"] else None
+
+
+def _report_step():
+    T = _timing._timer
+    mon = _state["monitor"]
+    if mon is None or mon.client is None or T.level != _timing.AUTO:
+        return
+    now = _mono()
+    if now >= mon._next_batch_event:
+        mon._next_batch_event = now + mon.batch_gap_s
+        epochs = T.training_epochs()
+        mon.send("batch_end", epoch=epochs if T.loaders_seen else None, step=T.steps,
+                 steps=T.take_window())
+
+
+def _on_optimizer_step(optimizer):
+    T = _timing._timer
+    if T.level != _timing.AUTO:
+        return
+    if T.optimizer_step(id(optimizer), _mono()):
+        _report_step()
+
+
+def _epoch_done(epoch):
+    mon = _state["monitor"]
+    if mon is not None and _timing._timer.level == _timing.AUTO:
+        mon.epoch_end(epoch=epoch)
+
+
+def _loader_key(obj, attr):
+    try:
+        return id(getattr(obj, attr))
+    except Exception:
+        return id(obj)
+
+
+def _patch_dataloader(torch):
+    dl = torch.utils.data.dataloader
+    base = dl._BaseDataLoaderIter
+    orig_next = base.__next__
+    if getattr(orig_next, "_trainmon", False):
+        return
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        T = _timing._timer
+        if T.level > _timing.LOOP or getattr(_tls, "depth", 0):
+            return orig_next(self)
+        key = _loader_key(self, "_dataset")
+        t0 = _mono()
+        try:
+            T.loader_enter(key, t0)
+        except Exception:
+            pass
+        _tls.depth = 1
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            _tls.depth = 0
+            try:
+                epoch = T.loader_stop(key, t0, _mono())
+                if epoch is not None:
+                    _epoch_done(epoch)
+            except Exception:
+                pass
+            raise
+        except BaseException:
+            _tls.depth = 0
+            raise
+        _tls.depth = 0
+        try:
+            T.loader_batch(key, id(self), t0, _mono(), batch)
+        except Exception:
+            pass
+        return batch
+
+    __next__._trainmon = True
+    loader_cls = dl.DataLoader
+    orig_iter = loader_cls.__iter__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        T = _timing._timer
+        if T.level > _timing.LOOP or getattr(_tls, "depth", 0):
+            return orig_iter(self)
+        key = _loader_key(self, "dataset")
+        t0 = _mono()
+        try:
+            T.loader_enter(key, t0)
+        except Exception:
+            pass
+        _tls.depth = 1
+        try:
+            it = orig_iter(self)
+        finally:
+            _tls.depth = 0
+        try:
+            T.loader_iter(key, t0, _mono())
+        except Exception:
+            pass
+        return it
+
+    __iter__._trainmon = True
+    base.__next__ = __next__
+    if not getattr(orig_iter, "_trainmon", False):
+        loader_cls.__iter__ = __iter__
+
+
+def _wrap_step(step):
+    @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
+    def step_wrapper(self, *args, **kwargs):
+        depth = getattr(_tls, "opt_depth", 0)
+        _tls.opt_depth = depth + 1
+        try:
+            result = step(self, *args, **kwargs)
+        finally:
+            _tls.opt_depth = depth
+        if depth == 0:  # the outermost step() of a subclass that calls super().step()
+            try:
+                _on_optimizer_step(self)
+            except Exception:
+                pass
+        return result
+
+    step_wrapper._trainmon_step = True
+    return step_wrapper
+
+
+def _wrap_steps_of(cls, base):
+    for klass in cls.__mro__:
+        if klass is base or klass is object:
+            continue
+        step = klass.__dict__.get("step")
+        if step is None or not callable(step) or getattr(step, "_trainmon_step", False):
+            continue
+        setattr(klass, "step", _wrap_step(step))
+
+
+def _patch_optimizer(torch):
+    optimizer_mod = torch.optim.optimizer
+    register = getattr(optimizer_mod, "register_optimizer_step_post_hook", None)
+    if callable(register):
+        def post_hook(optimizer, args, kwargs):
+            try:
+                _on_optimizer_step(optimizer)
+            except Exception:
+                pass
+        register(post_hook)
+        return "post_hook"
+    base = torch.optim.Optimizer
+    orig_init = base.__init__
+    if getattr(orig_init, "_trainmon", False):
+        return "wrap_step"
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        try:
+            _wrap_steps_of(type(self), base)
+        except Exception:
+            pass
+
+    __init__._trainmon = True
+    base.__init__ = __init__
+    return "wrap_step"
+
+
+def _at_exit():
+    try:
+        T = _timing._timer
+        mon = _state["monitor"]
+        if mon is not None and T.level == _timing.AUTO and T.steps and not T.ended:
+            mon.train_end(epoch=T.training_epochs() if T.loaders_seen else None, step=T.steps)
+    except Exception:
+        pass
+
+
+def install(torch, env=None):
+    """Patch ``torch`` (the imported module) for step timing; once per process. Returns True when
+    installed. Does nothing without TRAINMON_EVENTS_SOCKET or with TRAINMON_DISABLE=1. Raises on
+    an unexpected torch (the caller, sitecustomize, turns that into one line on stderr)."""
+    env = os.environ if env is None else env
+    if _state["installed"]:
+        return True
+    if env.get("TRAINMON_DISABLE") == "1" or not env.get("TRAINMON_EVENTS_SOCKET"):
+        return False
+    mon = Monitor(interval=None, framework="torch", start_agent=False, env=env)
+    mon.report_level = _timing.AUTO
+    _patch_dataloader(torch)
+    how = _patch_optimizer(torch)
+    _state.update(installed=True, monitor=mon, how=how)
+    atexit.register(_at_exit)
+    return True
+
+
+def after_torch_import(module):
+    """Called by the boot hook right after ``import torch`` completed. Never raises; a failure
+    leaves the job untouched and says so in one line on stderr."""
+    try:
+        install(module)
+    except Exception as e:
+        try:
+            sys.stderr.write("trainmon: zero-code step timing is off (%s: %s)\n" % (type(e).__name__, e))
+        except Exception:
+            pass
