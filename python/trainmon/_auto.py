@@ -16,6 +16,7 @@ integration outranks it (_timing levels). Nothing here raises into the training 
 
 import atexit
 import functools
+import importlib
 import os
 import sys
 
@@ -69,7 +70,7 @@ def _loader_key(obj, attr):
 
 
 def _patch_dataloader(torch):
-    dl = torch.utils.data.dataloader
+    dl = sys.modules.get("torch.utils.data.dataloader") or importlib.import_module("torch.utils.data.dataloader")
     base = dl._BaseDataLoaderIter
     orig_next = base.__next__
     if getattr(orig_next, "_trainmon", False):
@@ -171,7 +172,8 @@ def _wrap_steps_of(cls, base):
 
 
 def _patch_optimizer(torch):
-    optimizer_mod = torch.optim.optimizer
+    # torch.optim's __init__ deletes its submodules' names; the module itself is loaded.
+    optimizer_mod = sys.modules.get("torch.optim.optimizer") or importlib.import_module("torch.optim.optimizer")
     register = getattr(optimizer_mod, "register_optimizer_step_post_hook", None)
     if callable(register):
         def post_hook(optimizer, args, kwargs):

@@ -104,6 +104,16 @@ class EventClient:
             self._sock = None
         self._retry_at = _mono() + _RETRY_AFTER_S
 
+    def available(self):
+        """False while the recorder is known to be gone (the 5 s retry gate): callers then skip
+        building the message at all, and keep what it would have carried for a later one."""
+        return self._sock is not None or _mono() >= self._retry_at or self._pid != os.getpid()
+
+    def drop(self):
+        """Count a message the caller did not even build (recorder gone)."""
+        self.dropped += 1
+        self._seq += 1
+
     def send(self, event_type, fields=None):
         """Send one event of ``event_type`` with ``fields`` (None values are left out).
 

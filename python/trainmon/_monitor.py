@@ -91,6 +91,7 @@ class Monitor:
         self.framework = "loop"
         self.lines_printed = 0
         self.last_line = None
+        self._pending = None
         self.timer = _timing.timer()
         self.report_level = None  # the zero-code Monitor reports only while nothing outranks it
         try:
@@ -115,6 +116,7 @@ class Monitor:
         self.proc = _proc.ProcReader(proc_root if isinstance(proc_root, str) else "/proc")
         self._next_print = 0.0  # monotonic time of the next allowed line
         self._next_batch_event = 0.0
+        self._pending = None  # (epoch, epochs, step, batch_size) of the last unsent batch_end
         self._loop_claimed = False
         # Progress as last reported (0-based epoch), for lines printed from any hook.
         self.epoch = None
@@ -156,6 +158,13 @@ class Monitor:
         _identity.set_lines(self, self.interval if self._prints() else None)
 
     # ---- events ------------------------------------------------------------------------------
+    def _apply_pending(self):
+        p = self._pending
+        if p is not None:
+            self._pending = None
+            self._note(_int_or_none(p[0], 10 ** 9), _int_or_none(p[1], 10 ** 9), _int_or_none(p[2]),
+                       int_in(p[3], 1, 10_000_000), None)
+
     def _note(self, epoch, epochs, step, batch_size, imgsz):
         if epoch is not None:
             self.epoch = epoch
@@ -180,12 +189,16 @@ class Monitor:
         if not self.enabled:
             return False
         try:
+            self._apply_pending()
             epoch, epochs = _int_or_none(epoch, 10 ** 9), _int_or_none(epochs, 10 ** 9)
             step = _int_or_none(step)
             batch_size, imgsz = int_in(batch_size, 1, 10_000_000), _imgsz(imgsz)
             self._note(epoch, epochs, step, batch_size, imgsz)
             client = self.client
             if client is None:
+                return False
+            if not client.available():  # recorder gone: do not even build the message
+                client.drop()
                 return False
             _identity.announce(client, self.timer.framework or self.framework, _mono(), env=self.env)
             fields = {"framework": self.framework, "epoch": epoch, "epochs": epochs,
@@ -205,6 +218,14 @@ class Monitor:
     def _reports(self):
         return self.report_level is None or self.timer.level == self.report_level
 
+    def _window(self):
+        """The timing window for an event now, or None (no client, outranked, recorder gone: the
+        window then stays for a later event, so no step is lost)."""
+        c = self.client
+        if c is None or not self._reports() or not c.available():
+            return None
+        return self.timer.take_window()
+
     def batch_end(self, epoch=None, batch=None, batch_size=None, loss=None, step=None, epochs=None,
                   batches=None, lr=None):
         """A batch finished: a (thinned) batch_end event with the timing window, then a line if
@@ -213,19 +234,16 @@ class Monitor:
             return
         try:
             now = _mono()
-            if self.client is not None and now >= self._next_batch_event and self._reports():
+            client = self.client
+            if client is not None and now >= self._next_batch_event and self._reports():
                 self._next_batch_event = now + self.batch_gap_s
+                if not client.available():  # recorder gone: the window waits for a later event
+                    client.drop()
+                    return
                 self.send("batch_end", epoch=epoch, epochs=epochs, batch=batch, batches=batches, step=step,
                           batch_size=batch_size, loss=loss, lr=lr, steps=self.timer.take_window())
-            else:
-                if epoch is not None:
-                    self.epoch = _int_or_none(epoch, 10 ** 9)
-                if epochs is not None:
-                    self.epochs = _int_or_none(epochs, 10 ** 9) or self.epochs
-                if step is not None:
-                    self.step = _int_or_none(step)
-                if batch_size is not None:
-                    self.batch_size = int_in(batch_size, 1, 10_000_000) or self.batch_size
+            else:  # checked only when a line or an event needs them (this path runs per batch)
+                self._pending = (epoch, epochs, step, batch_size)
             if now >= self._next_print:
                 self.maybe_print(now)
         except Exception:
@@ -244,7 +262,7 @@ class Monitor:
             if imgsz is None:
                 imgsz = self.imgsz
             kind = kind if kind in ("epoch_end", "val_end") else "epoch_end"
-            steps = self.timer.take_window() if self.client is not None and self._reports() else None
+            steps = self._window()
             self.send(kind, epoch=epoch, epochs=epochs, loss=loss, batch_size=batch_size, imgsz=imgsz,
                       step=step, memory=True, steps=steps)
             self.maybe_print()
@@ -257,7 +275,7 @@ class Monitor:
         if not self.enabled:
             return
         try:
-            steps = self.timer.take_window() if self.client is not None and self._reports() else None
+            steps = self._window()
             if self._reports():
                 self.timer.ended = True
             self.send("train_end", epoch=epoch, epochs=epochs, step=step, memory=True, steps=steps)
@@ -302,6 +320,7 @@ class Monitor:
             if self.snapshots.notice:
                 self._emit(self.snapshots.notice)
                 self.snapshots.notice = None
+            self._apply_pending()
             if train is None:
                 train = self.timer.take_line(reset=False)
             line = _format.format_resource_line(

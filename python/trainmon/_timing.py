@@ -54,13 +54,16 @@ _tls = threading.local()  # .depth: inside a timed next()/iter() of this thread 
 
 
 def _round(x):
-    return round(min(max(x, 0.0), _MAX_S), 6)
+    return round(x, 6) if 0.0 <= x <= _MAX_S else (0.0 if not x > 0.0 else _MAX_S)
 
 
 def _stats(values, total):
-    """sum, min, max and nearest-rank percentiles of ``values`` (seconds)."""
+    """sum, min, max and nearest-rank percentiles of ``values`` (seconds, each 0..1e7)."""
+    n = len(values)
+    if n == 1:
+        v = _round(values[0])
+        return {"sum": _round(total), "min": v, "max": v, "p50": v, "p90": v, "p99": v}
     s = sorted(values)
-    n = len(s)
     out = {"sum": _round(total), "min": _round(s[0]), "max": _round(s[-1])}
     for name, q in _PCTS:
         out[name] = _round(s[max(0, int(math.ceil(q * n)) - 1)])
@@ -322,8 +325,11 @@ class StepTimer:
         prev = self._prev_end
         if cut < 0 and prev is not None:
             start = prev
-        elif start is None:
-            start = prev if prev is not None else self._armed
+        elif start is None:  # no training activity: after an evaluation, from its end
+            if cut >= 0:
+                start = log[cut][1] + log[cut][2]
+            else:
+                start = prev if prev is not None else self._armed
         log.clear()
         self._batch_since = False
         self._last_loader = None

@@ -60,6 +60,19 @@ def _attr(obj, *names):
     return obj
 
 
+_env_world = []
+
+
+def _env_world_size():
+    """WORLD_SIZE of this process (read once: the launcher sets it before we start)."""
+    if not _env_world:
+        try:
+            _env_world.append(int_in(int(os.environ.get("WORLD_SIZE", "")), 0, 65536))
+        except Exception:
+            _env_world.append(None)
+    return _env_world[0]
+
+
 def rank_batch_size(trainer):
     """Samples per batch on this rank: trainer.batch_size (the global batch), divided by the world
     size in DDP; None when unknown."""
@@ -68,10 +81,7 @@ def rank_batch_size(trainer):
         return None
     world = int_in(_attr(trainer, "world_size"), 0, 65536)
     if world is None:
-        try:
-            world = int_in(int(os.environ.get("WORLD_SIZE", "")), 0, 65536)
-        except Exception:
-            world = None
+        world = _env_world_size()
     if world and world > 1:
         return max(size // world, 1)
     return size
@@ -92,6 +102,7 @@ class ResourceMonitor:
             self.monitor = Monitor(interval=interval, framework="ultralytics")
         self._timer = self.monitor.timer
         self._batch = -1
+        self._batch_size = None  # this rank's batch, from the batch-start hook
         self._epoch_seen = None
         self._started = False
         self._claimed = False
@@ -136,14 +147,19 @@ class ResourceMonitor:
 
     def on_train_batch_start(self, trainer):
         try:
-            self._timer.batch_start(_mono(), rank_batch_size(trainer))
+            self._batch_size = rank_batch_size(trainer)
+            self._timer.batch_start(_mono(), self._batch_size)
         except Exception:
             pass
 
     def on_train_batch_end(self, trainer):
         try:
             t = _mono()
-            epoch, epochs, batch_size, _ = self._progress(trainer)
+            batch_size = self._batch_size
+            if batch_size is None:
+                batch_size = rank_batch_size(trainer)
+            self._batch_size = None
+            epoch, epochs = _attr(trainer, "epoch"), _attr(trainer, "epochs")
             self._timer.batch_end(t, batch_size)
             if epoch != self._epoch_seen:  # no on_train_epoch_start hook registered
                 self._epoch_seen, self._batch = epoch, -1
