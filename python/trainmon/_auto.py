@@ -27,7 +27,9 @@ __all__ = ["install", "installed"]
 
 _mono = _timing._mono
 _tls = _timing._tls
-_state = {"installed": False, "monitor": None, "how": None}
+_T = _timing._timer  # the process's timer (one object for the life of the process)
+_AUTO, _LOOP = _timing.AUTO, _timing.LOOP
+_state = {"installed": False, "monitor": None, "how": None, "next_report": [0.0]}
 
 
 def installed():
@@ -35,30 +37,37 @@ def installed():
     return _state["how"] if _state["installed"] else None
 
 
-def _report_step():
-    T = _timing._timer
+def _report_step(now):
+    """A batch_end with the timing window, at most batch_events_per_s times a second."""
     mon = _state["monitor"]
+    T = _T
     if mon is None or mon.client is None or T.level != _timing.AUTO:
         return
-    now = _mono()
-    if now >= mon._next_batch_event:
-        mon._next_batch_event = now + mon.batch_gap_s
-        epochs = T.training_epochs()
-        mon.send("batch_end", epoch=epochs if T.loaders_seen else None, step=T.steps,
-                 steps=T.take_window())
+    mon._next_batch_event = now + mon.batch_gap_s
+    _state["next_report"][0] = mon._next_batch_event
+    steps = mon._window()  # drains the journal: epoch and step count are current after it
+    if steps is None and not T.steps:
+        return
+    mon.send("batch_end", epoch=T.training_epochs() if T.loaders_seen else None, step=T.steps, steps=steps)
 
 
 def _on_optimizer_step(optimizer):
-    T = _timing._timer
-    if T.level != _timing.AUTO:
+    """An optimizer finished step() (torch >= 2.0's global post hook)."""
+    T = _T
+    if T.level != _AUTO:
         return
-    if T.optimizer_step(id(optimizer), _mono()):
-        _report_step()
+    t = _mono()
+    T.journal.append((_timing.J_OPT, id(optimizer), t))
+    if T.phase != "compute":
+        T.phase = "compute"
+        T.phase_mt = t
+    if t >= _state["next_report"][0]:
+        _report_step(t)
 
 
 def _epoch_done(epoch):
     mon = _state["monitor"]
-    if mon is not None and _timing._timer.level == _timing.AUTO:
+    if mon is not None and _T.level == _AUTO:
         mon.epoch_end(epoch=epoch)
 
 
@@ -76,35 +85,53 @@ def _patch_dataloader(torch):
     if getattr(orig_next, "_trainmon", False):
         return
 
+    T, nest, mono, loop_level = _T, _tls, _mono, _LOOP
+    J_BATCH, cap, batch_samples = _timing.J_BATCH, _timing._JOURNAL_CAP, _timing.batch_samples
+
     @functools.wraps(orig_next)
     def __next__(self):
-        T = _timing._timer
-        if T.level > _timing.LOOP or getattr(_tls, "depth", 0):
+        if T.level > loop_level or nest.depth:
             return orig_next(self)
-        key = _loader_key(self, "_dataset")
-        t0 = _mono()
-        try:
-            T.loader_enter(key, t0)
-        except Exception:
-            pass
-        _tls.depth = 1
+        t0 = mono()
+        T.phase = "data"
+        T.phase_mt = t0
+        nest.depth = 1
         try:
             batch = orig_next(self)
         except StopIteration:
-            _tls.depth = 0
+            nest.depth = 0
             try:
-                epoch = T.loader_stop(key, t0, _mono())
+                epoch = T.loader_stop(id(self._dataset), t0, mono())
                 if epoch is not None:
                     _epoch_done(epoch)
             except Exception:
                 pass
             raise
         except BaseException:
-            _tls.depth = 0
+            nest.depth = 0
             raise
-        _tls.depth = 0
+        nest.depth = 0
         try:
-            T.loader_batch(key, id(self), t0, _mono(), batch)
+            t1 = mono()
+            key = id(self._dataset)
+            # samples (timing.fast_samples, inline: this runs per batch)
+            tb = type(batch)
+            if tb is dict:
+                n = batch_samples(batch)
+            else:
+                try:
+                    n = (batch[0] if tb is tuple or tb is list else batch).shape[0]
+                    if type(n) is not int:
+                        n = batch_samples(batch)
+                except Exception:
+                    n = batch_samples(batch)
+            journal = T.journal
+            journal.append((J_BATCH, key, id(self), t0, t1, n if n is not None and 0 < n <= 10_000_000 else -1))
+            tk = T.train_keys
+            T.phase = "compute" if key in tk or not tk else "idle"
+            T.phase_mt = t1
+            if len(journal) > cap:
+                T.drain()
         except Exception:
             pass
         return batch
@@ -115,22 +142,20 @@ def _patch_dataloader(torch):
 
     @functools.wraps(orig_iter)
     def __iter__(self):
-        T = _timing._timer
-        if T.level > _timing.LOOP or getattr(_tls, "depth", 0):
+        T = _T
+        if T.level > _timing.LOOP or _tls.depth:
             return orig_iter(self)
         key = _loader_key(self, "dataset")
         t0 = _mono()
-        try:
-            T.loader_enter(key, t0)
-        except Exception:
-            pass
+        T.phase = "data"
+        T.phase_mt = t0
         _tls.depth = 1
         try:
             it = orig_iter(self)
         finally:
             _tls.depth = 0
         try:
-            T.loader_iter(key, t0, _mono())
+            T.journal.append((_timing.J_ITER, key, t0, _mono()))
         except Exception:
             pass
         return it
@@ -142,17 +167,26 @@ def _patch_dataloader(torch):
 
 
 def _wrap_step(step):
+    T, nest, mono, auto, nxt, J_OPT = _T, _tls, _mono, _AUTO, _state["next_report"], _timing.J_OPT
+
     @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
     def step_wrapper(self, *args, **kwargs):
-        depth = getattr(_tls, "opt_depth", 0)
-        _tls.opt_depth = depth + 1
+        if nest.opt_depth:  # inside another step(): super().step() of a subclass
+            return step(self, *args, **kwargs)
+        nest.opt_depth = 1
         try:
             result = step(self, *args, **kwargs)
         finally:
-            _tls.opt_depth = depth
-        if depth == 0:  # the outermost step() of a subclass that calls super().step()
+            nest.opt_depth = 0
+        if T.level == auto:
             try:
-                _on_optimizer_step(self)
+                t = mono()
+                T.journal.append((J_OPT, id(self), t))
+                if T.phase != "compute":
+                    T.phase = "compute"
+                    T.phase_mt = t
+                if t >= nxt[0]:
+                    _report_step(t)
             except Exception:
                 pass
         return result
@@ -203,9 +237,9 @@ def _patch_optimizer(torch):
 
 def _at_exit():
     try:
-        T = _timing._timer
+        T = _T
         mon = _state["monitor"]
-        if mon is not None and T.level == _timing.AUTO and T.steps and not T.ended:
+        if mon is not None and T.level == _AUTO and T.steps and not T.ended:
             mon.train_end(epoch=T.training_epochs() if T.loaders_seen else None, step=T.steps)
     except Exception:
         pass
@@ -222,6 +256,7 @@ def install(torch, env=None):
         return False
     mon = Monitor(interval=None, framework="torch", start_agent=False, env=env)
     mon.report_level = _timing.AUTO
+    _state["next_report"][0] = 0.0
     _patch_dataloader(torch)
     how = _patch_optimizer(torch)
     _state.update(installed=True, monitor=mon, how=how)

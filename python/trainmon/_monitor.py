@@ -126,6 +126,7 @@ class Monitor:
         self.imgsz = None
         # Plain-loop tracking (trainmon.step): the epoch whose epoch_end is still owed.
         self._loop_epoch = None
+        self._loop_epoch_raw = None  # the object last passed as epoch (a cheap "unchanged" test)
         self._loop_batch = -1
         self.snapshots = SnapshotSource(start_agent=bool(start_agent), env=env)
         self.enabled = _env_get(env, "TRAINMON_DISABLE") != "1"
@@ -133,6 +134,11 @@ class Monitor:
         if send_events and socket_path and self.enabled:
             self.client = process_client(socket_path, _env_get(env, "TRAINMON_RUN_ID"))
             self.timer.attach_client(self.client)
+        # The hooks compare the clock with these two before doing anything else per batch.
+        if self.client is None:
+            self._next_batch_event = math.inf
+        if self.interval is None:
+            self._next_print = math.inf
         if self.enabled and self.interval is not None:
             self.timer.line_wanted = True
             self._update_lines()
@@ -214,6 +220,11 @@ class Monitor:
             return client.send(event_type, fields)
         except Exception:
             return False
+
+    def due(self, now):
+        """True when a batch_end at ``now`` would send an event or print a line (the hooks read
+        the trainer's attributes only then)."""
+        return now >= self._next_batch_event or now >= self._next_print
 
     def _reports(self):
         return self.report_level is None or self.timer.level == self.report_level
@@ -378,21 +389,31 @@ class Monitor:
             return
         try:
             t = _mono()
-            self.claim_loop()
-            epoch = _int_or_none(epoch, 10 ** 9)
+            if not self._loop_claimed:
+                self.claim_loop()
             if imgsz is not None:
                 self.imgsz = _imgsz(imgsz)
-            if epoch is not None and epoch != self._loop_epoch:
-                if self._loop_epoch is not None:  # the step that just ended belongs to the new epoch
-                    self.epoch_end(epoch=self._loop_epoch, epochs=epochs, batch_size=batch_size, imgsz=self.imgsz)
-                self._loop_epoch = epoch
-                self._loop_batch = -1
-                self.send("epoch_start", epoch=epoch, epochs=epochs, batch_size=batch_size, imgsz=self.imgsz)
-            self.timer.loop_step(t, batch_size)
-            b = _int_or_none(batch)
-            self._loop_batch = b if b is not None else min(self._loop_batch + 1, _BIG)
-            self.batch_end(epoch=epoch, batch=self._loop_batch, batch_size=batch_size, loss=loss, step=step,
-                           epochs=epochs, lr=lr)
+            if epoch is not None and epoch is not self._loop_epoch_raw:
+                self._loop_epoch_raw = epoch
+                epoch = _int_or_none(epoch, 10 ** 9)
+                if epoch is not None and epoch != self._loop_epoch:
+                    if self._loop_epoch is not None:  # the step that just ended is the new epoch's
+                        self.epoch_end(epoch=self._loop_epoch, epochs=epochs, batch_size=batch_size,
+                                       imgsz=self.imgsz)
+                    self._loop_epoch = epoch
+                    self._loop_batch = -1
+                    self.send("epoch_start", epoch=epoch, epochs=epochs, batch_size=batch_size, imgsz=self.imgsz)
+            self.timer.journal_loop_step(t, batch_size)
+            if batch is None:
+                self._loop_batch += 1
+            else:
+                b = _int_or_none(batch)
+                self._loop_batch = b if b is not None else self._loop_batch + 1
+            if t >= self._next_batch_event or t >= self._next_print:
+                self.batch_end(epoch=self._loop_epoch, batch=min(self._loop_batch, _BIG), batch_size=batch_size,
+                               loss=loss, step=step, epochs=epochs, lr=lr)
+            else:
+                self._pending = (self._loop_epoch, epochs, step, batch_size)
         except Exception:
             pass
 
@@ -405,6 +426,7 @@ class Monitor:
                 self.epoch_end(epoch=self._loop_epoch, epochs=self.epochs, batch_size=self.batch_size,
                                imgsz=self.imgsz)
                 self._loop_epoch = None
+                self._loop_epoch_raw = None
             self.train_end(epoch=self.epoch, epochs=self.epochs)
         except Exception:
             pass

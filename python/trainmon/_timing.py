@@ -47,10 +47,25 @@ _WINDOW_CAP = 1 << 20     # steps kept for a window's percentiles (n, sum stay e
 _LINE_CAP = 8192          # step times kept for the resource line's median (decimated beyond)
 _LOG_CAP = 4096           # loader activities kept between two steps (evaluation loops are long)
 _LOADERS_CAP = 256
+_JOURNAL_CAP = 1024       # entries before the hot path drains itself (no window taken for long)
+J_BATCH, J_ITER, J_STOP, J_OPT, J_LOOP, J_FSTART, J_FEND, J_PAUSE, J_RESUME = range(1, 10)
 _MAX_S = 1e7              # the protocol's bound for a duration, seconds
 _PCTS = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 
-_tls = threading.local()  # .depth: inside a timed next()/iter() of this thread (nesting: count once)
+class _Nesting:
+    """Whether a timed call is in progress, so that nested ones count once: a trainmon.loader
+    around a DataLoader (both timed), an optimizer step() calling super().step(). One per process,
+    not per thread (a thread-local costs a microsecond per step here): a loader that another thread
+    iterates at the same moment is not timed."""
+
+    __slots__ = ("depth", "opt_depth")
+
+    def __init__(self):
+        self.depth = 0
+        self.opt_depth = 0
+
+
+_tls = _Nesting()
 
 
 def _round(x):
@@ -70,12 +85,29 @@ def _stats(values, total):
     return out
 
 
+def fast_samples(batch):
+    """batch_samples() with the common shapes first (a tensor, or a tuple / list that starts with
+    one); -1 when unknown. Never raises."""
+    tb = type(batch)
+    if tb is dict:
+        n = batch_samples(batch)
+    else:
+        try:
+            n = (batch[0] if tb is tuple or tb is list else batch).shape[0]
+            if type(n) is not int:
+                n = batch_samples(batch)
+        except Exception:
+            n = batch_samples(batch)
+    return n if n is not None and 0 < n <= 10_000_000 else -1
+
+
 class _Loader:
     """What the timer knows about one loader (a DataLoader's dataset, or a wrapped iterable)."""
 
-    __slots__ = ("training", "it", "steps_seen", "epochs")
+    __slots__ = ("key", "training", "it", "steps_seen", "epochs")
 
-    def __init__(self):
+    def __init__(self, key):
+        self.key = key
         self.training = False
         self.it = None          # id of the iterator that gave its last batch (None: ended / new)
         self.steps_seen = -1    # timer.steps at its last batch
@@ -109,7 +141,6 @@ class StepTimer:
         self.data_s = 0.0
         self.data_known = False
         self.last_mt = None
-        self.last_t = None
         self.ended = False
         self._hb = None
         self._hb_stop = threading.Event()
@@ -135,6 +166,9 @@ class StepTimer:
         self._l_samples = 0
         self._l_samples_ok = True
         # loops and the zero-code hook
+        self.journal = []         # appended by the hot paths, applied by drain()
+        self.train_keys = set()   # keys of the loaders known to be training (read by the hooks)
+        self._drain_lock = threading.Lock()
         self._loaders = {}
         self._log = []            # (loader or None, t0, wait_s, samples: >0, 0 none, -1 unknown)
         self._last_loader = None
@@ -149,6 +183,7 @@ class StepTimer:
         self._f_step_start = None
         self._f_data = None
         self._f_samples = None
+        self._f_hot_in_batch = False
 
     def _after_fork(self):
         # A forked child is a new sender: no totals, no heartbeat thread (threads do not survive a
@@ -159,6 +194,7 @@ class StepTimer:
     def claim(self, level, framework=None):
         """A source of ``level`` is active (callbacks: from their construction to train end)."""
         try:
+            self.drain()  # what was journaled counts under the level it was recorded at
             self._claims[level] += 1
             if framework:
                 self._frameworks[level] = framework
@@ -169,6 +205,7 @@ class StepTimer:
     def release(self, level):
         """Undo one claim(level). Never raises."""
         try:
+            self.drain()
             if level > AUTO and self._claims[level] > 0:
                 self._claims[level] -= 1
             self._update_level()
@@ -198,18 +235,72 @@ class StepTimer:
         if self._armed is None and self._prev_end is None:
             self._armed = t
 
-    # ---- loaders (zero-code hook, trainmon.loader) -----------------------------------------------
+    # ---- loaders and loop steps: the journal -------------------------------------------------------
+    # The zero-code hook and trainmon.loader / trainmon.step only append a tuple to ``journal`` per
+    # next() and per step (a few hundred nanoseconds); ``drain()`` applies the rules below to the
+    # entries in order when a window, the line's figures, a heartbeat or an epoch end needs them.
+    # Entries: (J_BATCH, key, iterator id, t0, t1, samples or -1), (J_ITER, key, t0, t1),
+    # (J_STOP, key, t0, t1), (J_OPT, optimizer id, t), (J_LOOP, t, batch size or None), and the
+    # framework hooks' (J_FSTART, t, samples), (J_FEND, t, samples), (J_PAUSE, t), (J_RESUME, t).
+    # The phase is kept current by the hooks themselves (it must be right while a step hangs).
+
+    def drain(self, block=True):
+        """Apply the journal. The heartbeat thread passes block=False (it then skips a drain that
+        the training thread is doing). Never raises."""
+        journal = self.journal
+        if not journal:
+            return
+        lock = self._drain_lock
+        if not lock.acquire(block):
+            return
+        try:
+            n = len(journal)
+            for k in range(n):
+                e = journal[k]
+                try:
+                    code = e[0]
+                    if code == J_BATCH:
+                        self._apply_batch(e[1], e[2], e[3], e[4], e[5])
+                    elif code == J_OPT:
+                        self._apply_opt(e[1], e[2])
+                    elif code == J_LOOP:
+                        self._loop_step_end(e[1], e[2])
+                    elif code == J_ITER:
+                        self._apply_iter(e[1], e[2], e[3])
+                    elif code == J_FEND:
+                        self._apply_fend(e[1], e[2])
+                    elif code == J_FSTART:
+                        self._apply_fstart(e[1], e[2])
+                    elif code == J_STOP:
+                        self._apply_stop(e[1], e[2], e[3])
+                    elif code == J_PAUSE:
+                        self._apply_pause(e[1])
+                    elif code == J_RESUME:
+                        self._apply_resume(e[1])
+                except Exception:
+                    pass
+            del journal[:n]
+        finally:
+            lock.release()
+
     def _loader(self, key):
         rec = self._loaders.get(key)
         if rec is None:
             if len(self._loaders) >= _LOADERS_CAP:
                 self._loaders.clear()
-            rec = self._loaders[key] = _Loader()
+                self.train_keys.clear()
+            rec = self._loaders[key] = _Loader(key)
         return rec
+
+    def _mark_training(self, rec):
+        if not rec.training:
+            rec.training = True
+            self.train_keys.add(rec.key)
 
     def _add_log(self, entry):
         log = self._log
-        log.append(entry)
+        if entry is not None:
+            log.append(entry)
         if len(log) > _LOG_CAP:
             # Keep what could still be credited: the entries after the last non-training one,
             # which becomes a marker (rec None: "not step time before this").
@@ -225,128 +316,218 @@ class StepTimer:
             else:  # thousands of training batches and no step: keep the latest half
                 log[:] = log[:1] + log[-(_LOG_CAP // 2):] if cut == 0 else log[-(_LOG_CAP // 2):]
 
-    def loader_enter(self, key, t0):
-        """A next() or iter() on loader ``key`` begins: the loop waits for data (unless this loader
-        is known not to be training: an evaluation loop, phase idle)."""
-        if self.level > LOOP:
-            return
-        rec = self._loaders.get(key)
-        if rec is None or rec.training or not self.steps:
-            self.set_phase("data", t0)
-
-    def loader_iter(self, key, t0, t1):
-        """iter() of loader ``key`` took t0..t1 (it starts the worker processes)."""
-        if self.level > LOOP:
-            return
+    def _apply_iter(self, key, t0, t1):
         rec = self._loader(key)
         rec.it = None
         self._add_log((rec, t0, t1 - t0, 0))
         self.loaders_seen = True
 
+    def _apply_batch(self, key, it_id, t0, t1, n):
+        rec = self._loaders.get(key) or self._loader(key)
+        steps = self.steps
+        if rec.steps_seen != steps:
+            if rec.it == it_id:
+                self._mark_training(rec)  # a step ended between two batches of one iterator
+            rec.steps_seen = steps
+        rec.it = it_id
+        log = self._log
+        log.append((rec, t0, t1 - t0, n))
+        if len(log) > _LOG_CAP:
+            self._add_log(None)
+        self._last_loader = rec
+        self._batch_since = True
+        self.loaders_seen = True
+
+    def _apply_stop(self, key, t0, t1):
+        rec = self._loader(key)
+        rec.it = None
+        self._add_log((rec, t0, t1 - t0, 0))
+        if rec.training:
+            rec.epochs += 1
+            return rec.epochs - 1
+        return None
+
+    def _apply_opt(self, opt_id, t):
+        if not self._batch_since and opt_id != self._last_opt and self._last_opt is not None:
+            return False  # a second optimizer in the same iteration
+        self._last_opt = opt_id
+        return self._loop_step_end(t, None)
+
+    # Immediate forms (drain, then apply): for tests, and for the rare events that need an answer.
+    def loader_enter(self, key, t0):
+        """A next() or iter() on a loader begins: the loop waits for data."""
+        if self.level > LOOP:
+            return
+        self.phase = "data"
+        self.phase_mt = t0
+
+    def loader_iter(self, key, t0, t1):
+        """iter() of loader ``key`` took t0..t1 (it starts the worker processes)."""
+        if self.level > LOOP:
+            return
+        self.drain()
+        self._apply_iter(key, t0, t1)
+
     def loader_batch(self, key, it_id, t0, t1, batch):
         """next() of iterator ``it_id`` of loader ``key`` returned ``batch`` after t0..t1."""
         if self.level > LOOP:
             return
-        rec = self._loader(key)
-        steps = self.steps
-        if rec.it == it_id and rec.steps_seen != steps:
-            rec.training = True  # a step ended between two batches of one iterator
-        rec.it = it_id
-        rec.steps_seen = steps
+        self.drain()
         n = batch_samples(batch)
-        self._add_log((rec, t0, t1 - t0, -1 if n is None else n))
-        self._last_loader = rec
-        self._batch_since = True
-        self.loaders_seen = True
-        self.set_phase("compute" if rec.training or not steps else "idle", t1)
+        self._apply_batch(key, it_id, t0, t1, -1 if n is None else n)
+        self.phase = "compute" if key in self.train_keys or not self.steps else "idle"
+        self.phase_mt = t1
 
     def loader_stop(self, key, t0, t1):
         """next() of loader ``key`` raised StopIteration after t0..t1. Returns the number of the
         training epoch that ended (0-based) when ``key`` is a training loader, else None."""
         if self.level > LOOP:
             return None
-        rec = self._loader(key)
-        rec.it = None
-        self._add_log((rec, t0, t1 - t0, 0))
-        if not rec.training:
-            self.set_phase("idle" if self.steps else self.phase, t1)
-            return None
-        rec.epochs += 1
-        self.set_phase("idle", t1)  # outside the training loop: epoch end, evaluation, saving
-        return rec.epochs - 1
+        self.drain()
+        epoch = self._apply_stop(key, t0, t1)
+        if epoch is not None or self.steps:
+            self.set_phase("idle", t1)  # outside the training loop: epoch end, evaluation, saving
+        return epoch
 
     def training_epochs(self):
         """Epochs finished by the busiest training loader (0 before the first)."""
+        self.drain()
         return max([r.epochs for r in self._loaders.values() if r.training] or [0])
 
-    # ---- step ends: loops and the zero-code hook --------------------------------------------------
     def optimizer_step(self, opt_id, t):
         """An optimizer finished step() (zero-code hook). True when it ended a counted step."""
         if self.level != AUTO:
             return False
-        if not self._batch_since and self._last_opt is not None and opt_id != self._last_opt:
-            return False  # a second optimizer in the same iteration
-        self._last_opt = opt_id
-        return self._loop_step_end(t, None)
+        self.drain()
+        self.set_phase("compute", t)
+        return self._apply_opt(opt_id, t)
 
     def loop_step(self, t, batch_size=None):
         """trainmon.step(): a step of a plain loop ended at ``t``. True when it was counted."""
         if self.level > LOOP:
             return False
+        self.drain()
+        self.set_phase("compute", t)
         return self._loop_step_end(t, int_in(batch_size, 1, 10_000_000))
+
+    def journal_loop_step(self, t, batch_size=None):
+        """trainmon.step()'s fast form: journaled, applied at the next drain."""
+        if self.level > LOOP:
+            return
+        self.journal.append((J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
+        if self.phase != "compute":
+            self.phase = "compute"
+            self.phase_mt = t
+        if len(self.journal) > _JOURNAL_CAP:
+            self.drain()
 
     def _loop_step_end(self, t, given_samples):
         log = self._log
         last = self._last_loader
-        if last is not None:
-            last.training = True
-        cut = -1
-        for i in range(len(log) - 1, -1, -1):
-            rec = log[i][0]
-            if rec is None or not rec.training:
-                cut = i
-                break
+        if last is not None and not last.training:
+            self._mark_training(last)
+        prev = self._prev_end
         start = None
         data = 0.0
         samples = 0
         samples_ok = True
         batches = 0
-        for j in range(cut + 1, len(log)):
-            _rec, t0, wait, n = log[j]
-            if start is None:
-                start = t0
+        clean = True
+        for rec, t0, wait, n in log:  # usually one or a few entries, all of training loaders
+            if rec is None or not rec.training:
+                clean = False
+                break
             data += wait
-            if n > 0:
-                samples += n
+            if n:
                 batches += 1
-            elif n < 0:
-                samples_ok = False
-                batches += 1
-        prev = self._prev_end
-        if cut < 0 and prev is not None:
-            start = prev
-        elif start is None:  # no training activity: after an evaluation, from its end
-            if cut >= 0:
-                start = log[cut][1] + log[cut][2]
+                if n > 0:
+                    samples += n
+                else:
+                    samples_ok = False
+        if clean:
+            if prev is not None:
+                start = prev
+            elif log:
+                start = log[0][1]
             else:
-                start = prev if prev is not None else self._armed
+                start = self._armed
+        else:
+            # A loader that is not training was used since the last step (an evaluation loop):
+            # the step starts at the first training activity after its last use.
+            cut = len(log) - 1
+            while cut >= 0 and log[cut][0] is not None and log[cut][0].training:
+                cut -= 1
+            data = 0.0
+            samples = 0
+            samples_ok = True
+            batches = 0
+            for j in range(cut + 1, len(log)):
+                _rec, t0, wait, n = log[j]
+                if start is None:
+                    start = t0
+                data += wait
+                if n:
+                    batches += 1
+                    if n > 0:
+                        samples += n
+                    else:
+                        samples_ok = False
+            if start is None:  # no training activity after it: the step starts at its end
+                start = log[cut][1] + log[cut][2]
         log.clear()
         self._batch_since = False
         self._last_loader = None
-        self.set_phase("compute", t)  # what follows belongs to the next step
-        if start is None:  # nothing to measure the first step from: it starts the clock
-            self._prev_end = t
-            return False
         self._prev_end = t
+        if start is None:  # nothing to measure the first step from: it starts the clock
+            return False
         self._record(start, t, data if self.loaders_seen else None,
                      samples if batches and samples_ok else given_samples)
         return True
 
-    # ---- step ends: framework hooks ----------------------------------------------------------------
+    # ---- step ends: framework hooks (journaled too; the phase is set at once) -------------------------
     def batch_start(self, t, samples=None, level=FRAMEWORK):
-        """A framework's batch-start hook: the batch has arrived; data wait ends."""
+        """A framework's batch-start hook at ``t``: the batch has arrived; data wait ends."""
         if level < self.level:
             return
+        journal = self.journal
+        journal.append((J_FSTART, t, samples))
+        self._f_hot_in_batch = True
+        self.phase = "compute"
+        self.phase_mt = t
+        if len(journal) > _JOURNAL_CAP:
+            self.drain()
+
+    def batch_end(self, t, samples=None, level=FRAMEWORK):
+        """A framework's batch-end hook at ``t`` (``samples``: used when the batch-start hook gave
+        none). The step is counted at the next drain."""
+        if level < self.level:
+            return
+        journal = self.journal
+        journal.append((J_FEND, t, samples))
+        self._f_hot_in_batch = False
+        self.phase = "data"  # the framework fetches the next batch now
+        self.phase_mt = t
+        if len(journal) > _JOURNAL_CAP:
+            self.drain()
+
+    def pause(self, t, level=FRAMEWORK):
+        """The framework left the training loop (evaluation, epoch end): not step time."""
+        if level < self.level:
+            return
+        self.journal.append((J_PAUSE, t))
+        self._f_hot_in_batch = False
+        self.set_phase("idle", t)
+
+    def resume(self, t, level=FRAMEWORK):
+        """The framework goes back to training (evaluation done, epoch start): the next step's data
+        wait starts here."""
+        if level < self.level:
+            return
+        self.journal.append((J_RESUME, t))
+        if not self._f_hot_in_batch:
+            self.set_phase("data", t)
+
+    def _apply_fstart(self, t, samples):
         start = self._f_start
         if start is None:
             start = t  # after a pause without resumption: the wait is not known, count none
@@ -354,12 +535,8 @@ class StepTimer:
         self._f_data = t - start
         self._f_samples = samples
         self._f_in_batch = True
-        self.set_phase("compute", t)
 
-    def batch_end(self, t, samples=None, level=FRAMEWORK):
-        """A framework's batch-end hook. True when a step was counted."""
-        if level < self.level:
-            return False
+    def _apply_fend(self, t, samples):
         if self._f_in_batch:
             start, data = self._f_step_start, self._f_data
             if self._f_samples is not None:
@@ -368,46 +545,35 @@ class StepTimer:
             start, data = self._f_start, None
         self._f_in_batch = False
         self._f_start = t
-        self.set_phase("data", t)
-        if start is None:
-            return False
-        self._record(start, t, data, samples)
-        return True
+        if start is not None:
+            self._record(start, t, data, samples)
 
-    def pause(self, t, level=FRAMEWORK):
-        """The framework left the training loop (evaluation, epoch end): not step time."""
-        if level < self.level:
-            return
+    def _apply_pause(self, t):
         self._f_start = None
         self._f_in_batch = False
-        self.set_phase("idle", t)
 
-    def resume(self, t, level=FRAMEWORK):
-        """The framework goes back to training (evaluation done, epoch start): the next step's data
-        wait starts here."""
-        if level < self.level:
-            return
+    def _apply_resume(self, t):
         if not self._f_in_batch:
             self._f_start = t
-            self.set_phase("data", t)
 
     # ---- recording -----------------------------------------------------------------------------
     def _record(self, start, end, data, samples):
         d = end - start
-        if not d > 0.0:
+        if not d >= 0.0:
             d = 0.0
-        if data is not None:
-            data = 0.0 if not data > 0.0 else (d if data > d else data)
         self.steps += 1
         self.step_s += d
         if data is not None:
+            if data > d:
+                data = d
+            elif not data >= 0.0:
+                data = 0.0
             self.data_s += data
             self.data_known = True
         if samples is not None:
             self.samples += samples
             self.samples_known = True
         self.last_mt = end
-        self.last_t = _wall()
         self.ended = False
         if self.collect:
             if self._w_start is None:
@@ -415,14 +581,16 @@ class StepTimer:
             self._w_end = end
             self._w_n += 1
             self._w_sum += d
-            if len(self._w_step) < _WINDOW_CAP:
-                self._w_step.append(d)
+            ws = self._w_step
+            if len(ws) < _WINDOW_CAP:
+                ws.append(d)
             if data is None:
                 self._w_data_ok = False
             else:
                 self._w_dsum += data
-                if len(self._w_data) < _WINDOW_CAP:
-                    self._w_data.append(data)
+                wd = self._w_data
+                if len(wd) < _WINDOW_CAP:
+                    wd.append(data)
             if samples is None:
                 self._w_samples_ok = False
             else:
@@ -430,23 +598,26 @@ class StepTimer:
             if self._hb is None and self._client is not None:
                 self._start_heartbeat()
         if self.line_wanted:
-            self._l_n += 1
-            self._l_sum += d
-            if data is None:
-                self._l_data_ok = False
-            else:
-                self._l_data += data
-            if samples is None:
-                self._l_samples_ok = False
-            else:
-                self._l_samples += samples
-            self._l_skip += 1
-            if self._l_skip >= self._l_stride:
-                self._l_skip = 0
-                self._l_step.append(d)
-                if len(self._l_step) >= _LINE_CAP:  # keep every other: the median stays fair
-                    del self._l_step[::2]
-                    self._l_stride *= 2
+            self._line_add(d, data, samples)
+
+    def _line_add(self, d, data, samples):
+        self._l_n += 1
+        self._l_sum += d
+        if data is None:
+            self._l_data_ok = False
+        else:
+            self._l_data += data
+        if samples is None:
+            self._l_samples_ok = False
+        else:
+            self._l_samples += samples
+        self._l_skip += 1
+        if self._l_skip >= self._l_stride:
+            self._l_skip = 0
+            self._l_step.append(d)
+            if len(self._l_step) >= _LINE_CAP:  # keep every other: the median stays fair
+                del self._l_step[::2]
+                self._l_stride *= 2
 
     def _common(self):
         total = {"steps": min(self.steps, 10 ** 15), "step_s": _round(self.step_s)}
@@ -456,7 +627,8 @@ class StepTimer:
             total["data_s"] = _round(self.data_s)
         out = {"total": total}
         if self.last_mt is not None:
-            out["last_step_t"] = self.last_t
+            # time.time() when the last step ended, from the monotonic clock's distance to it
+            out["last_step_t"] = _wall() - (_mono() - self.last_mt)
             out["last_step_mt"] = self.last_mt
         out["phase"] = self.phase
         out["phase_mt"] = self.phase_mt
@@ -466,6 +638,7 @@ class StepTimer:
         """The ``steps`` object of a batch_end / epoch_end / val_end / train_end message: the steps
         since the previous window (n may be 0), the totals, the last step and the phase. Starts a
         new window. Returns None when no step was ever timed."""
+        self.drain()
         if not self.steps:
             return None
         n = self._w_n
@@ -491,7 +664,9 @@ class StepTimer:
         return out
 
     def heartbeat_steps(self):
-        """The ``steps`` object of a heartbeat: n 0, the totals, the last step and the phase."""
+        """The ``steps`` object of a heartbeat: n 0, the totals, the last step and the phase.
+        (Called from the heartbeat thread: it drains only when the training thread is not.)"""
+        self.drain(block=False)
         out = {"n": 0}
         out.update(self._common())
         return out
@@ -500,6 +675,7 @@ class StepTimer:
         """Figures for the resource line since the previous taking: ``(samples_per_s,
         median_step_s, data_share_pct)``, each None when unknown; None when no step ended since.
         samples/s is samples over the summed step time; data share is data wait over it."""
+        self.drain()
         n, total = self._l_n, self._l_sum
         if not n:
             return None
@@ -570,12 +746,12 @@ def timer():
 
 
 def _reset_for_tests():
-    """A fresh timer (tests only: claims and measurements of earlier tests are forgotten)."""
-    global _timer
-    old = _timer
-    old._hb_stop.set()
-    old._client = None
-    _timer = StepTimer()
+    """The timer as new (tests only: claims and measurements of earlier tests are forgotten). The
+    object stays the same one, so that hooks may hold it."""
+    _timer._hb_stop.set()
+    _timer._client = None
+    StepTimer.__init__(_timer)
+    _tls.depth = _tls.opt_depth = 0
     return _timer
 
 
@@ -606,29 +782,35 @@ class _TimedIterator:
 
     def __next__(self):
         T = _timer
-        if T.level > LOOP or getattr(_tls, "depth", 0):
+        nest = _tls
+        if T.level > LOOP or nest.depth:
             return next(self._inner)
         t0 = _mono()
-        try:
-            T.loader_enter(self._key, t0)
-        except Exception:
-            pass
-        _tls.depth = 1
+        T.phase = "data"
+        T.phase_mt = t0
+        nest.depth = 1
         try:
             batch = next(self._inner)
         except StopIteration:
-            _tls.depth = 0
+            nest.depth = 0
             try:
                 T.loader_stop(self._key, t0, _mono())
             except Exception:
                 pass
             raise
         except BaseException:
-            _tls.depth = 0
+            nest.depth = 0
             raise
-        _tls.depth = 0
+        nest.depth = 0
         try:
-            T.loader_batch(self._key, id(self), t0, _mono(), batch)
+            t1 = _mono()
+            key = self._key
+            journal = T.journal
+            journal.append((J_BATCH, key, id(self), t0, t1, fast_samples(batch)))
+            T.phase = "compute" if key in T.train_keys or not T.train_keys else "idle"
+            T.phase_mt = t1
+            if len(journal) > _JOURNAL_CAP:
+                T.drain()
         except Exception:
             pass
         return batch
@@ -644,20 +826,18 @@ class TimedIterable:
 
     def __iter__(self):
         T = _timer
-        if T.level > LOOP or getattr(_tls, "depth", 0):
+        if T.level > LOOP or _tls.depth:
             return _TimedIterator(iter(self._iterable), self._key)
         t0 = _mono()
-        try:
-            T.loader_enter(self._key, t0)
-        except Exception:
-            pass
+        T.phase = "data"
+        T.phase_mt = t0
         _tls.depth = 1
         try:
             inner = iter(self._iterable)
         finally:
             _tls.depth = 0
         try:
-            T.loader_iter(self._key, t0, _mono())
+            T.journal.append((J_ITER, self._key, t0, _mono()))
         except Exception:
             pass
         return _TimedIterator(inner, self._key)

@@ -73,6 +73,8 @@ class TrainmonCallback(_callback_base()):
         self._epoch = -1
         self._batch = -1
         self._loss = None
+        self._size = None
+        self._args = self._samples_value = None
         self._claimed = False
         if self.monitor.enabled:
             self._timer.claim(_timing.FRAMEWORK, "transformers")
@@ -86,11 +88,14 @@ class TrainmonCallback(_callback_base()):
         except Exception:
             return None
 
-    @staticmethod
-    def _samples(args):
+    def _samples_of(self, args):
+        """Samples per optimizer update: per_device_train_batch_size x gradient_accumulation_steps."""
+        self._args = None
         size = int_in(_get(args, "per_device_train_batch_size"), 1, 10_000_000)
         steps = int_in(_get(args, "gradient_accumulation_steps"), 1, 1_000_000) or 1
-        return size * steps if size else None
+        self._samples_value = size * steps if size else None
+        self._args = args
+        return self._samples_value
 
     def on_train_begin(self, args, state, control, **kwargs):
         try:
@@ -110,18 +115,27 @@ class TrainmonCallback(_callback_base()):
 
     def on_step_begin(self, args, state, control, **kwargs):
         try:
-            self._timer.batch_start(_mono(), self._samples(args))
+            t = _mono()
+            # the arguments are read again only when the trainer hands another object
+            size = self._samples_value if args is self._args else self._samples_of(args)
+            self._size = size
+            self._timer.batch_start(t, size)
         except Exception:
             pass
 
     def on_step_end(self, args, state, control, **kwargs):
         try:
-            self._timer.batch_end(_mono(), self._samples(args))
+            t = _mono()
+            size = self._size
+            self._size = None
+            self._timer.batch_end(t, size)
             self._batch += 1
-            self.monitor.batch_end(epoch=max(self._epoch, 0), batch=self._batch,
-                                   batch_size=_get(args, "per_device_train_batch_size"),
-                                   step=_get(state, "global_step"), epochs=self._epochs(args),
-                                   loss=self._loss)
+            mon = self.monitor
+            if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due
+                self.monitor.batch_end(epoch=max(self._epoch, 0), batch=self._batch,
+                                       batch_size=_get(args, "per_device_train_batch_size"),
+                                       step=_get(state, "global_step"), epochs=self._epochs(args),
+                                       loss=self._loss)
         except Exception:
             pass
 

@@ -25,6 +25,7 @@ import sys
 
 from . import _timing
 from ._monitor import Monitor
+from ._timing import fast_samples
 from ._values import batch_samples
 
 __all__ = ["TrainmonCallback"]
@@ -85,6 +86,7 @@ class TrainmonCallback(_callback_base()):
         except Exception:
             self.monitor = Monitor(interval=interval, framework="lightning")
         self._timer = self.monitor.timer
+        self._size = None  # samples of the batch in flight (from on_train_batch_start)
         self._claimed = False
         if self.monitor.enabled:
             self._timer.claim(_timing.FRAMEWORK, "lightning")
@@ -117,18 +119,27 @@ class TrainmonCallback(_callback_base()):
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args, **kwargs):
         try:
-            self._timer.batch_start(_mono(), batch_samples(batch))
+            t = _mono()
+            n = fast_samples(batch)
+            self._size = size = n if n > 0 else None
+            self._timer.batch_start(t, size)
         except Exception:
             pass
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, *args, **kwargs):
         try:
-            size = batch_samples(batch)
-            self._timer.batch_end(_mono(), size)
-            epoch, epochs = self._progress(trainer)
-            self.monitor.batch_end(epoch=epoch, batch=batch_idx, batch_size=size, loss=_loss(outputs),
-                                   step=_get(trainer, "global_step"), epochs=epochs,
-                                   batches=_get(trainer, "num_training_batches"))
+            t = _mono()
+            size = self._size
+            if size is None:
+                size = batch_samples(batch)
+            self._size = None
+            self._timer.batch_end(t, size)
+            mon = self.monitor
+            if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due
+                epoch, epochs = self._progress(trainer)
+                self.monitor.batch_end(epoch=epoch, batch=batch_idx, batch_size=size, loss=_loss(outputs),
+                                       step=_get(trainer, "global_step"), epochs=epochs,
+                                       batches=_get(trainer, "num_training_batches"))
         except Exception:
             pass
 

@@ -103,6 +103,7 @@ class ResourceMonitor:
         self._timer = self.monitor.timer
         self._batch = -1
         self._batch_size = None  # this rank's batch, from the batch-start hook
+        self._batch_raw = self._batch_value = None
         self._epoch_seen = None
         self._started = False
         self._claimed = False
@@ -145,10 +146,20 @@ class ResourceMonitor:
         except Exception:
             pass
 
+    def _rank_batch(self, trainer):
+        try:
+            raw = (trainer.batch_size, getattr(trainer, "world_size", None))
+        except Exception:
+            raw = None
+        if raw is None or raw != self._batch_raw:  # read again only when the figures change
+            self._batch_raw, self._batch_value = raw, rank_batch_size(trainer)
+        return self._batch_value
+
     def on_train_batch_start(self, trainer):
         try:
-            self._batch_size = rank_batch_size(trainer)
-            self._timer.batch_start(_mono(), self._batch_size)
+            t = _mono()
+            self._batch_size = self._rank_batch(trainer)
+            self._timer.batch_start(t, self._batch_size)
         except Exception:
             pass
 
@@ -157,15 +168,17 @@ class ResourceMonitor:
             t = _mono()
             batch_size = self._batch_size
             if batch_size is None:
-                batch_size = rank_batch_size(trainer)
+                batch_size = self._rank_batch(trainer)
             self._batch_size = None
-            epoch, epochs = _attr(trainer, "epoch"), _attr(trainer, "epochs")
             self._timer.batch_end(t, batch_size)
+            epoch = _attr(trainer, "epoch")
             if epoch != self._epoch_seen:  # no on_train_epoch_start hook registered
                 self._epoch_seen, self._batch = epoch, -1
             self._batch += 1
-            self.monitor.batch_end(epoch=epoch, batch=self._batch, batch_size=batch_size, epochs=epochs,
-                                   loss=_attr(trainer, "tloss"))
+            mon = self.monitor
+            if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due
+                self.monitor.batch_end(epoch=epoch, batch=self._batch, batch_size=batch_size,
+                                       epochs=_attr(trainer, "epochs"), loss=_attr(trainer, "tloss"))
         except Exception:
             pass
 

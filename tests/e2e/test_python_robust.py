@@ -278,7 +278,7 @@ def test_zero_code_hook_functions_take_anything(optimizer, batch):
     T = _timing.timer()
     T.loader_batch("dl", 1, 1.0, 2.0, batch)
     _auto._on_optimizer_step(optimizer)
-    _auto._report_step()
+    _auto._report_step(1.0)
     _auto._epoch_done(batch)
     _auto._at_exit()
     assert T.take_window() is None or T.take_window()["total"]["steps"] >= 0

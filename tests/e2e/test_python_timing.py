@@ -181,7 +181,9 @@ def test_levels_framework_outranks_loop_and_auto():
     T.loader_batch("x", 1, 0.0, 1.0, Batch(2))
     assert not T.loop_step(2.0) and not T.optimizer_step("o", 2.0) and T.steps == 0
     T.batch_start(3.0, 8)  # no resumption before it: the wait is unknown, counted as none
-    assert T.batch_end(4.0) and T.steps == 1 and T.step_s == 1.0 and T.data_s == 0.0
+    T.batch_end(4.0)
+    T.drain()
+    assert T.steps == 1 and T.step_s == 1.0 and T.data_s == 0.0
     assert T.framework == "lightning"
     T.release(_timing.FRAMEWORK)
     assert T.level == _timing.AUTO and T.framework is None
@@ -196,13 +198,15 @@ def test_framework_pause_and_resume():
     T.collect = True
     T.resume(0.0)
     T.batch_start(0.3, 8)
-    assert T.batch_end(1.0)
+    T.batch_end(1.0)
+    assert T.phase == "data" and T.phase_mt == 1.0  # the phase is current before any drain
     T.pause(1.0)            # validation
+    assert T.phase == "idle"
     T.resume(11.0)          # 10 s later
     T.batch_start(11.2, 8)
-    assert T.batch_end(12.0)
+    T.batch_end(12.0)
     T.pause(12.0)
-    assert not T.batch_end(13.0)  # a batch end while paused (no start hook): no step
+    T.batch_end(13.0)  # a batch end while paused (no start hook): no step
     w = T.take_window()
     assert w["n"] == 2 and w["samples"] == 16
     # each step runs from the resumption to the batch end; the 10 s of validation are in none
