@@ -48,7 +48,7 @@ def _report_step(now):
     steps = mon._window()  # drains the journal: epoch and step count are current after it
     if steps is None and not T.steps:
         return
-    mon.send("batch_end", epoch=T.training_epochs() if T.loaders_seen else None, step=T.steps, steps=steps)
+    mon.send("batch_end", epoch=T.current_epoch(), step=T.steps, steps=steps)
 
 
 def _on_optimizer_step(optimizer):
@@ -240,7 +240,7 @@ def _at_exit():
         T = _T
         mon = _state["monitor"]
         if mon is not None and T.level == _AUTO and T.steps and not T.ended:
-            mon.train_end(epoch=T.training_epochs() if T.loaders_seen else None, step=T.steps)
+            mon.train_end(epoch=T.current_epoch(), step=T.steps)
     except Exception:
         pass
 

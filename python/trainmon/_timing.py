@@ -394,6 +394,16 @@ class StepTimer:
         self.drain()
         return max([r.epochs for r in self._loaders.values() if r.training] or [0])
 
+    def current_epoch(self):
+        """The 0-based epoch of the busiest training loader: the one it iterates, or between two
+        epochs (and after the last) the one it finished; None before a training loader is known."""
+        self.drain()
+        recs = [r for r in self._loaders.values() if r.training]
+        if not recs:
+            return None
+        r = max(recs, key=lambda x: x.epochs)
+        return r.epochs - 1 if r.it is None and r.epochs else r.epochs
+
     def optimizer_step(self, opt_id, t):
         """An optimizer finished step() (zero-code hook). True when it ended a counted step."""
         if self.level != AUTO:

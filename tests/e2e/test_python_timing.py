@@ -137,7 +137,7 @@ def test_evaluation_loader_between_steps_is_neither_step_nor_data():
     assert datas == pytest.approx([0.25, 0.05, 0.05, 0.25, 0.05, 0.05])
     assert all(w["samples"] == 16 for w in steps)
     assert not T._loaders["val"].training and T._loaders["train"].training
-    assert T.training_epochs() == 2
+    assert T.training_epochs() == 2 and T.current_epoch() == 1  # the last epoch, finished
     assert T.phase == "idle"  # evaluation after the last step
 
 
