@@ -538,6 +538,22 @@ def test_hello_identity_from_environment_and_a_new_hello_on_change(recorder, mon
     assert of_type(msgs, "epoch_start")[0]["rank"] == 3  # every later message names its rank
 
 
+def test_cuda_device_and_uuid_from_a_torch_that_uses_cuda(recorder, monkeypatch):
+    """Read only when the script initialised CUDA (a stand-in torch: this machine has no GPU)."""
+    from trainmon import _torch
+    fake = types.ModuleType("torch")
+    props = types.SimpleNamespace(uuid="8f3b2c1d-0000-1111-2222-333344445555")
+    fake.cuda = types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 1,
+                                      get_device_properties=lambda i: props,
+                                      is_available=lambda: (_ for _ in ()).throw(AssertionError("asked the driver")))
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    monkeypatch.setattr(_torch, "_uuids", {})
+    fields = _identity.identity(framework="torch")
+    assert fields["gpu"] == 1 and fields["gpu_uuid"] == "GPU-8f3b2c1d-0000-1111-2222-333344445555"
+    fake.cuda.is_initialized = lambda: False  # not initialised: nothing read, nothing initialised
+    assert "gpu" not in _identity.identity()
+
+
 # ---- stacks (issue 18) --------------------------------------------------------------------------
 
 STACK_CHILD = textwrap.dedent("""

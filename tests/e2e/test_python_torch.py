@@ -304,3 +304,33 @@ def test_boot_chains_to_the_sitecustomize_it_shadows_and_is_cheap(tmp_path):
                        text=True, timeout=60)
     assert r.returncode == 0 and r.stdout.strip() == "7"
     assert len(r.stderr.splitlines()) == 1 and r.stderr.startswith("trainmon: zero-code step timing is off")
+
+
+def test_zero_code_hook_and_trainmon_loader_count_the_wait_once(tmp_path, monkeypatch):
+    """The patch in this process (as the boot hook would apply it), then trainmon.loader around a
+    patched DataLoader: the wait is counted once, not twice. The patch is undone afterwards."""
+    from trainmon import _auto
+    rx = Receiver(tmp_path / "events.sock")
+    monkeypatch.setenv("TRAINMON_EVENTS_SOCKET", rx.path)
+    monkeypatch.setenv("TRAINMON_NO_AGENT", "1")
+    dl = torch.utils.data.dataloader
+    saved = {(dl._BaseDataLoaderIter, "__next__"): dl._BaseDataLoaderIter.__dict__["__next__"],
+             (dl.DataLoader, "__iter__"): dl.DataLoader.__dict__["__iter__"],
+             (torch.optim.Optimizer, "__init__"): torch.optim.Optimizer.__dict__["__init__"],
+             (torch.optim.SGD, "step"): torch.optim.SGD.__dict__["step"]}
+    state = dict(_auto._state)
+    try:
+        assert _auto.install(torch)
+        assert _auto.installed() == "wrap_step"
+        total, injected = _real_loop(rx, 0.015, batch=2)
+        assert getattr(torch.optim.SGD.step, "_trainmon_step", False)  # wrapped, and only once
+        assert not getattr(torch.optim.SGD.step.__wrapped__, "_trainmon_step", False)
+    finally:
+        for (cls, name), f in saved.items():
+            setattr(cls, name, f)
+        _auto._state.clear()
+        _auto._state.update(state)
+        rx.close()
+    per_step = total["step_s"] / total["steps"]
+    measured = total["data_s"] / total["steps"]
+    assert abs(measured - injected) <= 0.10 * per_step, (measured, injected)  # twice would be 2x
