@@ -128,6 +128,8 @@ class TrainmonCallback(_callback_base()):
             t = _mono()
             size = self._size
             self._size = None
+            if size is None:  # no on_step_begin before it
+                size = self._samples_value if args is self._args else self._samples_of(args)
             self._timer.batch_end(t, size)
             self._batch += 1
             mon = self.monitor
