@@ -568,7 +568,7 @@ STACK_CHILD = textwrap.dedent("""
         time.sleep(3.0)  # SLEEPING-LINE
     threading.Thread(target=sleeper, daemon=True).start()
     threading.Timer(2.5, lock.release).start()
-    print("READY", flush=True)
+    threading.Timer(0.2, lambda: print("READY", flush=True)).start()  # once the main thread waits
     lock.acquire()  # BLOCKED-LINE
     print("CONTINUED", flush=True)
 """)
@@ -594,7 +594,6 @@ def test_stack_signal_dumps_every_thread_and_the_process_continues(tmp_path, mon
         status = open("/proc/%d/status" % p.pid).read()
         caught = int([ln for ln in status.splitlines() if ln.startswith("SigCgt:")][0].split()[1], 16)
         assert caught & (1 << (hello["stack_signal"] - 1)), "handler not installed"
-        time.sleep(0.3)  # READY is printed just before the blocking acquire()
         os.kill(p.pid, hello["stack_signal"])
         path = tmp_path / ("stacks-%d.txt" % p.pid)
         text = ""
