@@ -18,7 +18,7 @@ import types
 
 import pytest
 
-from test_python_helpers import (BOOT_DIR, PYTHON_DIR, Clock, HFStandIn, LightningStandIn, Receiver,
+from test_python_helpers import (PYTHON_DIR, Clock, HFStandIn, LightningStandIn, Receiver,
                                  UltralyticsStandIn, check_all, check_message, of_type, reset_package,
                                  window_totals, windows)
 
