@@ -109,7 +109,8 @@ anything = st.recursive(
                                                                                           max_size=3),
     max_leaves=6)
 
-SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+# database=None: no .hypothesis/ directory is written into the source tree.
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 # Pure Python: the sanitizer pass would run exactly the same code again (30 s of CI for nothing).
 pytestmark = pytest.mark.skipif(SANITIZED, reason="pure Python: runs in the release pass only")
