@@ -4,11 +4,15 @@
 #
 #   bench/compare_python_callback.sh BUILD_DIR [STEPS] [ROUNDS]
 #
-# Prints a table:
+# Prints tables:
 #   1. per-call cost of each hook kind, microseconds, over 10,000 calls (events going to a live
 #      recorder socket; lines thinned by `interval` as in real use, and one row printing every call);
 #   2. the same small CNN training loop (torch, CPU, synthetic images) timed without the callback
-#      and with it on every batch, alternating ABAB over ROUNDS rounds, median loop time, % slower.
+#      and with it on every batch, alternating ABAB over ROUNDS rounds, median loop time, % slower;
+#   3. step timing (issue 17): a minimal real step (DataLoader next() + optimizer.step()) bare, with
+#      the zero-code hook, with trainmon.loader + trainmon.step, and with each framework callback's
+#      batch-start / batch-end hooks, microseconds per step, configurations interleaved per round;
+#   4. interpreter start-up with and without the zero-code boot hook (python -c pass).
 # Runs under `BUILD_DIR/trainmon run` with the fake NVML driver when that subcommand exists (events
 # really reach the recorder); otherwise a Python thread stands in for the recorder's socket.
 # No pass/fail: numbers for the report. Python: /usr/bin/python3 with python3-torch.
@@ -114,6 +118,153 @@ print("%-40s %38s" % ("slower, per round (paired, sorted)", " ".join("%.2f%%" % 
 print("%-40s %38.3f%%" % ("expected from the per-call cost", 100 * rows[1][1] * 1e-6 * steps / a))
 print("(on a loaded machine the loop times wander by more than the hook costs; the last row is the")
 print(" hook's share of a step computed from its measured per-call cost)")
+
+# ---- 3. step timing per step ------------------------------------------------------------------
+import types
+from trainmon import _auto, _client, _timing, hf, lightning
+
+_auto.install(torch)
+dl_mod = torch.utils.data.dataloader
+step_model = torch.nn.Linear(1, 1)
+step_opt = torch.optim.SGD(step_model.parameters(), lr=0.0)  # no grads: step() is the bare call
+patched = {"next": dl_mod._BaseDataLoaderIter.__next__, "iter": dl_mod.DataLoader.__iter__,
+           "step": torch.optim.SGD.__dict__["step"]}
+can_toggle = all(hasattr(f, "__wrapped__") for f in patched.values()) and _auto.installed() == "wrap_step"
+
+
+def zero_code(on):
+    for name, cls, attr in (("next", dl_mod._BaseDataLoaderIter, "__next__"), ("iter", dl_mod.DataLoader, "__iter__"),
+                            ("step", torch.optim.SGD, "step")):
+        f = patched[name]
+        setattr(cls, attr, f if on else f.__wrapped__)
+
+
+N = max(steps * 10, 3000)
+step_loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.zeros(N, 1)), batch_size=1)
+
+
+def fresh():
+    _timing._reset_for_tests()
+    _client._process_client = None
+    mon = trainmon.Monitor(interval=None, framework="torch", start_agent=False)
+    mon.report_level = _timing.AUTO
+    _auto._state["monitor"] = mon
+    _auto._state["next_report"][0] = 0.0
+
+
+# CPU time of this thread (time.thread_time): on a shared, loaded machine wall time mostly
+# measures the other jobs; the recorder (trainmon run) is another process and is not counted.
+cpu = time.thread_time
+
+
+def run_bare():
+    t0 = cpu()
+    for batch in step_loader:
+        step_opt.step()
+    return cpu() - t0
+
+
+def run_loop():
+    t0 = cpu()
+    with trainmon.session(interval=None):
+        for batch in trainmon.loader(step_loader):
+            step_opt.step()
+            trainmon.step(epoch=0)
+    return cpu() - t0
+
+
+def run_hooks(start, end):
+    t0 = cpu()
+    for i, batch in enumerate(step_loader):
+        start(batch, i)
+        step_opt.step()
+        end(batch, i)
+    return cpu() - t0
+
+
+def make(kind):
+    fresh()
+    if kind == "lightning":
+        cb = lightning.TrainmonCallback(interval=None)
+        tr = types.SimpleNamespace(current_epoch=0, max_epochs=1, global_step=0, num_training_batches=N)
+        return lambda: run_hooks(lambda b, i: cb.on_train_batch_start(tr, None, b, i),
+                                 lambda b, i: cb.on_train_batch_end(tr, None, None, b, i))
+    if kind == "hf":
+        cb = hf.TrainmonCallback(interval=None)
+        args = types.SimpleNamespace(num_train_epochs=1.0, per_device_train_batch_size=1, gradient_accumulation_steps=1)
+        state = types.SimpleNamespace(epoch=0.0, global_step=0)
+        return lambda: run_hooks(lambda b, i: cb.on_step_begin(args, state, None),
+                                 lambda b, i: cb.on_step_end(args, state, None))
+    if kind == "ultralytics":
+        cb = ultralytics.ResourceMonitor(interval=None)
+        tr = Trainer()
+        return lambda: run_hooks(lambda b, i: cb.on_train_batch_start(tr), lambda b, i: cb.on_train_batch_end(tr))
+    if kind == "loop":
+        return run_loop
+    return run_bare
+
+
+configs = [("bare loop (DataLoader next() + optimizer.step())", "bare", False),
+           ("zero-code hook (no import in the script)", "bare", True),
+           ("trainmon.loader + trainmon.step", "loop", False),
+           ("Lightning on_train_batch_start/_end", "lightning", False),
+           ("Hugging Face on_step_begin/_end", "hf", False),
+           ("Ultralytics on_train_batch_start/_end", "ultralytics", False)]
+per = {name: [] for name, _, _ in configs}
+if can_toggle:
+    step_rounds = max(rounds, 5)
+    for r in range(step_rounds + 1):
+        for name, kind, auto_on in configs:
+            zero_code(auto_on)
+            fn = make(kind)
+            dt = fn()
+            if r:  # round 0 warms up
+                per[name].append(dt / N * 1e6)
+    zero_code(False)
+    bare = per[configs[0][0]]
+    print()
+    print("%-52s %11s %11s" % ("step timing, %d steps x %d rounds (median)" % (N, step_rounds), "CPU us/step",
+                               "added us"))
+    print("-" * 77)
+    for name, _, _ in configs:
+        added = statistics.median(v - b for v, b in zip(per[name], bare))
+        print("%-52s %11.2f %11s" % (name, statistics.median(per[name]), "-" if name == configs[0][0] else "%.2f" % added))
+    print("(added = median over rounds of this row minus the bare row in the same round; events go to the")
+    print(" recorder at <= 10 batch events/s with the step-timing window; target: under 5 us added per step)")
+else:
+    print("\nstep timing table skipped: the zero-code hook is not the 1.13 wrap_step kind here (%s)" % _auto.installed())
+
+# ---- 4. interpreter start-up --------------------------------------------------------------------
+# As `trainmon run` does: a copy of python/boot and python/trainmon in a private py/ directory first
+# on PYTHONPATH. Measured with bytecode caching (the first start writes __pycache__) and with
+# PYTHONDONTWRITEBYTECODE=1 (every start compiles sitecustomize.py again).
+import shutil
+import subprocess
+py_dir = os.path.join(os.environ["BENCH_WORK"], "py")
+shutil.copytree(os.path.join(os.environ["TRAINMON_PYTHON_DIR"], "boot"), py_dir, dirs_exist_ok=True)
+shutil.copytree(os.path.join(os.environ["TRAINMON_PYTHON_DIR"], "trainmon"), os.path.join(py_dir, "trainmon"),
+                dirs_exist_ok=True)
+base_env = dict(os.environ)
+for k in ("PYTHONPATH", "TRAINMON_AUTO", "PYTHONDONTWRITEBYTECODE"):
+    base_env.pop(k, None)
+rows4 = [("plain interpreter", dict(base_env)),
+         ("boot hook, TRAINMON_AUTO=1", dict(base_env, PYTHONPATH=py_dir, TRAINMON_AUTO="1")),
+         ("boot hook, TRAINMON_AUTO=1, PYTHONDONTWRITEBYTECODE=1",
+          dict(base_env, PYTHONPATH=py_dir, TRAINMON_AUTO="1", PYTHONDONTWRITEBYTECODE="1"))]
+times4 = {name: [] for name, _ in rows4}
+for r in range(16):
+    for name, env in rows4:
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+        if r:  # the first round writes the bytecode cache
+            times4[name].append((time.perf_counter() - t0) * 1e3)
+plain = times4[rows4[0][0]]
+print()
+print("%-56s %9s %10s" % ("interpreter start-up, python -c pass (median of 15)", "ms", "added ms"))
+print("-" * 77)
+for name, _ in rows4:
+    added = "-" if name == rows4[0][0] else "%.2f" % statistics.median(b - a for a, b in zip(plain, times4[name]))
+    print("%-56s %9.1f %10s" % (name, statistics.median(times4[name]), added))
 PYEOF
 
 export TRAINMON_PYTHON_DIR="$ROOT/python" BENCH_WORK="$WORK" TRAINMON_NO_AGENT=1

@@ -2,26 +2,29 @@
 """trainmon: the training process's side of trainmon (https://github.com/ - see docs/python.md).
 
 Prints a resource line into the training log at most every ``interval`` seconds and, under
-``trainmon run``, sends epoch / batch / torch-memory events to the recorder. Standard library only;
-never blocks the training loop (no sleeping CPU sampler, no nvidia-smi subprocess, no waiting on
-the recorder).
+``trainmon run``, sends epoch / batch / step-timing / torch-memory events to the recorder.
+Standard library only; never blocks the training loop (no sleeping CPU sampler, no nvidia-smi
+subprocess, no waiting on the recorder, no GPU synchronisation) and never raises into it.
 
 Integrations:
     trainmon.ultralytics.ResourceMonitor / register(model)     Ultralytics YOLO callbacks
     trainmon.lightning.TrainmonCallback                        PyTorch Lightning Callback
     trainmon.hf.TrainmonCallback                               Hugging Face TrainerCallback
-    with trainmon.session(): ... trainmon.step(epoch=, batch=, batch_size=, loss=)   plain loops
+    with trainmon.session(): for x, y in trainmon.loader(dl): ... trainmon.step(epoch=, ...)
+    `trainmon run -- python train.py`: plain PyTorch timed with no import at all (python/boot)
 """
 
 import atexit
 import contextlib
 import importlib
 
+from . import _timing
 from ._format import RESOURCE_LINE_RE, format_resource_line, short_gpu_name
 from ._monitor import Monitor
+from ._timing import loader
 
-__version__ = "0.1.0"
-__all__ = ["Monitor", "session", "step", "epoch_end", "current", "resource_line",
+__version__ = "0.2.0"
+__all__ = ["Monitor", "session", "step", "loader", "epoch_end", "current", "resource_line",
            "format_resource_line", "short_gpu_name", "RESOURCE_LINE_RE"]
 
 _current = None
@@ -35,10 +38,13 @@ def current():
 
 def _finish_at_exit():
     global _current
-    if _current is not None:
-        _current.loop_finish()
-        _current.close()
-        _current = None
+    try:
+        if _current is not None:
+            _current.loop_finish()
+            _current.close()
+            _current = None
+    except Exception:
+        pass
 
 
 @contextlib.contextmanager
@@ -46,14 +52,24 @@ def session(interval=30.0, epochs=None, batch_size=None, imgsz=None, **monitor_o
     """A plain training loop's session: ``with trainmon.session(interval=30) as mon: ...``.
 
     Sends train_start on entry and, on exit, the last epoch's epoch_end and train_end (also when
-    the loop raised). ``monitor_options`` go to Monitor (framework, logger, stream, ...).
+    the loop raised). The first step is timed from the entry unless a ``trainmon.loader`` batch
+    tells better. ``monitor_options`` go to Monitor (framework, logger, stream, ...).
     Yields the Monitor; trainmon.step() inside the block reports to it.
     """
     global _current
     previous = _current
-    mon = Monitor(interval=interval, framework=monitor_options.pop("framework", "loop"), **monitor_options)
+    try:
+        framework = monitor_options.pop("framework", "loop")
+        mon = Monitor(interval=interval, framework=framework, **monitor_options)
+    except TypeError:  # an unknown keyword: a Monitor with the defaults rather than an error
+        mon = Monitor(interval=interval)
     _current = mon
-    mon.send("train_start", epochs=epochs, batch_size=batch_size, imgsz=imgsz)
+    try:
+        mon.claim_loop()
+        mon.timer.arm(_timing._mono())
+        mon.send("train_start", epochs=epochs, batch_size=batch_size, imgsz=imgsz)
+    except Exception:
+        pass
     try:
         yield mon
     finally:
@@ -63,8 +79,12 @@ def session(interval=30.0, epochs=None, batch_size=None, imgsz=None, **monitor_o
 
 
 def step(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=None, lr=None, imgsz=None):
-    """Report one finished batch of a plain loop (call it after optimizer.step()).
+    """Report one finished step of a plain loop (call it after optimizer.step()).
 
+    It ends the step on the process's step timer: step time runs from the previous call (the
+    first from the session start or the first ``trainmon.loader`` batch); data wait is what
+    ``trainmon.loader`` measured in between; samples are those batches' first dimension, else
+    ``batch_size``.
     epoch: 0-based epoch; a change of value closes the previous epoch (epoch_end event).
     batch: 0-based index within the epoch (counted for you when None). batch_size: samples.
     loss: a number or CPU tensor (CUDA tensors are skipped, never synchronised).
@@ -72,26 +92,35 @@ def step(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=N
     finished at interpreter exit. Returns None; never raises for bad values (they are left out).
     """
     global _current, _atexit_registered
-    mon = _current
-    if mon is None:
-        mon = _current = Monitor()
-        if not _atexit_registered:
-            atexit.register(_finish_at_exit)
-            _atexit_registered = True
-    mon.loop_step(epoch=epoch, batch=batch, batch_size=batch_size, loss=loss, epochs=epochs, step=step,
-                  lr=lr, imgsz=imgsz)
+    try:
+        mon = _current
+        if mon is None:
+            mon = _current = Monitor()
+            if not _atexit_registered:
+                atexit.register(_finish_at_exit)
+                _atexit_registered = True
+        mon.loop_step(epoch=epoch, batch=batch, batch_size=batch_size, loss=loss, epochs=epochs, step=step,
+                      lr=lr, imgsz=imgsz)
+    except Exception:
+        pass
 
 
 def epoch_end(epoch, epochs=None, loss=None):
     """Report an epoch end explicitly (plain loops that prefer it to trainmon.step's inference)."""
-    mon = _current if _current is not None else Monitor()
-    mon.epoch_end(epoch=epoch, epochs=epochs, loss=loss)
+    try:
+        mon = _current if _current is not None else Monitor()
+        mon.epoch_end(epoch=epoch, epochs=epochs, loss=loss)
+    except Exception:
+        pass
 
 
 def resource_line():
     """The resource line now, for your own logging (uses the current Monitor or a fresh one)."""
-    mon = _current if _current is not None else Monitor(start_agent=False)
-    return mon.resource_line()
+    try:
+        mon = _current if _current is not None else Monitor(start_agent=False)
+        return mon.resource_line()
+    except Exception:
+        return "Resource: "
 
 
 def __getattr__(name):

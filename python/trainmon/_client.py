@@ -15,28 +15,38 @@ The protocol is in docs/python.md.
 import json
 import os
 import socket
+import threading
 import time
+import weakref
 
-__all__ = ["EventClient", "PROTOCOL_VERSION", "MAX_MESSAGE_BYTES"]
+__all__ = ["EventClient", "process_client", "PROTOCOL_VERSION", "MAX_MESSAGE_BYTES"]
 
-PROTOCOL_VERSION = 1
-#: The recorder drops longer datagrams; we do not even send them.
+PROTOCOL_VERSION = 2
+#: The recorder refuses longer messages; we do not even send them.
 MAX_MESSAGE_BYTES = 64 * 1024
 _RETRY_AFTER_S = 5.0
 _SEND_FLAGS = getattr(socket, "MSG_NOSIGNAL", 0) | getattr(socket, "MSG_DONTWAIT", 0)
 _dumps = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_mono = time.monotonic
+_wall = time.time
+
+# Every client of this process, so that a fork can give each a fresh lock (a lock held by another
+# thread at fork time would stay locked forever in the child).
+_clients = weakref.WeakSet()
 
 
 class EventClient:
-    """Sends protocol-v1 events to the recorder's socket ``path`` (TRAINMON_EVENTS_SOCKET).
+    """Sends protocol-v2 events to the recorder's socket ``path`` (TRAINMON_EVENTS_SOCKET).
 
-    Use it from one thread (the training loop's); a forked child (DataLoader worker) opens its own
-    connection.
+    ``send()`` never raises and never blocks, and may be called from several threads (the training
+    loop and the heartbeat thread): a lock orders the sequence numbers and the socket writes. A
+    forked child (DataLoader worker) opens its own connection and gets a fresh lock.
 
-    ``send()`` never raises and never blocks. Counters: ``sent`` (accepted by the kernel),
-    ``dropped`` (not sent: recorder busy or gone, message too large or not serialisable).
-    After a failure that means "recorder gone" the socket is not retried for 5 seconds, so a
-    vanished recorder costs nothing per call.
+    Counters: ``sent`` (accepted by the kernel), ``dropped`` (not sent: recorder busy or gone,
+    message too large or not serialisable). After a failure that means "recorder gone" the socket
+    is not retried for 5 seconds, so a vanished recorder costs well under a microsecond per call.
+    ``last_send_mt``: time.monotonic() of the last attempt (the heartbeat waits for 1 s of silence).
+    ``common``: fields added to every message (the rank once known).
     """
 
     def __init__(self, path, run_id=None):
@@ -45,17 +55,31 @@ class EventClient:
         self.sent = 0
         self.dropped = 0
         self.last_error = None
+        self.last_send_mt = 0.0
+        self.common = {}
+        self.hello_fields = None  # what the last hello said (see _identity.announce)
+        self.hello_check_mt = 0.0
         self._seq = 0
         self._sock = None
         self._retry_at = 0.0
         self._pid = os.getpid()
+        self._lock = threading.Lock()
+        _clients.add(self)
+
+    def _after_fork(self):
+        self._lock = threading.Lock()
+        self._sock = None  # the parent's connection; never written from the child
+        self._pid = os.getpid()
+        self.hello_fields = None
+        self.hello_check_mt = 0.0
+        self.sent = self.dropped = self._seq = 0  # a new sender: its own sequence
+        self._retry_at = 0.0
 
     def _socket(self):
-        if self._pid != os.getpid():  # forked (DataLoader worker): do not share the parent's socket
-            self.close()
-            self._pid = os.getpid()
+        if self._pid != os.getpid():  # forked without the at-fork hook (os.fork from C code)
+            self._after_fork()
         if self._sock is None:
-            if time.monotonic() < self._retry_at:
+            if _mono() < self._retry_at:
                 return None
             s = None
             try:
@@ -78,32 +102,56 @@ class EventClient:
             except OSError:
                 pass
             self._sock = None
-        self._retry_at = time.monotonic() + _RETRY_AFTER_S
+        self._retry_at = _mono() + _RETRY_AFTER_S
+
+    def available(self):
+        """False while the recorder is known to be gone (the 5 s retry gate): callers then skip
+        building the message at all, and keep what it would have carried for a later one."""
+        return self._sock is not None or _mono() >= self._retry_at or self._pid != os.getpid()
+
+    def drop(self):
+        """Count a message the caller did not even build (recorder gone)."""
+        self.dropped += 1
+        self._seq += 1
 
     def send(self, event_type, fields=None):
         """Send one event of ``event_type`` with ``fields`` (None values are left out).
 
-        Adds ``v``, ``type``, ``t`` (time.time()), ``seq``, ``pid``, ``run_id`` and ``dropped``.
-        Returns True when the kernel accepted the datagram, False when it was dropped.
+        Adds ``v``, ``type``, ``t`` (time.time()), ``mt`` (time.monotonic()), ``seq``, ``pid``,
+        ``run_id``, ``dropped`` and ``common``. Returns True when the kernel accepted the message,
+        False when it was dropped. Never raises.
         """
-        if self._sock is None and time.monotonic() < self._retry_at and self._pid == os.getpid():
+        try:
+            with self._lock:
+                return self._send_locked(event_type, fields)
+        except Exception as e:  # a surprising failure (a field whose __eq__ raises ...): drop it
+            self.last_error = "%s: %s" % (type(e).__name__, e)
+            self.dropped += 1
+            return False
+
+    def _send_locked(self, event_type, fields):
+        mt = _mono()
+        self.last_send_mt = mt
+        if self._sock is None and mt < self._retry_at and self._pid == os.getpid():
             self.dropped += 1  # recorder known to be gone: do not even encode
             self._seq += 1
             return False
-        msg = {"v": PROTOCOL_VERSION, "type": event_type, "t": time.time(), "seq": self._seq,
+        msg = {"v": PROTOCOL_VERSION, "type": event_type, "t": _wall(), "mt": mt, "seq": self._seq,
                "pid": os.getpid()}
         self._seq += 1
         if self.run_id:
             msg["run_id"] = self.run_id
         if self.dropped:
             msg["dropped"] = self.dropped
+        if self.common:
+            msg.update(self.common)
         if fields:
             for k, v in fields.items():
                 if v is not None:
                     msg[k] = v
         try:
             data = _dumps(msg).encode("utf-8")
-        except (TypeError, ValueError) as e:  # NaN loss, an object that is not JSON
+        except (TypeError, ValueError, OverflowError) as e:  # NaN loss, an object that is not JSON
             self.last_error = "%s: %s" % (type(e).__name__, e)
             self.dropped += 1
             return False
@@ -127,10 +175,42 @@ class EventClient:
         return True
 
     def close(self):
-        """Close the socket (a later send() reopens it)."""
-        if self._sock is not None:
-            try:
-                self._sock.close()
-            except OSError:
-                pass
-            self._sock = None
+        """Close the socket (a later send() reopens it). Never raises."""
+        try:
+            with self._lock:
+                if self._sock is not None:
+                    try:
+                        self._sock.close()
+                    except OSError:
+                        pass
+                    self._sock = None
+        except Exception:
+            pass
+
+
+_process_client = None
+
+
+def process_client(path, run_id=None):
+    """The one EventClient of this process for ``path`` (so that every Monitor and the zero-code
+    hook share one connection, one sequence and one hello). A different path or run id, or a
+    forked child, gets a new client. None when ``path`` is empty."""
+    global _process_client
+    if not path:
+        return None
+    c = _process_client
+    if c is None or c.path != path or c.run_id != (run_id or None) or c._pid != os.getpid():
+        c = _process_client = EventClient(path, run_id)
+    return c
+
+
+def _reset_after_fork():
+    for c in list(_clients):
+        try:
+            c._after_fork()
+        except Exception:
+            pass
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_after_fork)

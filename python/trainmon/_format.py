@@ -3,14 +3,21 @@
 
     Resource @ epoch 45/200: GPU0(V100): 94.2%/87.1% GPU1(V100): 12.3%/15.6% | Mem: 62.3%(38.2G/61.4G)
     | CPU: 42.1% | RSS: 5.1G | torch: alloc 3.1G reserved 4.0G peak 3.6G retries 0 ooms 0
+    | train: 1234.5 samples/s step 0.412s data 12.3%
 
 (one line). GPU pairs are utilisation % / memory used %; G means GiB (2**30 bytes), one decimal.
-Parts whose data is missing are left out rather than shown as zero.
+The progress is the epoch (1-based), else the global step, else the run's elapsed time HH:MM:SS
+(the form `trainmon run` prints). The training part: samples per second over the interval's
+step time, the median step time and the share of step time spent waiting for data.
+Parts whose data is missing are left out rather than shown as zero; a value that is not a number
+leaves its part out too (these functions never raise).
 """
 
+import math
 import re
 
-__all__ = ["short_gpu_name", "gib", "format_progress", "format_resource_line", "RESOURCE_LINE_RE"]
+__all__ = ["short_gpu_name", "gib", "format_progress", "format_train", "format_resource_line",
+           "RESOURCE_LINE_RE"]
 
 _GIB = float(1 << 30)
 _VENDOR_WORDS = ("NVIDIA", "Tesla", "GeForce", "Quadro")
@@ -19,12 +26,13 @@ _TWO_WORD_FAMILIES = ("RTX", "GTX", "TITAN", "Titan")
 #: A regular expression every resource line matches (used by the tests and usable by log parsers).
 _GPU_CELL = r"GPU\d+\([^)]*\): (\d+\.\d|N/A)%/(\d+\.\d|N/A)%"
 RESOURCE_LINE_RE = re.compile(
-    r"^Resource( @ (epoch \d+(/\d+)?|step \d+))?: "
+    r"^Resource( @ (epoch \d+(/\d+)?|step \d+|\d{2,}:\d{2}:\d{2}))?: "
     r"(" + _GPU_CELL + r"( " + _GPU_CELL + r")* \| )?"
     r"Mem: \d+\.\d%\(\d+\.\dG/\d+\.\dG\)"
     r"( \| CPU: \d+\.\d%)?"
     r"( \| RSS: \d+\.\dG)?"
-    r"( \| torch: alloc \d+\.\dG reserved \d+\.\dG peak \d+\.\dG retries \d+ ooms \d+)?$"
+    r"( \| torch: alloc \d+\.\dG reserved \d+\.\dG peak \d+\.\dG retries \d+ ooms \d+)?"
+    r"( \| train:( \d+\.\d samples/s)? step \d+\.\d{3}s( data \d+\.\d%)?)?$"
 )
 
 
@@ -32,14 +40,19 @@ def short_gpu_name(name):
     """The model part of a GPU name: 'Tesla V100-SXM2-32GB' -> 'V100', 'NVIDIA H200' -> 'H200',
     'NVIDIA GeForce RTX 4090' -> 'RTX 4090', 'NVIDIA A100-SXM4-40GB' -> 'A100'.
     Returns '?' for an empty or missing name."""
-    if not name:
+    try:
+        if not name:
+            return "?"
+        name = str(name)
+        words = [w for w in name.split() if w not in _VENDOR_WORDS]
+        if not words:
+            return name.strip() or "?"
+        if words[0] in _TWO_WORD_FAMILIES and len(words) > 1:
+            return "%s %s" % (words[0], words[1].split("-")[0])
+        short = words[0].split("-")[0] or words[0]
+        return short.replace("(", "[").replace(")", "]")
+    except Exception:
         return "?"
-    words = [w for w in str(name).split() if w not in _VENDOR_WORDS]
-    if not words:
-        return str(name).strip() or "?"
-    if words[0] in _TWO_WORD_FAMILIES and len(words) > 1:
-        return "%s %s" % (words[0], words[1].split("-")[0])
-    return words[0].split("-")[0] or words[0]
 
 
 def gib(n_bytes):
@@ -47,23 +60,63 @@ def gib(n_bytes):
     return "%.1fG" % (n_bytes / _GIB)
 
 
-def format_progress(epoch=None, epochs=None, step=None):
-    """' @ epoch 45/200' for a 0-based ``epoch`` (shown 1-based), ' @ step 1200', or ''."""
-    if epoch is not None and epoch >= 0:
+def _num(value):
+    """A finite float, or None (bools, NaN, inf, strings, objects)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except Exception:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _count(value):
+    f = _num(value)
+    return int(f) if f is not None and f >= 0 and f == int(f) else None
+
+
+def format_progress(epoch=None, epochs=None, step=None, elapsed_s=None):
+    """' @ epoch 45/200' for a 0-based ``epoch`` (shown 1-based), ' @ step 1200',
+    ' @ 00:12:30' for ``elapsed_s`` seconds, or ''."""
+    epoch, epochs, step = _count(epoch), _count(epochs), _count(step)
+    if epoch is not None:
         if epochs:
             return " @ epoch %d/%d" % (epoch + 1, epochs)
         return " @ epoch %d" % (epoch + 1)
-    if step is not None and step >= 0:
+    if step is not None:
         return " @ step %d" % step
+    elapsed = _num(elapsed_s)
+    if elapsed is not None and 0 <= elapsed < 1e9:
+        total = int(elapsed)
+        return " @ %02d:%02d:%02d" % (total // 3600, total // 60 % 60, total % 60)
     return ""
 
 
 def _pct(value):
+    value = _num(value)
     return "N/A" if value is None else "%.1f" % value
 
 
+def format_train(samples_per_s=None, step_s=None, data_pct=None):
+    """'train: 1234.5 samples/s step 0.412s data 12.3%' (samples/s and data left out when
+    unknown), or None without a step time."""
+    step = _num(step_s)
+    if step is None or step < 0:
+        return None
+    text = "train:"
+    rate = _num(samples_per_s)
+    if rate is not None and rate >= 0:
+        text += " %.1f samples/s" % rate
+    text += " step %.3fs" % step
+    share = _num(data_pct)
+    if share is not None and share >= 0:
+        text += " data %.1f%%" % min(share, 100.0)
+    return text
+
+
 def format_resource_line(gpus=None, memory=None, cpu_pct=None, rss_bytes=None, torch_mem=None,
-                         epoch=None, epochs=None, step=None):
+                         epoch=None, epochs=None, step=None, train=None, elapsed_s=None):
     """Build one resource line.
 
     gpus: list of dicts with ``index``, ``name``, ``util_pct``, ``mem_used_bytes``,
@@ -72,28 +125,54 @@ def format_resource_line(gpus=None, memory=None, cpu_pct=None, rss_bytes=None, t
     cpu_pct: machine CPU busy %, or None. rss_bytes: this process's RSS, or None.
     torch_mem: dict with ``allocated_bytes``, ``reserved_bytes``, ``peak_bytes``,
     ``num_alloc_retries``, ``num_ooms`` (see _torch.torch_memory), or None without CUDA.
-    Returns the line without a trailing newline.
+    train: ``(samples_per_s, median_step_s, data_pct)`` (see format_train), or None.
+    elapsed_s: the progress shown when neither epoch nor step is known.
+    Returns the line without a trailing newline; a part whose values are not numbers is left
+    out. Never raises.
     """
     parts = []
-    if gpus:
+    try:
         cells = []
-        for g in gpus:
-            used, total = g.get("mem_used_bytes"), g.get("mem_total_bytes")
+        for g in gpus or ():
+            if not isinstance(g, dict):
+                continue
+            used, total = _num(g.get("mem_used_bytes")), _num(g.get("mem_total_bytes"))
             mem_pct = 100.0 * used / total if used is not None and total else None
-            cells.append("GPU%d(%s): %s%%/%s%%" % (g.get("index", 0), short_gpu_name(g.get("name")),
+            index = _count(g.get("index"))
+            cells.append("GPU%d(%s): %s%%/%s%%" % (0 if index is None else index, short_gpu_name(g.get("name")),
                                                    _pct(g.get("util_pct")), _pct(mem_pct)))
-        parts.append(" ".join(cells))
-    if memory is not None:
-        total, _available, used = memory[0], memory[1], memory[2]
-        pct = 100.0 * used / total if total else 0.0
-        parts.append("Mem: %.1f%%(%s/%s)" % (pct, gib(used), gib(total)))
-    if cpu_pct is not None:
-        parts.append("CPU: %.1f%%" % cpu_pct)
-    if rss_bytes is not None:
-        parts.append("RSS: %s" % gib(rss_bytes))
-    if torch_mem:
-        parts.append("torch: alloc %s reserved %s peak %s retries %d ooms %d" % (
-            gib(torch_mem.get("allocated_bytes", 0)), gib(torch_mem.get("reserved_bytes", 0)),
-            gib(torch_mem.get("peak_bytes", 0)), torch_mem.get("num_alloc_retries", 0),
-            torch_mem.get("num_ooms", 0)))
-    return "Resource%s: %s" % (format_progress(epoch, epochs, step), " | ".join(parts))
+        if cells:
+            parts.append(" ".join(cells))
+    except Exception:
+        pass
+    try:
+        if memory is not None:
+            total, used = _num(memory[0]), _num(memory[2])
+            if total is not None and used is not None and total >= 0 and used >= 0:
+                pct = 100.0 * used / total if total else 0.0
+                parts.append("Mem: %.1f%%(%s/%s)" % (pct, gib(used), gib(total)))
+    except Exception:
+        pass
+    cpu = _num(cpu_pct)
+    if cpu is not None:
+        parts.append("CPU: %.1f%%" % cpu)
+    rss = _num(rss_bytes)
+    if rss is not None and rss >= 0:
+        parts.append("RSS: %s" % gib(rss))
+    try:
+        if torch_mem:
+            values = [_num(torch_mem.get(k, 0)) for k in ("allocated_bytes", "reserved_bytes", "peak_bytes")]
+            counts = [_count(torch_mem.get(k, 0)) for k in ("num_alloc_retries", "num_ooms")]
+            if all(v is not None and v >= 0 for v in values) and all(c is not None for c in counts):
+                parts.append("torch: alloc %s reserved %s peak %s retries %d ooms %d" % (
+                    gib(values[0]), gib(values[1]), gib(values[2]), counts[0], counts[1]))
+    except Exception:
+        pass
+    try:
+        if train:
+            part = format_train(*train)
+            if part:
+                parts.append(part)
+    except Exception:
+        pass
+    return "Resource%s: %s" % (format_progress(epoch, epochs, step, elapsed_s), " | ".join(parts))

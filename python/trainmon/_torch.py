@@ -7,7 +7,7 @@ in ``sys.modules`` or CUDA is not initialised in this process, there is nothing 
 
 import sys
 
-__all__ = ["torch_memory", "cuda_device_index", "as_float"]
+__all__ = ["torch_memory", "cuda_device_index", "cuda_device_uuid", "as_float"]
 
 
 def _cuda():
@@ -16,7 +16,8 @@ def _cuda():
         return None
     try:
         cuda = torch.cuda
-        if not cuda.is_available() or not cuda.is_initialized():
+        # is_initialized() first: it only reads a flag, while is_available() asks the driver.
+        if not cuda.is_initialized():
             return None
         return cuda
     except Exception:  # a broken or stubbed torch must not break training
@@ -32,6 +33,32 @@ def cuda_device_index():
         return int(cuda.current_device())
     except Exception:
         return None
+
+
+_uuids = {}
+
+
+def cuda_device_uuid(index):
+    """The UUID of CUDA device ``index`` as NVML spells it ("GPU-..." unless CUDA gave a prefix),
+    from torch's device properties (torch >= 2.0 has ``uuid``); None without CUDA or before."""
+    if index is None:
+        return None
+    if index in _uuids:
+        return _uuids[index]
+    cuda = _cuda()
+    if cuda is None:
+        return None
+    uuid = None
+    try:
+        raw = getattr(cuda.get_device_properties(index), "uuid", None)
+        if raw is not None:
+            uuid = str(raw).strip()
+            if uuid and not uuid.startswith(("GPU-", "MIG-")):
+                uuid = "GPU-" + uuid
+    except Exception:
+        uuid = None
+    _uuids[index] = uuid or None
+    return _uuids[index]
 
 
 def torch_memory(device=None, with_stats=True):
@@ -71,7 +98,10 @@ def as_float(value):
     if value is None or isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        f = float(value)
+        try:
+            f = float(value)
+        except OverflowError:  # an int beyond a double
+            return None
         return f if f == f and f not in (float("inf"), float("-inf")) else None
     try:
         if getattr(value, "is_cuda", False):

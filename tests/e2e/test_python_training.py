@@ -64,7 +64,7 @@ def train(style, epochs, batches, interval):
     elif style == "ultralytics":
         from trainmon import ultralytics
 
-        class Trainer:  # BaseTrainer's callback plumbing and training-loop order
+        class Trainer:  # ultralytics 8.x BaseTrainer: callback plumbing and _do_train's hook order
             def __init__(self):
                 self.callbacks = {}
                 self.epoch, self.epochs, self.batch_size = 0, epochs, 16
@@ -84,10 +84,13 @@ def train(style, epochs, batches, interval):
                     self.epoch = epoch
                     self.run_callbacks("on_train_epoch_start")
                     for i in range(batches):
+                        self.run_callbacks("on_train_batch_start")  # the batch has arrived
                         loss = _train_step(torch, model, opt, images[i], labels[i])
                         self.tloss = loss if self.tloss is None else (self.tloss * i + loss) / (i + 1)
+                        self.run_callbacks("on_batch_end")
                         self.run_callbacks("on_train_batch_end")
                     self.run_callbacks("on_train_epoch_end")
+                    self.run_callbacks("on_model_save")
                     self.run_callbacks("on_fit_epoch_end")
                 self.run_callbacks("on_train_end")
 
@@ -103,17 +106,24 @@ def train(style, epochs, batches, interval):
         trainer = types.SimpleNamespace(current_epoch=0, max_epochs=epochs, global_step=0,
                                         num_training_batches=batches, sanity_checking=False,
                                         callback_metrics={})
+        # lightning 2.x order: validation (when due) after the last batch's on_train_batch_end,
+        # before on_train_epoch_end (_TrainingEpochLoop.on_advance_end)
         cb.on_train_start(trainer, model)
         for epoch in range(epochs):
             trainer.current_epoch = epoch
             cb.on_train_epoch_start(trainer, model)
             for i in range(batches):
+                batch = (images[i], labels[i])
+                cb.on_train_batch_start(trainer, model, batch, i)
                 loss = _train_step(torch, model, opt, images[i], labels[i])
                 trainer.global_step += 1
-                cb.on_train_batch_end(trainer, model, {"loss": loss}, (images[i], labels[i]), i)
+                cb.on_train_batch_end(trainer, model, {"loss": loss}, batch, i)
+            cb.on_validation_start(trainer, model)
+            cb.on_validation_epoch_start(trainer, model)
+            cb.on_validation_epoch_end(trainer, model)
+            cb.on_validation_end(trainer, model)
             trainer.callback_metrics = {"train_loss": loss}
             cb.on_train_epoch_end(trainer, model)
-            cb.on_validation_epoch_end(trainer, model)
         cb.on_train_end(trainer, model)
     elif style == "hf":
         from trainmon import hf
@@ -124,7 +134,8 @@ def train(style, epochs, batches, interval):
         cb.on_train_begin(args, state, control)
         for epoch in range(epochs):
             cb.on_epoch_begin(args, state, control)
-            for i in range(batches):
+            for i in range(batches):  # transformers 4.x: one micro-batch per update here
+                cb.on_step_begin(args, state, control)
                 loss = _train_step(torch, model, opt, images[i], labels[i])
                 state.global_step += 1
                 state.epoch = epoch + (i + 1) / batches

@@ -19,6 +19,14 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "python"))
 
 import trainmon  # noqa: E402
 from trainmon import _client, _format, _proc, _snapshot  # noqa: E402
+from test_python_helpers import check_all, reset_package  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def fresh_package():
+    reset_package()  # each test starts as a fresh process would (one step timer per process)
+    yield
+    reset_package()
 
 GIB = 1 << 30
 
@@ -262,8 +270,9 @@ def test_client_sends_versioned_messages_in_order(tmp_path):
     assert [m["epoch"] for m in msgs] == [0, 1, 2, 3, 4]
     assert [m["seq"] for m in msgs] == [0, 1, 2, 3, 4]
     m = msgs[0]
-    assert m["v"] == 1 and m["type"] == "epoch_end" and m["run_id"] == "17" and m["pid"] == os.getpid()
+    assert m["v"] == 2 and m["type"] == "epoch_end" and m["run_id"] == "17" and m["pid"] == os.getpid()
     assert abs(m["t"] - time.time()) < 60
+    assert 0 <= time.monotonic() - m["mt"] < 60  # v2: the monotonic clock the recorder compares
     assert "loss" not in m  # None values are left out
     assert c.sent == 5 and c.dropped == 0
 
@@ -353,7 +362,9 @@ class UltralyticsStandIn:
             self.epoch = epoch
             self.run_callbacks("on_train_epoch_start")
             for i in range(self.batches):
+                self.run_callbacks("on_train_batch_start")
                 self.tloss = 1.0 / (1 + epoch * self.batches + i)
+                self.run_callbacks("on_batch_end")
                 self.run_callbacks("on_train_batch_end")
             self.run_callbacks("on_train_epoch_end")
             self.run_callbacks("on_fit_epoch_end")
@@ -368,7 +379,7 @@ def test_ultralytics_one_instance_on_three_hooks(recorder):
     for hook in ("on_train_epoch_end", "on_train_batch_end", "on_fit_epoch_end"):
         t.add_callback(hook, mon)
     t.train()
-    msgs = recorder.messages()
+    msgs = check_all(recorder.messages())
     assert [m["epoch"] for m in _types(msgs, "epoch_end")] == [0, 1, 2]
     assert [m["epoch"] for m in _types(msgs, "val_end")] == [0, 1, 2]
     batches = _types(msgs, "batch_end")
@@ -402,8 +413,9 @@ def test_lightning_and_hf_hooks_with_stand_ins(recorder):
         trainer.current_epoch = epoch
         cb.on_train_epoch_start(trainer, None)
         for i in range(3):
-            trainer.global_step += 1
             batch = (types.SimpleNamespace(shape=(8, 3, 32, 32)), None)
+            cb.on_train_batch_start(trainer, None, batch, i)
+            trainer.global_step += 1
             cb.on_train_batch_end(trainer, None, {"loss": 0.5}, batch, i)
         cb.on_train_epoch_end(trainer, None)
     cb.on_train_end(trainer, None)
@@ -420,6 +432,7 @@ def test_lightning_and_hf_hooks_with_stand_ins(recorder):
     for epoch in range(2):
         cb.on_epoch_begin(args, state, None)
         for i in range(5):
+            cb.on_step_begin(args, state, None)
             state.global_step += 1
             state.epoch = epoch + (i + 1) / 5
             cb.on_step_end(args, state, None)

@@ -24,7 +24,7 @@ def test_train_cnn_workers_are_attributed(tmp_path):
     [r] = runs_json(db)
     assert r["name"] == "cnn" and r["status"] == "exited"
     rows = export_jsonl(db)
-    procs = [x for x in rows if x["series"] == "process" and x["in_job"] and x["comm"].startswith("python")]
+    procs = [x for x in rows if x.get("series") == "process" and x["in_job"] and x["comm"].startswith("python")]
     pids = {x["pid"] for x in procs}
     main = [x for x in procs if x["ppid"] not in pids]
     workers = [x for x in procs if x["ppid"] in pids]

@@ -1,0 +1,276 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The zero-code hook's patch, applied right after the training script's own ``import torch``
+completes (python/boot/sitecustomize.py arranges that under ``trainmon run``; docs/python.md,
+"Zero code changes").
+
+It times every DataLoader iterator's next() (and DataLoader.__iter__, which starts the workers) and
+marks a step at each optimizer step: ``torch.optim.optimizer.register_optimizer_step_post_hook`` on
+torch >= 2.0; on older torch (1.13 has no global hook) each Optimizer subclass's ``step`` is wrapped
+once, when its first instance is built. torch 1.13's ``Optimizer._hook_for_profile`` wraps
+``cls.step`` too and skips classes whose ``step`` has a ``hooked`` attribute: functools.wraps copies
+that attribute onto our wrapper, so its behaviour is kept, and ours carries ``_trainmon_step`` so it
+is never wrapped twice. A step() that calls super().step() is counted once (outermost call).
+Events go out through one Monitor (framework "torch", never printing) while no explicit
+integration outranks it (_timing levels). Nothing here raises into the training code.
+"""
+
+import atexit
+import functools
+import importlib
+import os
+import sys
+
+from . import _timing
+from ._monitor import Monitor
+
+__all__ = ["install", "installed"]
+
+_mono = _timing._mono
+_tls = _timing._tls
+_T = _timing._timer  # the process's timer (one object for the life of the process)
+_AUTO, _LOOP = _timing.AUTO, _timing.LOOP
+_state = {"installed": False, "monitor": None, "how": None, "next_report": [0.0]}
+
+
+def installed():
+    """How steps are marked ("post_hook" or "wrap_step"), or None when not installed."""
+    return _state["how"] if _state["installed"] else None
+
+
+def _report_step(now):
+    """A batch_end with the timing window, at most batch_events_per_s times a second."""
+    mon = _state["monitor"]
+    T = _T
+    if mon is None or mon.client is None or T.level != _timing.AUTO:
+        return
+    mon._next_batch_event = now + mon.batch_gap_s
+    _state["next_report"][0] = mon._next_batch_event
+    steps = mon._window()  # drains the journal: epoch and step count are current after it
+    if steps is None and not T.steps:
+        return
+    mon.send("batch_end", epoch=T.current_epoch(), step=T.steps, steps=steps)
+
+
+def _on_optimizer_step(optimizer):
+    """An optimizer finished step() (torch >= 2.0's global post hook)."""
+    T = _T
+    if T.level != _AUTO:
+        return
+    t = _mono()
+    T.journal.append((_timing.J_OPT, id(optimizer), t))
+    if T.phase != "compute":
+        T.phase = "compute"
+        T.phase_mt = t
+    if t >= _state["next_report"][0]:
+        _report_step(t)
+
+
+def _epoch_done(epoch):
+    mon = _state["monitor"]
+    if mon is not None and _T.level == _AUTO:
+        mon.epoch_end(epoch=epoch)
+
+
+def _loader_key(obj, attr):
+    try:
+        return id(getattr(obj, attr))
+    except Exception:
+        return id(obj)
+
+
+def _patch_dataloader(torch):
+    dl = sys.modules.get("torch.utils.data.dataloader") or importlib.import_module("torch.utils.data.dataloader")
+    base = dl._BaseDataLoaderIter
+    orig_next = base.__next__
+    if getattr(orig_next, "_trainmon", False):
+        return
+
+    T, nest, mono, loop_level = _T, _tls, _mono, _LOOP
+    J_BATCH, cap, batch_samples = _timing.J_BATCH, _timing._JOURNAL_CAP, _timing.batch_samples
+
+    @functools.wraps(orig_next)
+    def __next__(self):
+        if T.level > loop_level or nest.depth:
+            return orig_next(self)
+        t0 = mono()
+        T.phase = "data"
+        T.phase_mt = t0
+        nest.depth = 1
+        try:
+            batch = orig_next(self)
+        except StopIteration:
+            nest.depth = 0
+            try:
+                epoch = T.loader_stop(id(self._dataset), t0, mono())
+                if epoch is not None:
+                    _epoch_done(epoch)
+            except Exception:
+                pass
+            raise
+        except BaseException:
+            nest.depth = 0
+            raise
+        nest.depth = 0
+        try:
+            t1 = mono()
+            key = id(self._dataset)
+            # samples (timing.fast_samples, inline: this runs per batch)
+            tb = type(batch)
+            if tb is dict:
+                n = batch_samples(batch)
+            else:
+                try:
+                    n = (batch[0] if tb is tuple or tb is list else batch).shape[0]
+                    if type(n) is not int:
+                        n = batch_samples(batch)
+                except Exception:
+                    n = batch_samples(batch)
+            journal = T.journal
+            journal.append((J_BATCH, key, id(self), t0, t1, n if n is not None and 0 < n <= 10_000_000 else -1))
+            tk = T.train_keys
+            T.phase = "compute" if key in tk or not tk else "idle"
+            T.phase_mt = t1
+            if len(journal) > cap:
+                T.drain()
+        except Exception:
+            pass
+        return batch
+
+    __next__._trainmon = True
+    loader_cls = dl.DataLoader
+    orig_iter = loader_cls.__iter__
+
+    @functools.wraps(orig_iter)
+    def __iter__(self):
+        T = _T
+        if T.level > _timing.LOOP or _tls.depth:
+            return orig_iter(self)
+        key = _loader_key(self, "dataset")
+        t0 = _mono()
+        T.phase = "data"
+        T.phase_mt = t0
+        _tls.depth = 1
+        try:
+            it = orig_iter(self)
+        finally:
+            _tls.depth = 0
+        try:
+            T.journal.append((_timing.J_ITER, key, t0, _mono()))
+        except Exception:
+            pass
+        return it
+
+    __iter__._trainmon = True
+    base.__next__ = __next__
+    if not getattr(orig_iter, "_trainmon", False):
+        loader_cls.__iter__ = __iter__
+
+
+def _wrap_step(step):
+    T, nest, mono, auto, nxt, J_OPT = _T, _tls, _mono, _AUTO, _state["next_report"], _timing.J_OPT
+
+    @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
+    def step_wrapper(self, *args, **kwargs):
+        if nest.opt_depth:  # inside another step(): super().step() of a subclass
+            return step(self, *args, **kwargs)
+        nest.opt_depth = 1
+        try:
+            result = step(self, *args, **kwargs)
+        finally:
+            nest.opt_depth = 0
+        if T.level == auto:
+            try:
+                t = mono()
+                T.journal.append((J_OPT, id(self), t))
+                if T.phase != "compute":
+                    T.phase = "compute"
+                    T.phase_mt = t
+                if t >= nxt[0]:
+                    _report_step(t)
+            except Exception:
+                pass
+        return result
+
+    step_wrapper._trainmon_step = True
+    return step_wrapper
+
+
+def _wrap_steps_of(cls, base):
+    for klass in cls.__mro__:
+        if klass is base or klass is object:
+            continue
+        step = klass.__dict__.get("step")
+        if step is None or not callable(step) or getattr(step, "_trainmon_step", False):
+            continue
+        setattr(klass, "step", _wrap_step(step))
+
+
+def _patch_optimizer(torch):
+    # torch.optim's __init__ deletes its submodules' names; the module itself is loaded.
+    optimizer_mod = sys.modules.get("torch.optim.optimizer") or importlib.import_module("torch.optim.optimizer")
+    register = getattr(optimizer_mod, "register_optimizer_step_post_hook", None)
+    if callable(register):
+        def post_hook(optimizer, args, kwargs):
+            try:
+                _on_optimizer_step(optimizer)
+            except Exception:
+                pass
+        register(post_hook)
+        return "post_hook"
+    base = torch.optim.Optimizer
+    orig_init = base.__init__
+    if getattr(orig_init, "_trainmon", False):
+        return "wrap_step"
+
+    @functools.wraps(orig_init)
+    def __init__(self, *args, **kwargs):
+        orig_init(self, *args, **kwargs)
+        try:
+            _wrap_steps_of(type(self), base)
+        except Exception:
+            pass
+
+    __init__._trainmon = True
+    base.__init__ = __init__
+    return "wrap_step"
+
+
+def _at_exit():
+    try:
+        T = _T
+        mon = _state["monitor"]
+        if mon is not None and T.level == _AUTO and T.steps and not T.ended:
+            mon.train_end(epoch=T.current_epoch(), step=T.steps)
+    except Exception:
+        pass
+
+
+def install(torch, env=None):
+    """Patch ``torch`` (the imported module) for step timing; once per process. Returns True when
+    installed. Does nothing without TRAINMON_EVENTS_SOCKET or with TRAINMON_DISABLE=1. Raises on
+    an unexpected torch (the caller, sitecustomize, turns that into one line on stderr)."""
+    env = os.environ if env is None else env
+    if _state["installed"]:
+        return True
+    if env.get("TRAINMON_DISABLE") == "1" or not env.get("TRAINMON_EVENTS_SOCKET"):
+        return False
+    mon = Monitor(interval=None, framework="torch", start_agent=False, env=env)
+    mon.report_level = _timing.AUTO
+    _state["next_report"][0] = 0.0
+    _patch_dataloader(torch)
+    how = _patch_optimizer(torch)
+    _state.update(installed=True, monitor=mon, how=how)
+    atexit.register(_at_exit)
+    return True
+
+
+def after_torch_import(module):
+    """Called by the boot hook right after ``import torch`` completed. Never raises; a failure
+    leaves the job untouched and says so in one line on stderr."""
+    try:
+        install(module)
+    except Exception as e:
+        try:
+            sys.stderr.write("trainmon: zero-code step timing is off (%s: %s)\n" % (type(e).__name__, e))
+        except Exception:
+            pass
