@@ -21,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
 #include "trainmon/alerts/alert_observer.h"
+#include "trainmon/diagnose/cuda_devices.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/train_channel.h"
 #include "trainmon/ipc/train_message.h"
@@ -57,24 +58,6 @@ struct RunOptions {
   std::vector<std::string> command;
   alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
-
-/// What resolve_rank_gpu needs of this tick's GPUs: index, UUIDs, processes and their memory.
-std::vector<diagnose::NvmlGpuRef> nvml_gpu_refs(const Snapshot& snap) {
-  std::vector<diagnose::NvmlGpuRef> out;
-  for (const auto& g : snap.gpus) {
-    diagnose::NvmlGpuRef r;
-    r.index = g.index;
-    if (g.info && g.info->uuid.ok()) r.uuid = *g.info->uuid;
-    for (const auto& m : g.mig_devices)
-      if (m.uuid.ok()) r.mig_uuids.push_back(*m.uuid);
-    out.push_back(std::move(r));
-  }
-  for (const auto& p : snap.gpu_processes) {
-    for (auto& r : out)
-      if (r.index == p.gpu_index) r.procs.emplace_back(p.pid, p.used_memory_bytes.value_or(0));
-  }
-  return out;
-}
 
 std::int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -236,7 +219,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   // store rows for the session.
   auto collect_train = [&](const Snapshot* snap) {
     std::vector<diagnose::NvmlGpuRef> gpus;
-    if (snap) gpus = nvml_gpu_refs(*snap);
+    if (snap) gpus = diagnose::nvml_gpu_refs(*snap);  // only pids that are this namespace's
     auto tick = channel->collect(gpus);
     for (auto& e : tick.diagnose_events) live.on_train_event(std::move(e));
     for (const auto& [rank, w] : tick.windows) live.on_train_window(rank, w);
@@ -266,6 +249,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     x.on_start(recorder::StartContext{"run", run_id, run_name, db_path, start_unix});
   });
   std::vector<diagnose::Finding> active;
+  std::vector<diagnose::NvmlGpuRef> gpu_refs;  ///< the GPUs as last seen (for job_gpus' UUID match)
 
   runner::ChildExit exit;
   std::int64_t next = start_mono;
@@ -275,6 +259,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
         auto job_pids = session->refresh_job_pids();
         sampler->options().watch_pids = job_pids;
         auto snap = sampler->sample();
+        if (!snap.gpus.empty()) gpu_refs = diagnose::nvml_gpu_refs(snap);
         recorder::TrainUpdate train;
         std::optional<std::string> epoch;
         if (channel) {
@@ -359,7 +344,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     for (const auto& g : summary.gpus) {
       if (g.used_by_job) used.push_back(g.index);
     }
-    facts.gpus = store::job_gpus(std::move(used), info.labels);
+    facts.gpus = store::job_gpus(std::move(used), info.labels, gpu_refs);
     facts.root_pid = static_cast<std::uint32_t>(*child);
     try {
       findings = live.finish(facts);
