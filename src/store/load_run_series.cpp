@@ -283,9 +283,12 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           pt.used_mib = v.mib("used_memory_bytes");
           pt.sm_util_pct = v.plain("sm_util_pct");
           const auto hv = v.raw("host_visibility");
-          pt.host =
-              hv == kNull || hv < 0 || hv > 3 ? HostVisibility::unknown : static_cast<HostVisibility>(hv);
-          pt.in_job = s.in_job;
+          pt.host = hv == kNull || hv < 0 || hv > static_cast<std::int64_t>(HostVisibility::exited)
+                        ? HostVisibility::unknown
+                        : static_cast<HostVisibility>(hv);
+          // A pid the join did not match to the job's local process is not the job's, whatever the
+          // series says (stores written before the recorder checked this marked it by number).
+          pt.in_job = s.in_job && (pt.host == HostVisibility::unknown || joined_to_host(pt.host));
           procs.emplace_back(*s.gpu_index, pt);
         });
         break;

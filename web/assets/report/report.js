@@ -255,7 +255,9 @@
       'Peak GPU memory', 'GPUs'].map((h) => el('th', {}, h))));
     for (const p of procs) {
       t.append(el('tr', { class: p.in_job ? 'job' : 'other' }, el('td', {}, p.pid),
-        el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80))),
+        el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80)),
+          p.host_visibility === 'exited' ? ' (exited)'
+            : p.host_visibility === 'not_visible' ? ' (not visible from here)' : ''),
         el('td', {}, p.in_job ? 'yes' : 'no'), el('td', {}, fmtMiB(p.peak_rss_mib)),
         el('td', {}, p.cpu_time_s == null ? '—' : fmtDur(p.cpu_time_s)),
         el('td', {}, fmtMiB(p.peak_gpu_mem_mib)), el('td', {}, (p.gpus || []).join(', ') || '—')));
