@@ -253,6 +253,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
 
   runner::ChildExit exit;
   std::int64_t next = start_mono;
+  // The job's cgroup limits, said when first known and again when they change (a launcher that
+  // moves the job into a limited cgroup after the start).
+  std::uint64_t limits_reads = 0;
+  std::string limits_said;
   for (bool done = false; !done;) {
     if (monitoring) {
       try {
@@ -268,6 +272,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           epoch = channel->epoch_text();
         }
         session->tick(snap, std::move(train), std::move(epoch));
+        if (const auto& w = session->oom_watch(); w.cgroup_reads() != limits_reads) {
+          limits_reads = w.cgroup_reads();
+          if (auto said = runner::describe_cgroup_limits(w.limits()); !said.empty() && said != limits_said) {
+            if (!o.quiet) std::fprintf(stderr, "trainmon: the job's cgroup limits it to %s\n", said.c_str());
+            limits_said = std::move(said);
+          }
+        }
         live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child),
                                                     std::move(job_pids), std::nullopt});
         for (; announced < live.history().size(); ++announced) {
@@ -325,7 +336,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     in.rss_growth_bytes_per_h = summary.job_rss_growth_bytes_per_h;
     in.min_available_bytes = summary.min_available_recent_bytes;
     in.memory_total_bytes = summary.memory_total_bytes;
+    in.cgroup = session->oom_watch().limits();
     oom = runner::oom_verdict(in);
+    summary.cgroup = in.cgroup;
+    summary.oom_at_cgroup_limit = oom && oom->at_cgroup_limit;
   }
   std::string status = exit.signal ? "signaled" : "exited";
   if (oom && oom->main_process_killed) status = "oom_killed";
@@ -340,6 +354,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       facts.exit_status = runner::exit_code_for(exit);
     }
     facts.oom_killed = status == "oom_killed";
+    facts.oom_at_cgroup_limit = summary.oom_at_cgroup_limit;
+    if (summary.cgroup.memory_limit_bytes)
+      facts.cgroup_memory_limit_mib =
+          static_cast<double>(*summary.cgroup.memory_limit_bytes) / (1024.0 * 1024);
     std::vector<unsigned> used;
     for (const auto& g : summary.gpus) {
       if (g.used_by_job) used.push_back(g.index);

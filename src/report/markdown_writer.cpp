@@ -115,6 +115,8 @@ std::string write_markdown(const json& m) {
     }
   }
   if (!labels.empty()) out += fmt::format("| Labels | {} |\n", cell(labels));
+  if (const auto limits = str(run, "cgroup_limits"); !limits.empty())
+    out += fmt::format("| Cgroup limits | {} |\n", cell(limits));
   out += fmt::format("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
                      m.value("train_events", 0));
 

@@ -76,6 +76,7 @@
   row('Status', el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
   const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
   if (labels.length) row('Labels', labels.join(', '));
+  if (run.cgroup_limits) row('Cgroup limits', run.cgroup_limits);
   row('Samples', `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
     `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
   root.append(hdr);
