@@ -21,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
 #include "trainmon/alerts/alert_observer.h"
+#include "trainmon/diagnose/cuda_devices.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/train_channel.h"
 #include "trainmon/ipc/train_message.h"
@@ -57,24 +58,6 @@ struct RunOptions {
   std::vector<std::string> command;
   alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
-
-/// What resolve_rank_gpu needs of this tick's GPUs: index, UUIDs, processes and their memory.
-std::vector<diagnose::NvmlGpuRef> nvml_gpu_refs(const Snapshot& snap) {
-  std::vector<diagnose::NvmlGpuRef> out;
-  for (const auto& g : snap.gpus) {
-    diagnose::NvmlGpuRef r;
-    r.index = g.index;
-    if (g.info && g.info->uuid.ok()) r.uuid = *g.info->uuid;
-    for (const auto& m : g.mig_devices)
-      if (m.uuid.ok()) r.mig_uuids.push_back(*m.uuid);
-    out.push_back(std::move(r));
-  }
-  for (const auto& p : snap.gpu_processes) {
-    for (auto& r : out)
-      if (r.index == p.gpu_index) r.procs.emplace_back(p.pid, p.used_memory_bytes.value_or(0));
-  }
-  return out;
-}
 
 std::int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -236,7 +219,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   // store rows for the session.
   auto collect_train = [&](const Snapshot* snap) {
     std::vector<diagnose::NvmlGpuRef> gpus;
-    if (snap) gpus = nvml_gpu_refs(*snap);
+    if (snap) gpus = diagnose::nvml_gpu_refs(*snap);  // only pids that are this namespace's
     auto tick = channel->collect(gpus);
     for (auto& e : tick.diagnose_events) live.on_train_event(std::move(e));
     for (const auto& [rank, w] : tick.windows) live.on_train_window(rank, w);
@@ -266,15 +249,21 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     x.on_start(recorder::StartContext{"run", run_id, run_name, db_path, start_unix});
   });
   std::vector<diagnose::Finding> active;
+  std::vector<diagnose::NvmlGpuRef> gpu_refs;  ///< the GPUs as last seen (for job_gpus' UUID match)
 
   runner::ChildExit exit;
   std::int64_t next = start_mono;
+  // The job's cgroup limits, said when first known and again when they change (a launcher that
+  // moves the job into a limited cgroup after the start).
+  std::uint64_t limits_reads = 0;
+  std::string limits_said;
   for (bool done = false; !done;) {
     if (monitoring) {
       try {
         auto job_pids = session->refresh_job_pids();
         sampler->options().watch_pids = job_pids;
         auto snap = sampler->sample();
+        if (!snap.gpus.empty()) gpu_refs = diagnose::nvml_gpu_refs(snap);
         recorder::TrainUpdate train;
         std::optional<std::string> epoch;
         if (channel) {
@@ -283,6 +272,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           epoch = channel->epoch_text();
         }
         session->tick(snap, std::move(train), std::move(epoch));
+        if (const auto& w = session->oom_watch(); w.cgroup_reads() != limits_reads) {
+          limits_reads = w.cgroup_reads();
+          if (auto said = runner::describe_cgroup_limits(w.limits()); !said.empty() && said != limits_said) {
+            if (!o.quiet) std::fprintf(stderr, "trainmon: the job's cgroup limits it to %s\n", said.c_str());
+            limits_said = std::move(said);
+          }
+        }
         live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child),
                                                     std::move(job_pids), std::nullopt});
         for (; announced < live.history().size(); ++announced) {
@@ -340,7 +336,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     in.rss_growth_bytes_per_h = summary.job_rss_growth_bytes_per_h;
     in.min_available_bytes = summary.min_available_recent_bytes;
     in.memory_total_bytes = summary.memory_total_bytes;
+    in.cgroup = session->oom_watch().limits();
     oom = runner::oom_verdict(in);
+    summary.cgroup = in.cgroup;
+    summary.oom_at_cgroup_limit = oom && oom->at_cgroup_limit;
   }
   std::string status = exit.signal ? "signaled" : "exited";
   if (oom && oom->main_process_killed) status = "oom_killed";
@@ -355,11 +354,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       facts.exit_status = runner::exit_code_for(exit);
     }
     facts.oom_killed = status == "oom_killed";
+    facts.oom_at_cgroup_limit = summary.oom_at_cgroup_limit;
+    if (summary.cgroup.memory_limit_bytes)
+      facts.cgroup_memory_limit_mib =
+          static_cast<double>(*summary.cgroup.memory_limit_bytes) / (1024.0 * 1024);
     std::vector<unsigned> used;
     for (const auto& g : summary.gpus) {
       if (g.used_by_job) used.push_back(g.index);
     }
-    facts.gpus = store::job_gpus(std::move(used), info.labels);
+    facts.gpus = store::job_gpus(std::move(used), info.labels, gpu_refs);
     facts.root_pid = static_cast<std::uint32_t>(*child);
     try {
       findings = live.finish(facts);

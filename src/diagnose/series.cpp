@@ -181,7 +181,9 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     pt.used_mib = mib(gp.used_memory_bytes);
     pt.sm_util_pct = val(gp.sm_util_pct);
     pt.host = gp.host;
-    pt.in_job = job.contains(gp.pid);
+    // A number the join did not match to the local process is another namespace's, not the job's
+    // (unknown: not joined at all, as in stores that predate the join).
+    pt.in_job = (gp.host == HostVisibility::unknown || joined_to_host(gp.host)) && job.contains(gp.pid);
     g.procs.push_back(pt);
   }
 

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <charconv>
 
 namespace trainmon::diagnose {
 namespace {
@@ -129,49 +128,7 @@ void update_identity(TrainRank& into, const TrainRank& from) {
   if (from.lines_s >= 0) into.lines_s = from.lines_s;
 }
 
-namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-/// CUDA accepts a unique prefix of a UUID ("GPU-8f3"), with or without the "GPU-" / "MIG-" prefix.
-bool uuid_matches(std::string_view entry, std::string_view uuid) {
-  if (entry.empty() || uuid.empty()) return false;
-  auto bare = [](std::string_view u) {
-    if (u.starts_with("GPU-") || u.starts_with("MIG-")) u.remove_prefix(4);
-    return u;
-  };
-  const auto e = bare(entry), u = bare(uuid);
-  return !e.empty() && u.starts_with(e) &&
-         (entry.starts_with("MIG-") == uuid.starts_with("MIG-") ||
-          !(entry.starts_with("GPU-") || entry.starts_with("MIG-")));
-}
-
-std::optional<unsigned> by_uuid(std::string_view uuid, std::span<const NvmlGpuRef> gpus) {
-  std::optional<unsigned> found;
-  for (const auto& g : gpus) {
-    bool hit = uuid_matches(uuid, g.uuid);
-    for (const auto& m : g.mig_uuids) hit = hit || uuid_matches(uuid, m);
-    if (!hit) continue;
-    if (found && *found != g.index) return std::nullopt;  // an ambiguous prefix: CUDA refuses it too
-    found = g.index;
-  }
-  return found;
-}
-
-std::optional<unsigned> integer(std::string_view s) {
-  unsigned v = 0;
-  s = trim(s);
-  if (s.empty()) return std::nullopt;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || p != s.data() + s.size()) return std::nullopt;
-  return v;
-}
-
-}  // namespace
+namespace {}  // namespace
 
 std::string_view train_phase_name(TrainPhase p) noexcept {
   switch (p) {
@@ -359,29 +316,15 @@ std::optional<unsigned> resolve_rank_gpu(const TrainRank& id, std::span<const Nv
   }
   // 2. The device's UUID as torch told it.
   if (!id.gpu_uuid.empty())
-    if (auto i = by_uuid(id.gpu_uuid, gpus)) return i;
-  const bool pci_order = trim(id.cuda_device_order) == "PCI_BUS_ID";
+    if (auto i = nvml_index_of_uuid(id.gpu_uuid, gpus)) return i;
+  const bool pci_order = cuda_pci_bus_id_order(id.cuda_device_order);
   // 3. CUDA_VISIBLE_DEVICES, entry number cuda_device.
-  if (!trim(id.cuda_visible_devices).empty()) {
-    std::vector<std::string_view> entries;
-    std::string_view rest = id.cuda_visible_devices;
-    while (!rest.empty()) {
-      const auto comma = rest.find(',');
-      entries.push_back(trim(rest.substr(0, comma)));
-      if (comma == std::string_view::npos) break;
-      rest.remove_prefix(comma + 1);
-    }
+  if (const auto entries = cuda_visible_entries(id.cuda_visible_devices); !entries.empty()) {
     int pos = id.cuda_device;
     if (pos < 0 && entries.size() == 1) pos = 0;
     if (pos < 0 || static_cast<std::size_t>(pos) >= entries.size()) return std::nullopt;
-    const auto entry = entries[static_cast<std::size_t>(pos)];
-    if (auto n = integer(entry)) {
-      if (!pci_order) return std::nullopt;  // CUDA's default order is fastest first: unknown to NVML
-      for (const auto& g : gpus)
-        if (g.index == *n) return g.index;
-      return std::nullopt;
-    }
-    return by_uuid(entry, gpus);
+    // An integer only in PCI bus order: CUDA's default order is fastest first, unknown to NVML.
+    return nvml_index_of_cuda_entry(entries[static_cast<std::size_t>(pos)], pci_order, gpus);
   }
   // 4. The CUDA index itself.
   if (id.cuda_device >= 0) {

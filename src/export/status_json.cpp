@@ -29,12 +29,6 @@ void put(Json& obj, Json& reasons, const char* key, const Reading<T>& r) {
   put(obj, reasons, key, r, [](const T& v) { return v; });
 }
 
-const ProcessSample* host_process(const Snapshot& snap, std::uint32_t pid) {
-  for (const auto& p : snap.processes)
-    if (p.pid == pid) return &p;
-  return nullptr;
-}
-
 std::vector<std::string> split_args(const std::string& cmdline) {
   std::vector<std::string> out;
   std::istringstream in(cmdline);
@@ -42,25 +36,22 @@ std::vector<std::string> split_args(const std::string& cmdline) {
   return out;
 }
 
-std::string_view visibility_name(HostVisibility v) {
-  switch (v) {
-    case HostVisibility::visible: return "visible";
-    case HostVisibility::not_visible: return "not_visible";
-    case HostVisibility::zombie: return "zombie";
-    default: return "unknown";
-  }
-}
-
 Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
   Json o;
   Json reasons = Json::object();
-  const ProcessSample* hp = host_process(snap, p.pid);
+  // The local process the join matched (never one that merely has the same number).
+  const ProcessSample* hp = host_process_of(snap, p);
+  // Why the host fields are null: the GPU process's visibility ("not_visible", "exited"), or
+  // "not_visible" for a matched process whose owner could not be read.
+  const std::string why = joined_to_host(p.host) || p.host == HostVisibility::unknown
+                              ? std::string("not_visible")
+                              : std::string(host_visibility_name(p.host));
   // gpustat keys first, same order as gpustat's get_process_info().
   if (hp && !hp->user.empty()) {
     o["username"] = hp->user;
   } else {
     o["username"] = nullptr;
-    reasons["username"] = "not_visible";
+    reasons["username"] = why;
   }
   std::vector<std::string> args = hp ? split_args(hp->cmdline) : std::vector<std::string>{};
   if (!args.empty()) {
@@ -83,7 +74,7 @@ Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
   } else {
     o["cpu_percent"] = nullptr;
     o["cpu_memory_usage"] = nullptr;
-    reasons["cpu_percent"] = reasons["cpu_memory_usage"] = "not_visible";
+    reasons["cpu_percent"] = reasons["cpu_memory_usage"] = why;
   }
   o["pid"] = p.pid;
   // trainmon additions.
@@ -96,7 +87,7 @@ Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
   put(o, reasons, "dec_util", p.dec_util_pct);
   if (p.gpu_instance_id.ok()) o["gpu_instance_id"] = *p.gpu_instance_id;
   if (p.compute_instance_id.ok()) o["compute_instance_id"] = *p.compute_instance_id;
-  o["host_visibility"] = std::string(visibility_name(p.host));
+  o["host_visibility"] = std::string(host_visibility_name(p.host));
   if (hp) {
     o["host_rss_bytes"] = hp->rss_bytes.ok() ? Json(*hp->rss_bytes) : Json(nullptr);
     o["host_state"] = std::string(1, hp->state);

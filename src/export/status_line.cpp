@@ -38,12 +38,6 @@ std::string or_unknown(const Reading<T>& r, int width) {
   return r.ok() ? fmt::format("{:>{}}", *r, width) : fmt::format("{:>{}}", "??", width);
 }
 
-const ProcessSample* host_process(const Snapshot& snap, std::uint32_t pid) {
-  for (const auto& p : snap.processes)
-    if (p.pid == pid) return &p;
-  return nullptr;
-}
-
 std::string name_cell(std::string_view name, std::size_t width) {
   const std::size_t w = display_width(name);
   if (w > width) return truncate_display(name, width);
@@ -97,7 +91,7 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
 
   for (const auto& p : snap.gpu_processes) {
     if (p.gpu_index != g.index) continue;
-    const ProcessSample* hp = host_process(snap, p.pid);
+    const ProcessSample* hp = host_process_of(snap, p);  // never another namespace's same number
     std::string r;
     if (!opt.show_cmd || opt.show_user)
       r += paint(kGray, terminal_text(hp && !hp->user.empty() ? hp->user : std::string("--"), opt.utf8));

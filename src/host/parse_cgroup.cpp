@@ -24,6 +24,11 @@ std::vector<CgroupLine> parse_cgroup(std::string_view text) {
 }
 
 std::optional<CgroupLine> memory_cgroup_line(const std::vector<CgroupLine>& lines) {
+  return controller_cgroup_line(lines, "memory");
+}
+
+std::optional<CgroupLine> controller_cgroup_line(const std::vector<CgroupLine>& lines,
+                                                 std::string_view controller) {
   const CgroupLine* v2 = nullptr;
   for (const auto& l : lines) {
     if (l.hierarchy_id == 0 && l.controllers.empty()) {
@@ -33,7 +38,7 @@ std::optional<CgroupLine> memory_cgroup_line(const std::vector<CgroupLine>& line
     std::string_view rest = l.controllers;
     while (!rest.empty()) {
       const auto comma = rest.find(',');
-      if (rest.substr(0, comma) == "memory") return l;
+      if (rest.substr(0, comma) == controller) return l;
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
   }

@@ -143,7 +143,10 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
       }
       Snapshot snap = sampler.sample();
       gpu_pids.clear();
-      for (const auto& p : snap.gpu_processes) gpu_pids.push_back(p.pid);
+      // The trees to watch grow from the GPU processes seen here, never from a number that means
+      // another process in this PID namespace (gpu_process_join.h).
+      for (const auto& p : snap.gpu_processes)
+        if (joined_to_host(p.host)) gpu_pids.push_back(p.pid);
       session.tick(snap);
       if (o.diagnose) {
         if (live.on_snapshot(snap, diagnose::JobContext{start_unix, 0, {}, std::nullopt})) {

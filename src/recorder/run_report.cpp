@@ -134,6 +134,10 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   j["finding_count"] = r.finding_count;
   auto summary = nlohmann::json::parse(r.summary_json, nullptr, false);
   j["summary"] = summary.is_object() ? summary : nlohmann::json();
+  // The job's cgroup limits as one line (reports): only when some limit is set.
+  if (const auto limits = runner::describe_cgroup_limits(summary_from_json(r.summary_json).cgroup);
+      !limits.empty())
+    j["cgroup_limits"] = limits;
   return j;
 }
 
@@ -206,6 +210,9 @@ std::string format_run_details(const store::RunInfo& r) {
                        static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
                        s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
   }
+  if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty())
+    out += fmt::format("  cgroup:   {}{}\n", exp::terminal_text(limits),
+                       s.oom_at_cgroup_limit ? " (the OOM kill was at this memory limit)" : "");
   if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
   out += fmt::format("  findings: {}\n", r.finding_count);
   return out;

@@ -111,6 +111,23 @@ std::string summary_to_json(const RunSummary& s) {
   j["peak_job_processes"] = opt(s.peak_job_processes);
   j["min_available_recent_bytes"] = opt(s.min_available_recent_bytes);
   j["memory_total_bytes"] = opt(s.memory_total_bytes);
+  if (s.cgroup.version != 0) {
+    const auto& c = s.cgroup;
+    j["cgroup"] = {{"version", c.version},
+                   {"path", c.path},
+                   {"memory_limit_bytes", opt(c.memory_limit_bytes)},
+                   {"memory_limit_file", c.memory_limit_file},
+                   {"memory_limit_path", c.memory_limit_path},
+                   {"memory_peak_bytes", opt(c.memory_peak_bytes)},
+                   {"memory_limit_reached", c.memory_limit_reached},
+                   {"memory_limit_oom", c.memory_limit_oom},
+                   {"cpu_limit_cpus", opt(c.cpu_limit_cpus)},
+                   {"cpu_limit_file", c.cpu_limit_file},
+                   {"cpu_limit_path", c.cpu_limit_path}};
+  } else {
+    j["cgroup"] = nullptr;
+  }
+  j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
   return j.dump();
 }
 
@@ -139,6 +156,21 @@ RunSummary summary_from_json(const std::string& text) {
     s.peak_job_processes = get_opt<std::uint64_t>(j, "peak_job_processes");
     s.min_available_recent_bytes = get_opt<std::uint64_t>(j, "min_available_recent_bytes");
     s.memory_total_bytes = get_opt<std::uint64_t>(j, "memory_total_bytes");
+    if (const auto c = j.find("cgroup"); c != j.end() && c->is_object()) {
+      auto& o = s.cgroup;
+      o.version = c->value("version", 0);
+      o.path = c->value("path", std::string());
+      o.memory_limit_bytes = get_opt<std::uint64_t>(*c, "memory_limit_bytes");
+      o.memory_limit_file = c->value("memory_limit_file", std::string());
+      o.memory_limit_path = c->value("memory_limit_path", std::string());
+      o.memory_peak_bytes = get_opt<std::uint64_t>(*c, "memory_peak_bytes");
+      o.memory_limit_reached = c->value("memory_limit_reached", false);
+      o.memory_limit_oom = c->value("memory_limit_oom", false);
+      o.cpu_limit_cpus = get_opt<double>(*c, "cpu_limit_cpus");
+      o.cpu_limit_file = c->value("cpu_limit_file", std::string());
+      o.cpu_limit_path = c->value("cpu_limit_path", std::string());
+    }
+    s.oom_at_cgroup_limit = j.value("oom_at_cgroup_limit", false);
   } catch (const nlohmann::json::exception&) {
     return RunSummary{};
   }
@@ -166,6 +198,12 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
     out += fmt::format("  job: peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process{}\n",
                        static_cast<double>(*s.peak_job_rss_bytes) / kGiB, s.peak_job_cpu_pct.value_or(0),
                        procs, procs == 1 ? "" : "es");
+  }
+  if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty()) {
+    out += fmt::format("  cgroup limits: {}", limits);
+    if (s.cgroup.memory_peak_bytes)
+      out += fmt::format("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
+    out += '\n';
   }
   out += findings ? fmt::format("  findings: {}\n", *findings)
                   : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");

@@ -74,7 +74,9 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
     row.series.gpu_index = p.gpu_index;
     row.series.pid = p.pid;
     row.series.comm = p.process_name.value_or("");
-    row.series.in_job = contains(job_pids, p.pid);
+    // By number only when the join matched the number to the local process (a container's job
+    // pid 12 is not the host's GPU process 12).
+    row.series.in_job = joined_to_host(p.host) && contains(job_pids, p.pid);
     row.t_ms = t;
     row.values = store::gpu_process_row(p);
     batch.rows.push_back(std::move(row));
@@ -152,7 +154,7 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
     job = last_job_;
     stored = job_pids_;
     for (const auto& gp : snap.gpu_processes) {
-      if (contains(job_pids_, gp.pid)) job_gpus.push_back(gp.gpu_index);
+      if (joined_to_host(gp.host) && contains(job_pids_, gp.pid)) job_gpus.push_back(gp.gpu_index);
     }
   } else {
     // record: keep the processes using a GPU and everything below them (the machine's jobs).
@@ -160,7 +162,8 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
     parents.reserve(snap.processes.size());
     for (const auto& p : snap.processes) parents.emplace_back(p.pid, p.ppid);
     std::vector<std::uint32_t> roots;
-    for (const auto& gp : snap.gpu_processes) roots.push_back(gp.pid);
+    for (const auto& gp : snap.gpu_processes)
+      if (joined_to_host(gp.host)) roots.push_back(gp.pid);  // not another namespace's number
     stored = descendants(parents, roots);
   }
   stats_.add(snap, elapsed_ms, job, job_gpus);

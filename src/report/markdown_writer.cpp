@@ -115,6 +115,8 @@ std::string write_markdown(const json& m) {
     }
   }
   if (!labels.empty()) out += fmt::format("| Labels | {} |\n", cell(labels));
+  if (const auto limits = str(run, "cgroup_limits"); !limits.empty())
+    out += fmt::format("| Cgroup limits | {} |\n", cell(limits));
   out += fmt::format("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
                      m.value("train_events", 0));
 
@@ -159,9 +161,13 @@ std::string write_markdown(const json& m) {
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
       if (name.size() > 60) name = name.substr(0, 57) + "...";
+      const auto vis = str(p, "host_visibility");
+      const char* mark = vis == "exited"        ? " (exited)"
+                         : vis == "not_visible" ? " (not visible from here)"
+                                                : "";
       std::string g;
       for (const auto& x : p["gpus"]) g += (g.empty() ? "" : ",") + x.dump();
-      out += fmt::format("| {} | `{}` | {} | {} | {} | {} | {} |\n", p.value("pid", 0), cell(name),
+      out += fmt::format("| {} | `{}`{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), cell(name), mark,
                          p.value("in_job", false) ? "yes" : "no", mib(p, "peak_rss_mib"),
                          num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);
     }

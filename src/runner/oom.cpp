@@ -29,6 +29,22 @@ std::string format_elapsed(std::int64_t ms) {
   return fmt::format("{:02}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
 }
 
+std::string human_bytes(std::uint64_t b) {
+  const double v = static_cast<double>(b);
+  return v >= kGiB ? fmt::format("{:.1f} GiB", v / kGiB) : fmt::format("{:.1f} MiB", v / (1024.0 * 1024));
+}
+
+std::string describe_cgroup_limits(const JobCgroupLimits& l) {
+  std::string out;
+  if (l.memory_limit_bytes)
+    out = fmt::format("memory {} ({} of {})", human_bytes(*l.memory_limit_bytes), l.memory_limit_file,
+                      l.memory_limit_path);
+  if (l.cpu_limit_cpus)
+    out += fmt::format("{}CPU {:.2f} CPUs ({} of {})", out.empty() ? "" : ", ", *l.cpu_limit_cpus,
+                       l.cpu_limit_file, l.cpu_limit_path);
+  return out;
+}
+
 std::optional<OomVerdict> oom_verdict(const OomInputs& in) {
   const bool sigkill = in.exit.signal && *in.exit.signal == SIGKILL;
   const bool counted = in.oom_kills && *in.oom_kills > 0;
@@ -37,22 +53,40 @@ std::optional<OomVerdict> oom_verdict(const OomInputs& in) {
     exhausted = static_cast<double>(*in.min_available_bytes) <=
                 kExhaustedAvailableFraction * static_cast<double>(*in.memory_total_bytes);
   }
-  if (!counted && !(sigkill && exhausted)) return std::nullopt;
+  const auto& cg = in.cgroup;
+  // At the cgroup's limit: the limit's own OOM count rose, or it was reached while the host still
+  // had memory (a full host explains a kill as well, and the peak alone proves no OOM).
+  const bool at_limit =
+      cg.memory_limit_bytes && (cg.memory_limit_oom || (cg.memory_limit_reached && !exhausted));
+  // Without a readable kill count, a SIGKILL at the limit or with the host exhausted is inferred.
+  const bool inferred = !in.oom_kills && sigkill && (at_limit || exhausted);
+  if (!counted && !inferred && !(sigkill && exhausted)) return std::nullopt;
 
   OomVerdict v;
   v.certain = counted;
   v.main_process_killed = sigkill;
+  v.at_cgroup_limit = at_limit;
   std::string what =
       sigkill ? fmt::format("killed by the kernel OOM killer at {}", format_elapsed(in.end_elapsed_ms))
               : fmt::format("a process of the job was killed by the kernel OOM killer (by {})",
                             format_elapsed(in.end_elapsed_ms));
-  if (!counted) what = "probably " + what + " (SIGKILL while available memory was exhausted)";
+  if (!counted)
+    what = "probably " + what +
+           (at_limit ? " (SIGKILL while its memory cgroup was at its limit)"
+                     : " (SIGKILL while available memory was exhausted)");
+  if (at_limit) {
+    what += fmt::format(
+        ": the job's memory cgroup reached its limit of {} ({} of cgroup {}), not the host's memory",
+        human_bytes(*cg.memory_limit_bytes), cg.memory_limit_file, cg.memory_limit_path);
+  }
   if (in.tree_rss_bytes) {
     what += fmt::format("; the job's RSS was {:.1f} GiB", static_cast<double>(*in.tree_rss_bytes) / kGiB);
     if (in.rss_growth_bytes_per_h && *in.rss_growth_bytes_per_h > 0) {
       what += fmt::format(" and had grown {:.1f} GiB/h", *in.rss_growth_bytes_per_h / kGiB);
     }
   }
+  if (at_limit && cg.memory_peak_bytes)
+    what += fmt::format("; the cgroup's peak usage was {}", human_bytes(*cg.memory_peak_bytes));
   v.message = std::move(what);
   return v;
 }
@@ -72,10 +106,73 @@ void OomWatch::observe(std::uint32_t pid) {
     if (it->second == membership) return;
     it->second = membership;
   }
+  ++cgroup_reads_;
   auto cg = read_cgroup_memory(pid, proc_root_, sys_root_);
-  if (!cg || !cg->oom_kill_count.ok()) return;
-  const std::string file = cg->directory + (cg->version == 2 ? "/memory.events" : "/memory.oom_control");
-  baseline_.emplace(file, *cg->oom_kill_count);
+  if (cg) {
+    if (version_ == 0) {
+      version_ = cg->version;
+      first_path_ = cg->path;
+    }
+    if (cg->limit_bytes.ok() && !cg->limit_directory.empty()) {
+      MemoryLimit lim;
+      lim.version = cg->version;
+      lim.bytes = *cg->limit_bytes;
+      lim.directory = cg->limit_directory;
+      lim.path = cg->limit_directory.size() > cg->mount.size() ? cg->limit_directory.substr(cg->mount.size())
+                                                               : std::string("/");
+      if (cg->limit_hit_count.ok()) lim.hits_at_start = *cg->limit_hit_count;
+      memory_limits_.try_emplace(lim.directory, std::move(lim));
+    }
+    if (cg->oom_kill_count.ok()) {
+      const std::string file = cg->directory + (cg->version == 2 ? "/memory.events" : "/memory.oom_control");
+      baseline_.emplace(file, *cg->oom_kill_count);
+    }
+  }
+  if (auto cpu = read_cgroup_cpu(pid, proc_root_, sys_root_); cpu && cpu->limit_cpus.ok()) {
+    if (!cpu_limit_ || *cpu->limit_cpus < *cpu_limit_) {
+      cpu_limit_ = *cpu->limit_cpus;
+      cpu_file_ = cgroup_cpu_limit_file(cpu->version);
+      cpu_path_ = cpu->limit_directory.size() > cpu->mount.size()
+                      ? cpu->limit_directory.substr(cpu->mount.size())
+                      : std::string("/");
+    }
+  }
+}
+
+JobCgroupLimits OomWatch::limits() const {
+  JobCgroupLimits out;
+  out.version = version_;
+  out.path = first_path_;
+  const MemoryLimit* tightest = nullptr;
+  for (const auto& [dir, lim] : memory_limits_)
+    if (!tightest || lim.bytes < tightest->bytes) tightest = &lim;
+  if (tightest) {
+    out.memory_limit_bytes = tightest->bytes;
+    out.memory_limit_file = cgroup_memory_limit_file(tightest->version);
+    out.memory_limit_path = tightest->path;
+    const bool v2 = tightest->version == 2;
+    std::ifstream peak(tightest->directory + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
+    std::uint64_t p = 0;
+    if (peak >> p) out.memory_peak_bytes = p;
+    std::optional<std::uint64_t> hits;
+    if (v2) {
+      std::ifstream ev(tightest->directory + "/memory.events");
+      if (ev) hits = parse_keyed_count(std::string{std::istreambuf_iterator<char>(ev), {}}, "oom");
+    } else {
+      std::ifstream fc(tightest->directory + "/memory.failcnt");
+      std::uint64_t n = 0;
+      if (fc >> n) hits = n;
+    }
+    const bool hit = hits && tightest->hits_at_start && *hits > *tightest->hits_at_start;
+    out.memory_limit_oom = v2 && hit;
+    out.memory_limit_reached =
+        hit || (out.memory_peak_bytes && static_cast<double>(*out.memory_peak_bytes) >=
+                                             kLimitReachedFraction * static_cast<double>(tightest->bytes));
+  }
+  out.cpu_limit_cpus = cpu_limit_;
+  out.cpu_limit_file = cpu_file_;
+  out.cpu_limit_path = cpu_path_;
+  return out;
 }
 
 std::optional<std::uint64_t> OomWatch::kills_since_start() const {

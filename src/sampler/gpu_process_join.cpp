@@ -2,17 +2,60 @@
 // GPU process ↔ host process join by (pid, start time); see the rules in gpu_process_join.h.
 #include "trainmon/sampler/gpu_process_join.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <climits>
+#include <fstream>
+#include <string_view>
 
 namespace trainmon {
+
+namespace {
+
+/// PROC_PID_INIT_INO (include/linux/proc_ns.h): the inode of the initial PID namespace.
+constexpr std::string_view kInitPidNamespaceLink = "pid:[4026531836]";
+
+/// An NVML name that NVML can only have read from the local process `p` (its comm, its argv[0] or
+/// the basename of argv[0]).
+bool name_is_local(std::string_view name, const ProcessSample& p) {
+  if (name.empty()) return false;
+  if (name == p.comm) return true;
+  const std::string_view cmd = p.cmdline;
+  const std::string_view argv0 = cmd.substr(0, cmd.find(' '));
+  if (name == argv0 || name == cmd) return true;
+  if (cmd.starts_with(name) && cmd.size() > name.size() && cmd[name.size()] == ' ') return true;
+  const auto slash = argv0.rfind('/');
+  return slash != std::string_view::npos && name == argv0.substr(slash + 1);
+}
+
+/// Whether `pid` exists in this process's PID namespace although /proc did not show it (hidepid):
+/// kill(pid, 0) succeeds or fails with EPERM; ESRCH means there is no such process.
+bool exists_but_hidden(std::uint32_t pid) {
+  if (pid == 0 || pid > static_cast<std::uint32_t>(INT_MAX)) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+}  // namespace
 
 GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
                                 std::vector<ProcessSample>& host_processes, GpuJoinMemory& memory,
                                 double now_boot_s, const GpuJoinOptions& options) {
   GpuJoinStats stats;
+  // Not matched: gone only where the /proc shows every process of the initial namespace.
+  const auto unmatched = [&](GpuProcessSample& g, bool pid_missing) {
+    const bool gone = options.host_pid_namespace == true &&
+                      !(pid_missing && options.probe_missing_pids && exists_but_hidden(g.pid));
+    g.host = gone ? HostVisibility::exited : HostVisibility::not_visible;
+    ++(gone ? stats.exited : stats.not_visible);
+  };
+  // A refused local process with the same number: its name is not the GPU process's.
+  const auto refuse = [&](GpuProcessSample& g, const ProcessSample& p) {
+    if (g.process_name.ok() && name_is_local(*g.process_name, p))
+      g.process_name = Reading<std::string>::fail(ReadStatus::not_available);
+  };
   try {
     std::unordered_map<std::uint32_t, std::size_t> by_pid;
     by_pid.reserve(host_processes.size());
@@ -30,9 +73,19 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
 
     for (auto& g : gpu_processes) {
       const auto h = by_pid.find(g.pid);
-      if (g.pid == 0 || h == by_pid.end() || options.host_pid_namespace == false) {  // rule 4
+      if (g.pid == 0) {
         g.host = HostVisibility::not_visible;
         ++stats.not_visible;
+        continue;
+      }
+      if (options.host_pid_namespace == false) {  // rule 4: our numbers are not NVML's
+        g.host = HostVisibility::not_visible;
+        ++stats.not_visible;
+        if (h != by_pid.end()) refuse(g, host_processes[h->second]);
+        continue;
+      }
+      if (h == by_pid.end()) {
+        unmatched(g, true);
         continue;
       }
       ProcessSample& p = host_processes[h->second];
@@ -42,9 +95,11 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
       const bool started_after_listed =
           p.start_time_boot_s > e.first_seen_boot_s + options.start_tolerance_s;  // 2
       if (reused_since_bound || started_after_listed || p.state == 'X') {
-        g.host = HostVisibility::not_visible;
-        ++stats.not_visible;
-        if (p.state != 'X') ++stats.pid_reused;
+        unmatched(g, false);
+        if (p.state != 'X') {
+          ++stats.pid_reused;
+          refuse(g, p);
+        }
         continue;
       }
       e.bound_start_ticks = p.start_time_ticks;
@@ -81,12 +136,38 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
   return stats;
 }
 
-std::optional<bool> detect_host_pid_namespace(const std::string& proc_root) {
-  char buf[64] = {};
-  const std::string link = proc_root + "/self/ns/pid";
-  const ssize_t n = ::readlink(link.c_str(), buf, sizeof buf - 1);
-  if (n <= 0) return std::nullopt;
-  return std::string_view(buf, static_cast<std::size_t>(n)) == "pid:[4026531836]";
+ProcPidNamespace detect_proc_pid_namespace(const std::string& proc_root) {
+  ProcPidNamespace ns;
+  const auto link = [&](const std::string& path) -> std::optional<std::string> {
+    char buf[64] = {};
+    const ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) return std::nullopt;
+    return std::string(buf, static_cast<std::size_t>(n));
+  };
+  // NSpid of self: one entry when the tree is our own namespace (Linux >= 4.1 has the line).
+  std::optional<std::size_t> nspid_entries;
+  {
+    std::ifstream in(proc_root + "/self/status");
+    for (std::string line; in && std::getline(in, line);) {
+      if (!line.starts_with("NSpid:")) continue;
+      std::size_t n = 0;
+      bool in_word = false;
+      for (char c : std::string_view(line).substr(6)) {
+        const bool digit = c >= '0' && c <= '9';
+        if (digit && !in_word) ++n;
+        in_word = digit;
+      }
+      nspid_entries = n;
+      break;
+    }
+  }
+  ns.own = nspid_entries == 1u;
+  if (const auto init = link(proc_root + "/1/ns/pid")) {
+    ns.initial = *init == kInitPidNamespaceLink;
+  } else if (ns.own || !nspid_entries) {  // no NSpid line (Linux < 4.1): as before, our own tree
+    if (const auto self = link(proc_root + "/self/ns/pid")) ns.initial = *self == kInitPidNamespaceLink;
+  }
+  return ns;
 }
 
 }  // namespace trainmon

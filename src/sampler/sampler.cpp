@@ -21,7 +21,9 @@ Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
   if (options_.collect_gpus) backend_ = open_nvml_backend(options_.backend);
   if (options_.collect_host) {
     host_ = std::make_unique<HostCollector>(options_.host);
-    join_options_.host_pid_namespace = detect_host_pid_namespace(options_.host.proc_root);
+    const ProcPidNamespace ns = detect_proc_pid_namespace(options_.host.proc_root);
+    join_options_.host_pid_namespace = ns.initial;
+    join_options_.probe_missing_pids = ns.own && ns.initial == true;
   }
 }
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include <nlohmann/json.hpp>
+
 #include "trainmon/ipc/train_message.h"
 #include "trainmon/store/job_gpus.h"
 #include "trainmon/store/train_rows.h"
@@ -283,9 +285,12 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           pt.used_mib = v.mib("used_memory_bytes");
           pt.sm_util_pct = v.plain("sm_util_pct");
           const auto hv = v.raw("host_visibility");
-          pt.host =
-              hv == kNull || hv < 0 || hv > 3 ? HostVisibility::unknown : static_cast<HostVisibility>(hv);
-          pt.in_job = s.in_job;
+          pt.host = hv == kNull || hv < 0 || hv > static_cast<std::int64_t>(HostVisibility::exited)
+                        ? HostVisibility::unknown
+                        : static_cast<HostVisibility>(hv);
+          // A pid the join did not match to the job's local process is not the job's, whatever the
+          // series says (stores written before the recorder checked this marked it by number).
+          pt.in_job = s.in_job && (pt.host == HostVisibility::unknown || joined_to_host(pt.host));
           procs.emplace_back(*s.gpu_index, pt);
         });
         break;
@@ -382,6 +387,15 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
     f.exit_status = info->exit_code;
   }
   f.oom_killed = info->status == "oom_killed";
+  // The job's cgroup limit and where the OOM verdict put the kill (recorder::RunSummary's JSON keys
+  // "cgroup".memory_limit_bytes and "oom_at_cgroup_limit").
+  if (const auto sj = nlohmann::json::parse(info->summary_json, nullptr, false); sj.is_object()) {
+    f.oom_at_cgroup_limit = sj.value("oom_at_cgroup_limit", false);
+    if (const auto c = sj.find("cgroup"); c != sj.end() && c->is_object()) {
+      if (const auto b = c->find("memory_limit_bytes"); b != c->end() && b->is_number())
+        f.cgroup_memory_limit_mib = b->get<double>() / kMiB;
+    }
+  }
   f.gpus = job_gpus(*info);
   f.root_pid = root_pid;
   return out;

@@ -197,7 +197,7 @@ const Field<GpuProcessSample> kGpuProcess[] = {
     {{"mem_util_pct"}, [](const GpuProcessSample& p) { return v(p.mem_util_pct); }},
     {{"enc_util_pct"}, [](const GpuProcessSample& p) { return v(p.enc_util_pct); }},
     {{"dec_util_pct"}, [](const GpuProcessSample& p) { return v(p.dec_util_pct); }},
-    // HostVisibility as an integer: 0 unknown, 1 visible, 2 not visible, 3 zombie (D9 offline).
+    // HostVisibility as an integer: 0 unknown, 1 visible, 2 not visible, 3 zombie, 4 exited (D9 offline).
     {{"host_visibility"}, [](const GpuProcessSample& p) { return static_cast<std::int64_t>(p.host); }},
 };
 

@@ -11,21 +11,33 @@ namespace trainmon::tui {
 
 namespace {
 
-void move_selection(UiState& ui, const KeyContext& ctx, int delta, bool absolute = false) {
-  if (ctx.pids.empty()) return;
-  int cur = 0;
-  for (std::size_t i = 0; i < ctx.pids.size(); ++i)
-    if (ctx.pids[i] == ui.selected_pid) cur = static_cast<int>(i);
-  int next = absolute ? delta : cur + delta;
-  next = std::clamp(next, 0, static_cast<int>(ctx.pids.size()) - 1);
-  ui.selected_pid = ctx.pids[static_cast<std::size_t>(next)];
+/// Row `i` has no local process (a driver-listed pid of another namespace, or exited).
+bool no_local(const KeyContext& ctx, std::size_t i) {
+  return i < ctx.start_times_ticks.size() && !ctx.start_times_ticks[i].has_value();
 }
 
 int selected_index(const UiState& ui, const KeyContext& ctx) {
   if (ctx.pids.empty()) return -1;
-  for (std::size_t i = 0; i < ctx.pids.size(); ++i)
-    if (ctx.pids[i] == ui.selected_pid) return static_cast<int>(i);
-  return 0;
+  int same_pid = -1;  // a row with the pid but of the other kind: next best
+  for (std::size_t i = 0; i < ctx.pids.size(); ++i) {
+    if (ctx.pids[i] != ui.selected_pid) continue;
+    if (no_local(ctx, i) == ui.selected_no_local) return static_cast<int>(i);
+    if (same_pid < 0) same_pid = static_cast<int>(i);
+  }
+  return same_pid >= 0 ? same_pid : 0;
+}
+
+void select(UiState& ui, const KeyContext& ctx, std::size_t i) {
+  ui.selected_pid = ctx.pids[i];
+  ui.selected_no_local = no_local(ctx, i);
+}
+
+void move_selection(UiState& ui, const KeyContext& ctx, int delta, bool absolute = false) {
+  if (ctx.pids.empty()) return;
+  const int cur = selected_index(ui, ctx);
+  int next = absolute ? delta : cur + delta;
+  next = std::clamp(next, 0, static_cast<int>(ctx.pids.size()) - 1);
+  select(ui, ctx, static_cast<std::size_t>(next));
 }
 
 void set_sort(UiState& ui, SortKey key) {
@@ -197,7 +209,14 @@ KeyResult handle_key(UiState& ui, int key, const KeyContext& ctx) {
         ui.message = "no process selected";
         return {KeyResult::redraw};
       }
-      ui.selected_pid = ctx.pids[static_cast<std::size_t>(i)];
+      select(ui, ctx, static_cast<std::size_t>(i));
+      if (no_local(ctx, static_cast<std::size_t>(i))) {
+        // Nothing here to signal: the number is the driver's, not a process of this namespace.
+        ui.message = "pid " + std::to_string(ui.selected_pid) +
+                     " has no process in this PID namespace (not visible from here, or exited): "
+                     "nothing to signal";
+        return {KeyResult::redraw};
+      }
       ui.dialog = {};
       ui.dialog.stage = DialogStage::confirm_term;
       ui.dialog.pid = ui.selected_pid;

@@ -62,7 +62,8 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     std::uint32_t pid = 0;
     std::vector<unsigned> gpus;  ///< ascending, unique
     double mem = -1, sm = -1;
-    bool not_visible = false, zombie = false;
+    bool joined = false;  ///< the join matched it to the local process with this pid
+    bool exited = false, zombie = false;
     bool listed = false;  ///< has a row from snap.processes
     std::string name;
   };
@@ -85,7 +86,8 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
       a.gpus.insert(g, gp.gpu_index);
     if (gp.used_memory_bytes) a.mem = std::max(0.0, a.mem) + static_cast<double>(*gp.used_memory_bytes);
     if (gp.sm_util_pct) a.sm = std::max(0.0, a.sm) + static_cast<double>(*gp.sm_util_pct);
-    if (gp.host == HostVisibility::not_visible) a.not_visible = true;
+    if (joined_to_host(gp.host)) a.joined = true;
+    if (gp.host == HostVisibility::exited) a.exited = true;
     if (gp.host == HostVisibility::zombie) a.zombie = true;
     if (a.name.empty() && gp.process_name) a.name = *gp.process_name;
   }
@@ -103,8 +105,11 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     r.ghost = a.zombie;
   };
   for (const auto& p : snap.processes) {
+    // Only a GPU process the join matched is this local process; an unmatched one with the same
+    // number (another PID namespace, or exited) gets its own row below.
     GpuAgg* a = find_gpu(p.pid);
-    const bool on_gpu = a != nullptr && !a->not_visible;
+    if (a != nullptr && !a->joined) a = nullptr;
+    const bool on_gpu = a != nullptr;
     if (ui.view == ProcessView::gpu && !on_gpu) continue;
     ProcessRow r;
     r.pid = p.pid;
@@ -120,7 +125,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     if (a != nullptr) a->listed = true;
     rows.push_back(std::move(r));
   }
-  // Driver-listed processes that have no row here: not visible from this PID namespace, or gone.
+  // Driver-listed processes without a local process: not visible from this PID namespace, or gone.
   for (const auto& a : gpu) {
     if (a.listed) continue;
     ProcessRow r;
@@ -128,7 +133,8 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     r.user = "?";
     r.command = a.name.empty() ? "?" : a.name;
     fill_gpu(r, a);
-    r.not_visible = true;
+    r.exited = a.exited;
+    r.not_visible = !a.exited;
     rows.push_back(std::move(r));
   }
 
@@ -196,9 +202,13 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
 
 int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcept {
   if (rows.empty()) return -1;
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].pid == ui.selected_pid) return static_cast<int>(i);
-  return 0;
+  int same_pid = -1;  // a row with the pid but of the other kind: next best
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].pid != ui.selected_pid) continue;
+    if (!rows[i].start_time_ticks.has_value() == ui.selected_no_local) return static_cast<int>(i);
+    if (same_pid < 0) same_pid = static_cast<int>(i);
+  }
+  return same_pid >= 0 ? same_pid : 0;
 }
 
 namespace {
@@ -225,6 +235,7 @@ std::string cell_text(const ProcessRow& r, SortKey key) {
     case SortKey::command: {
       std::string c = r.tree_prefix + r.command;
       if (r.not_visible) c = "[not visible] " + c;
+      if (r.exited) c = "[exited] " + c;
       if (r.ghost) c = "[ghost] " + c;
       return c;
     }
@@ -304,7 +315,7 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
     if (idx >= static_cast<int>(rows.size())) break;
     const auto& r = rows[static_cast<std::size_t>(idx)];
     const int y = top + 1 + i;
-    const Style base = r.not_visible || r.ghost ? Style::dim : Style::normal;
+    const Style base = r.not_visible || r.exited || r.ghost ? Style::dim : Style::normal;
     x = 0;
     for (const auto& c : cols) {
       Style s = base;

@@ -107,10 +107,16 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
     out.keys.commands.push_back(r.command);
     out.keys.start_times_ticks.push_back(r.start_time_ticks);
   }
-  if (ui.selected_pid == 0 && !rows.empty()) ui.selected_pid = rows.front().pid;
-  if (selected_row(rows, ui) == 0 && !rows.empty() && rows.front().pid != ui.selected_pid) {
-    // The selected process left the list: select the row now on top instead.
+  const auto select_first = [&] {
     ui.selected_pid = rows.front().pid;
+    ui.selected_no_local = !rows.front().start_time_ticks.has_value();
+  };
+  if (ui.selected_pid == 0 && !rows.empty()) select_first();
+  if (selected_row(rows, ui) == 0 && !rows.empty() &&
+      (rows.front().pid != ui.selected_pid ||
+       !rows.front().start_time_ticks.has_value() != ui.selected_no_local)) {
+    // The selected process left the list: select the row now on top instead.
+    select_first();
   }
 
   if (ui.dialog.stage != DialogStage::none) draw_signal_dialog(cv, ui);

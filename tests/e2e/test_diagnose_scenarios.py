@@ -71,6 +71,9 @@ def runs(tmp_path_factory):
             env["TRAINMON_NVML_LIBRARY"] = FAKE
             env["TRAINMON_FAKE_NVML_SCENARIO"] = os.path.join(SCEN, name + ".json")
             env["CUDA_VISIBLE_DEVICES"] = cvd
+            # The scenarios' intent is in NVML (PCI bus) order: say so, as CUDA needs it said
+            # (without it an integer is no evidence of a wrong device: test_cuda_order.py).
+            env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
             cmd = ["/usr/bin/python3", "-c", LEAK] if name.startswith("d3-") else ["sleep", "20"]
             db = str(d / "runs.db")
             args = [BIN, "run"]

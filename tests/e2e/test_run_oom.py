@@ -3,6 +3,7 @@
 reported as an OOM kill, from the cgroup's oom_kill count. Needs a writable cgroup (we run as root
 in CI): a cgroup v2 child under /sys/fs/cgroup, a v1 memory cgroup, or `systemd-run --scope`."""
 
+import json
 import os
 import sys
 import uuid
@@ -80,7 +81,26 @@ def test_oom_kill_is_reported(tmp_path):
     assert p.returncode == 137, p.stderr
     assert "killed by the kernel OOM killer at 00:00:" in p.stderr, p.stderr
     assert "the job's RSS was" in p.stderr
+    # The limit is read and shown, and the kill is explained with it, not with the host's memory.
+    path = "/" + os.path.basename(cg)
+    limit_file = "memory.max" if os.path.exists(os.path.join(os.path.dirname(cg), "cgroup.controllers")) \
+        else "memory.limit_in_bytes"
+    limit = f"memory 64.0 MiB ({limit_file} of {path})"
+    assert f"trainmon: the job's cgroup limits it to {limit}" in p.stderr, p.stderr
+    assert f"  cgroup limits: {limit}" in p.stderr, p.stderr
+    assert (f"the job's memory cgroup reached its limit of 64.0 MiB ({limit_file} of cgroup {path}), "
+            "not the host's memory") in p.stderr, p.stderr
     [r] = runs_json(tmp_path / "t.db")
     assert r["status"] == "oom_killed" and r["exit_signal"] == 9 and r["exit_code"] == 137
+    assert r["summary"]["cgroup"]["memory_limit_bytes"] == LIMIT, r["summary"]
+    assert r["summary"]["oom_at_cgroup_limit"] is True, r["summary"]
     show = run(["show", "last"], tmp_path / "t.db")
     assert "oom_killed" in show.stdout
+    assert f"  cgroup:   {limit} (the OOM kill was at this memory limit)" in show.stdout, show.stdout
+    # The diagnosis (from the store) names the limit too, and does not blame the host's RAM.
+    d = run(["diagnose", "last", "--json"], tmp_path / "t.db")
+    assert d.returncode == 0, d.stderr
+    [d20] = [f for f in json.loads(d.stdout) if f["code"] == "D20"]
+    assert "at its memory cgroup's limit of 64 MiB" in d20["evidence"], d20
+    assert d20["numbers"]["cgroup_memory_limit_mib"] == 64, d20
+    assert "Host RAM ran out" not in d20["advice"], d20

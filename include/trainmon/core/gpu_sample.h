@@ -174,13 +174,40 @@ struct GpuSample {
   Reading<double> gpm_nvlink_rx_mib_s;
 };
 
-/// How a GPU process is seen from this host's /proc (the join with host processes).
+/// How a GPU process is seen from the /proc trainmon reads (the join with host processes; the rules
+/// and the evidence for each value are in include/trainmon/sampler/gpu_process_join.h). Stored as
+/// its integer value (series_fields.cpp): keep the numbers.
 enum class HostVisibility : std::uint8_t {
-  unknown = 0,  ///< not joined yet
-  visible,      ///< same pid and a start time consistent with the GPU context
-  not_visible,  ///< no such pid here (other PID namespace / container, or exited)
-  zombie,       ///< pid exists in state Z: holds no CPU yet NVML still lists it
+  unknown = 0,  ///< not joined (no host collection)
+  visible,      ///< the local process with this pid is the GPU process (pid and start time agree)
+  /// Not visible from this PID namespace: no local process can be shown to be it, and it may well be
+  /// alive elsewhere (our /proc is a container's, or hides other users' processes). A local process
+  /// with the same number is another process. Never a ghost, never signalled.
+  not_visible,
+  zombie,  ///< the local process with this pid, in state Z: holds no CPU yet NVML still lists it
+  /// Gone: our /proc shows every process of the initial PID namespace and this pid is not among them
+  /// (or now belongs to a process started after NVML listed it): the context outlived its process.
+  exited,
 };
+
+/// Whether the join matched the GPU process to the local process with the same pid (visible or
+/// zombie). Only then may a view put that local process's user, command line, RSS or CPU next to the
+/// GPU process, count it as a process of a job, or offer to signal it.
+constexpr bool joined_to_host(HostVisibility v) noexcept {
+  return v == HostVisibility::visible || v == HostVisibility::zombie;
+}
+
+/// Stable lower-case name: "unknown", "visible", "not_visible", "zombie", "exited".
+constexpr const char* host_visibility_name(HostVisibility v) noexcept {
+  switch (v) {
+    case HostVisibility::visible: return "visible";
+    case HostVisibility::not_visible: return "not_visible";
+    case HostVisibility::zombie: return "zombie";
+    case HostVisibility::exited: return "exited";
+    case HostVisibility::unknown: break;
+  }
+  return "unknown";
+}
 
 /// One process on one GPU (nvmlDeviceGet{Compute,Graphics}RunningProcesses + ProcessUtilization).
 struct GpuProcessSample {

@@ -148,8 +148,12 @@ struct JobFacts {
   std::optional<int> exit_status;  ///< exit code when it exited normally
   std::optional<int> signal;       ///< terminating signal (9 = SIGKILL)
   bool oom_killed = false;         ///< the kernel OOM killer ended it (cgroup events / dmesg)
-  std::vector<unsigned> gpus;      ///< GPU indices the job is meant to use (CUDA_VISIBLE_DEVICES,
-                                   ///< --device); empty = unknown, detectors infer from processes
+  /// The OOM kill was at the job's memory cgroup limit, not the host's RAM (runner::OomVerdict).
+  bool oom_at_cgroup_limit = false;
+  /// The job's effective memory cgroup limit (memory.max / memory.limit_in_bytes), MiB; unset: none.
+  std::optional<double> cgroup_memory_limit_mib;
+  std::vector<unsigned> gpus;  ///< GPU indices the job is meant to use (CUDA_VISIBLE_DEVICES,
+                               ///< --device); empty = unknown, detectors infer from processes
   std::uint32_t root_pid = 0;
 };
 

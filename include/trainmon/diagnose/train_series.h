@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "trainmon/diagnose/cuda_devices.h"
+
 namespace trainmon::diagnose {
 
 /// What the training loop was doing when it last reported (the `phase` of a window or heartbeat).
@@ -162,22 +164,14 @@ TrainStats train_stats(const TrainSeries& series, double t0 = -std::numeric_limi
 
 // ---- which GPU a rank uses ------------------------------------------------------------------------
 
-/// What resolve_rank_gpu needs to know about one NVML GPU.
-struct NvmlGpuRef {
-  unsigned index = 0;                  ///< NVML index (NVML enumerates in PCI bus order)
-  std::string uuid;                    ///< "GPU-..." (empty when unknown)
-  std::vector<std::string> mig_uuids;  ///< its MIG devices' UUIDs ("MIG-...")
-  /// Processes NVML lists on it now: pid and the GPU memory it holds (bytes; 0 when not known).
-  std::vector<std::pair<std::uint32_t, std::uint64_t>> procs;
-};
-
 /// The NVML index of the GPU rank `id` uses, from the strongest evidence available:
 ///  1. its pid in a GPU's process list (what the driver sees); on several GPUs (a DDP rank also opens
 ///     a small context on GPU 0 when it touches it), the one where it holds the most memory;
 ///  2. `gpu_uuid` equal to a GPU's (or one of its MIG devices') UUID;
 ///  3. CUDA_VISIBLE_DEVICES entry number `cuda_device` (0 when not given and the list has one entry)
 ///     when it is a UUID (GPU-... / MIG-..., prefixes accepted as CUDA does), or an integer and
-///     CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA's default order is fastest first, which NVML does not know);
+///     CUDA_DEVICE_ORDER=PCI_BUS_ID (CUDA's default order is fastest first, which NVML does not know):
+///     cuda_visible_entries and nvml_index_of_cuda_entry (cuda_devices.h, shared with store::job_gpus);
 ///  4. `cuda_device` itself without CUDA_VISIBLE_DEVICES, when CUDA_DEVICE_ORDER=PCI_BUS_ID or the
 ///     machine has one GPU.
 /// nullopt when none applies: never a guess from an integer alone.

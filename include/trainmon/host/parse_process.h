@@ -76,8 +76,12 @@ struct CgroupLine {
 /// Parses /proc/PID/cgroup; malformed lines are skipped.
 std::vector<CgroupLine> parse_cgroup(std::string_view text);
 
-/// The path a process is accounted under for memory: the v1 "memory" controller's line when present
-/// (v1 or hybrid), else the v2 "0::" line. nullopt when neither is present.
+/// The path a process is accounted under for `controller` ("memory", "cpu"): the v1 line whose
+/// controller list holds it when present (v1 or hybrid), else the v2 "0::" line. nullopt when neither
+/// is present.
+std::optional<CgroupLine> controller_cgroup_line(const std::vector<CgroupLine>& lines,
+                                                 std::string_view controller);
+/// controller_cgroup_line(lines, "memory").
 std::optional<CgroupLine> memory_cgroup_line(const std::vector<CgroupLine>& lines);
 
 /// The container id in a cgroup path: the last run of exactly 64 hex digits bounded by non-hex

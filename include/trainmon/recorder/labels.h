@@ -22,6 +22,7 @@ inline constexpr std::string_view kLabelEnvVars[] = {
     "SLURM_JOB_PARTITION",
     "TORCHELASTIC_RUN_ID",
     "CUDA_VISIBLE_DEVICES",
+    "CUDA_DEVICE_ORDER",  // PCI_BUS_ID makes CUDA_VISIBLE_DEVICES integers NVML indices (job_gpus.h)
     "NVIDIA_VISIBLE_DEVICES",
     "WORLD_SIZE",
     "LOCAL_WORLD_SIZE",

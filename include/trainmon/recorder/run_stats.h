@@ -11,6 +11,7 @@
 
 #include "trainmon/core/snapshot.h"
 #include "trainmon/recorder/resource_line.h"
+#include "trainmon/runner/oom.h"
 
 namespace trainmon::recorder {
 
@@ -35,6 +36,11 @@ struct RunSummary {
   std::optional<std::uint64_t> peak_job_processes;
   std::optional<std::uint64_t> min_available_recent_bytes;  ///< lowest MemAvailable of the last 10 ticks
   std::optional<std::uint64_t> memory_total_bytes;
+  /// The job's cgroup limits (`run`: runner::OomWatch::limits at the end; version 0 when none was
+  /// read). JSON "cgroup" (null when version is 0).
+  runner::JobCgroupLimits cgroup;
+  /// The OOM verdict put the kill at the memory cgroup's limit (runner::OomVerdict::at_cgroup_limit).
+  bool oom_at_cgroup_limit = false;
 };
 
 class RunStats {
@@ -67,8 +73,8 @@ std::string summary_to_json(const RunSummary& s);
 /// Parse what summary_to_json wrote; an empty summary for empty or malformed text.
 RunSummary summary_from_json(const std::string& json);
 
-/// The lines printed when a run ends (each ends with '\n'): duration, status, GPUs, job peaks,
-/// findings, run id.
+/// The lines printed when a run ends (each ends with '\n'): duration, status, GPUs, job peaks, the
+/// job's cgroup limits when set, findings, run id.
 std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
                            std::optional<std::int64_t> findings);
 

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The join between the processes NVML lists on each GPU and the processes of this host's /proc.
+// The join between the processes NVML lists on each GPU and the processes of the /proc trainmon reads.
 //
-// NVML reports a PID (of the initial PID namespace) and nothing that identifies the process over
-// time. A bare PID match is wrong in three cases: the process lives in another PID namespace (a
-// container: the number means another process here, or nothing), it exited and the number was reused
-// by an unrelated process, or trainmon itself runs in a child PID namespace. The join therefore uses
-// the identity (pid, start time) and a small memory kept across ticks:
+// NVML reports each process by its pid in the initial PID namespace (the driver does not translate
+// pids into a container's namespace: NVIDIA/nvidia-docker#1483, NVIDIA/gpu-monitoring-tools#63) and
+// nothing that identifies the process over time. A bare pid match is wrong in three cases: the process lives
+// in another PID namespace (a container: the number means another process here, or nothing), it
+// exited and the number was reused by an unrelated process, or trainmon itself reads the /proc of a
+// child PID namespace (runs in a container). The join therefore uses the identity (pid, start time),
+// the namespace of the /proc it reads, and a small memory kept across ticks:
 //
 //  1. Each GPU pid gets an entry the first time it is listed: first_seen = now (CLOCK_BOOTTIME
 //     seconds, i.e. HostSample::uptime_s of the same tick). An entry not listed for more than
@@ -14,11 +16,28 @@
 //     first_seen + start_tolerance_s: a process that started after the GPU process was already listed
 //     cannot be it (it reused the number, or the GPU process is in another namespace).
 //  3. Once matched, the entry is bound to that process's start time. A later tick that finds a
-//     different start time at the same pid means the GPU process exited and the pid was reused:
-//     not_visible, never the new process.
-//  4. When trainmon's own /proc is in a child PID namespace (`host_pid_namespace` false) NVML's PIDs
-//     are not ours: every GPU process is not_visible.
-// Not covered: a reuse that happens before the first sighting (NVML lists a pid, and by the time we
+//     different start time at the same pid means the GPU process exited and the pid was reused,
+//     never the new process.
+//  4. When the /proc we read is a child PID namespace's (`host_pid_namespace` false) NVML's pids are
+//     not its numbers: no GPU process is matched to a local process, whatever the number.
+//
+// What an unmatched GPU process is called ("not visible from here" or "gone") depends on what this
+// /proc can see, and is decided from evidence, never from the absence alone:
+//  - `exited` (gone) only when the /proc shows the initial PID namespace (`host_pid_namespace` true):
+//    there every living process has its pid directory, so a listed pid with none (or state X) has
+//    exited, and one refused by rules 2 or 3 now belongs to another process. When the /proc is also
+//    this process's own namespace (`probe_missing_pids`) a missing pid is confirmed with kill(pid, 0):
+//    EPERM or success means it exists but is hidden (hidepid=), hence `not_visible`.
+//  - `not_visible` in every other case: a child namespace (a container: the job's own GPU processes
+//    are among them, under host pids we cannot see), an unknown namespace (fixture trees, an
+//    unreadable ns link), or a hidden pid. Such a process is never a ghost and never signalled.
+// NVML reads a process's name from /proc/PID of the caller's mount namespace (nvidia-smi in a
+// container shows names only with the host's /proc mounted): when the join refuses a local process
+// with the same pid, an NVML name equal to that process's comm or argv[0] is that process's name, not
+// the GPU process's, and is dropped (ReadStatus::not_available).
+// Not covered: a driver that did translate pids into the caller's namespace would have its
+// container-local pids refused by rule 4 too (shown not_visible: less said, nothing wrong said); a
+// reuse that happens before the first sighting (NVML lists a pid, and by the time we
 // first see it the pid already belongs to a process started earlier than that sighting) — rare, since
 // a listed GPU context keeps its process alive; and a reuse within start_tolerance_s of first_seen.
 // Every GPU process gets a HostVisibility; none is dropped.
@@ -42,8 +61,13 @@ struct GpuJoinOptions {
   double start_tolerance_s = 1.0;
   /// An entry not listed by NVML for longer than this is forgotten (seconds).
   double forget_after_s = 10.0;
-  /// Whether our /proc shows the initial PID namespace (detect_host_pid_namespace); nullopt: assume so.
+  /// Whether the /proc read shows the initial PID namespace (ProcPidNamespace::initial). nullopt
+  /// (unknown): pids are matched as if it did (rules 1-3), but an unmatched pid is only not_visible.
   std::optional<bool> host_pid_namespace;
+  /// Confirm a pid missing from /proc with kill(pid, 0) before calling it exited (hidepid hides
+  /// other users' processes). Only valid when the /proc read is this process's own namespace and
+  /// the initial one (ProcPidNamespace::own and ::initial): else kill(2) numbers other processes.
+  bool probe_missing_pids = false;
 };
 
 /// What the join remembers about one GPU pid across ticks.
@@ -59,21 +83,36 @@ struct GpuJoinMemory {
 };
 
 struct GpuJoinStats {
-  std::size_t visible = 0, not_visible = 0, zombie = 0;
+  std::size_t visible = 0, not_visible = 0, zombie = 0, exited = 0;
   std::size_t pid_reused = 0;  ///< matches refused by the start-time rules (2 and 3)
 };
 
-/// Sets `host` on every GPU process (visible / not_visible / zombie), fills a missing process_name
-/// from the host comm, and on each matched host process appends the GPU index to gpu_indices and adds
-/// the GPU memory to gpu_memory_bytes. `host_processes` must contain the GPU pids (collect them with
-/// HostCollector, pids = the GPU pids); `now_boot_s` is HostSample::uptime_s of the same tick, read
-/// after NVML's process list. Never throws.
+/// Sets `host` on every GPU process (visible / zombie / not_visible / exited), fills a missing
+/// process_name from the host comm of a matched process (drops one copied from a refused one), and
+/// on each matched host process appends the GPU index to gpu_indices and adds the GPU memory to
+/// gpu_memory_bytes; a host process that is not matched is left untouched. `host_processes` must contain the
+/// GPU pids (collect them with HostCollector, pids = the GPU pids); `now_boot_s` is HostSample::uptime_s of
+/// the same tick, read after NVML's process list. Never throws.
 GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
                                 std::vector<ProcessSample>& host_processes, GpuJoinMemory& memory,
                                 double now_boot_s, const GpuJoinOptions& options = {});
 
-/// Whether `proc_root`/self/ns/pid is the initial PID namespace (inode 0xEFFFFFFC, PROC_PID_INIT_INO).
-/// nullopt when the link cannot be read (fixture trees, very old kernels).
-std::optional<bool> detect_host_pid_namespace(const std::string& proc_root);
+/// The PID namespace of a /proc tree, as far as it can be told.
+struct ProcPidNamespace {
+  /// Whether the tree shows the initial PID namespace (every process, numbered as NVML numbers
+  /// them); nullopt when it cannot be told (a fixture tree, no permission, a kernel before 3.8).
+  std::optional<bool> initial;
+  /// Whether it is this process's own PID namespace: `proc_root`/self/status has a one-entry NSpid
+  /// (proc(5): NSpid lists the pid in each namespace from the one of the /proc mount down to the
+  /// process's own), so kill(2) and /proc agree on numbers.
+  bool own = false;
+};
+
+/// Reads the namespace of `proc_root` ("/proc"). The initial namespace is recognised by its fixed
+/// inode 0xEFFFFFFC (PROC_PID_INIT_INO, include/linux/proc_ns.h, Linux >= 3.8) in the link
+/// `ns/pid` of the tree's pid 1 (init of the namespace the /proc mount belongs to, so right also
+/// for a /proc mounted from an ancestor namespace; needs ptrace access to pid 1, i.e. root), else of
+/// `self` when the tree is our own namespace. Never throws.
+ProcPidNamespace detect_proc_pid_namespace(const std::string& proc_root);
 
 }  // namespace trainmon

@@ -30,8 +30,11 @@ struct ProcessRow {
   double rss_bytes = -1;
   double elapsed_s = -1;
   std::string command;  ///< command line, else comm, else the driver's process name
-  /// Listed by the driver but without a process here (another PID namespace, or exited).
+  /// Listed by the driver, no local process shown to be it, and not known to be gone: it is not
+  /// visible from this PID namespace (HostVisibility::not_visible). Never offered for signalling.
   bool not_visible = false;
+  /// Listed by the driver but its process has exited (HostVisibility::exited): ghost memory.
+  bool exited = false;
   /// Zombie that still holds GPU memory: "ghost memory" (MISSION.md D9).
   bool ghost = false;
   int depth = 0;            ///< tree view: nesting level
@@ -43,7 +46,9 @@ struct ProcessRow {
 /// follow their parent (a row whose parent is not listed is a root); siblings follow the sort key.
 std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8);
 
-/// Index of the selected row: the row whose pid is ui.selected_pid, else 0; -1 when `rows` is empty.
+/// Index of the selected row: the row whose pid is ui.selected_pid and whose lack of a local process
+/// matches ui.selected_no_local (a GPU row of another namespace can share its number with a local
+/// process's row), else the first row with that pid, else 0; -1 when `rows` is empty.
 int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcept;
 
 /// Draws the header and as many rows as fit into rows [top, top + height) of `canvas`, scrolled so

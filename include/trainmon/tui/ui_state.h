@@ -54,9 +54,12 @@ struct UiState {
   InputMode input = InputMode::none;
   std::string input_buffer;        ///< text typed so far in a prompt
   std::uint32_t selected_pid = 0;  ///< 0: the first row
-  int scroll = 0;                  ///< first process row shown
-  int interval_ms = 1000;          ///< sampling interval (100 ms .. 10 s)
-  bool help = false;               ///< help overlay shown
+  /// The selected row is a driver-listed process without a local process (no start time): with
+  /// selected_pid, tells it from a local process that has the same number.
+  bool selected_no_local = false;
+  int scroll = 0;          ///< first process row shown
+  int interval_ms = 1000;  ///< sampling interval (100 ms .. 10 s)
+  bool help = false;       ///< help overlay shown
   SignalDialog dialog;
   std::string message;  ///< one-line notice on the bottom line until the next key
   bool quit = false;

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // D9 ghost-gpu-process (MISSION §4 D9), two signatures per (GPU, pid):
-//  (a) the driver lists the pid holding memory but it is not visible on this host or is a zombie,
-//      for ghost_for_s;
+//  (a) the driver lists the pid holding memory but it has exited (HostVisibility::exited: gone from a
+//      /proc that shows every process) or is a zombie, for ghost_for_s. A pid merely not visible from
+//      this PID namespace (a container's view: the job's own GPU processes look like that) is no
+//      ghost, so it gets no finding and no advice to end it;
 //  (b) a process outside the job holds >= job_gpu_min_mib at 0 % SM (or, without per-process SM,
 //      on a GPU at <= idle_util_pct) for idle_holder_for_s.
 // The advice names the pid and how to end it; trainmon never resets a GPU.
@@ -29,7 +31,7 @@ std::vector<Finding> detect_ghost_processes(const RunSeries& s, const Thresholds
         bool zombie = false;
         for (const auto* p : ticks) {
           if (kind == 0) {
-            const bool ghost = p->host == HostVisibility::not_visible || p->host == HostVisibility::zombie;
+            const bool ghost = p->host == HostVisibility::exited || p->host == HostVisibility::zombie;
             cond[p->tick] = ghost && (na(p->used_mib) || p->used_mib > 0);
             zombie = zombie || p->host == HostVisibility::zombie;
           } else {
@@ -53,10 +55,10 @@ std::vector<Finding> detect_ghost_processes(const RunSeries& s, const Thresholds
           put(f.numbers, "pid", pid);
           if (kind == 0) {
             f.numbers["zombie"] = zombie ? 1 : 0;
-            f.evidence = fmt::format("pid {} holds {} MiB on GPU{} for {} but is {} on this host", pid,
-                                     num(mem), g.index, dur(s.t[ep.i1] - s.t[ep.i0]),
-                                     zombie ? "a zombie (exited, not reaped)"
-                                            : "not visible (exited, or in another container/PID namespace)");
+            f.evidence = fmt::format(
+                "pid {} holds {} MiB on GPU{} for {} but is {} on this host", pid, num(mem), g.index,
+                dur(s.t[ep.i1] - s.t[ep.i0]),
+                zombie ? "a zombie (exited, not reaped)" : "gone (exited: no such process on this host)");
             f.advice = zombie
                            ? fmt::format(
                                  "End the zombie's parent so it is reaped: `ps -o ppid= -p {0}` then "
@@ -64,10 +66,11 @@ std::vector<Finding> detect_ghost_processes(const RunSeries& s, const Thresholds
                                  "Do not reset the GPU while other jobs use it.",
                                  pid)
                            : fmt::format(
-                                 "Find pid {0} where it is visible (the host or its container: `nvidia-smi "
-                                 "--query-compute-apps=pid,used_memory,process_name --format=csv`, "
-                                 "`fuser -v /dev/nvidia*`) and end it with `kill -TERM {0}` (then "
-                                 "`kill -KILL {0}`). Do not reset the GPU while other jobs use it.",
+                                 "pid {0} has exited but its GPU context is still listed: a process that "
+                                 "inherited its CUDA file descriptors (a forked DataLoader worker, a child "
+                                 "process) keeps it alive. `fuser -v /dev/nvidia*` shows who holds the "
+                                 "device; end that process (`kill -TERM <pid>`). Do not reset the GPU while "
+                                 "other jobs use it.",
                                  pid);
             f.thresholds = {{"ghost_for_s", th.ghost_for_s}};
           } else {

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // D20 oom-killed: the kernel's OOM killer ended the job: JobFacts::oom_killed, a rise of the cgroup
 // oom_kill counter, or SIGKILL while MemAvailable was under low_available_pct in the last window_s
-// (MISSION §4 D3: "Killed" on the terminal after hours).
+// (MISSION §4 D3: "Killed" on the terminal after hours). When the kill was at the job's memory
+// cgroup limit (JobFacts::oom_at_cgroup_limit: a container, systemd or Slurm limit) the evidence and
+// the advice name that limit, not the host's RAM, which had room.
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
@@ -37,18 +39,32 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
   put(f.numbers, "available_min_mib", avail_min);
   put(f.numbers, "total_mib", total);
   if (s.facts.signal) f.numbers["signal"] = *s.facts.signal;
+  const bool at_limit = s.facts.oom_at_cgroup_limit && s.facts.cgroup_memory_limit_mib;
+  if (s.facts.cgroup_memory_limit_mib)
+    put(f.numbers, "cgroup_memory_limit_mib", *s.facts.cgroup_memory_limit_mib);
   std::string how =
-      s.facts.oom_killed ? "the kernel OOM killer ended the job"
-      : kill_row < n     ? fmt::format("the job's cgroup counted an OOM kill at {:.0f} s", s.t[kill_row])
+      at_limit ? fmt::format("the kernel OOM killer ended the job at its memory cgroup's limit of {} MiB",
+                             num(*s.facts.cgroup_memory_limit_mib))
+      : s.facts.oom_killed ? "the kernel OOM killer ended the job"
+      : kill_row < n       ? fmt::format("the job's cgroup counted an OOM kill at {:.0f} s", s.t[kill_row])
                      : "the job got SIGKILL while host memory was nearly exhausted (likely the OOM killer)";
   f.evidence = how;
   if (!na(rss)) f.evidence += fmt::format("; job RSS peaked at {} MiB", num(rss));
   if (!na(avail_min) && !na(total))
-    f.evidence += fmt::format("; MemAvailable down to {} of {} MiB", num(avail_min), num(total));
+    f.evidence += at_limit
+                      ? fmt::format("; the host still had {} of {} MiB available", num(avail_min), num(total))
+                      : fmt::format("; MemAvailable down to {} of {} MiB", num(avail_min), num(total));
   f.advice =
-      "Host RAM ran out (`Killed`, `dmesg | grep -i oom`). Check for a leak (D3), lower DataLoader workers "
-      "and "
-      "prefetch_factor, use `cache: disk` instead of `cache: ram`, or raise the job's memory limit.";
+      at_limit
+          ? "The job's memory cgroup limit was reached, not the host's RAM (`dmesg | grep -i oom` says "
+            "\"Memory cgroup out of memory\"). Raise the limit (`docker run --memory`, Kubernetes "
+            "`resources.limits.memory`, systemd `MemoryMax=`, Slurm `--mem`) or make the job use less: check "
+            "for a leak (D3), lower DataLoader workers and prefetch_factor, use `cache: disk` instead of "
+            "`cache: ram` (page cache counts towards the limit too)."
+          : "Host RAM ran out (`Killed`, `dmesg | grep -i oom`). Check for a leak (D3), lower DataLoader "
+            "workers "
+            "and prefetch_factor, use `cache: disk` instead of `cache: ram`, or raise the job's memory "
+            "limit.";
   f.thresholds = {{"low_available_pct", th.low_available_pct}, {"window_s", th.window_s}};
   out.push_back(std::move(f));
   return out;

@@ -113,6 +113,26 @@ TEST(DiagD20OomKilled, FactsCounterAndSigkillWithLowMemory) {
   EXPECT_EQ(f[0].numbers.at("signal"), 9);
 }
 
+TEST(DiagD20OomKilled, AtTheCgroupLimitTheAdviceIsTheLimitNotHostRam) {
+  Synth x(1, 600);  // the host keeps ~200 GiB available: its RAM did not run out
+  x.s.facts.oom_killed = true;
+  x.s.facts.oom_at_cgroup_limit = true;
+  x.s.facts.cgroup_memory_limit_mib = 64;
+  auto f = detect_oom_killed(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_DOUBLE_EQ(f[0].numbers.at("cgroup_memory_limit_mib"), 64);
+  EXPECT_NE(f[0].evidence.find("at its memory cgroup's limit of 64 MiB"), std::string::npos) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("the host still had"), std::string::npos) << f[0].evidence;
+  EXPECT_EQ(f[0].advice.find("Host RAM ran out"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("memory cgroup limit was reached"), std::string::npos) << f[0].advice;
+  // A limit that was not where the kill happened: the host's advice, the limit as a number.
+  x.s.facts.oom_at_cgroup_limit = false;
+  f = detect_oom_killed(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].advice.find("Host RAM ran out"), std::string::npos);
+  EXPECT_DOUBLE_EQ(f[0].numbers.at("cgroup_memory_limit_mib"), 64);
+}
+
 TEST(DiagD20OomKilled, NearMisses) {
   Synth sig(1, 600);  // SIGKILL with plenty of memory: someone else killed it
   sig.s.facts.signal = 9;

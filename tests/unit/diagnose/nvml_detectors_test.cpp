@@ -20,19 +20,30 @@ void add_proc(Synth& x, unsigned gpu, std::uint32_t pid, double t0, double t1, f
                    [](const GpuProcTick& a, const GpuProcTick& b) { return a.tick < b.tick; });
 }
 
-TEST(DiagD9Ghost, InvisibleAndZombieHolders) {
+TEST(DiagD9Ghost, ExitedAndZombieHolders) {
   Synth x(1, 600);
-  add_proc(x, 0, 4242, 0, 120, 2000, kNA, HostVisibility::not_visible);
+  add_proc(x, 0, 4242, 0, 120, 2000, kNA, HostVisibility::exited);
   add_proc(x, 0, 4343, 200, 300, 1500, kNA, HostVisibility::zombie);
   const auto f = detect_ghost_processes(x.s, kTh);
   ASSERT_EQ(f.size(), 2u);
   EXPECT_EQ(f[0].pids, std::vector<std::uint32_t>{4242});
   EXPECT_EQ(f[0].numbers.at("zombie"), 0);
   EXPECT_DOUBLE_EQ(f[0].numbers.at("used_mib"), 2000);
-  EXPECT_NE(f[0].advice.find("kill -TERM 4242"), std::string::npos);
+  EXPECT_NE(f[0].evidence.find("gone (exited"), std::string::npos) << f[0].evidence;
+  EXPECT_EQ(f[0].advice.find("kill -TERM 4242"), std::string::npos);  // it has exited: nothing to end
+  EXPECT_NE(f[0].advice.find("fuser -v /dev/nvidia*"), std::string::npos);
   EXPECT_EQ(f[1].pids, std::vector<std::uint32_t>{4343});
   EXPECT_EQ(f[1].numbers.at("zombie"), 1);
   EXPECT_EQ(f[1].advice.find("nvidia-smi -r"), std::string::npos);  // never a reset
+}
+
+TEST(DiagD9Ghost, NotVisibleFromThisNamespaceIsNoGhost) {
+  // Inside a container every GPU process, the job's own included, is listed under a host pid this
+  // /proc cannot see: holding memory for the whole run is no ghost and gets no advice to end it.
+  Synth x(1, 600);
+  add_proc(x, 0, 4242, 0, 600, 2000, kNA, HostVisibility::not_visible);
+  add_proc(x, 0, 4343, 0, 600, 2000, 0, HostVisibility::not_visible);
+  EXPECT_TRUE(detect_ghost_processes(x.s, kTh).empty());
 }
 
 TEST(DiagD9Ghost, IdleForeignHolder) {
@@ -46,7 +57,7 @@ TEST(DiagD9Ghost, IdleForeignHolder) {
 
 TEST(DiagD9Ghost, NearMisses) {
   Synth brief(1, 600);
-  add_proc(brief, 0, 4242, 0, 20, 2000, kNA, HostVisibility::not_visible);
+  add_proc(brief, 0, 4242, 0, 20, 2000, kNA, HostVisibility::exited);
   EXPECT_TRUE(detect_ghost_processes(brief.s, kTh).empty());
   Synth working(1, 1200);
   add_proc(working, 0, 777, 0, 1000, 1000, 5, HostVisibility::visible);

@@ -27,6 +27,9 @@ Snapshot loaded_snapshot() {
   g.power_draw_mw = Reading<unsigned>::of(627400);
   s.gpu_processes.push_back(gpu_process(10291, "/root/tools/memhog", 2566));
   s.gpu_processes.push_back(gpu_process(10309, "./gpu_burn", 28234));
+  // What the sampler's join leaves: 10291 matched to its local process, 10309 not visible here.
+  s.gpu_processes[0].host = HostVisibility::visible;
+  s.gpu_processes[1].host = HostVisibility::not_visible;
   ProcessSample p;
   p.pid = 10291;
   p.user = "alice";

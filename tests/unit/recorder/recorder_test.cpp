@@ -134,6 +134,32 @@ TEST(RecorderStats, MeansPeaksAndRssGrowth) {
   EXPECT_EQ(back.peak_job_rss_bytes, sum.peak_job_rss_bytes);
   EXPECT_EQ(back.duration_ms, sum.duration_ms);
   EXPECT_EQ(back.gpus[0].mean_util_pct, sum.gpus[0].mean_util_pct);
+  EXPECT_EQ(back.cgroup.version, 0);  // no cgroup read: "cgroup": null
+  EXPECT_EQ(format_summary(sum, "command exited 0", 0, 0).find("cgroup"), std::string::npos);
+  // The job's cgroup limits travel with the summary and are printed.
+  sum.cgroup.version = 2;
+  sum.cgroup.path = "/job";
+  sum.cgroup.memory_limit_bytes = 64ull << 20;
+  sum.cgroup.memory_limit_file = "memory.max";
+  sum.cgroup.memory_limit_path = "/job";
+  sum.cgroup.memory_peak_bytes = 64ull << 20;
+  sum.cgroup.memory_limit_reached = true;
+  sum.cgroup.cpu_limit_cpus = 1.5;
+  sum.cgroup.cpu_limit_file = "cpu.max";
+  sum.cgroup.cpu_limit_path = "/";
+  sum.oom_at_cgroup_limit = true;
+  back = summary_from_json(summary_to_json(sum));
+  EXPECT_EQ(back.cgroup.version, 2);
+  EXPECT_EQ(back.cgroup.memory_limit_bytes, sum.cgroup.memory_limit_bytes);
+  EXPECT_EQ(back.cgroup.memory_limit_path, "/job");
+  EXPECT_TRUE(back.cgroup.memory_limit_reached);
+  EXPECT_EQ(back.cgroup.cpu_limit_cpus, 1.5);
+  EXPECT_TRUE(back.oom_at_cgroup_limit);
+  EXPECT_NE(format_summary(sum, "command exited 0", 0, 0)
+                .find("  cgroup limits: memory 64.0 MiB (memory.max of /job), CPU 1.50 CPUs (cpu.max of /); "
+                      "memory peak 64.0 MiB\n"),
+            std::string::npos)
+      << format_summary(sum, "command exited 0", 0, 0);
 }
 
 TEST(RecorderJobTree, ParsesStatAndFindsDescendantsAndOrphans) {

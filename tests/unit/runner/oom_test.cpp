@@ -71,6 +71,86 @@ TEST(RunnerOom, NormalExitWithoutKillsIsNotOomButAKilledWorkerIsReported) {
   EXPECT_EQ(v->message, "a process of the job was killed by the kernel OOM killer (by 00:00:05)");
 }
 
+JobCgroupLimits limit_of(std::uint64_t bytes, bool reached, bool oom) {
+  JobCgroupLimits l;
+  l.version = 2;
+  l.path = "/job";
+  l.memory_limit_bytes = bytes;
+  l.memory_limit_file = "memory.max";
+  l.memory_limit_path = "/job";
+  l.memory_peak_bytes = bytes - 4096;
+  l.memory_limit_reached = reached;
+  l.memory_limit_oom = oom;
+  return l;
+}
+
+TEST(RunnerOom, AKillAtTheCgroupLimitNamesTheLimitNotTheHost) {
+  OomInputs in;
+  in.exit = killed(SIGKILL);
+  in.oom_kills = 1;
+  in.end_elapsed_ms = 3000;
+  in.memory_total_bytes = 64 * kGiB;
+  in.min_available_bytes = 40 * kGiB;  // the host had room
+  in.tree_rss_bytes = 60ull << 20;
+  in.cgroup = limit_of(64ull << 20, true, true);
+  auto v = oom_verdict(in);
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->certain);
+  EXPECT_TRUE(v->at_cgroup_limit);
+  EXPECT_EQ(
+      v->message,
+      "killed by the kernel OOM killer at 00:00:03: the job's memory cgroup reached its limit of 64.0 MiB "
+      "(memory.max of cgroup /job), not the host's memory; the job's RSS was 0.1 GiB; the cgroup's peak "
+      "usage was 64.0 MiB");
+  // Peak at the limit without the limit's own OOM count (v1): still the limit, while the host has room ...
+  in.cgroup = limit_of(64ull << 20, true, false);
+  EXPECT_TRUE(oom_verdict(in)->at_cgroup_limit);
+  // ... but not when the host was exhausted too: then the peak (page cache) proves nothing.
+  in.min_available_bytes = kGiB / 2;
+  v = oom_verdict(in);
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->at_cgroup_limit);
+  EXPECT_EQ(v->message.find("limit"), std::string::npos) << v->message;
+  // A limit never reached: a host OOM.
+  in.min_available_bytes = 40 * kGiB;
+  in.cgroup = limit_of(64 * kGiB, false, false);
+  v = oom_verdict(in);
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->at_cgroup_limit);
+}
+
+TEST(RunnerOom, SigkillAtTheLimitIsInferredOnlyWithoutAKillCount) {
+  OomInputs in;
+  in.exit = killed(SIGKILL);
+  in.end_elapsed_ms = 1000;
+  in.memory_total_bytes = 64 * kGiB;
+  in.min_available_bytes = 40 * kGiB;
+  in.cgroup = limit_of(2 * kGiB, true, false);
+  auto v = oom_verdict(in);  // kernel < 4.13: no oom_kill count
+  ASSERT_TRUE(v);
+  EXPECT_FALSE(v->certain);
+  EXPECT_TRUE(v->at_cgroup_limit);
+  EXPECT_EQ(
+      v->message,
+      "probably killed by the kernel OOM killer at 00:00:01 (SIGKILL while its memory cgroup was at its "
+      "limit): the job's memory cgroup reached its limit of 2.0 GiB (memory.max of cgroup /job), not the "
+      "host's memory; the cgroup's peak usage was 2.0 GiB");
+  in.oom_kills = 0;  // counted, and nobody was OOM-killed: a SIGKILL from elsewhere (kill -9)
+  EXPECT_FALSE(oom_verdict(in));
+}
+
+TEST(RunnerOom, DescribeLimits) {
+  JobCgroupLimits l = limit_of(3 * kGiB / 2, false, false);
+  l.cpu_limit_cpus = 1.5;
+  l.cpu_limit_file = "cpu.max";
+  l.cpu_limit_path = "/job";
+  EXPECT_EQ(describe_cgroup_limits(l),
+            "memory 1.5 GiB (memory.max of /job), CPU 1.50 CPUs (cpu.max of /job)");
+  EXPECT_TRUE(l.any());
+  EXPECT_EQ(describe_cgroup_limits(JobCgroupLimits{}), "");
+  EXPECT_FALSE(JobCgroupLimits{}.any());
+}
+
 TEST(RunnerOom, ElapsedFormat) {
   EXPECT_EQ(format_elapsed(0), "00:00:00");
   EXPECT_EQ(format_elapsed(45'296'000), "12:34:56");

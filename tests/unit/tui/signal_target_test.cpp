@@ -114,11 +114,14 @@ TEST(SignalTarget, DialogRemembersTheStartTimeOfTheSelectedRow) {
   EXPECT_EQ(ui.message, "process 10 exited: nothing sent");
 
   UiState other;
-  other.selected_pid = 20;  // a driver-listed row with no /proc entry
+  other.selected_pid = 20;  // a driver-listed row with no /proc entry: no dialog, nothing to send
   handle_key(other, 'k', ctx);
+  EXPECT_EQ(other.dialog.stage, DialogStage::none);
+  EXPECT_TRUE(other.selected_no_local);
+  EXPECT_NE(other.message.find("pid 20 has no process in this PID namespace"), std::string::npos)
+      << other.message;
   r = handle_key(other, 'y', ctx);
-  EXPECT_EQ(r.kind, KeyResult::send_signal);
-  EXPECT_FALSE(r.start_time_ticks.has_value());
+  EXPECT_NE(r.kind, KeyResult::send_signal);
 }
 
 }  // namespace

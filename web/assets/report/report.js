@@ -76,6 +76,7 @@
   row('Status', el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
   const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
   if (labels.length) row('Labels', labels.join(', '));
+  if (run.cgroup_limits) row('Cgroup limits', run.cgroup_limits);
   row('Samples', `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
     `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
   root.append(hdr);
@@ -255,7 +256,9 @@
       'Peak GPU memory', 'GPUs'].map((h) => el('th', {}, h))));
     for (const p of procs) {
       t.append(el('tr', { class: p.in_job ? 'job' : 'other' }, el('td', {}, p.pid),
-        el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80))),
+        el('td', { title: p.cmdline || '' }, el('code', {}, (p.cmdline || p.comm || '').slice(0, 80)),
+          p.host_visibility === 'exited' ? ' (exited)'
+            : p.host_visibility === 'not_visible' ? ' (not visible from here)' : ''),
         el('td', {}, p.in_job ? 'yes' : 'no'), el('td', {}, fmtMiB(p.peak_rss_mib)),
         el('td', {}, p.cpu_time_s == null ? '—' : fmtDur(p.cpu_time_s)),
         el('td', {}, fmtMiB(p.peak_gpu_mem_mib)), el('td', {}, (p.gpus || []).join(', ') || '—')));
