@@ -4,6 +4,8 @@
 // nvmlShutdown + nvmlInit, which reloads $TRAINMON_FAKE_NVML_SCENARIO.
 #pragma once
 
+#include <unistd.h>
+
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -47,7 +49,10 @@ class Lib {
 
 /// Writes a scenario to a temp file and points the fake at it; freezes time at `time_s` (< 0: not).
 inline std::string use_scenario(const std::string& json, double time_s, const std::string& tag) {
-  const std::string path = ::testing::TempDir() + "fake_nvml_" + tag + ".json";
+  // One file per test process: ctest runs the cases of one suite side by side (-j), and several
+  // checkouts may run their suites at once.
+  const std::string path =
+      ::testing::TempDir() + "fake_nvml_" + tag + "_" + std::to_string(::getpid()) + ".json";
   std::ofstream(path) << json;
   setenv("TRAINMON_FAKE_NVML_SCENARIO", path.c_str(), 1);
   if (time_s >= 0) {
