@@ -276,6 +276,7 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
       }
       st.step_median_s = mixture_quantile(step_cdf, 0.5);
       st.step_p90_s = mixture_quantile(step_cdf, 0.9);
+      st.step_p99_s = mixture_quantile(step_cdf, 0.99);
       out.steps = std::max<std::uint64_t>(out.steps, steps);
       out.samples = add_known(out.samples, st.samples);
       out.samples_per_s = add_known(out.samples_per_s, st.samples_per_s);

@@ -139,6 +139,7 @@ struct RankTrainStats {
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< steps / step time
   double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< step-weighted median of rows' p50
   double step_p90_s = std::numeric_limits<double>::quiet_NaN();     ///< step-weighted p90 of rows' p90
+  double step_p99_s = std::numeric_limits<double>::quiet_NaN();     ///< step-weighted p99 of rows' p99
   double step_mean_s = std::numeric_limits<double>::quiet_NaN();    ///< step time / steps
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< data wait / step time, 0..1
   double last_step_t = std::numeric_limits<double>::quiet_NaN();    ///< latest step end seen (run clock)
