@@ -6,8 +6,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
+#include <functional>
 #include <optional>
 
 #include "trainmon/recorder/duration.h"
@@ -141,31 +143,134 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   return j;
 }
 
+namespace {
+
+/// One column of the runs table: its cells (header first) and how it is laid out.
+struct TableColumn {
+  std::vector<std::string> cells;  ///< [0] is the header
+  bool right = false;              ///< right-aligned (numbers)
+  std::size_t width = 0;           ///< display width now
+};
+
+std::string pad_cell(const std::string& text, std::size_t width, bool right) {
+  const std::size_t w = exp::display_width(text);
+  const std::string fill(w < width ? width - w : 0, ' ');
+  return right ? fill + text : text + fill;
+}
+
+/// START: the local time as "YYYY-MM-DD HH:MM:SS", or compact as `ls -l` does: "MM-DD HH:MM" in the
+/// current year, "YYYY-MM-DD" otherwise.
+std::string start_text(std::int64_t unix_ns, bool compact) {
+  if (!compact) return iso_time(unix_ns);
+  std::time_t t = static_cast<std::time_t>(unix_ns / 1'000'000'000), now = std::time(nullptr);
+  std::tm tm{}, now_tm{};
+  ::localtime_r(&t, &tm);
+  ::localtime_r(&now, &now_tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, tm.tm_year == now_tm.tm_year ? "%m-%d %H:%M" : "%Y-%m-%d", &tm);
+  return buf;
+}
+
+}  // namespace
+
 std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size_t columns) {
-  std::vector<std::string> statuses;
-  std::size_t status_width = 10;
+  enum Col {
+    kId,
+    kName,
+    kStatus,
+    kStart,
+    kDuration,
+    kGpus,
+    kFindings,
+    kSamples,
+    kStep,
+    kData,
+    kCommand,
+    kCols
+  };
+  std::vector<TableColumn> c(kCols);
+  const char* headers[kCols] = {"ID",       "NAME",      "STATUS", "START", "DURATION", "GPUS",
+                                "FINDINGS", "SAMPLES/S", "STEP",   "DATA",  "COMMAND"};
+  for (int i = 0; i < kCols; ++i) c[i].cells.push_back(headers[i]);
+  for (int i : {kId, kDuration, kGpus, kFindings, kSamples, kStep, kData}) c[i].right = true;
+  bool any_train = false;
   for (const auto& r : runs) {
     std::string status = store::effective_status(r);
     if (r.exit_code && status != "running") status += fmt::format("({})", *r.exit_code);
-    status_width = std::max(status_width, status.size());
-    statuses.push_back(std::move(status));
+    const auto summary = summary_from_json(r.summary_json);
+    c[kId].cells.push_back(std::to_string(r.id));
+    c[kName].cells.push_back(exp::terminal_text(r.name));
+    c[kStatus].cells.push_back(std::move(status));
+    c[kStart].cells.push_back(iso_time(r.start_unix_ns));
+    c[kDuration].cells.push_back(table_duration(r));
+    c[kGpus].cells.push_back(std::to_string(r.gpus.size()));
+    c[kFindings].cells.push_back(std::to_string(r.finding_count));
+    // Training figures over the whole run; a run without training data shows nothing (not zeros).
+    const auto& t = summary.train;
+    any_train = any_train || t.has_value();
+    c[kSamples].cells.push_back(t && t->samples_per_s ? format_samples_per_s(*t->samples_per_s) : "");
+    c[kStep].cells.push_back(t && t->step_median_s ? format_step_s(*t->step_median_s) : "");
+    c[kData].cells.push_back(t && t->data_share ? format_share_pct(*t->data_share) : "");
+    c[kCommand].cells.push_back(r.kind == "record" ? std::string("(record)") : join_command(r.command));
   }
-  auto line = [&](std::string text) {
+  std::vector<bool> shown(kCols, true);
+  if (!any_train) shown[kSamples] = shown[kStep] = shown[kData] = false;
+  std::size_t name_max = 16;
+  auto measure = [&] {
+    for (int i = 0; i < kCols; ++i) {
+      c[i].width = 0;
+      for (const auto& cell : c[i].cells) c[i].width = std::max(c[i].width, exp::display_width(cell));
+    }
+    c[kName].width = std::min(c[kName].width, name_max);
+    c[kStatus].width = std::max<std::size_t>(c[kStatus].width, 10);
+  };
+  // The gap before a column: two after ID and before COMMAND, one elsewhere.
+  auto gap = [](int i) { return i == kName || i == kCommand ? 2u : 1u; };
+  auto fixed_width = [&] {
+    std::size_t w = 0;
+    for (int i = 0; i < kCommand; ++i)
+      if (shown[i]) w += (w ? gap(i) : 0) + c[i].width;
+    return w;
+  };
+  measure();
+  // A terminal narrower than the table: the command is cut first; then, until the other columns fit,
+  // GPUS goes, START turns compact, NAME shrinks to 8 columns, START goes, DURATION goes; what still
+  // does not fit is cut.
+  if (columns > 0) {
+    const std::array<std::function<void()>, 5> degrade = {
+        [&] { shown[kGpus] = false; },
+        [&] {
+          for (std::size_t row = 0; row < runs.size(); ++row)
+            c[kStart].cells[row + 1] = start_text(runs[row].start_unix_ns, true);
+          measure();
+        },
+        [&] {
+          name_max = 8;
+          measure();
+        },
+        [&] { shown[kStart] = false; },
+        [&] { shown[kDuration] = false; },
+    };
+    for (const auto& step : degrade) {
+      if (fixed_width() <= columns) break;
+      step();
+    }
+  }
+  auto line = [&](std::size_t row) {
+    std::string text;
+    for (int i = 0; i < kCols; ++i) {
+      if (!shown[i]) continue;
+      if (!text.empty()) text += std::string(gap(i), ' ');
+      std::string cell = c[i].cells[row];
+      if (i == kName) cell = exp::truncate_display(cell, c[i].width);
+      text += i == kCommand ? cell : pad_cell(cell, c[i].width, c[i].right);
+    }
     if (columns > 0 && exp::display_width(text) > columns) text = exp::truncate_display(text, columns);
+    while (!text.empty() && text.back() == ' ') text.pop_back();
     return text + '\n';
   };
-  std::string out =
-      line(fmt::format("{:>5}  {:<16} {:<{}} {:<19} {:>9} {:>4} {:>8}  {}", "ID", "NAME", "STATUS",
-                       status_width, "START", "DURATION", "GPUS", "FINDINGS", "COMMAND"));
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    const auto& r = runs[i];
-    const std::string name = exp::truncate_display(exp::terminal_text(r.name), 16);
-    const std::size_t name_pad = 16 - std::min<std::size_t>(16, exp::display_width(name));
-    out += line(fmt::format("{:>5}  {}{} {:<{}} {:<19} {:>9} {:>4} {:>8}  {}", r.id, name,
-                            std::string(name_pad, ' '), statuses[i], status_width, iso_time(r.start_unix_ns),
-                            table_duration(r), r.gpus.size(), r.finding_count,
-                            r.kind == "record" ? std::string("(record)") : join_command(r.command)));
-  }
+  std::string out;
+  for (std::size_t row = 0; row <= runs.size(); ++row) out += line(row);
   return out;
 }
 
@@ -213,6 +318,7 @@ std::string format_run_details(const store::RunInfo& r) {
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty())
     out += fmt::format("  cgroup:   {}{}\n", exp::terminal_text(limits),
                        s.oom_at_cgroup_limit ? " (the OOM kill was at this memory limit)" : "");
+  if (s.train) out += format_train_summary(*s.train, "  ");
   if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
   out += fmt::format("  findings: {}\n", r.finding_count);
   return out;

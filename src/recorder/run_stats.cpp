@@ -128,6 +128,7 @@ std::string summary_to_json(const RunSummary& s) {
     j["cgroup"] = nullptr;
   }
   j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
+  if (s.train) j["train"] = train_summary_to_json(*s.train);
   return j.dump();
 }
 
@@ -171,6 +172,7 @@ RunSummary summary_from_json(const std::string& text) {
       o.cpu_limit_path = c->value("cpu_limit_path", std::string());
     }
     s.oom_at_cgroup_limit = j.value("oom_at_cgroup_limit", false);
+    if (const auto t = j.find("train"); t != j.end()) s.train = train_summary_from_json(*t);
   } catch (const nlohmann::json::exception&) {
     return RunSummary{};
   }
@@ -205,6 +207,7 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
       out += fmt::format("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
     out += '\n';
   }
+  if (s.train) out += format_train_summary(*s.train, "  ");
   out += findings ? fmt::format("  findings: {}\n", *findings)
                   : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");
   if (run_id > 0) out += fmt::format("  run id: {} (trainmon show {})\n", run_id, run_id);

@@ -11,6 +11,7 @@
 
 #include "trainmon/core/snapshot.h"
 #include "trainmon/recorder/resource_line.h"
+#include "trainmon/recorder/train_summary.h"
 #include "trainmon/runner/oom.h"
 
 namespace trainmon::recorder {
@@ -41,6 +42,9 @@ struct RunSummary {
   runner::JobCgroupLimits cgroup;
   /// The OOM verdict put the kill at the memory cgroup's limit (runner::OomVerdict::at_cgroup_limit).
   bool oom_at_cgroup_limit = false;
+  /// The training loop's figures over the run (summarize_train of the run's TrainSeries); nullopt for a
+  /// run whose training process sent no step timing (then "train" is absent from the JSON).
+  std::optional<TrainSummary> train;
 };
 
 class RunStats {
@@ -74,7 +78,7 @@ std::string summary_to_json(const RunSummary& s);
 RunSummary summary_from_json(const std::string& json);
 
 /// The lines printed when a run ends (each ends with '\n'): duration, status, GPUs, job peaks, the
-/// job's cgroup limits when set, findings, run id.
+/// job's cgroup limits when set, training figures (when any), findings, run id.
 std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
                            std::optional<std::int64_t> findings);
 

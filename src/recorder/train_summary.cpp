@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/recorder/train_summary.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "trainmon/export/units.h"
+
+namespace trainmon::recorder {
+namespace {
+
+using nlohmann::json;
+
+std::optional<double> known(double v) {
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+json opt(const std::optional<double>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json int_or_null(int v) {
+  return v >= 0 ? json(v) : json(nullptr);
+}
+
+std::optional<double> get_number(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  const double v = it->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+int get_int(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return -1;
+  const auto v = it->get<std::int64_t>();
+  return v >= 0 && v <= 1'000'000 ? static_cast<int>(v) : -1;
+}
+
+std::uint64_t get_count(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return 0;
+  const double v = it->get<double>();
+  return std::isfinite(v) && v >= 0 && v < 1.8e19 ? static_cast<std::uint64_t>(v) : 0;
+}
+
+}  // namespace
+
+std::optional<TrainSummary> summarize_train(const diagnose::TrainSeries& series, double t0, double t1) {
+  const auto stats = diagnose::train_stats(series, t0, t1);
+  if (stats.empty()) return std::nullopt;
+  TrainSummary s;
+  s.steps = stats.steps;
+  s.samples = known(stats.samples);
+  s.samples_per_s = known(stats.samples_per_s);
+  s.steps_per_s = known(stats.steps_per_s);
+  s.step_median_s = known(stats.step_median_s);
+  s.data_share = known(stats.data_share);
+  for (std::size_t i = 0; i < stats.ranks.size() && i < series.ranks.size(); ++i) {
+    const auto& st = stats.ranks[i];
+    if (st.steps == 0) continue;
+    const auto& id = series.ranks[i].id;
+    TrainRankSummary r;
+    r.key = id.key;
+    r.rank = id.rank;
+    r.local_rank = id.local_rank;
+    r.node_rank = id.node_rank;
+    r.world_size = id.world_size;
+    r.host = id.host;
+    r.gpu = id.gpu;
+    r.steps = st.steps;
+    r.samples = known(st.samples);
+    r.samples_per_s = known(st.samples_per_s);
+    r.steps_per_s = known(st.steps_per_s);
+    r.step_median_s = known(st.step_median_s);
+    r.step_p90_s = known(st.step_p90_s);
+    r.data_share = known(st.data_share);
+    s.ranks.push_back(std::move(r));
+  }
+  return s;
+}
+
+json train_summary_to_json(const TrainSummary& s) {
+  json ranks = json::array();
+  for (const auto& r : s.ranks) {
+    ranks.push_back({{"key", r.key},
+                     {"rank", int_or_null(r.rank)},
+                     {"local_rank", int_or_null(r.local_rank)},
+                     {"node_rank", int_or_null(r.node_rank)},
+                     {"world_size", int_or_null(r.world_size)},
+                     {"host", r.host.empty() ? json(nullptr) : json(r.host)},
+                     {"gpu", int_or_null(r.gpu)},
+                     {"steps", r.steps},
+                     {"samples", opt(r.samples)},
+                     {"samples_per_s", opt(r.samples_per_s)},
+                     {"steps_per_s", opt(r.steps_per_s)},
+                     {"step_median_s", opt(r.step_median_s)},
+                     {"step_p90_s", opt(r.step_p90_s)},
+                     {"data_share", opt(r.data_share)}});
+  }
+  return {{"steps", s.steps},
+          {"samples", opt(s.samples)},
+          {"samples_per_s", opt(s.samples_per_s)},
+          {"steps_per_s", opt(s.steps_per_s)},
+          {"step_median_s", opt(s.step_median_s)},
+          {"data_share", opt(s.data_share)},
+          {"ranks", std::move(ranks)}};
+}
+
+std::optional<TrainSummary> train_summary_from_json(const json& j) {
+  if (!j.is_object()) return std::nullopt;
+  TrainSummary s;
+  s.steps = get_count(j, "steps");
+  if (s.steps == 0) return std::nullopt;
+  s.samples = get_number(j, "samples");
+  s.samples_per_s = get_number(j, "samples_per_s");
+  s.steps_per_s = get_number(j, "steps_per_s");
+  s.step_median_s = get_number(j, "step_median_s");
+  s.data_share = get_number(j, "data_share");
+  if (const auto it = j.find("ranks"); it != j.end() && it->is_array()) {
+    for (const auto& x : *it) {
+      if (!x.is_object()) continue;
+      TrainRankSummary r;
+      if (const auto k = x.find("key"); k != x.end() && k->is_number_integer())
+        r.key = k->get<std::int64_t>();
+      r.rank = get_int(x, "rank");
+      r.local_rank = get_int(x, "local_rank");
+      r.node_rank = get_int(x, "node_rank");
+      r.world_size = get_int(x, "world_size");
+      if (const auto h = x.find("host"); h != x.end() && h->is_string()) r.host = h->get<std::string>();
+      r.gpu = get_int(x, "gpu");
+      r.steps = get_count(x, "steps");
+      r.samples = get_number(x, "samples");
+      r.samples_per_s = get_number(x, "samples_per_s");
+      r.steps_per_s = get_number(x, "steps_per_s");
+      r.step_median_s = get_number(x, "step_median_s");
+      r.step_p90_s = get_number(x, "step_p90_s");
+      r.data_share = get_number(x, "data_share");
+      s.ranks.push_back(std::move(r));
+    }
+  }
+  return s;
+}
+
+std::string format_samples_per_s(double v) {
+  if (!std::isfinite(v) || v < 0) return {};
+  return v < 1e5 ? fmt::format("{:.1f}", v) : fmt::format("{:.0f}", v);
+}
+
+std::string format_step_s(double s) {
+  if (!std::isfinite(s) || s < 0) return {};
+  if (s < 0.01) return fmt::format("{:.1f}ms", s * 1e3);
+  if (s < 10) return fmt::format("{:.3f}s", s);
+  if (s < 100) return fmt::format("{:.2f}s", s);
+  if (s < 1000) return fmt::format("{:.1f}s", s);
+  return fmt::format("{:.0f}s", s);
+}
+
+std::string format_share_pct(double share) {
+  if (!std::isfinite(share)) return {};
+  return fmt::format("{:.1f}%", 100.0 * share);
+}
+
+std::string describe_rank(const TrainRankSummary& r) {
+  std::string out =
+      r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.key < 0 ? -1 - r.key : r.key);
+  std::string where = exp::terminal_text(r.host);  // from the sender or a stored summary
+  if (r.gpu >= 0) where += fmt::format("{}GPU {}", where.empty() ? "" : ", ", r.gpu);
+  if (!where.empty()) out += " (" + where + ")";
+  return out;
+}
+
+std::string format_train_figures(const TrainRankSummary& r) {
+  std::vector<std::string> parts;
+  if (r.samples_per_s) parts.push_back(format_samples_per_s(*r.samples_per_s) + " samples/s");
+  if (r.step_median_s) {
+    std::string step = "step " + format_step_s(*r.step_median_s) + " median";
+    if (r.step_p90_s) step += " (p90 " + format_step_s(*r.step_p90_s) + ")";
+    parts.push_back(std::move(step));
+  }
+  if (r.data_share) parts.push_back("data wait " + format_share_pct(*r.data_share));
+  parts.push_back(fmt::format("{} step{}", r.steps, r.steps == 1 ? "" : "s"));
+  std::string out;
+  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+std::string format_train_summary(const TrainSummary& s, std::string_view indent) {
+  TrainRankSummary job;
+  job.steps = s.steps;
+  job.samples_per_s = s.samples_per_s;
+  job.step_median_s = s.step_median_s;
+  job.data_share = s.data_share;
+  std::string out = fmt::format("{}training: {}\n", indent, format_train_figures(job));
+  if (s.ranks.size() > 1) {
+    for (const auto& r : s.ranks)
+      out += fmt::format("{}  {}: {}\n", indent, describe_rank(r), format_train_figures(r));
+  }
+  return out;
+}
+
+}  // namespace trainmon::recorder

@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: Apache-2.0
+// The training figures of a run in its stored summary, the end-of-run summary, `show` and the `runs`
+// table (include/trainmon/recorder/train_summary.h, run_stats.h, run_report.h).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "trainmon/export/units.h"
+#include "trainmon/recorder/run_report.h"
+#include "trainmon/recorder/run_stats.h"
+#include "trainmon/recorder/train_summary.h"
+#include "unit/recorder/train_synth.h"
+
+namespace trainmon::recorder {
+namespace {
+
+using trainmon::testing::two_rank_series;
+
+TEST(TrainSummary, FiguresOfTheTwoRanksAndTheJob) {
+  const auto s = summarize_train(two_rank_series());
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->steps, 100u);
+  EXPECT_NEAR(*s->samples, 1200, 1e-6);
+  EXPECT_NEAR(*s->samples_per_s, 120, 1e-3);
+  EXPECT_NEAR(*s->step_median_s, 0.2, 1e-6);
+  EXPECT_NEAR(*s->data_share, 0.35, 1e-6);
+  ASSERT_EQ(s->ranks.size(), 2u);
+  const auto& r0 = s->ranks[0];
+  const auto& r1 = s->ranks[1];
+  EXPECT_EQ(r0.rank, 0);
+  EXPECT_EQ(r0.host, "node-a");
+  EXPECT_EQ(r0.gpu, 0);
+  EXPECT_EQ(r0.steps, 100u);
+  EXPECT_NEAR(*r0.samples_per_s, 80, 1e-3);
+  EXPECT_NEAR(*r0.step_median_s, 0.1, 1e-6);
+  EXPECT_NEAR(*r0.data_share, 0.2, 1e-6);
+  EXPECT_EQ(r1.steps, 50u);
+  EXPECT_NEAR(*r1.samples_per_s, 40, 1e-3);
+  EXPECT_NEAR(*r1.step_median_s, 0.2, 1e-6);
+  EXPECT_NEAR(*r1.data_share, 0.5, 1e-6);
+  // A span: the last 5 rows of each rank.
+  const auto half = summarize_train(two_rank_series(), 5.5, 11);
+  ASSERT_TRUE(half);
+  EXPECT_EQ(half->steps, 50u);
+  EXPECT_NEAR(*half->samples, 600, 1e-6);
+}
+
+TEST(TrainSummary, NoStepTimingMeansNoSummaryNotZeros) {
+  EXPECT_FALSE(summarize_train(diagnose::TrainSeries{}));
+  // heartbeats only (a rank that never finished a step)
+  diagnose::TrainSeries hb;
+  diagnose::TrainWindow w;
+  w.t = 1;
+  diagnose::append_train_window(hb, testing::train_rank_id(0, 1), w);
+  EXPECT_FALSE(summarize_train(hb));
+
+  RunSummary old;
+  old.duration_ms = 5000;
+  const auto j = nlohmann::json::parse(summary_to_json(old));
+  EXPECT_FALSE(j.contains("train"));
+  EXPECT_FALSE(summary_from_json(summary_to_json(old)).train);
+  EXPECT_EQ(format_summary(old, "command exited 0", 3, 0).find("training"), std::string::npos);
+  // summaries stored before training data existed read back without one
+  EXPECT_FALSE(summary_from_json(R"({"duration_s": 2.5, "ticks": 3, "gpus": []})").train);
+  // garbage in the train object: no summary, the rest stays
+  const auto bad = summary_from_json(R"({"duration_s": 2.5, "train": {"steps": "many"}})");
+  EXPECT_FALSE(bad.train);
+  EXPECT_EQ(bad.duration_ms, 2500);
+}
+
+TEST(TrainSummary, StoredJsonRoundTripsAndPrints) {
+  RunSummary s;
+  s.duration_ms = 10'000;
+  s.train = summarize_train(two_rank_series());
+  const std::string text = summary_to_json(s);
+  const auto j = nlohmann::json::parse(text);
+  ASSERT_TRUE(j.contains("train"));
+  EXPECT_EQ(j["train"]["steps"], 100);
+  EXPECT_NEAR(j["train"]["samples_per_s"].get<double>(), 120, 1e-3);
+  EXPECT_EQ(j["train"]["ranks"][1]["rank"], 1);
+  EXPECT_EQ(j["train"]["ranks"][1]["host"], "node-a");
+  EXPECT_NEAR(j["train"]["ranks"][1]["step_median_s"].get<double>(), 0.2, 1e-6);
+  const auto back = summary_from_json(text);
+  ASSERT_TRUE(back.train);
+  EXPECT_EQ(*back.train, *s.train);
+
+  const std::string out = format_summary(s, "command exited 0", 7, 0);
+  EXPECT_NE(out.find("  training: 120.0 samples/s, step 0.200s median, data wait 35.0%, 100 steps\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    rank 0 (node-a, GPU 0): 80.0 samples/s, step 0.100s median (p90 0.100s), data wait "
+                     "20.0%, 100 steps\n"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("    rank 1 (node-a, GPU 1): 40.0 samples/s, step 0.200s median"), std::string::npos)
+      << out;
+  // one rank: no per-rank line
+  s.train->ranks.resize(1);
+  EXPECT_EQ(format_summary(s, "command exited 0", 7, 0).find("rank 0"), std::string::npos);
+}
+
+TEST(TrainSummary, NumberFormats) {
+  EXPECT_EQ(format_samples_per_s(1234.56), "1234.6");
+  EXPECT_EQ(format_samples_per_s(123456.7), "123457");
+  EXPECT_EQ(format_samples_per_s(NAN), "");
+  EXPECT_EQ(format_step_s(0.0042), "4.2ms");
+  EXPECT_EQ(format_step_s(0.412), "0.412s");
+  EXPECT_EQ(format_step_s(12.345), "12.35s");
+  EXPECT_EQ(format_step_s(123.45), "123.5s");
+  EXPECT_EQ(format_step_s(4321.0), "4321s");
+  EXPECT_EQ(format_step_s(-1), "");
+  EXPECT_EQ(format_share_pct(0.123), "12.3%");
+  EXPECT_EQ(format_share_pct(NAN), "");
+  TrainRankSummary r;
+  r.key = -1 - 4242;
+  EXPECT_EQ(describe_rank(r), "pid 4242");
+  r.host = "evil\x1b[31m";
+  EXPECT_EQ(describe_rank(r), "pid 4242 (evil?[31m)");  // no escape sequence reaches the terminal
+}
+
+store::RunInfo run_info(std::int64_t id, std::string name, const RunSummary* summary) {
+  store::RunInfo r;
+  r.id = id;
+  r.name = std::move(name);
+  r.kind = "run";
+  r.command = {"python", "train.py", "--epochs", "90"};
+  r.start_unix_ns = 1'718'000'000'000'000'000;
+  r.end_unix_ns = r.start_unix_ns + 754'000'000'000;
+  r.status = "exited";
+  r.exit_code = 0;
+  if (summary) r.summary_json = summary_to_json(*summary);
+  return r;
+}
+
+TEST(RunsTable, TrainingColumnsWithBlanksForOldRunsAndNoneWithoutTraining) {
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  RunSummary plain;
+  const std::vector<store::RunInfo> runs = {run_info(12, "train.py", &trained), run_info(11, "old", &plain),
+                                            run_info(10, "older", nullptr)};
+  const std::string table = format_runs_table(runs);
+  std::istringstream in(table);
+  std::string header, first, second, third;
+  std::getline(in, header);
+  std::getline(in, first);
+  std::getline(in, second);
+  std::getline(in, third);
+  const auto col = header.find("SAMPLES/S");
+  ASSERT_NE(col, std::string::npos) << table;
+  EXPECT_NE(header.find("STEP"), std::string::npos);
+  EXPECT_NE(header.find("DATA"), std::string::npos);
+  // right-aligned under their headers
+  EXPECT_NE(first.find("    120.0 0.200s 35.0%"), std::string::npos) << table;
+  // runs without training data: blanks, not zeros
+  EXPECT_EQ(second.substr(col, 9), std::string(9, ' ')) << table;
+  EXPECT_EQ(second.find("0.0"), std::string::npos) << table;
+  EXPECT_EQ(third.substr(col, 9), std::string(9, ' ')) << table;
+  EXPECT_NE(first.find("python train.py --epochs 90"), std::string::npos);
+
+  const std::string without = format_runs_table({runs[1], runs[2]});
+  EXPECT_EQ(without.find("SAMPLES/S"), std::string::npos) << without;
+  EXPECT_NE(without.find("FINDINGS  COMMAND"), std::string::npos) << without;
+}
+
+TEST(RunsTable, EightyColumnsKeepTheTrainingFiguresAndNeverWrap) {
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  std::vector<store::RunInfo> runs = {run_info(12345, "a-rather-long-run-name", &trained),
+                                      run_info(7, "train.py", &trained)};
+  runs[1].status = "signaled";
+  runs[1].exit_code = 139;
+  for (std::size_t cols : {80u, 62u}) {
+    const std::string table = format_runs_table(runs, cols);
+    std::istringstream in(table);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) {
+      ++n;
+      EXPECT_LE(exp::display_width(line), cols) << table;
+      if (n == 1) {
+        EXPECT_NE(line.find("SAMPLES/S"), std::string::npos) << table;
+        EXPECT_NE(line.find("DATA"), std::string::npos) << table;
+      } else {
+        EXPECT_NE(line.find("120.0 0.200s 35.0%"), std::string::npos) << table;
+      }
+    }
+    EXPECT_EQ(n, 3);
+  }
+  // a wide terminal gets the full start time and every column
+  const std::string wide = format_runs_table(runs, 200);
+  EXPECT_NE(wide.find("GPUS"), std::string::npos);
+  EXPECT_NE(wide.find("a-rather-long-ru"), std::string::npos);
+}
+
+TEST(RunDetails, ShowPrintsTheTrainingFigures) {
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  const std::string text = format_run_details(run_info(12, "train.py", &trained));
+  EXPECT_NE(text.find("  training: 120.0 samples/s, step 0.200s median, data wait 35.0%, 100 steps\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("    rank 1 (node-a, GPU 1): 40.0 samples/s"), std::string::npos) << text;
+  RunSummary plain;
+  EXPECT_EQ(format_run_details(run_info(11, "old", &plain)).find("training"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace trainmon::recorder
