@@ -23,6 +23,7 @@
 #include "trainmon/alerts/alert_observer.h"
 #include "trainmon/diagnose/cuda_devices.h"
 #include "trainmon/diagnose/engine.h"
+#include "trainmon/ipc/run_state_file.h"
 #include "trainmon/ipc/train_channel.h"
 #include "trainmon/ipc/train_message.h"
 #include "trainmon/recorder/duration.h"
@@ -251,6 +252,26 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   std::vector<diagnose::Finding> active;
   std::vector<diagnose::NvmlGpuRef> gpu_refs;  ///< the GPUs as last seen (for job_gpus' UUID match)
 
+  // ---- the live state file for `top` and `serve` (docs/top.md): failure only loses it ----
+  std::optional<ipc::RunStateFile> state_file;
+  bool state_error_reported = false;
+  {
+    ipc::RunStateHeader h{run_id,
+                          info.name,
+                          db_path,
+                          static_cast<std::uint32_t>(::getpid()),
+                          ipc::process_start_ticks(static_cast<std::uint32_t>(::getpid())).value_or(0),
+                          info.host,
+                          static_cast<double>(start_unix) / 1e9,
+                          info.interval_ms,
+                          info.labels};
+    if (auto f = ipc::RunStateFile::create(std::move(h))) {
+      state_file = std::move(*f);
+    } else if (!o.quiet) {
+      std::fprintf(stderr, "trainmon: no live state for top and serve: %s\n", f.error().message.c_str());
+    }
+  }
+
   runner::ChildExit exit;
   std::int64_t next = start_mono;
   // The job's cgroup limits, said when first known and again when they change (a launcher that
@@ -286,8 +307,16 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
             std::fprintf(stderr, "trainmon: %s\n",
                          diagnose::to_text(live.history()[announced].finding).c_str());
         }
+        if (!observers.empty() || state_file) active = live.active();
+        if (state_file) {
+          const double now_s = static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9;
+          if (auto w = state_file->write(live.series().train, now_s, active); !w && !state_error_reported) {
+            state_error_reported = true;
+            if (!o.quiet)
+              std::fprintf(stderr, "trainmon: live state not written: %s\n", w.error().message.c_str());
+          }
+        }
         if (!observers.empty()) {
-          active = live.active();
           const recorder::TickContext ctx{snap, active, run_id,
                                           static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
           notify([&](recorder::TickObserver& x) { x.on_tick(ctx); });
@@ -314,6 +343,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
   }
   notify([](recorder::TickObserver& x) { x.on_finish(); });
+  if (state_file) state_file->remove();  // the run is no longer live for top and serve
   // The last events (epoch_end, train_end) were sent just before the command exited.
   if (channel && session) {
     ::usleep(50'000);  // let the receiving thread read what is still in the socket
@@ -328,6 +358,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (session) {
     summary = session->summary();
     summary.duration_ms = end_elapsed_ms;
+    summary.train = recorder::summarize_train(live.series().train);
     runner::OomInputs in;
     in.exit = exit;
     in.oom_kills = session->oom_watch().kills_since_start();
