@@ -7,6 +7,7 @@
 
 #include "report/writers.h"
 #include "trainmon/export/units.h"
+#include "trainmon/recorder/train_summary.h"
 
 namespace trainmon::report {
 namespace {
@@ -138,6 +139,32 @@ std::string write_markdown(const json& m) {
       out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}\n  → {}\n", str(f, "severity"),
                          str(f, "code"), str(f, "slug"), str(f, "title"), f.value("start_s", 0.0),
                          f.value("end_s", 0.0), where, str(f, "evidence"), str(f, "advice"));
+    }
+  }
+
+  // The training loop (the run summary's figures), per rank when there are several.
+  if (const auto it = m.find("train"); it != m.end()) {
+    if (const auto t = recorder::train_summary_from_json(*it)) {
+      auto text = [](const std::optional<double>& v, auto f) { return v ? f(*v) : std::string("—"); };
+      out +=
+          "\n## Training\n\n| Rank | Host | GPU | Steps | Samples/s | Median step | p90 step | Data wait |\n"
+          "|---|---|---|---|---|---|---|---|\n";
+      auto row = [&](const std::string& who, const recorder::TrainRankSummary& r) {
+        out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", who,
+                           r.host.empty() ? "—" : cell(r.host), r.gpu >= 0 ? std::to_string(r.gpu) : "—",
+                           r.steps, text(r.samples_per_s, recorder::format_samples_per_s),
+                           text(r.step_median_s, recorder::format_step_s),
+                           text(r.step_p90_s, recorder::format_step_s),
+                           text(r.data_share, recorder::format_share_pct));
+      };
+      recorder::TrainRankSummary job;
+      job.steps = t->steps;
+      job.samples_per_s = t->samples_per_s;
+      job.step_median_s = t->step_median_s;
+      job.data_share = t->data_share;
+      row("job", job);
+      for (const auto& r : t->ranks)
+        row(r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key), r);
     }
   }
 

@@ -10,6 +10,7 @@
 
 #include "report/reduce.h"
 #include "report/report_model.h"
+#include "report/report_train.h"
 
 namespace trainmon::report {
 namespace {
@@ -17,10 +18,16 @@ namespace {
 using nlohmann::json;
 constexpr double kMiB = 1024.0 * 1024.0;
 
-/// Two decimals are plenty on a chart and keep the page small.
+/// Two decimals are plenty on a chart and keep the page small; under 1, four significant digits (a
+/// step of 4.2 ms is 0.0042 s).
 json number_or_null(float v) {
   if (std::isnan(v) || std::isinf(v)) return nullptr;
-  return std::round(static_cast<double>(v) * 100.0) / 100.0;
+  const double d = v;
+  if (d != 0 && std::abs(d) < 1) {
+    const double scale = std::pow(10.0, 3 - std::floor(std::log10(std::abs(d))));
+    return std::round(d * scale) / scale;
+  }
+  return std::round(d * 100.0) / 100.0;
 }
 
 json to_array(const std::vector<float>& v) {
@@ -60,6 +67,9 @@ class ChartSet {
     chart_["y_min"] = lo;
     chart_["y_max"] = hi;
   }
+  /// The chart's series are drawn stacked, each on top of the ones before (their sum is the top).
+  void stacked() { chart_["stacked"] = true; }
+  void gpus(const std::vector<int>& list) { chart_["gpus"] = list; }
   void second_scale(std::string unit, double lo, double hi) {
     chart_["y2"] = {{"unit", std::move(unit)}, {"min", lo}, {"max", hi}};
   }
@@ -208,11 +218,45 @@ void compare_charts(ChartSet& cs, const diagnose::RunSeries& rs) {
   cs.done();
 }
 
+/// The training loop's charts (docs/report.md), from the data computed on the grid: one value per
+/// bucket, drawn at the bucket's x.
+void train_charts(ChartSet& cs, const Grid& grid, const diagnose::TrainSeries& train) {
+  if (train.empty() || grid.size() == 0) return;
+  const TrainChartData d = train_chart_data(grid, train);
+  const std::span<const double> x = grid.x;
+  const SeriesSpec job{"samples/s", "y", false, true};
+  cs.begin("train-throughput", "Training", "Throughput", "samples/s", std::nullopt, "train");
+  cs.gpus(d.gpus);
+  cs.series(job, x, d.samples_per_s);
+  cs.done();
+
+  cs.begin("train-step", "Training", "Step time: data wait and the rest", "s", std::nullopt, "train");
+  cs.gpus(d.gpus);
+  const bool split =
+      std::any_of(d.data_wait_s.begin(), d.data_wait_s.end(), [](float v) { return !std::isnan(v); });
+  if (split) {
+    cs.stacked();
+    cs.series({"data wait", "y", false, true}, x, d.data_wait_s);
+    cs.series({"compute + sync", "y", false, true}, x, d.compute_s);
+  } else {
+    cs.series({"step time", "y", false, true}, x, d.step_s);
+  }
+  cs.done();
+
+  if (d.rank_step_s.size() > 1) {
+    cs.begin("train-ranks", "Training", "Step time per rank", "s", std::nullopt, "train");
+    cs.gpus(d.gpus);
+    for (const auto& [label, v] : d.rank_step_s) cs.series({label, "y", false, true}, x, v);
+    cs.done();
+  }
+}
+
 }  // namespace
 
 void add_charts(json& model, const diagnose::RunSeries& rs, int max_points) {
   const Grid grid = make_grid(rs.t, max_points);
   ChartSet cs(grid);
+  train_charts(cs, grid, rs.train);
   compare_charts(cs, rs);
   for (const auto& g : rs.gpus) gpu_charts(cs, rs, g, rs.gpus.size() == 1);
   host_charts(cs, rs);
@@ -251,6 +295,11 @@ void add_findings(json& model, const std::vector<diagnose::Finding>& findings) {
       bool on = f.gpus.empty() || c["kind"] == "compare";
       if (!on && c["gpu"].is_number()) {
         on = std::find(f.gpus.begin(), f.gpus.end(), c["gpu"].get<unsigned>()) != f.gpus.end();
+      }
+      // A training chart: also the findings on a GPU one of the ranks uses.
+      if (!on && c.contains("gpus")) {
+        for (const auto& g : c["gpus"])
+          on = on || std::find(f.gpus.begin(), f.gpus.end(), g.get<unsigned>()) != f.gpus.end();
       }
       if (on) ids.push_back(c["id"]);
     }

@@ -8,6 +8,7 @@
 
 #include "report/report_processes.h"
 #include "trainmon/recorder/run_report.h"
+#include "trainmon/recorder/train_summary.h"
 #include "trainmon/store/load_run_series.h"
 
 namespace trainmon::report {
@@ -109,6 +110,9 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
   model["ticks"] = series.size();
   model["gpu_stats"] = gpu_stats(series);
   model["train_events"] = series.train_events.size();
+  // The training loop over the run, as the run's summary computes it (null: no step timing).
+  const auto train = recorder::summarize_train(series.train);
+  model["train"] = train ? recorder::train_summary_to_json(*train) : json(nullptr);
 
   std::vector<diagnose::Finding> findings;
   if (auto f = st.findings(run_id)) {

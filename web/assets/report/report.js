@@ -79,7 +79,26 @@
   if (run.cgroup_limits) row('Cgroup limits', run.cgroup_limits);
   row('Samples', `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
     `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
+  // The training loop over the run (the run summary's figures), per rank when there are several.
+  const train = model.train;
+  const fmtStep = (v) => (v == null || !isFinite(v)) ? '—' : v < 1 ? fmtValue(v * 1000, 'ms') : fmtValue(v, 's');
+  const fmtShare = (v) => (v == null || !isFinite(v)) ? '—' : (100 * v).toFixed(1) + ' %';
+  const fmtRate = (v) => (v == null || !isFinite(v)) ? '—' : (v >= 100000 ? v.toFixed(0) : v.toFixed(1)) + ' samples/s';
+  if (train) {
+    row('Training', `${fmtRate(train.samples_per_s)} · step ${fmtStep(train.step_median_s)} median · data wait ` +
+      `${fmtShare(train.data_share)} · ${train.steps} steps`);
+  }
   root.append(hdr);
+  if (train && (train.ranks || []).length > 1) {
+    const t = el('table', { class: 'procs ranks' }, el('tr', {}, ...['Rank', 'Host', 'GPU', 'Steps', 'Samples/s',
+      'Median step', 'p90 step', 'Data wait'].map((h) => el('th', {}, h))));
+    for (const r of train.ranks) {
+      t.append(el('tr', {}, el('td', {}, r.rank != null ? r.rank : `pid ${-1 - r.key}`), el('td', {}, r.host || '—'),
+        el('td', {}, r.gpu != null ? r.gpu : '—'), el('td', {}, r.steps), el('td', {}, fmtRate(r.samples_per_s)),
+        el('td', {}, fmtStep(r.step_median_s)), el('td', {}, fmtStep(r.step_p90_s)), el('td', {}, fmtShare(r.data_share))));
+    }
+    root.append(t);
+  }
   for (const n of model.notes || []) root.append(el('p', { class: 'note' }, n));
 
   // ---- findings ----
@@ -152,13 +171,15 @@
   // One unit per chart, said in its caption and on every tick and legend value: a MiB chart whose
   // values reach 1 GiB is drawn in GiB (its data divided by 1024), never MiB in the caption with GiB
   // ticks.
+  // Likewise a step-time chart (s) whose steps all take under a second is drawn in ms.
   function displayUnit(c) {
-    if (c.unit !== 'MiB' && c.unit !== 'MiB/s') return { unit: c.unit, scale: 1 };
+    if (c.unit !== 'MiB' && c.unit !== 'MiB/s' && c.unit !== 's') return { unit: c.unit, scale: 1 };
     let peak = 0;
     for (const s of c.series) {
       if (s.scale === 'y2') continue;
       for (const arr of [s.mean, s.max]) if (arr) for (const v of arr) if (v != null && Math.abs(v) > peak) peak = Math.abs(v);
     }
+    if (c.unit === 's') return peak < 1 ? { unit: 'ms', scale: 1000 } : { unit: 's', scale: 1 };
     return peak >= 1024 ? { unit: c.unit.replace('MiB', 'GiB'), scale: 1 / 1024 } : { unit: c.unit, scale: 1 };
   }
   const scaled = (arr, k) => (k === 1 || !arr) ? arr : arr.map((v) => v == null ? v : v * k);
@@ -171,17 +192,31 @@
     const series = [{ label: 'time', value: (u, v) => fmtDur(v) }];
     const bands = [];
     let color = 0;
+    // Stacked charts draw each series on top of the ones before it (the top line is their sum); the
+    // legend still says each series' own value.
+    let below = null, belowIdx = 0;
     for (const s of c.series) {
       const col = s.dash ? '#777777' : PALETTE[color++ % PALETTE.length];
       const unit = s.scale === 'y2' ? (c.y2 && c.y2.unit === '% of time' ? '%' : '') : shown.unit;
       const k = s.scale === 'y2' ? 1 : shown.scale;
+      const own = scaled(s.mean, k);
       const common = { scale: s.scale === 'y2' ? 'y2' : 'y', spanGaps: !!s.spanGaps,
-        value: (u, v) => fmtValue(v, unit) };
+        value: c.stacked ? (u, v, si, i) => fmtValue(i == null ? v : own[i], unit) : (u, v) => fmtValue(v, unit) };
       if (!s.dash) for (const v of s.mean) if (v != null) rec.points++;
-      data.push(scaled(s.mean, k));
+      if (c.stacked) {
+        const top = below ? own.map((v, i) => (v == null ? null : v + (below[i] == null ? 0 : below[i]))) : own;
+        data.push(top);
+        series.push(Object.assign({ label: s.label, stroke: col, width: 1.25, points: { show: false },
+          fill: below ? undefined : withAlpha(col, 0.35) }, common));
+        if (below) bands.push({ series: [data.length - 1, belowIdx], fill: withAlpha(col, 0.35) });
+        below = top;
+        belowIdx = data.length - 1;
+        continue;
+      }
+      data.push(own);
       const mean = data.length - 1;
       series.push(Object.assign({ label: s.label, stroke: col, width: s.dash ? 1 : 1.25,
-        dash: s.dash ? [6, 4] : undefined, points: { show: !!s.spanGaps, size: 4 } }, common));
+        dash: s.dash ? [6, 4] : undefined, points: { show: !!s.spanGaps && c.kind !== 'train', size: 4 } }, common));
       if (s.min && s.max) {
         data.push(scaled(s.max, k), scaled(s.min, k));
         series.push(Object.assign({ label: s.label + ' (max)', stroke: withAlpha(col, 0.45), width: 0.5,
@@ -205,7 +240,9 @@
     const scales = { x: { time: false, range: xRange }, y: { range: yRange } };
     const axes = [
       { values: (u, splits) => splits.map(fmtDur), size: 32 },
-      { values: (u, splits) => (rec.y_ticks = splits.map((v) => fmtValue(v, shown.unit))), size: 84 },
+      // wide enough for "150 samples/s": 84 px hold a number and a unit of up to 3 characters
+      { values: (u, splits) => (rec.y_ticks = splits.map((v) => fmtValue(v, shown.unit))),
+        size: 84 + 7 * Math.max(0, (shown.unit || '').length - 3) },
     ];
     if (c.y2) {
       scales.y2 = { range: [c.y2.min, c.y2.max] };
