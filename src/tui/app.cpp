@@ -220,10 +220,13 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
       active_run = describe_active_run(opt.db_path);
       last_store = t0;
     }
+    // The training loop of every run of this user going on now (docs/top.md "Live state files").
+    auto runs = ipc::read_live_runs();
     std::unique_lock lk(sh.mu);
     sh.snapshot = std::move(snap);
     if (findings) sh.live.findings = std::move(*findings);
     sh.live.active_run = active_run;
+    sh.live.runs = std::move(runs);
     sh.history.add(*sh.snapshot);
     draw_frame(sh);
     const auto deadline = t0 + std::chrono::milliseconds(sh.interval_ms);

@@ -88,13 +88,18 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   const int live_rows =
       (live.active_run.empty() ? 0 : 1) + std::min<int>(3, static_cast<int>(live.findings.size()));
   const int find_budget = std::min(live_rows, std::max(0, (avail - proc_min) / 4));
+  // The training panel: a job line per run always (when any), ranks as the height allows.
+  const int train_rows = train_panel_rows(live.runs);
+  const int train_budget = std::min(train_rows, std::max(train_rows > 0 ? 1 : 0, (avail - proc_min) / 3));
   const int host_min = avail >= 14 ? 2 : 1;
-  const int gpu_budget = std::max(1, avail - proc_min - host_min - find_budget);
+  const int gpu_budget = std::max(1, avail - proc_min - host_min - find_budget - train_budget);
 
   int row = 1;
   row += draw_gpu_panel(cv, row, gpu_budget, snap, hist);
-  const int host_budget = std::max(host_min, avail - (row - 1) - find_budget - proc_min);
+  const int host_budget = std::max(host_min, avail - (row - 1) - find_budget - train_budget - proc_min);
   row += draw_host_panel(cv, row, std::min(host_budget, avail - (row - 1)), snap);
+  row += draw_train_panel(cv, row, std::min(train_budget, avail - (row - 1)), live.runs,
+                          static_cast<double>(snap.time_unix_ns) / 1e9);
   row += draw_findings_panel(cv, row, std::min(find_budget, avail - (row - 1)), live);
 
   const auto rows = build_process_rows(snap, ui, utf8);

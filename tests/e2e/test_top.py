@@ -73,6 +73,11 @@ def top_env(scenario, **extra):
     keep = {k: e[k] for k in names if k in e}
     keep.update({"TERM": "screen", "LANG": "C.UTF-8"})  # tmux's default-terminal: its key codes
     keep.update({k: str(v) for k, v in extra.items()})
+    # A runtime directory of the test's own: top shows the live runs of its user (their state files
+    # there, docs/top.md), and the runs of tests running meanwhile must not appear on this screen.
+    if "XDG_RUNTIME_DIR" not in keep and "XDG_STATE_HOME" in keep:
+        keep["XDG_RUNTIME_DIR"] = os.path.join(keep["XDG_STATE_HOME"], "runtime")
+        os.makedirs(keep["XDG_RUNTIME_DIR"], mode=0o700, exist_ok=True)
     return keep
 
 

@@ -8,6 +8,7 @@
 
 #include "trainmon/core/snapshot.h"
 #include "trainmon/diagnose/finding.h"
+#include "trainmon/ipc/run_state_file.h"
 #include "trainmon/tui/canvas.h"
 #include "trainmon/tui/history.h"
 
@@ -35,7 +36,21 @@ struct LiveInfo {
   std::vector<diagnose::Finding> findings;  ///< open findings of the live diagnosis
   std::string active_run;                   ///< "run 12 'name' since 11:02 (recorder pid 4242)"; empty: none
   bool diagnosis_enabled = true;
+  /// The runs of this user going on now, from their live state files (ipc::read_live_runs).
+  std::vector<ipc::LiveRunState> runs;
 };
+
+/// Rows the training panel wants for `runs`: per run with step timing, its job line, and with several
+/// ranks one line per rank.
+int train_panel_rows(const std::vector<ipc::LiveRunState>& runs) noexcept;
+
+/// Training panel: per live run with step timing a job line (name, samples/s, step time, data-wait
+/// share, ranks, age of the oldest last step) and, with several ranks, one line per rank (rank, host,
+/// GPU, step time, p90, data-wait share, age of its last step, phase), each as far as the width allows
+/// (the least needed columns go first). Rows beyond max_rows become "+N more ranks". `now_unix_s`:
+/// the time the ages are measured to. Returns rows used.
+int draw_train_panel(Canvas& canvas, int top, int max_rows, const std::vector<ipc::LiveRunState>& runs,
+                     double now_unix_s);
 
 /// Findings (one line each, most severe first) and the active run, at most max_rows. Returns rows used
 /// (0 when there is nothing to show).

@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon top`'s training panel: the job line and the rank lines of live runs, at 120, 80 and 40
+// columns (src/tui/train_panel.cpp, the layout in screen.cpp).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "trainmon/ipc/run_state_file.h"
+#include "trainmon/tui/screen.h"
+#include "unit/recorder/train_synth.h"
+#include "unit/tui/tui_fixtures.h"
+
+namespace trainmon::tui {
+namespace {
+
+constexpr double kStart = 1'718'000'000.0;
+
+ipc::LiveRunState live_run() {
+  ipc::RunStateHeader h;
+  h.run_id = 12;
+  h.name = "train.py";
+  h.pid = 99;
+  h.host = "node-a";
+  h.start_unix_s = kStart;
+  h.interval_ms = 1000;
+  auto s = ipc::parse_run_state(ipc::run_state_json(h, testing::two_rank_series(), 10.5, {}));
+  EXPECT_TRUE(s);
+  return *s;
+}
+
+struct Screen {
+  Snapshot snap = testing::top_snapshot(1);
+  History hist;
+  UiState ui;
+  LiveInfo live;
+  Screen() {
+    snap.time_unix_ns = static_cast<std::int64_t>((kStart + 11) * 1e9);  // 1 s after the last steps
+    live.runs = {live_run()};
+  }
+  std::vector<std::string> lines(int w, int h) {
+    ScreenInput in{&snap, &hist, &live};
+    const auto r = render(in, ui, w, h, true);
+    std::vector<std::string> out;
+    std::istringstream text(r.canvas.text());
+    for (std::string l; std::getline(text, l);) out.push_back(l);
+    return out;
+  }
+};
+
+const std::string* find_line(const std::vector<std::string>& lines, const std::string& part) {
+  for (const auto& l : lines)
+    if (l.find(part) != std::string::npos) return &l;
+  return nullptr;
+}
+
+TEST(TuiTrainPanel, JobAndRankLinesAt80Columns) {
+  Screen s;
+  const auto lines = s.lines(80, 24);
+  const auto* job = find_line(lines, "train  ");
+  ASSERT_TRUE(job) << ::testing::PrintToString(lines);
+  EXPECT_NE(job->find("train.py"), std::string::npos) << *job;
+  EXPECT_NE(job->find("120.0 samples/s"), std::string::npos) << *job;
+  EXPECT_NE(job->find("step 0.200s"), std::string::npos) << *job;
+  EXPECT_NE(job->find("data 35.0%"), std::string::npos) << *job;
+  EXPECT_NE(job->find("last 1.0s ago"), std::string::npos) << *job;
+  const auto* r0 = find_line(lines, "  rank 0");
+  const auto* r1 = find_line(lines, "  rank 1");
+  ASSERT_TRUE(r0 && r1) << ::testing::PrintToString(lines);
+  for (const char* part : {"node-a", "GPU 0", "step 0.100s", "data 20.0%", "last 1.0s ago"})
+    EXPECT_NE(r0->find(part), std::string::npos) << part << " in " << *r0;
+  for (const char* part : {"GPU 1", "step 0.200s", "data 50.0%", "last 1.0s ago"})
+    EXPECT_NE(r1->find(part), std::string::npos) << part << " in " << *r1;
+  // columns line up
+  EXPECT_EQ(r0->find("step "), r1->find("step "));
+  EXPECT_EQ(r0->find("last "), r1->find("last "));
+  // wider: the run id, the rank count and the job's total steps too
+  const auto wide = s.lines(140, 30);
+  const auto* full = find_line(wide, "train  ");
+  ASSERT_TRUE(full);
+  for (const char* part : {"run 12", "2 ranks", "100 steps"})
+    EXPECT_NE(full->find(part), std::string::npos) << *full;
+  EXPECT_NE(find_line(wide, "  rank 1")->find("p90 0.200s"), std::string::npos);
+}
+
+TEST(TuiTrainPanel, NarrowTerminalsKeepWhatMatters) {
+  Screen s;
+  const auto lines = s.lines(40, 16);
+  const auto* job = find_line(lines, "train  ");
+  ASSERT_TRUE(job) << ::testing::PrintToString(lines);
+  EXPECT_NE(job->find("120.0 samples/s"), std::string::npos) << *job;
+  EXPECT_NE(job->find("step 0.200s"), std::string::npos) << *job;
+  EXPECT_EQ(job->find("train.py"), std::string::npos) << *job;  // the name went first
+  const auto* r1 = find_line(lines, "  rank 1");
+  ASSERT_TRUE(r1) << ::testing::PrintToString(lines);
+  EXPECT_NE(r1->find("step 0.200s"), std::string::npos) << *r1;
+  EXPECT_NE(r1->find("last 1.0s ago"), std::string::npos) << *r1;
+  EXPECT_EQ(r1->find("node-a"), std::string::npos) << *r1;
+  // too few rows for every rank: the rest is counted
+  const auto small = s.lines(40, 12);
+  EXPECT_TRUE(find_line(small, "train  ")) << ::testing::PrintToString(small);
+  EXPECT_TRUE(find_line(small, "more rank")) << ::testing::PrintToString(small);
+}
+
+TEST(TuiTrainPanel, OneRankOneLineAndNoRunsNoPanel) {
+  Screen s;
+  s.live.runs[0].ranks.resize(1);
+  auto lines = s.lines(80, 24);
+  EXPECT_TRUE(find_line(lines, "train  "));
+  EXPECT_FALSE(find_line(lines, "  rank 0"));
+  EXPECT_FALSE(find_line(lines, "ranks"));
+  // a live run without step timing, and no run at all: no panel
+  s.live.runs[0].train = false;
+  EXPECT_FALSE(find_line(s.lines(80, 24), "samples/s"));
+  s.live.runs.clear();
+  EXPECT_FALSE(find_line(s.lines(80, 24), "samples/s"));
+  // a state file not rewritten for a while says so
+  s.live.runs = {live_run()};
+  s.live.runs[0].time_unix_s = kStart + 1;
+  EXPECT_TRUE(find_line(s.lines(120, 30), "(state 10s old)"));
+}
+
+}  // namespace
+}  // namespace trainmon::tui
