@@ -39,8 +39,9 @@ bool answers(const GpuSample& g) {
 
 }  // namespace
 
-ServeState::ServeState(std::vector<std::pair<std::string, std::string>> labels, std::size_t history_rows)
-    : history_rows_(history_rows == 0 ? 1 : history_rows) {
+ServeState::ServeState(std::vector<std::pair<std::string, std::string>> labels, std::size_t history_rows,
+                       std::string runs_dir)
+    : runs_dir_(std::move(runs_dir)), history_rows_(history_rows == 0 ? 1 : history_rows) {
   state_.labels = std::move(labels);
   timespec ts{};
   ::clock_gettime(CLOCK_REALTIME, &ts);
@@ -75,7 +76,11 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
                                               static_cast<double>(*mem.total_bytes))
                          : kNaN;
 
+  // The live runs of this user (small files, read once per tick outside the lock).
+  auto runs = ipc::read_live_runs(runs_dir_);
+
   std::lock_guard lock(mu_);
+  runs_ = std::move(runs);
   if (last_tick_unix_ns_ != 0) {
     state_.last_tick_duration_s = static_cast<double>(snap->time_unix_ns - last_tick_unix_ns_) / 1e9;
   }
@@ -110,6 +115,7 @@ std::string ServeState::metrics_text() {
   if (metrics_tick_ != state_.ticks_total) {
     static const Snapshot kEmpty;
     metrics_cache_ = render_metrics(snap_ ? *snap_ : kEmpty, findings_, state_);
+    metrics_cache_ += render_train_metrics(runs_);
     metrics_tick_ = state_.ticks_total;
   }
   return metrics_cache_;
@@ -171,6 +177,16 @@ std::string ServeState::history_json(double seconds) {
   }
   j["host"] = {{"cpu_busy_pct", column(cpu)}, {"mem_used_pct", column(mem)}};
   return j.dump();
+}
+
+std::string ServeState::train_json() {
+  std::lock_guard lock(mu_);
+  std::string out = "[";
+  for (const auto& r : runs_) {
+    if (out.size() > 1) out += ',';
+    out += r.document;
+  }
+  return out + "]";
 }
 
 std::string ServeState::findings_json() {

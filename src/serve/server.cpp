@@ -180,6 +180,9 @@ void install_routes(Server::Impl& s) {
     }
     reply(res, {200, state->history_json(seconds)});
   });
+  http.Get("/api/v1/train", [state](const httplib::Request&, httplib::Response& res) {
+    reply(res, {200, state->train_json()});
+  });
   http.Get("/api/v1/findings", [state](const httplib::Request&, httplib::Response& res) {
     reply(res, {200, state->findings_json()});
   });

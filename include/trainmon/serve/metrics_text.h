@@ -20,6 +20,7 @@
 
 #include "trainmon/core/snapshot.h"
 #include "trainmon/diagnose/finding.h"
+#include "trainmon/ipc/run_state_file.h"
 
 namespace trainmon::serve {
 
@@ -47,5 +48,15 @@ std::string sanitize_label_name(std::string_view name);
 /// The whole exposition text for `snap`, each family with # HELP and # TYPE, ending in '\n'.
 std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
                            const ExporterState& state);
+
+/// The training loop of the live runs `runs` (their live state files, docs/serve.md "Training"): per
+/// rank trainmon_train_steps_total, _samples_total, _data_wait_seconds_total (counters from the
+/// sender's cumulative totals), trainmon_train_step_seconds (a summary: quantiles 0.5 / 0.9 / 0.99 over
+/// the recent window ipc::kRunStateRecentS, _sum and _count the exact totals) and
+/// trainmon_train_last_step_timestamp_seconds, labelled Hostname (the rank's host, else the run's),
+/// run_id, run, rank, local_rank, node_rank, gpu (NVML index, when known) and the run's labels (lower
+/// case, as trainmon_labels_info; names we use ourselves win). A figure not known has no sample.
+/// Empty when no run has step timing.
+std::string render_train_metrics(std::span<const ipc::LiveRunState> runs);
 
 }  // namespace trainmon::serve

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainmon/ipc/run_state_file.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/serve/metrics_text.h"
 
@@ -32,16 +33,21 @@ struct HistoryRow {
 
 class ServeState : public recorder::TickObserver {
  public:
-  /// `history_rows`: ticks kept for /api/v1/history (900 = 15 min at 1 s).
-  explicit ServeState(std::vector<std::pair<std::string, std::string>> labels,
-                      std::size_t history_rows = 900);
+  /// `history_rows`: ticks kept for /api/v1/history (900 = 15 min at 1 s). `runs_dir`: where the live
+  /// state files of this user's runs are (ipc::run_state_dir() when empty), read once per tick.
+  explicit ServeState(std::vector<std::pair<std::string, std::string>> labels, std::size_t history_rows = 900,
+                      std::string runs_dir = {});
 
   void on_start(const recorder::StartContext& ctx) override;
   void on_tick(const recorder::TickContext& ctx) override;
   void on_finish() override;
 
-  /// /metrics body; before the first tick, only the exporter's own metrics.
+  /// /metrics body (with the live runs' training metrics, render_train_metrics); before the first
+  /// tick, only the exporter's own metrics.
   std::string metrics_text();
+  /// /api/v1/train body: the live state documents (docs/top.md "Live state files") of this user's runs
+  /// going on at the last tick, oldest first (a JSON array; [] when none).
+  std::string train_json();
   /// /api/v1/snapshot body: {"run_id", "db", "elapsed_s", "status" (docs/status-json.md),
   /// "findings" (the open ones), "gpu_indices"}; {"status": null} before the first tick.
   std::string snapshot_json();
@@ -62,6 +68,8 @@ class ServeState : public recorder::TickObserver {
   double elapsed_s_ = 0;
   std::shared_ptr<const Snapshot> snap_;
   std::vector<diagnose::Finding> findings_;
+  std::string runs_dir_;
+  std::vector<ipc::LiveRunState> runs_;  ///< live runs at the last tick
   std::deque<HistoryRow> history_;
   std::vector<std::pair<unsigned, std::string>> history_gpus_;  ///< index, name of each column
   std::size_t history_rows_;

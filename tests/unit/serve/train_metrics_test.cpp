@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// serve's training metrics from live state documents (render_train_metrics, docs/serve.md).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "trainmon/ipc/run_state_file.h"
+#include "trainmon/serve/metrics_text.h"
+#include "unit/recorder/train_synth.h"
+
+namespace trainmon::serve {
+namespace {
+
+bool has_line(const std::string& text, const std::string& line) {
+  return text.find("\n" + line + "\n") != std::string::npos || text.starts_with(line + "\n");
+}
+
+/// The value of the sample `name{labels}`; NaN when there is none.
+double value(const std::string& text, const std::string& sample) {
+  const auto at = text.find("\n" + sample + " ");
+  if (at == std::string::npos) return NAN;
+  return std::stod(text.substr(at + sample.size() + 2));
+}
+
+ipc::LiveRunState live_run() {
+  ipc::RunStateHeader h;
+  h.run_id = 12;
+  h.name = "train.py";
+  h.pid = 99;
+  h.host = "node-a";
+  h.start_unix_s = 1'718'000'000.0;
+  h.labels = {{"SLURM_JOB_ID", "77"}, {"RANK", "9"}};  // RANK: ours wins
+  auto s = ipc::parse_run_state(ipc::run_state_json(h, testing::two_rank_series(), 10.5, {}));
+  EXPECT_TRUE(s);
+  return *s;
+}
+
+const std::string kRank0 =
+    R"(Hostname="node-a",run_id="12",run="train.py",rank="0",local_rank="0",node_rank="0",gpu="0",)"
+    R"(slurm_job_id="77")";
+const std::string kRank1 =
+    R"(Hostname="node-a",run_id="12",run="train.py",rank="1",local_rank="1",node_rank="0",gpu="1",)"
+    R"(slurm_job_id="77")";
+
+TEST(TrainMetrics, PerRankCountersSummaryAndLastStep) {
+  const std::vector<ipc::LiveRunState> runs{live_run()};
+  const std::string m = render_train_metrics(runs);
+  EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_steps_total counter")) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_steps_total{" + kRank0 + "}"), 100, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_steps_total{" + kRank1 + "}"), 50, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_samples_total{" + kRank0 + "}"), 800, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_samples_total{" + kRank1 + "}"), 400, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_data_wait_seconds_total{" + kRank1 + "}"), 5, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_last_step_timestamp_seconds{" + kRank0 + "}"), 1718000010, 1e-3) << m;
+  EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_step_seconds summary")) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds{" + kRank1 + R"(,quantile="0.5"})"), 0.2, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds{" + kRank0 + R"(,quantile="0.9"})"), 0.1, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds{" + kRank1 + R"(,quantile="0.99"})"), 0.2, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds_sum{" + kRank1 + "}"), 10, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds_count{" + kRank1 + "}"), 50, 1e-6) << m;
+  // every family once
+  for (const char* f : {"trainmon_train_steps_total", "trainmon_train_samples_total",
+                        "trainmon_train_data_wait_seconds_total", "trainmon_train_step_seconds",
+                        "trainmon_train_last_step_timestamp_seconds"}) {
+    const std::string type = std::string("# TYPE ") + f + " ";
+    EXPECT_EQ(m.find(type), m.rfind(type)) << f;
+  }
+}
+
+TEST(TrainMetrics, UnknownFiguresHaveNoSampleAndNoTrainingNoFamilies) {
+  auto run = live_run();
+  run.ranks[1].total_samples = NAN;  // a loop that gives no batch size
+  run.ranks[1].step_p50_s = run.ranks[1].step_p90_s = run.ranks[1].step_p99_s = NAN;  // no recent step
+  run.ranks[1].gpu = -1;
+  run.ranks[1].rank = -1;
+  run.ranks[1].pid = 4101;
+  const std::vector<ipc::LiveRunState> runs{run};
+  const std::string m = render_train_metrics(runs);
+  const std::string pid_labels =
+      R"(Hostname="node-a",run_id="12",run="train.py",rank="",local_rank="1",node_rank="0",pid="4101",)"
+      R"(slurm_job_id="77")";
+  EXPECT_EQ(m.find("trainmon_train_samples_total{" + pid_labels), std::string::npos) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_steps_total{" + pid_labels + "}"), 50, 1e-6) << m;
+  EXPECT_EQ(m.find("trainmon_train_step_seconds{" + pid_labels), std::string::npos) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_step_seconds_count{" + pid_labels + "}"), 50, 1e-6) << m;
+  EXPECT_EQ(m.find("NaN"), std::string::npos);
+
+  ipc::LiveRunState idle;
+  idle.run_id = 3;
+  EXPECT_EQ(render_train_metrics(std::vector<ipc::LiveRunState>{idle}), "");
+  EXPECT_EQ(render_train_metrics({}), "");
+}
+
+}  // namespace
+}  // namespace trainmon::serve
