@@ -2,11 +2,17 @@
 // serve's training metrics from live state documents (render_train_metrics, docs/serve.md).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "trainmon/ipc/run_state_file.h"
 #include "trainmon/serve/metrics_text.h"
+#include "trainmon/serve/serve_state.h"
+#include "unit/export/export_fixtures.h"
 #include "unit/recorder/train_synth.h"
 
 namespace trainmon::serve {
@@ -90,6 +96,49 @@ TEST(TrainMetrics, UnknownFiguresHaveNoSampleAndNoTrainingNoFamilies) {
   idle.run_id = 3;
   EXPECT_EQ(render_train_metrics(std::vector<ipc::LiveRunState>{idle}), "");
   EXPECT_EQ(render_train_metrics({}), "");
+}
+
+TEST(TrainMetrics, ServeReadsTheLiveRunsEachTick) {
+  std::string base = (std::filesystem::temp_directory_path() / "trainmon-serve-XXXXXX").string();
+  ASSERT_TRUE(::mkdtemp(base.data()));
+  const std::string dir = base + "/trainmon/runs";
+  ServeState st({}, 10, dir);
+  auto snap = testing::h200_snapshot();
+  recorder::TickContext ctx{snap, {}, 0, 1.0};
+  st.on_tick(ctx);
+  EXPECT_EQ(st.train_json(), "[]");
+  EXPECT_EQ(st.metrics_text().find("trainmon_train_"), std::string::npos);
+  {
+    ipc::RunStateHeader h;
+    h.run_id = 12;
+    h.name = "train.py";
+    h.pid = static_cast<std::uint32_t>(::getpid());
+    h.start_unix_s = 1'718'000'000.0;
+    auto f = ipc::RunStateFile::create(h, dir);
+    ASSERT_TRUE(f) << f.error().message;
+    ASSERT_TRUE(f->write(testing::two_rank_series(), 10.5, {}));
+    snap.time_unix_ns += 1'000'000'000;
+    st.on_tick(ctx);
+    const auto j = nlohmann::json::parse(st.train_json());
+    ASSERT_EQ(j.size(), 1u);
+    EXPECT_EQ(j[0]["run_id"], 12);
+    EXPECT_EQ(j[0]["train"]["ranks"].size(), 2u);
+    const std::string m = st.metrics_text();
+    EXPECT_NEAR(
+        value(
+            m,
+            "trainmon_train_steps_total{" +
+                std::string(
+                    R"(Hostname="node-a",run_id="12",run="train.py",rank="1",local_rank="1",node_rank="0",gpu="1")") +
+                "}"),
+        50, 1e-9)
+        << m;
+  }
+  // the run ended (its file is gone): its series go with the next tick
+  st.on_tick(ctx);
+  EXPECT_EQ(st.train_json(), "[]");
+  EXPECT_EQ(st.metrics_text().find("trainmon_train_"), std::string::npos);
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace
