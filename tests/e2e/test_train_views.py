@@ -260,3 +260,72 @@ def test_a_stale_state_file_is_cleaned_up(job, tmp_path):
         assert "trainmon_train_steps_total" not in served.get("/metrics")[2].decode()
     finally:
         served.stop()
+
+
+# ---- a real PyTorch job through the package --------------------------------------------------------
+
+DDP = """
+# Two gloo ranks with torch.multiprocessing.spawn and no trainmon import: `trainmon run` instruments
+# them by itself (docs/python.md "Zero code changes"). Rank 1 does 40 ms of extra work per step.
+import sys, time
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+from torch.utils.data import DataLoader, Dataset
+
+class Sleepy(Dataset):
+    def __len__(self):
+        return 20
+    def __getitem__(self, i):
+        time.sleep(0.01)
+        return torch.randn(8), i % 2
+
+def run(rank, world, init_file):
+    dist.init_process_group("gloo", init_method="file://" + init_file, rank=rank, world_size=world)
+    torch.manual_seed(rank)
+    torch.set_num_threads(1)
+    model = torch.nn.Linear(8, 2)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for epoch in range(2):
+        for i, (x, y) in enumerate(DataLoader(Sleepy(), batch_size=2)):
+            torch.nn.functional.cross_entropy(model(x), y).backward()
+            if rank == 1:
+                time.sleep(0.04)
+            opt.step()
+            opt.zero_grad()
+    dist.barrier()
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(run, args=(2, sys.argv[1]), nprocs=2, join=True)
+"""
+
+
+@pytest.mark.skipif(os.environ.get("TRAINMON_SANITIZED") == "1", reason="real PyTorch jobs run in the release pass")
+def test_a_real_pytorch_job_shows_both_ranks_everywhere(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "ddp.py"
+    script.write_text(DDP)
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    db = tmp_path / "t.db"
+    e = env(SCENARIO, XDG_RUNTIME_DIR=runtime)
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(db), "--interval", "0.5", "--print-every", "0", "--",
+                        PY, str(script), str(tmp_path / "rendezvous")], env=e, capture_output=True, text=True,
+                       timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    [r] = json.loads(run(["runs", "--json"], db, env=e).stdout)
+    t = r["summary"]["train"]
+    ranks = {x["rank"]: x for x in t["ranks"]}
+    assert sorted(ranks) == [0, 1], t
+    for x in ranks.values():
+        # two epochs of 10 batches of 2, every step timed by the zero-code hook
+        assert x["steps"] == 20 and x["samples"] == 40, x
+        assert 0 < x["data_share"] < 1, x
+    assert ranks[1]["step_median_s"] > ranks[0]["step_median_s"] + 0.025, t
+    assert t["step_median_s"] == ranks[1]["step_median_s"]
+    assert "    rank 1 (" in p.stderr and "  training: " in p.stderr, p.stderr[-2000:]
+    model = json.loads(run(["report", "last", "--format", "json"], db, env=e).stdout)
+    ids = [c["id"] for c in model["charts"]]
+    assert ids[:3] == ["train-throughput", "train-step", "train-ranks"], ids
+    assert not list((runtime / "trainmon" / "runs").glob("*.json"))
