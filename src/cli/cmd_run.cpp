@@ -256,15 +256,16 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   std::optional<ipc::RunStateFile> state_file;
   bool state_error_reported = false;
   {
-    ipc::RunStateHeader h{run_id,
-                          info.name,
-                          db_path,
-                          static_cast<std::uint32_t>(::getpid()),
-                          ipc::process_start_ticks(static_cast<std::uint32_t>(::getpid())).value_or(0),
-                          info.host,
-                          static_cast<double>(start_unix) / 1e9,
-                          info.interval_ms,
-                          info.labels};
+    ipc::RunStateHeader h;
+    h.run_id = run_id;
+    h.name = info.name;
+    h.db = db_path;
+    h.pid = static_cast<std::uint32_t>(::getpid());
+    h.pid_start_ticks = ipc::process_start_ticks(h.pid).value_or(0);
+    h.host = info.host;
+    h.start_unix_s = static_cast<double>(start_unix) / 1e9;
+    h.interval_ms = info.interval_ms;
+    h.labels = info.labels;
     if (auto f = ipc::RunStateFile::create(std::move(h))) {
       state_file = std::move(*f);
     } else if (!o.quiet) {

@@ -8,6 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -149,6 +151,11 @@ Expected<void> ensure_private_dir(const std::string& dir) {
   return make_private_dir(dir);
 }
 
+std::uint64_t own_pid_namespace() {
+  struct stat st {};
+  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<std::uint64_t>(st.st_ino) : 0;
+}
+
 std::optional<std::uint64_t> process_start_ticks(std::uint32_t pid, const std::string& proc_root) {
   if (pid == 0) return std::nullopt;
   const std::string path = fmt::format("{}/{}/stat", proc_root, pid);
@@ -172,6 +179,7 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
   j["db"] = h.db;
   j["pid"] = h.pid;
   j["pid_start_ticks"] = h.pid_start_ticks;
+  j["pid_ns"] = h.pid_ns;
   j["host"] = h.host;
   j["start_unix_s"] = h.start_unix_s;
   j["time_unix_s"] = h.start_unix_s + now_s;
@@ -261,6 +269,7 @@ Expected<RunStateFile> RunStateFile::create(RunStateHeader header, std::string d
   if (auto r = ensure_private_dir(dir); !r) return std::unexpected(r.error());
   RunStateFile f;
   f.path_ = fmt::format("{}/run-{}-{}.json", dir, header.run_id, header.pid);
+  if (header.pid_ns == 0) header.pid_ns = own_pid_namespace();
   f.header_ = std::move(header);
   return f;
 }
@@ -346,6 +355,8 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
   s.pid = finite(pid) && pid > 0 && pid <= 4194304 ? static_cast<std::uint32_t>(pid) : 0;
   const double ticks = rd.num("pid_start_ticks");
   s.pid_start_ticks = finite(ticks) && ticks >= 0 ? static_cast<std::uint64_t>(ticks) : 0;
+  const double ns = rd.num("pid_ns");
+  s.pid_ns = finite(ns) && ns > 0 ? static_cast<std::uint64_t>(ns) : 0;
   s.start_unix_s = rd.num("start_unix_s");
   s.time_unix_s = rd.num("time_unix_s");
   const double iv = rd.num("interval_ms");
@@ -450,8 +461,11 @@ std::optional<std::string> read_own_file(int dir_fd, const char* name) {
   return out;
 }
 
-/// The run's `trainmon run` is gone: its pid does not exist, or names a process started at another time.
-bool writer_gone(const LiveRunState& s) {
+/// The run's `trainmon run` is gone: its pid does not exist, or names a process started at another
+/// time; for a writer in another PID namespace (whose pids mean nothing here), its document is old.
+bool writer_gone(const LiveRunState& s, std::uint64_t our_ns, double now_unix_s) {
+  if (s.pid_ns != 0 && our_ns != 0 && s.pid_ns != our_ns)
+    return !(now_unix_s - s.time_unix_s <= kRunStateForeignStaleS);
   if (s.pid == 0) return true;
   if (::kill(static_cast<pid_t>(s.pid), 0) != 0 && errno == ESRCH) return true;
   if (s.pid_start_ticks == 0) return false;
@@ -472,6 +486,10 @@ std::vector<LiveRunState> read_live_runs(const std::string& dir_in) {
     ::close(dir_fd);
     return out;
   }
+  const std::uint64_t our_ns = own_pid_namespace();
+  timespec now{};
+  ::clock_gettime(CLOCK_REALTIME, &now);
+  const double now_unix_s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (!name.starts_with("run-") || !name.ends_with(".json")) continue;
@@ -479,7 +497,7 @@ std::vector<LiveRunState> read_live_runs(const std::string& dir_in) {
     if (!text) continue;
     auto s = parse_run_state(*text);
     if (!s) continue;
-    if (writer_gone(*s)) {
+    if (writer_gone(*s, our_ns, now_unix_s)) {
       ::unlinkat(dir_fd, e->d_name, 0);  // stale: its trainmon run was killed before removing it
       continue;
     }

@@ -50,6 +50,8 @@ struct RunStateHeader {
   std::string db;                     ///< the store's path
   std::uint32_t pid = 0;              ///< the `trainmon run` process
   std::uint64_t pid_start_ticks = 0;  ///< its /proc/PID/stat start time (field 22): a reused pid differs
+  /// The inode of its PID namespace (/proc/self/ns/pid); 0: RunStateFile::create fills it in.
+  std::uint64_t pid_ns = 0;
   std::string host;
   double start_unix_s = 0;  ///< run clock 0
   std::int64_t interval_ms = 0;
@@ -134,6 +136,7 @@ struct LiveRunState {
   std::string name, db, host;
   std::uint32_t pid = 0;
   std::uint64_t pid_start_ticks = 0;
+  std::uint64_t pid_ns = 0;                  ///< the writer's PID namespace (0: not said)
   double start_unix_s = 0, time_unix_s = 0;  ///< run start; when the document was written
   std::int64_t interval_ms = 0;
   std::vector<std::pair<std::string, std::string>> labels;
@@ -153,12 +156,20 @@ struct LiveRunState {
 /// a field of the wrong type; the message names it.
 Expected<LiveRunState> parse_run_state(std::string_view text);
 
+/// A document of a writer in another PID namespace (a container sharing the directory) is stale when
+/// it was not rewritten for this long, seconds (its pid means nothing here).
+inline constexpr double kRunStateForeignStaleS = 600;
+
 /// Every live run in `dir` (run_state_dir() when empty), oldest start first. Only regular files named
 /// run-*.json that the effective uid owns, opened without following links, at most kRunStateMaxBytes.
-/// A file whose `trainmon run` is gone (its pid does not exist, or now has another start time) is
-/// stale: it is removed and skipped. Unreadable or malformed files are skipped (left in place). A
-/// missing directory, or one that is not private to us, gives nothing.
+/// A file whose `trainmon run` is gone (its pid does not exist, or now has another start time; for a
+/// writer in another PID namespace: not rewritten for kRunStateForeignStaleS) is stale: it is removed
+/// and skipped. Unreadable or malformed files are skipped (left in place). A missing directory, or
+/// one that is not private to us, gives nothing.
 std::vector<LiveRunState> read_live_runs(const std::string& dir = {});
+
+/// The inode of this process's PID namespace (/proc/self/ns/pid); 0 when it cannot be read.
+std::uint64_t own_pid_namespace();
 
 /// The start time (clock ticks since boot, /proc/PID/stat field 22) of `pid`; nullopt when it does not
 /// exist or cannot be read. `proc_root`: "/proc".

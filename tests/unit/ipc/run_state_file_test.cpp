@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,6 +55,7 @@ TEST(RunStateFile, DocumentHasTheRunTheJobAndEveryRank) {
   EXPECT_EQ(j["name"], "train.py");
   EXPECT_EQ(j["db"], "/data/trainmon.db");
   EXPECT_EQ(j["pid"], ::getpid());
+  EXPECT_EQ(j["pid_ns"], 0);  // the header's; RunStateFile::create fills in its own
   EXPECT_EQ(j["host"], "node-a");
   EXPECT_EQ(j["time_unix_s"], 1'718'000'010.5);
   EXPECT_EQ(j["labels"]["SLURM_JOB_ID"], "77");
@@ -219,6 +221,14 @@ TEST(RunStateFile, ReadersSkipLinksAndJunkAndCleanUpStaleFiles) {
   auto reused = h;
   reused.pid_start_ticks = h.pid_start_ticks + 1;
   std::ofstream(dir + "/run-3-3.json") << run_state_json(reused, {}, 1, {});
+  // a writer in another PID namespace: its pid means nothing here; it is stale only when old
+  auto foreign = dead;
+  foreign.pid_ns = own_pid_namespace() + 1;
+  const double now = static_cast<double>(std::time(nullptr));
+  foreign.start_unix_s = now - 5;
+  std::ofstream(dir + "/run-6-6.json") << run_state_json(foreign, {}, 4, {});  // written a second ago
+  foreign.start_unix_s = now - 2 * kRunStateForeignStaleS;
+  std::ofstream(dir + "/run-7-7.json") << run_state_json(foreign, {}, 1, {});  // long ago
   // junk, a link to a live document, and a file of another name
   std::ofstream(dir + "/run-4-4.json") << "{broken";
   std::ofstream(base.path + "/elsewhere.json") << run_state_json(h, {}, 1, {});
@@ -226,8 +236,10 @@ TEST(RunStateFile, ReadersSkipLinksAndJunkAndCleanUpStaleFiles) {
   std::ofstream(dir + "/notes.json") << run_state_json(h, {}, 1, {});
 
   const auto runs = read_live_runs(dir);
-  ASSERT_EQ(runs.size(), 1u);
-  EXPECT_EQ(runs[0].path, dir + "/run-1-1.json");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[0].path, dir + "/run-1-1.json");  // oldest start first
+  EXPECT_EQ(runs[1].path, dir + "/run-6-6.json");
+  EXPECT_FALSE(fs::exists(dir + "/run-7-7.json"));
   EXPECT_FALSE(fs::exists(dir + "/run-2-2.json"));  // stale: removed
   EXPECT_FALSE(fs::exists(dir + "/run-3-3.json"));
   EXPECT_TRUE(fs::exists(dir + "/run-4-4.json"));  // malformed: skipped, left alone
