@@ -158,8 +158,11 @@
     ctx.font = `${10 * devicePixelRatio}px sans-serif`;
     let lastLabel = -Infinity;
     for (const e of epochs) {
-      const px = Math.round(u.valToPos(e.t, 'x', true)) + 0.5;
-      if (px < b.left || px > b.left + b.width) continue;
+      // An epoch that sets the axis's end lies exactly on its edge: test the unrounded position, then
+      // keep the half-pixel-aligned line inside the plot (rounding pushed it half a pixel out).
+      const pos = u.valToPos(e.t, 'x', true);
+      if (!(pos >= b.left - 1 && pos <= b.left + b.width + 1)) continue;
+      const px = Math.min(Math.max(Math.round(pos) + 0.5, b.left + 0.5), b.left + b.width - 0.5);
       ctx.beginPath(); ctx.moveTo(px, b.top); ctx.lineTo(px, b.top + b.height); ctx.stroke();
       if (px - lastLabel > 28 * devicePixelRatio) { ctx.fillText('e' + e.epoch, px + 2, b.top + 10 * devicePixelRatio); lastLabel = px; }
       n++;
