@@ -5,7 +5,10 @@
 A realistic job for `trainmon run`: a main process plus DataLoader worker processes (each with
 its own RSS and CPU time), a few hundred optimisation steps, 15-30 s on two cores.
 
-    trainmon run -- /usr/bin/python3 examples/train_cnn.py --steps 300 --workers 2
+    trainmon run -- /usr/bin/python3 examples/train_cnn.py --steps 300 --workers 2 [--epochs 3]
+
+`--steps` is the total; with `--epochs N` each epoch reads the whole (smaller) dataset once, so the
+DataLoader ends N times and trainmon's zero-code hook reports N epoch ends.
 """
 
 import argparse
@@ -52,6 +55,7 @@ def model():
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--steps", type=int, default=300)
+    ap.add_argument("--epochs", type=int, default=1)
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
@@ -59,7 +63,9 @@ def main():
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
-    data = SyntheticImages(args.steps * args.batch)
+    epochs = max(1, args.epochs)
+    per_epoch = max(1, args.steps // epochs)
+    data = SyntheticImages(per_epoch * args.batch)
     loader = DataLoader(data, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                         persistent_workers=args.workers > 0)
     net = model()
@@ -67,19 +73,21 @@ def main():
     start = time.monotonic()
     step = 0
     first_loss = last_loss = None
-    for x, y in loader:
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(net(x), y)
-        loss.backward()
-        opt.step()
-        step += 1
-        last_loss = float(loss)
-        if first_loss is None:
-            first_loss = last_loss
-        if step % 50 == 0:
-            print(f"step {step}/{args.steps} loss {last_loss:.3f} ({time.monotonic() - start:.1f} s)", flush=True)
-        if step >= args.steps:
-            break
+    total = per_epoch * epochs
+    for epoch in range(1, epochs + 1):
+        for x, y in loader:  # the whole dataset: the loader ends, and with it the epoch
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            step += 1
+            last_loss = float(loss)
+            if first_loss is None:
+                first_loss = last_loss
+            if step % 50 == 0:
+                print(f"step {step}/{total} loss {last_loss:.3f} ({time.monotonic() - start:.1f} s)", flush=True)
+        if epochs > 1:
+            print(f"epoch {epoch}/{epochs} done ({time.monotonic() - start:.1f} s)", flush=True)
     print(f"done: {step} steps, loss {first_loss:.3f} -> {last_loss:.3f}, pid {os.getpid()}", flush=True)
     return 0
 

@@ -22,8 +22,8 @@ echo
 echo "== trainmon query (nvidia-smi --query-gpu compatible)"
 "$tm" query --query-gpu=index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu --format=csv
 echo
-echo "== trainmon run: a real PyTorch CNN with 2 DataLoader workers, watched and recorded"
-"$tm" run --name demo-cnn --print-every 5 -- /usr/bin/python3 examples/train_cnn.py --steps 150 --workers 2
+echo "== trainmon run: a real PyTorch CNN (3 epochs, 2 DataLoader workers), timed by the zero-code hook, watched and recorded"
+"$tm" run --name demo-cnn --print-every 5 -- /usr/bin/python3 examples/train_cnn.py --steps 150 --epochs 3 --workers 2
 echo
 echo "== trainmon runs / diagnose last (database: $TRAINMON_DB)"
 "$tm" runs
