@@ -269,7 +269,7 @@ PYEOF
 
 export TRAINMON_PYTHON_DIR="$ROOT/python" BENCH_WORK="$WORK" TRAINMON_NO_AGENT=1
 if [[ -x "$BIN" ]] && "$BIN" --help 2>/dev/null | grep -qE "^[[:space:]]+run[[:space:]]"; then
-  export TRAINMON_NVML_LIBRARY="${TRAINMON_FAKE_NVML_PATH:-$BUILD/tests/fake_nvml/libnvidia-ml.so.1}"
+  export TRAINMON_NVML_LIBRARY="${TRAINMON_FAKE_NVML_PATH:-$BUILD/fake_nvml/libnvidia-ml.so.1}"
   export TRAINMON_FAKE_NVML_SCENARIO="$ROOT/tests/scenarios/healthy-1gpu.json"
   export TRAINMON_DB="$WORK/bench.db"
   "$BIN" run -- "$PY" "$WORK/bench.py" "$STEPS" "$ROUNDS"
