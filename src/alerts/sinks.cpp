@@ -21,6 +21,7 @@
 
 #include "alerts/curl_library.h"
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/runner/launcher.h"
 
 extern char** environ;
@@ -37,7 +38,7 @@ class LogSink final : public Sink {
  public:
   explicit LogSink(std::string tool) : tool_(std::move(tool)) {}
   Expected<void> deliver(const Notification& n) override {
-    std::fprintf(stderr, "trainmon %s: alert: %s\n", tool_.c_str(), n.summary().c_str());
+    std::fprintf(stderr, "trainmon %s: alert: %s\n", tool_.c_str(), text::terminal(n.summary()).c_str());
     return {};
   }
 
@@ -73,7 +74,7 @@ class CommandSink final : public Sink {
     add("TIME", vars["time"]);
     add("TIME_UNIX_NS", fmt::format("{}", n.time_unix_ns));
     add("SUPPRESSED", fmt::format("{}", n.suppressed));
-    add("JSON", nlohmann::json(n).dump());
+    add("JSON", text::json_dump(nlohmann::json(n)));
     std::vector<char*> envp, argv;
     for (auto& s : env_strings) envp.push_back(s.data());
     envp.push_back(nullptr);
@@ -247,7 +248,7 @@ std::string webhook_body(const Notification& n, bool slack) {
                                                   : ":warning:";
     j = nlohmann::json{{"text", fmt::format("{} {}", icon, n.summary())}, {"trainmon", j}};
   }
-  return j.dump();
+  return text::json_dump(j);
 }
 
 std::string email_message(const Notification& n, const SinkConfig& c) {

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/diagnose/thresholds.h"
 #include "trainmon/store/db_path.h"
@@ -76,7 +77,7 @@ int diagnose(const DiagnoseOptions& o) {
   std::erase_if(findings, [min](const diagnose::Finding& f) { return f.severity < min; });
   if (o.json) {
     const nlohmann::json j = findings;
-    std::puts(j.dump(2).c_str());
+    std::puts(text::json_dump(j, 2).c_str());
   } else if (findings.empty()) {
     std::printf("run %lld: nothing found\n", static_cast<long long>(*id));
   } else {

@@ -21,6 +21,7 @@
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
 #include "trainmon/alerts/alert_observer.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/cuda_devices.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/run_state_file.h"
@@ -190,7 +191,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     so.host.sys_root = global.sys_root;
     sampler = std::make_unique<Sampler>(so);
     if (const DriverInfo d = sampler->driver_info(); !d.loaded && !o.quiet)
-      std::fprintf(stderr, "trainmon: GPUs not monitored: %s\n", d.error.c_str());
+      std::fprintf(stderr, "trainmon: GPUs not monitored: %s\n", text::terminal(d.error).c_str());
     recorder::SessionOptions opts;
     opts.child_pid = static_cast<std::uint32_t>(*child);
     opts.self_pid = static_cast<std::uint32_t>(::getpid());

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/terminal.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
@@ -45,7 +46,7 @@ int list_runs(const RunsOptions& o) {
   if (o.json) {
     nlohmann::json arr = nlohmann::json::array();
     for (const auto& r : *runs) arr.push_back(recorder::run_to_json(r));
-    std::puts(arr.dump(2).c_str());
+    std::puts(text::json_dump(arr, 2).c_str());
   } else {
     // On a terminal every line is cut to its width (never wraps); pipes get whole lines.
     const auto term = exp::probe_terminal(STDOUT_FILENO);

@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -37,7 +38,7 @@ int show(const ShowOptions& o) {
     return kExitFailure;
   }
   if (o.json) {
-    std::puts(recorder::run_to_json(*run).dump(2).c_str());
+    std::puts(text::json_dump(recorder::run_to_json(*run), 2).c_str());
   } else {
     std::fputs(recorder::format_run_details(*run).c_str(), stdout);
   }

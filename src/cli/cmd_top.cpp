@@ -14,6 +14,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
@@ -62,8 +63,9 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
     if (!snap.driver.loaded && n == 0)
-      std::fprintf(stderr, "trainmon top: %s (host only)\n",
-                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+      std::fprintf(
+          stderr, "trainmon top: %s (host only)\n",
+          snap.driver.error.empty() ? "NVML is not available" : text::terminal(snap.driver.error).c_str());
     std::vector<std::size_t> order(snap.gpus.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     if (n > 0) std::fputs("\n", stdout);

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/text_escape.h"
+
 namespace trainmon::diagnose {
 namespace {
 
@@ -91,8 +93,10 @@ std::string to_text(const Finding& f) {
   std::string who;
   for (auto g : f.gpus) who += fmt::format("{}GPU{}", who.empty() ? "" : ",", g);
   for (auto p : f.pids) who += fmt::format("{}pid {}", who.empty() ? "" : ",", p);
-  return fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {} -> {}", severity_name(f.severity), f.code, f.slug,
-                     f.start_s, f.end_s, who.empty() ? "" : " ", who, f.evidence, f.advice);
+  // Evidence quotes GPU and process names: the line goes to terminals (text::terminal).
+  return text::terminal(fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {} -> {}", severity_name(f.severity),
+                                    f.code, f.slug, f.start_s, f.end_s, who.empty() ? "" : " ", who,
+                                    f.evidence, f.advice));
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/monitor_common.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/monitor_format.h"
 #include "trainmon/export/units.h"
 
@@ -158,7 +159,7 @@ std::string dmon_rows(const MonitorOptions& opt, const Snapshot& cur, const Snap
         const MonitorValue v = c->read(g, pg, interval_s);
         row[std::string(c->name)] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
       }
-      out += row.dump() + '\n';
+      out += text::json_dump(row) + '\n';
       continue;
     }
     if (opt.format == MonitorFormat::csv) {

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "export/monitor_common.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/monitor_format.h"
 #include "trainmon/export/units.h"
 
@@ -121,7 +122,7 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
           row[std::string(c->name)] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
         }
         row["command"] = command_of(*p);
-        out += row.dump() + '\n';
+        out += text::json_dump(row) + '\n';
         continue;
       }
       const std::string pid = p ? fmt::format("{}", p->pid) : "-";
@@ -130,7 +131,7 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
       if (opt.format == MonitorFormat::csv) {
         out += monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}, {}, {}", g.index, pid, type);
         for (const auto* c : cols) out += ", " + monitor_cell(p ? c->read.value(*p) : std::nullopt);
-        out += ", " + command + '\n';
+        out += ", " + text::csv_smi(command) + '\n';
         continue;
       }
       out += monitor_row_lead(opt, cur.time_unix_ns, g.index);

@@ -5,6 +5,8 @@
 // Enabled/Disabled, Active/Not Active, Yes/No, "0x%016X" bitmasks.
 #include "trainmon/export/query_fields.h"
 
+#include "trainmon/core/text_escape.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -724,7 +726,9 @@ std::string header_of(const std::vector<const Field*>& fields, const CsvOptions&
 }
 
 void append_value(std::string& out, const FieldValue& v, std::string_view unit, const CsvOptions& opt) {
-  out += v.text;
+  // Names, serials and process names come from the driver: one field, no control reaches the
+  // terminal (text::csv_smi leaves every value nvidia-smi prints as it is).
+  out += v.na ? v.text : text::csv_smi(v.text);
   if (!v.na && opt.units && !unit.empty()) {
     out += ' ';
     out += unit;

@@ -2,6 +2,7 @@
 // The status JSON document: gpustat's `--json` keys and units (MIT, gpustat/core.py jsonify) plus
 // our additions; `null` for a missing value with the reason in the object's "na_reasons".
 #include <nlohmann/json.hpp>
+#include "trainmon/core/text_escape.h"
 
 #include <sstream>
 
@@ -253,7 +254,7 @@ std::string status_json(const Snapshot& snap, std::span<const std::size_t> order
     doc["host_processes"] = hp;
   }
   // error_handler::replace: invalid UTF-8 in a command line never aborts the output.
-  return doc.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace) + '\n';
+  return text::json_dump(doc, indent) + '\n';
 }
 
 }  // namespace trainmon::exp

@@ -164,7 +164,8 @@ std::string status_text(const Snapshot& snap, std::span<const std::size_t> order
         paint(kBoldWhite,
               fmt::format("{:<{}}", terminal_text(host, opt.utf8), name_width + 2 + index_digits)) +
         "  " + ts + "  " +
-        paint(kGray, snap.driver.driver_version.ok() ? *snap.driver.driver_version : std::string("N/A"));
+        paint(kGray, snap.driver.driver_version.ok() ? terminal_text(*snap.driver.driver_version, opt.utf8)
+                                                     : std::string("N/A"));
     // No NVML: the driver shows as N/A; the callers say why on stderr, once (not twice on a terminal).
     lines.insert(lines.begin(), header);
   }

@@ -5,6 +5,8 @@
 
 #include <ctime>
 
+#include "trainmon/core/text_escape.h"
+
 namespace trainmon::exp {
 
 std::string mw_to_watts_2dp(std::uint64_t mw) {
@@ -61,38 +63,11 @@ std::string_view degree_sign(bool utf8) noexcept {
 }
 
 std::string to_ascii(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      out.push_back(c < 0x20 || c == 0x7F ? '?' : static_cast<char>(c));
-      continue;
-    }
-    // One '?' per code point: skip the continuation bytes.
-    out.push_back('?');
-    while (i + 1 < text.size() && (static_cast<unsigned char>(text[i + 1]) & 0xC0) == 0x80) ++i;
-  }
-  return out;
+  return text::terminal(text, false);
 }
 
 std::string terminal_text(std::string_view s, bool utf8) {
-  if (!utf8) return to_ascii(s);
-  std::string out;
-  out.reserve(s.size());
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c < 0x20 || c == 0x7F) {
-      out.push_back('?');
-    } else if (c == 0xC2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(s[i + 1]) <= 0x9F) {
-      out.push_back('?');
-      ++i;
-    } else {
-      out.push_back(static_cast<char>(c));
-    }
-  }
-  return out;
+  return text::terminal(s, utf8);
 }
 
 namespace {
@@ -105,12 +80,6 @@ std::size_t escape_length(std::string_view text, std::size_t i) noexcept {
   }
   return 1;
 }
-std::size_t utf8_length(unsigned char lead) noexcept {
-  if (lead >= 0xF0) return 4;
-  if (lead >= 0xE0) return 3;
-  if (lead >= 0xC0) return 2;
-  return 1;
-}
 }  // namespace
 
 std::size_t display_width(std::string_view text) noexcept {
@@ -120,8 +89,9 @@ std::size_t display_width(std::string_view text) noexcept {
       i += escape_length(text, i);
       continue;
     }
-    i += utf8_length(static_cast<unsigned char>(text[i]));
-    ++width;
+    const text::Decoded d = text::decode_utf8(text, i);
+    i += d.len;
+    width += d.valid ? static_cast<std::size_t>(text::column_width(d.cp)) : 1;
   }
   return width;
 }
@@ -138,14 +108,15 @@ std::string truncate_display(std::string_view text, std::size_t columns) {
       i += n;
       continue;
     }
-    if (width == columns) {
+    const text::Decoded d = text::decode_utf8(text, i);
+    const std::size_t w = d.valid ? static_cast<std::size_t>(text::column_width(d.cp)) : 1;
+    if (width + w > columns) {  // a wide character that does not fit whole is left out
       if (coloured) out += "\x1b[0m";
       return out;
     }
-    const std::size_t n = std::min(utf8_length(static_cast<unsigned char>(text[i])), text.size() - i);
-    out.append(text.substr(i, n));
-    i += n;
-    ++width;
+    out.append(text.substr(i, d.len));
+    i += d.len;
+    width += w;
   }
   return out;
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/record_loop.h"
+#include "trainmon/core/text_escape.h"
 
 #include <fmt/format.h>
 #include <time.h>
@@ -93,7 +94,8 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   so.host.all_processes = false;
   Sampler sampler(so);
   if (const DriverInfo d = sampler.driver_info(); !d.loaded && !o.quiet)
-    std::fprintf(stderr, "trainmon %s: GPUs not monitored: %s\n", o.tool.c_str(), d.error.c_str());
+    std::fprintf(stderr, "trainmon %s: GPUs not monitored: %s\n", o.tool.c_str(),
+                 text::terminal(d.error).c_str());
   SessionOptions opts;
   opts.self_pid = static_cast<std::uint32_t>(::getpid());
   opts.proc_root = o.proc_root;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/run_report.h"
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 
 #include <fmt/format.h>
@@ -62,16 +63,6 @@ RunDuration run_duration(const store::RunInfo& r) {
 std::string table_duration(const store::RunInfo& r) {
   const RunDuration d = run_duration(r);
   return format_duration_ms(d.ms) + (d.until == "end" ? "" : "+");
-}
-
-std::string csv_escape(const std::string& s) {
-  if (s.find_first_of(",\"\n") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char c : s) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 /// A stored integer back in the column's unit (text, to keep integers exact).
@@ -307,7 +298,7 @@ std::string format_run_details(const store::RunInfo& r) {
               ? fmt::format("{:.0f} MiB", static_cast<double>(*gs.peak_memory_used_bytes) / 1048576.0)
               : "N/A");
     }
-    out += fmt::format("  GPU{}:     {} {}{}{}\n", g.index, g.name, g.uuid,
+    out += fmt::format("  GPU{}:     {} {}{}{}\n", g.index, text::terminal(g.name), text::terminal(g.uuid),
                        g.used_by_job ? " (used by the job)" : "", stats);
   }
   if (s.peak_job_rss_bytes) {
@@ -337,7 +328,7 @@ Expected<void> export_csv(store::Store& st, std::int64_t run_id, const std::stri
     if (!te) return std::unexpected(te.error());
     for (const auto& e : *te) {
       out << fmt::format("{:.3f},train,,,,{},{}\n", static_cast<double>(e.time_unix_ns) / 1e9,
-                         csv_escape(e.kind), csv_escape(e.json));
+                         text::csv(e.kind), text::csv(e.json));
     }
     return {};
   }
@@ -357,7 +348,7 @@ Expected<void> export_csv(store::Store& st, std::int64_t run_id, const std::stri
   for (const auto& s : *series) {
     if (s.kind != *kind) continue;
     std::string key = fmt::format("{},{},{}", s.gpu_index ? std::to_string(*s.gpu_index) : "",
-                                  s.pid ? std::to_string(*s.pid) : "", csv_escape(s.comm));
+                                  s.pid ? std::to_string(*s.pid) : "", text::csv(s.comm));
     auto r = st.read_series(s.id, [&](const store::Chunk& c, bool agg) {
       for (std::size_t row = 0; row < c.rows(); ++row) {
         out << fmt::format("{:.3f},{},{}", static_cast<double>(c.t_ms[row]) / 1e3, key, agg ? 1 : 0);
@@ -425,7 +416,7 @@ Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream&
             }
           }
         }
-        out << j.dump() << '\n';
+        out << text::json_dump(j) << '\n';
       }
     });
     if (!r) return r;
@@ -434,23 +425,22 @@ Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream&
   auto ev = st.gpu_events(run_id);
   if (!ev) return std::unexpected(ev.error());
   for (const auto& e : *ev) {
-    out << nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
-                          {"event", "nvml"},
-                          {"gpu", e.gpu_index},
-                          {"event_type", e.event_type},
-                          {"xid", e.xid}}
-               .dump()
+    out << text::json_dump(nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
+                                          {"event", "nvml"},
+                                          {"gpu", e.gpu_index},
+                                          {"event_type", e.event_type},
+                                          {"xid", e.xid}})
         << '\n';
   }
   auto te = st.train_events(run_id);
   if (!te) return std::unexpected(te.error());
   for (const auto& e : *te) {
     auto payload = nlohmann::json::parse(e.json, nullptr, false);
-    out << nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
-                          {"event", "train"},
-                          {"kind", e.kind},
-                          {"data", payload.is_discarded() ? nlohmann::json(e.json) : payload}}
-               .dump()
+    out << text::json_dump(
+               nlohmann::json{{"t", static_cast<double>(e.time_unix_ns) / 1e9},
+                              {"event", "train"},
+                              {"kind", e.kind},
+                              {"data", payload.is_discarded() ? nlohmann::json(e.json) : payload}})
         << '\n';
   }
   return {};

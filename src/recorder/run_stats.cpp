@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/runner/oom.h"
 
 namespace trainmon::recorder {
@@ -129,7 +130,7 @@ std::string summary_to_json(const RunSummary& s) {
   }
   j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
   if (s.train) j["train"] = train_summary_to_json(*s.train);
-  return j.dump();
+  return text::json_dump(j);  // a GPU name from the driver may hold invalid UTF-8
 }
 
 RunSummary summary_from_json(const std::string& text) {
@@ -190,7 +191,8 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
     if (g.peak_memory_used_bytes && g.memory_total_bytes)
       mem += fmt::format(" of {:.0f} MiB", static_cast<double>(*g.memory_total_bytes) / kMiB);
     out += fmt::format("  GPU{}{}{}: utilisation mean {} peak {}, peak memory {}\n", g.index,
-                       g.name.empty() ? "" : " " + g.name, g.used_by_job ? " (used by the job)" : "",
+                       g.name.empty() ? "" : " " + text::terminal(g.name),
+                       g.used_by_job ? " (used by the job)" : "",
                        g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
                        g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem);
   }

@@ -1,64 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
-#include <cctype>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "report/writers.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/web/assets.h"
 
 namespace trainmon::report {
-
-std::string escape_script(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 16);
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (c == '<' && i + 1 < text.size()) {
-      if (text[i + 1] == '!' && text.substr(i, 4) == "<!--") {
-        out += "<\\!--";
-        i += 3;
-        continue;
-      }
-      if (text[i + 1] == '/' && text.size() - i >= 8) {
-        std::string word(text.substr(i + 2, 6));
-        for (auto& ch : word) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-        if (word == "script") {
-          out += "<\\/";
-          ++i;
-          continue;
-        }
-      }
-    }
-    out += c;
-  }
-  return out;
-}
-
-std::string escape_html(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 namespace {
 
 /// JSON inside <script type="application/json">: every '<' (only ever inside strings) as \u003c.
 std::string json_for_script(const nlohmann::json& model) {
-  const std::string text = model.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  const std::string dumped = text::json_dump(model);
   std::string out;
-  out.reserve(text.size() + 64);
-  for (char c : text) {
+  out.reserve(dumped.size() + 64);
+  for (char c : dumped) {
     if (c == '<') {
       out += "\\u003c";
     } else {
@@ -83,25 +41,25 @@ std::string write_html(const nlohmann::json& model) {
   out.reserve(uplot_js->data.size() + js->data.size() + 1024 * 1024);
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-  out += "<title>" + escape_html(title) + "</title>\n<style>\n";
-  out += escape_script(uplot_css->data);
+  out += "<title>" + text::html(title) + "</title>\n<style>\n";
+  out += text::html_script(uplot_css->data);
   out += "\n</style>\n<style>\n";
-  out += escape_script(css->data);
+  out += text::html_script(css->data);
   out +=
       "\n</style>\n</head>\n<body>\n<main id=\"report\"><noscript>This report draws its charts with "
       "JavaScript; `trainmon report --format md` gives a text summary.</noscript></main>\n";
   out += "<script type=\"application/json\" id=\"trainmon-data\">";
   out += json_for_script(model);
   out += "</script>\n<script>\n";
-  out += escape_script(uplot_js->data);
+  out += text::html_script(uplot_js->data);
   out += "\n</script>\n<script>\n";
-  out += escape_script(js->data);
+  out += text::html_script(js->data);
   out += "\n</script>\n</body>\n</html>\n";
   return out;
 }
 
 std::string write_json(const nlohmann::json& model) {
-  return model.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  return text::json_dump(model) + "\n";
 }
 
 }  // namespace trainmon::report

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "report/writers.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/train_summary.h"
 
@@ -14,20 +15,16 @@ namespace {
 
 using nlohmann::json;
 
-/// A table cell: '|' escaped, newlines folded, other control characters (escape sequences from a
-/// recorded command line) shown as '?': the summary is read on terminals and CI logs.
+/// Text from the run (names, labels, command lines, evidence quoting them) as inline Markdown: the
+/// markup characters escaped, newlines folded, controls shown as '?' (text::markdown_inline). The
+/// summary is read on terminals, CI logs and rendered pages alike.
 std::string cell(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '|') {
-      out += "\\|";
-    } else if (c == '\n' || c == '\r') {
-      out += ' ';
-    } else {
-      out += c;
-    }
-  }
-  return exp::terminal_text(out);
+  return text::markdown_inline(s);
+}
+
+/// A command line or name shown as code, in a table cell (text::markdown_code_span).
+std::string code(std::string_view s) {
+  return text::markdown_code_span(s);
 }
 
 std::string str(const json& j, const char* key) {
@@ -82,10 +79,10 @@ std::string exit_text(const json& run) {
 
 std::string write_markdown(const json& m) {
   const json& run = m["run"];
-  std::string out =
-      fmt::format("# trainmon report: run {} `{}`\n\n", run.value("id", 0), cell(str(run, "name")));
+  std::string out = fmt::format("# trainmon report: run {} {}\n\n", run.value("id", 0),
+                                text::markdown_code_span(str(run, "name"), false));
   out += "| | |\n|---|---|\n";
-  out += fmt::format("| Command | `{}` |\n", cell(command_line(run)));
+  out += fmt::format("| Command | {} |\n", code(command_line(run)));
   out += fmt::format("| User@host | {}@{} |\n", cell(str(run, "user")), cell(str(run, "host")));
   std::string gpus;
   if (run.contains("gpus")) {
@@ -129,16 +126,17 @@ std::string write_markdown(const json& m) {
     out += "Nothing found.\n";
   } else {
     std::string list;
-    for (const auto& c : codes) list += (list.empty() ? "" : ", ") + c;
+    for (const auto& c : codes) list += (list.empty() ? "" : ", ") + cell(c);
     out += "Codes: " + list + "\n\n";
     for (const auto& f : findings) {
       std::string where;
       if (f.contains("gpus") && !f["gpus"].empty()) {
         for (const auto& g : f["gpus"]) where += (where.empty() ? " GPU " : ",") + g.dump();
       }
-      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}\n  → {}\n", str(f, "severity"),
-                         str(f, "code"), str(f, "slug"), str(f, "title"), f.value("start_s", 0.0),
-                         f.value("end_s", 0.0), where, str(f, "evidence"), str(f, "advice"));
+      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}\n  → {}\n", cell(str(f, "severity")),
+                         cell(str(f, "code")), cell(str(f, "slug")), cell(str(f, "title")),
+                         f.value("start_s", 0.0), f.value("end_s", 0.0), where, cell(str(f, "evidence")),
+                         cell(str(f, "advice")));
     }
   }
 
@@ -187,14 +185,15 @@ std::string write_markdown(const json& m) {
         "|---|---|---|---|---|---|---|\n";
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
-      if (name.size() > 60) name = name.substr(0, 57) + "...";
+      name = text::terminal(name);
+      if (exp::display_width(name) > 60) name = exp::truncate_display(name, 57) + "...";
       const auto vis = str(p, "host_visibility");
       const char* mark = vis == "exited"        ? " (exited)"
                          : vis == "not_visible" ? " (not visible from here)"
                                                 : "";
       std::string g;
       for (const auto& x : p["gpus"]) g += (g.empty() ? "" : ",") + x.dump();
-      out += fmt::format("| {} | `{}`{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), cell(name), mark,
+      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), code(name), mark,
                          p.value("in_job", false) ? "yes" : "no", mib(p, "peak_rss_mib"),
                          num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);
     }
@@ -205,7 +204,7 @@ std::string write_markdown(const json& m) {
     out += "No advice: the training process sent no batch size with PyTorch memory figures (D22).\n";
   } else {
     for (const auto& a : m["batch_advice"])
-      out += fmt::format("- {}\n  → {}\n", str(a, "evidence"), str(a, "advice"));
+      out += fmt::format("- {}\n  → {}\n", cell(str(a, "evidence")), cell(str(a, "advice")));
   }
 
   const json& epochs = m["epochs"];
@@ -214,7 +213,8 @@ std::string write_markdown(const json& m) {
     for (const auto& e : epochs) out += fmt::format(" {}@{:.1f}s", e.value("epoch", 0), e.value("t", 0.0));
     out += "\n";
   }
-  for (const auto& n : m["notes"]) out += "\nNote: " + n.get<std::string>() + "\n";
+  for (const auto& n : m["notes"])
+    out += "\nNote: " + cell(n.is_string() ? n.get<std::string>() : n.dump()) + "\n";
   return out;
 }
 

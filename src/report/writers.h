@@ -17,9 +17,7 @@ std::string write_markdown(const nlohmann::json& model);
 /// The model as compact JSON, newline-terminated.
 std::string write_json(const nlohmann::json& model);
 
-/// `text` made safe inside an HTML <script> element: "</script" (any case) and "<!--" are broken.
-std::string escape_script(std::string_view text);
-/// `text` with & < > " ' as HTML entities.
-std::string escape_html(std::string_view text);
+// Escaping (HTML, scripts, Markdown) is text::html, text::html_script and text::markdown_* from
+// trainmon/core/text_escape.h, the one place for every output format.
 
 }  // namespace trainmon::report

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/report/report.h"
 #include "trainmon/store/load_run_series.h"
@@ -16,7 +17,7 @@ namespace {
 
 ApiReply store_error(const Error& e) {
   int status = e.name == store::kErrNotFound ? 404 : (e.name == store::kErrMissing ? 404 : 500);
-  return {status, nlohmann::json{{"error", e.message}, {"name", e.name}}.dump()};
+  return {status, text::json_dump(nlohmann::json{{"error", e.message}, {"name", e.name}})};
 }
 
 /// The object `trainmon runs --json` prints (one schema for the CLI and the API), plus the exact
@@ -61,7 +62,7 @@ ApiReply api_runs(const std::string& db_path) {
   if (!runs) return store_error(runs.error());
   auto a = nlohmann::json::array();
   for (const auto& r : *runs) a.push_back(run_json(r));
-  return {200, a.dump()};
+  return {200, text::json_dump(a)};
 }
 
 ApiReply api_run(const std::string& db_path, std::int64_t run_id) {
@@ -69,7 +70,7 @@ ApiReply api_run(const std::string& db_path, std::int64_t run_id) {
   if (!s) return store_error(s.error());
   auto r = s->get_run(run_id);
   if (!r) return store_error(r.error());
-  return {200, run_json(*r).dump()};
+  return {200, text::json_dump(run_json(*r))};
 }
 
 std::optional<SampleQuery> parse_sample_query(const std::string& from, const std::string& to,
@@ -127,7 +128,7 @@ ApiReply api_samples(const std::string& db_path, std::int64_t run_id, const Samp
   j["host"] = {{"cpu_busy_pct", pick(series->host.cpu_busy_pct, rows)},
                {"mem_available_mib", pick(series->host.mem_available_mib, rows)},
                {"mem_total_mib", pick(series->host.mem_total_mib, rows)}};
-  return {200, j.dump()};
+  return {200, text::json_dump(j)};
 }
 
 ApiReply api_findings(const std::string& db_path, std::int64_t run_id) {
@@ -136,7 +137,7 @@ ApiReply api_findings(const std::string& db_path, std::int64_t run_id) {
   if (auto r = s->get_run(run_id); !r) return store_error(r.error());
   auto f = s->findings(run_id);
   if (!f) return store_error(f.error());
-  return {200, nlohmann::json(*f).dump()};
+  return {200, text::json_dump(nlohmann::json(*f))};
 }
 
 ApiReply api_events(const std::string& db_path, std::int64_t run_id) {
@@ -163,7 +164,7 @@ ApiReply api_events(const std::string& db_path, std::int64_t run_id) {
   }
   j["gpu_events"] = std::move(ga);
   j["train_events"] = std::move(ta);
-  return {200, j.dump()};
+  return {200, text::json_dump(j)};
 }
 
 ApiReply api_report(const std::string& db_path, std::int64_t run_id) {

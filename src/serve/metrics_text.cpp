@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/text_escape.h"
+
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -35,7 +37,7 @@ class Writer {
     out_ += "# HELP ";
     out_ += name;
     out_ += ' ';
-    out_ += escape_help(help);
+    out_ += text::prometheus_help(help);
     out_ += "\n# TYPE ";
     out_ += name;
     out_ += ' ';
@@ -65,7 +67,7 @@ void add_label(std::string& s, std::string_view k, std::string_view v) {
   if (!s.empty()) s += ',';
   s += k;
   s += "=\"";
-  s += escape_label_value(v);
+  s += text::prometheus_label_value(v);
   s += '"';
 }
 
@@ -253,98 +255,6 @@ std::string join_numbers(const auto& v) {
 
 }  // namespace
 
-/// Length of the valid UTF-8 sequence at the start of `v` (1..4), or 0 when it is not valid.
-static std::size_t utf8_sequence(std::string_view v) {
-  const auto b0 = static_cast<unsigned char>(v[0]);
-  if (b0 < 0x80) return 1;
-  std::size_t n = 0;
-  std::uint32_t min = 0;
-  if ((b0 & 0xE0) == 0xC0) {
-    n = 2;
-    min = 0x80;
-  } else if ((b0 & 0xF0) == 0xE0) {
-    n = 3;
-    min = 0x800;
-  } else if ((b0 & 0xF8) == 0xF0) {
-    n = 4;
-    min = 0x10000;
-  } else {
-    return 0;
-  }
-  if (v.size() < n) return 0;
-  std::uint32_t cp = b0 & (0x7F >> n);
-  for (std::size_t i = 1; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(v[i]);
-    if ((b & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return n;
-}
-
-std::string escape_label_value(std::string_view v) {
-  std::string s;
-  s.reserve(v.size());
-  while (!v.empty()) {
-    // The exposition format is UTF-8: a process name with invalid bytes must not break the scrape.
-    const std::size_t n = utf8_sequence(v);
-    if (n == 0) {
-      s += "\xEF\xBF\xBD";
-      v.remove_prefix(1);
-      continue;
-    }
-    if (n > 1) {
-      s.append(v.substr(0, n));
-      v.remove_prefix(n);
-      continue;
-    }
-    const char c = v[0];
-    v.remove_prefix(1);
-    if (c == '\\') {
-      s += "\\\\";
-    } else if (c == '"') {
-      s += "\\\"";
-    } else if (c == '\n') {
-      s += "\\n";
-    } else {
-      s += c;
-    }
-  }
-  return s;
-}
-
-std::string escape_help(std::string_view v) {
-  std::string s;
-  s.reserve(v.size());
-  for (char c : v) {
-    if (c == '\\') {
-      s += "\\\\";
-    } else if (c == '\n') {
-      s += "\\n";
-    } else {
-      s += c;
-    }
-  }
-  return s;
-}
-
-std::string sanitize_label_name(std::string_view name) {
-  std::string s;
-  for (char c : name) {
-    if (c >= 'A' && c <= 'Z') {
-      s += static_cast<char>(c - 'A' + 'a');
-    } else if ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_') {
-      s += c;
-    } else {
-      s += '_';
-    }
-  }
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) s.insert(s.begin(), '_');
-  // Names starting with "__" are reserved for Prometheus's internal use.
-  while (s.size() > 1 && s[0] == '_' && s[1] == '_') s.erase(0, 1);
-  return s;
-}
-
 std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
                            const ExporterState& state) {
   std::string out;
@@ -457,7 +367,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
     std::string l = host_label;
     std::set<std::string> names{"hostname"};
     for (const auto& [k, v] : state.labels) {
-      auto name = sanitize_label_name(k);
+      auto name = text::prometheus_label_name(k);
       if (!names.insert(name).second) continue;
       add_label(l, name, v);
     }
@@ -556,6 +466,28 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs) {
     }
     out += fmt::format("trainmon_train_step_seconds_sum{{{}}} {}\n", s.labels, r.total_step_s);
     out += fmt::format("trainmon_train_step_seconds_count{{{}}} {}\n", s.labels, r.total_steps);
+  }
+  return out;
+}
+
+std::string render_http_metrics(const HttpCounters& c, std::string_view hostname) {
+  std::string out;
+  Writer w(out);
+  std::string host_label;
+  add_label(host_label, "Hostname", hostname);
+  w.family("trainmon_http_connections_open", "gauge", "HTTP connections open now, idle ones included.");
+  w.sample(host_label, static_cast<double>(c.connections_open));
+  w.family("trainmon_http_connections_total", "counter", "HTTP connections accepted since start.");
+  w.sample(host_label, static_cast<double>(c.connections_total));
+  w.family("trainmon_http_requests_total", "counter", "HTTP requests answered since start.");
+  w.sample(host_label, static_cast<double>(c.requests_total));
+  w.family("trainmon_http_refused_total", "counter",
+           "HTTP connections closed or requests refused since start, by reason (idle_timeout, evicted, "
+           "full, head_timeout, head_too_large, bad_host, body, unauthorized, throttled).");
+  for (const auto& [reason, n] : c.refused) {
+    std::string l = host_label;
+    add_label(l, "reason", reason);
+    w.sample(l, static_cast<double>(n));
   }
   return out;
 }

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/status.h"
 
 namespace trainmon::serve {
@@ -137,7 +138,7 @@ std::string ServeState::snapshot_json() {
     } else {
       j["status"] = nullptr;
     }
-    json_cache_ = j.dump();
+    json_cache_ = text::json_dump(j);
     json_tick_ = state_.ticks_total;
   }
   return json_cache_;
@@ -176,7 +177,7 @@ std::string ServeState::history_json(double seconds) {
     mem.push_back(history_[i].mem_used_pct);
   }
   j["host"] = {{"cpu_busy_pct", column(cpu)}, {"mem_used_pct", column(mem)}};
-  return j.dump();
+  return text::json_dump(j);
 }
 
 std::string ServeState::train_json() {
@@ -191,7 +192,7 @@ std::string ServeState::train_json() {
 
 std::string ServeState::findings_json() {
   std::lock_guard lock(mu_);
-  return nlohmann::json(findings_).dump();
+  return text::json_dump(nlohmann::json(findings_));
 }
 
 std::int64_t ServeState::run_id() {

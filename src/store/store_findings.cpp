@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "store/store_impl.h"
+#include "trainmon/core/text_escape.h"
 
 namespace trainmon::store {
 
@@ -35,7 +36,7 @@ Expected<void> Store::insert_findings(std::int64_t run_id, const std::vector<dia
     q.reset();
     const nlohmann::json j = f;
     q.bind(1, run_id).bind(2, f.code).bind(3, diagnose::severity_name(f.severity));
-    q.bind(4, ns(f.start_s)).bind(5, ns(f.end_s)).bind(6, j.dump());
+    q.bind(4, ns(f.start_s)).bind(5, ns(f.end_s)).bind(6, text::json_dump(j));
     if (int rc = q.step(); rc != SQLITE_DONE) return fail(detail::sqlite_error(db, rc, "writing findings"));
   }
   return detail::exec(db, "RELEASE findings", "writing findings");

@@ -10,6 +10,7 @@
 #include <charconv>
 
 #include "store/store_impl.h"
+#include "trainmon/core/text_escape.h"
 
 namespace trainmon::store {
 namespace {
@@ -98,7 +99,8 @@ Expected<std::int64_t> Store::create_run(const RunInfo& run) {
   Stmt q(db,
          "INSERT INTO runs (name, kind, command, cwd, user, host, start_ns, end_ns, status, exit_code, "
          "exit_signal, recorder_pid, interval_ms, summary) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
-  q.bind(1, run.name).bind(2, run.kind).bind(3, nlohmann::json(run.command).dump());
+  // argv may be any bytes: invalid UTF-8 is stored as U+FFFD instead of throwing.
+  q.bind(1, run.name).bind(2, run.kind).bind(3, text::json_dump(nlohmann::json(run.command)));
   q.bind(4, run.cwd).bind(5, run.user).bind(6, run.host).bind(7, run.start_unix_ns);
   q.bind(8, run.end_unix_ns).bind(9, run.status);
   q.bind(10, run.exit_code ? std::optional<std::int64_t>(*run.exit_code) : std::nullopt);

@@ -55,7 +55,8 @@ struct Finding {
 /// A Finding with code, slug and title taken from the table; `code` must be in finding_kinds().
 Finding make_finding(std::string_view code, Severity severity, double start_s, double end_s);
 
-/// One line: "[warning] D4 dataloader-starved 120-840s GPU0: <evidence> -> <advice>".
+/// One line: "[warning] D4 dataloader-starved 120-840s GPU0: <evidence> -> <advice>", terminal-safe
+/// (text::terminal: evidence quotes names from the driver and /proc).
 std::string to_text(const Finding& f);
 
 /// JSON both ways (nlohmann ADL hooks). from_json throws nlohmann::json::exception on bad input.

@@ -36,20 +36,21 @@ std::string_view nvidia_smi_na_text(ReadStatus status) noexcept;
 /// Degree sign for temperatures: "°" on UTF-8 output, empty (so "28C") otherwise.
 std::string_view degree_sign(bool utf8) noexcept;
 
-/// Replace every non-ASCII byte (and control character) with '?', for non-UTF-8 locales.
+/// Every non-ASCII code point (and control character) as '?', for non-UTF-8 locales:
+/// text::terminal(text, false).
 std::string to_ascii(std::string_view text);
 
-/// Text from the driver, /proc or a recorded command line made safe for a terminal: control
-/// characters (C0, DEL and the C1 range U+0080..U+009F, which some terminals read as escape
-/// sequences) become '?', so a name or argument can neither break a row nor send escape codes;
-/// `utf8` false: ASCII only (to_ascii).
+/// Text from the driver, /proc or a recorded command line made safe for a terminal: the same as
+/// text::terminal (core/text_escape.h, where the rules are), kept under this name for the views.
 std::string terminal_text(std::string_view text, bool utf8 = true);
 
-/// Number of terminal columns `text` takes: ANSI escape sequences count 0, each UTF-8 code point 1.
+/// Number of terminal columns `text` takes: ANSI escape sequences our views add count 0, each code
+/// point text::column_width (CJK and emoji 2, combining marks 0), an invalid byte 1.
 std::size_t display_width(std::string_view text) noexcept;
 
 /// Cut `text` to at most `columns` display columns, keeping escape sequences whole; appends a
-/// reset ("\x1b[0m") when a cut happened inside coloured text. Never splits a UTF-8 sequence.
+/// reset ("\x1b[0m") when a cut happened inside coloured text. Never splits a UTF-8 sequence nor a
+/// double-width character (one that would not fit whole is left out).
 std::string truncate_display(std::string_view text, std::size_t columns);
 
 /// Basename of a path ("/root/tools/memhog" -> "memhog").

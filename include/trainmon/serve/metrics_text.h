@@ -36,14 +36,24 @@ struct ExporterState {
   std::vector<std::pair<std::string, std::string>> labels;
 };
 
-/// Escapes a label value: backslash, double quote and newline (exposition format rules); bytes that
-/// are not valid UTF-8 become U+FFFD (the format is UTF-8; one bad process name must not break a scrape).
-std::string escape_label_value(std::string_view v);
-/// Escapes HELP text: backslash and newline.
-std::string escape_help(std::string_view v);
-/// A label name made valid for Prometheus: [a-zA-Z_][a-zA-Z0-9_]*, lower case ("SLURM_JOB_ID" ->
-/// "slurm_job_id"); other characters become '_', a leading digit gets a '_' prefix.
-std::string sanitize_label_name(std::string_view name);
+// Label values, HELP text and label names are escaped by text::prometheus_label_value,
+// text::prometheus_help and text::prometheus_label_name (trainmon/core/text_escape.h).
+
+/// What the HTTP server refused and holds, for its own metrics (server.h fills it).
+struct HttpCounters {
+  std::size_t connections_open = 0;
+  std::uint64_t connections_total = 0;
+  std::uint64_t requests_total = 0;
+  /// Closed or refused connections and requests by reason: "idle_timeout", "evicted", "full",
+  /// "head_timeout", "head_too_large", "bad_host", "body", "unauthorized", "throttled".
+  std::vector<std::pair<std::string, std::uint64_t>> refused;
+};
+
+/// The server's own families (appended to render_metrics' text at each scrape):
+/// trainmon_http_connections_open (gauge), trainmon_http_connections_total,
+/// trainmon_http_requests_total and trainmon_http_refused_total{reason} (counters), each with the
+/// Hostname label of the other trainmon_* metrics.
+std::string render_http_metrics(const HttpCounters& c, std::string_view hostname);
 
 /// The whole exposition text for `snap`, each family with # HELP and # TYPE, ending in '\n'.
 std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include "trainmon/core/text_escape.h"
+
 #include "trainmon/serve/metrics_text.h"
 #include "unit/export/export_fixtures.h"
 
@@ -96,16 +98,18 @@ TEST(MetricsText, ProcessSeriesFollowTheSnapshot) {
 }
 
 TEST(MetricsText, EscapingAndLabelNames) {
-  EXPECT_EQ(escape_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
-  EXPECT_EQ(escape_help("x\\y\nz\""), "x\\\\y\\nz\"");
-  EXPECT_EQ(escape_label_value("caf\xC3\xA9 \xE2\x82\xAC"), "caf\xC3\xA9 \xE2\x82\xAC") << "valid UTF-8 kept";
-  EXPECT_EQ(escape_label_value("py\xFFthon\xC3"), "py\xEF\xBF\xBDthon\xEF\xBF\xBD");
-  EXPECT_EQ(escape_label_value("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD") << "surrogates";
-  EXPECT_EQ(escape_label_value("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD") << "overlong";
-  EXPECT_EQ(sanitize_label_name("SLURM_JOB_ID"), "slurm_job_id");
-  EXPECT_EQ(sanitize_label_name("team.name-x"), "team_name_x");
-  EXPECT_EQ(sanitize_label_name("9lives"), "_9lives");
-  EXPECT_EQ(sanitize_label_name("__reserved"), "_reserved");
+  EXPECT_EQ(text::prometheus_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
+  EXPECT_EQ(text::prometheus_help("x\\y\nz\""), "x\\\\y\\nz\"");
+  EXPECT_EQ(text::prometheus_label_value("caf\xC3\xA9 \xE2\x82\xAC"), "caf\xC3\xA9 \xE2\x82\xAC")
+      << "valid UTF-8 kept";
+  EXPECT_EQ(text::prometheus_label_value("py\xFFthon\xC3"), "py\xEF\xBF\xBDthon\xEF\xBF\xBD");
+  EXPECT_EQ(text::prometheus_label_value("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD")
+      << "surrogates";
+  EXPECT_EQ(text::prometheus_label_value("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD") << "overlong";
+  EXPECT_EQ(text::prometheus_label_name("SLURM_JOB_ID"), "slurm_job_id");
+  EXPECT_EQ(text::prometheus_label_name("team.name-x"), "team_name_x");
+  EXPECT_EQ(text::prometheus_label_name("9lives"), "_9lives");
+  EXPECT_EQ(text::prometheus_label_name("__reserved"), "_reserved");
   auto s = loaded();
   s.host.hostname = "we\"ird\nhost";
   ExporterState st;
