@@ -3,51 +3,12 @@
 
 #include <algorithm>
 
+#include "trainmon/core/text_escape.h"
+
 namespace trainmon::tui {
 
-namespace {
-// Decodes one UTF-8 code point at text[i]; advances i. Invalid bytes give U+FFFD (one byte each).
-char32_t next_code_point(std::string_view text, std::size_t& i) {
-  const auto b0 = static_cast<unsigned char>(text[i]);
-  if (b0 < 0x80) {
-    ++i;
-    return b0;
-  }
-  int len = (b0 & 0xE0) == 0xC0 ? 2 : (b0 & 0xF0) == 0xE0 ? 3 : (b0 & 0xF8) == 0xF0 ? 4 : 0;
-  if (len == 0 || i + static_cast<std::size_t>(len) > text.size()) {
-    ++i;
-    return 0xFFFD;
-  }
-  char32_t cp = b0 & (0xFF >> (len + 1));
-  for (int k = 1; k < len; ++k) {
-    const auto b = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
-    if ((b & 0xC0) != 0x80) {
-      ++i;
-      return 0xFFFD;
-    }
-    cp = (cp << 6) | (b & 0x3F);
-  }
-  i += static_cast<std::size_t>(len);
-  return cp;
-}
-}  // namespace
-
 void append_utf8(std::string& out, char32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
+  text::append_utf8(out, cp);
 }
 
 Canvas::Canvas(int width, int height, bool utf8)
@@ -57,35 +18,72 @@ Canvas::Canvas(int width, int height, bool utf8)
   styles_.assign(n, Style::normal);
 }
 
+void Canvas::release(std::size_t k, std::size_t row_begin, std::size_t row_end) noexcept {
+  // A cell about to change stops being half of a double-width character: its other half becomes
+  // a blank, so the terminal never shows half a character or loses the one next to it.
+  if (chars_[k] == kWideTail) {
+    if (k > row_begin) chars_[k - 1] = U' ';
+  } else if (k + 1 < row_end && chars_[k + 1] == kWideTail) {
+    chars_[k + 1] = U' ';
+  }
+}
+
 int Canvas::put(int row, int col, std::string_view text, Style style) {
   const bool row_ok = row >= 0 && row < height_;
   const std::size_t base = row_ok ? static_cast<std::size_t>(row) * static_cast<std::size_t>(width_) : 0;
+  const std::size_t end = base + static_cast<std::size_t>(width_);
   std::size_t i = 0;
   while (i < text.size()) {
     char32_t cp = static_cast<unsigned char>(text[i]);
+    int w = 1;
     if (cp < 0x80) {
       ++i;  // ASCII, most of every screen
     } else {
-      cp = next_code_point(text, i);
+      const text::Decoded d = text::decode_utf8(text, i);
+      i += d.len;
+      cp = d.valid ? d.cp : char32_t{0xFFFD};  // an invalid byte: the replacement character
+      w = text::column_width(cp);
     }
-    // Control characters and (on ASCII canvases) anything outside ASCII become '?'.
-    // C1 controls (U+0080..U+009F) are control characters on a UTF-8 terminal as well.
-    if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || (!utf8_ && cp > 0x7E)) cp = U'?';
-    if (row_ok && col >= 0 && col < width_) {
-      const auto k = base + static_cast<std::size_t>(col);
-      chars_[k] = cp;
-      styles_[k] = style;
-    } else if (col >= width_) {
+    // Controls (text::is_terminal_control), code points that take no column of their own
+    // (combining marks) and, on ASCII canvases, anything outside ASCII become '?'.
+    if (text::is_terminal_control(cp) || w == 0 || (!utf8_ && cp > 0x7E)) {
+      cp = U'?';
+      w = 1;
+    }
+    if (col >= width_) {
       // Cut at the right edge: only the count of the rest is needed.
-      for (++col; i < text.size(); ++col) {
-        if (static_cast<unsigned char>(text[i]) < 0x80)
+      col += w;
+      for (; i < text.size(); ++col) {
+        if (static_cast<unsigned char>(text[i]) < 0x80) {
           ++i;
-        else
-          next_code_point(text, i);
+          continue;
+        }
+        const text::Decoded d = text::decode_utf8(text, i);
+        i += d.len;
+        const int cw = d.valid ? text::column_width(d.cp) : 1;
+        if (cw == 2) ++col;
       }
       return col;
     }
-    ++col;
+    if (row_ok && col >= 0) {
+      const auto k = base + static_cast<std::size_t>(col);
+      release(k, base, end);
+      if (w == 2 && col + 1 < width_) {
+        release(k + 1, base, end);
+        chars_[k] = cp;
+        chars_[k + 1] = kWideTail;
+        styles_[k] = styles_[k + 1] = style;
+      } else {
+        chars_[k] = w == 2 ? U'?' : cp;  // half a character in the last column: a '?'
+        styles_[k] = style;
+      }
+    } else if (row_ok && w == 2 && col == -1) {
+      // The left half is off the canvas: the right half shows as a blank.
+      release(base, base, end);
+      chars_[base] = U' ';
+      styles_[base] = style;
+    }
+    col += w;
   }
   return col;
 }
@@ -98,13 +96,16 @@ void Canvas::set_style(int row, int col, int len, Style style) {
 }
 
 void Canvas::clear_rect(int row, int col, int height, int width, Style style) {
-  for (int r = std::max(0, row); r < std::min(height_, row + height); ++r)
+  for (int r = std::max(0, row); r < std::min(height_, row + height); ++r) {
+    const auto base = static_cast<std::size_t>(r) * static_cast<std::size_t>(width_);
+    const auto end = base + static_cast<std::size_t>(width_);
     for (int c = std::max(0, col); c < std::min(width_, col + width); ++c) {
-      const auto k =
-          static_cast<std::size_t>(r) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(c);
+      const auto k = base + static_cast<std::size_t>(c);
+      release(k, base, end);
       chars_[k] = U' ';
       styles_[k] = style;
     }
+  }
 }
 
 char32_t Canvas::at(int row, int col) const noexcept {
@@ -150,7 +151,8 @@ Line Canvas::line(int row) const {
   for (int c = 0; c < width_; ++c) {
     const auto k =
         static_cast<std::size_t>(row) * static_cast<std::size_t>(width_) + static_cast<std::size_t>(c);
-    append_utf8(out.text, chars_[k]);
+    // The right half of a double-width character: its left half's text takes both columns.
+    if (chars_[k] != kWideTail) text::append_utf8(out.text, chars_[k]);
     if (out.spans.empty() || out.spans.back().style != styles_[k])
       out.spans.push_back({c, 1, styles_[k]});
     else

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <clocale>
 #include <cstdio>
-#include <cwchar>
 #include <iterator>
 
 #include "trainmon/tui/keys.h"
@@ -268,35 +267,36 @@ void CursesOutput::move_to(int row, int col) {
 
 void CursesOutput::emit_range(const Canvas& cv, int row, int first, int last) {
   const int width = cv.width();
-  if (skip_last_cell_ && row == cv.height() - 1 && last == width - 1) --last;
-  if (last < first) return;
   const auto chars = cv.row_chars(row);
   const auto styles = cv.row_styles(row);
+  const auto cell = [&](int c) { return chars[static_cast<std::size_t>(c)]; };
+  // Whole double-width characters only: a run that starts on the right half of one starts on its
+  // left half, one that ends on a left half takes the right half too.
+  if (first > 0 && cell(first) == kWideTail) --first;
+  if (last + 1 < width && cell(last + 1) == kWideTail) ++last;
+  if (skip_last_cell_ && row == cv.height() - 1 && last == width - 1) {
+    --last;
+    if (last >= first && last + 1 < width && cell(last + 1) == kWideTail) --last;
+  }
+  if (last < first) return;
   move_to(row, first);
   for (int c = first; c <= last; ++c) {
+    const char32_t cp = cell(c);
+    if (cp == kWideTail) continue;  // drawn with its left half
     const Style style = styles[static_cast<std::size_t>(c)];
     if (style != current_style_) {
       out_ += style_seq_[static_cast<std::size_t>(style)];
       current_style_ = style;
     }
-    const char32_t cp = chars[static_cast<std::size_t>(c)];
     if (cp < 0x80) {
       out_.push_back(static_cast<char>(cp));
       continue;
     }
-    // The canvas gives every code point one cell. A double-width one (CJK in a command line) takes
-    // its cell and the next, which is then not written; one that is not one or two cells wide (a
-    // combining mark), or double-width in the last column, is drawn as '?': the columns after it
-    // stay where the canvas has them.
-    const int w = ::wcwidth(static_cast<wchar_t>(cp));
-    if (w == 1) {
-      append_utf8(out_, cp);
-    } else if (w == 2 && c + 1 < width) {
-      append_utf8(out_, cp);
-      if (++c > last) break;
-    } else {
-      out_.push_back('?');
-    }
+    append_utf8(out_, cp);
+    // A double-width character takes its cell and the next (the canvas holds kWideTail there). A
+    // terminal whose width table says otherwise must not shift the rest of the row: the cursor is
+    // placed again after it.
+    if (c + 1 < width && cell(c + 1) == kWideTail && c + 2 <= last) move_to(row, c + 2);
   }
 }
 
@@ -339,12 +339,18 @@ void CursesOutput::draw(Canvas cv) {
 void CursesOutput::put_range(const Canvas& cv, int row, int first, int last) {
   const auto chars = cv.row_chars(row);
   const auto styles = cv.row_styles(row);
+  const auto cell = [&](int c) { return chars[static_cast<std::size_t>(c)]; };
+  if (first > 0 && cell(first) == kWideTail) --first;
+  if (last + 1 < cv.width() && cell(last + 1) == kWideTail) ++last;
   for (int c = first; c <= last;) {
     const Style style = styles[static_cast<std::size_t>(c)];
     wide_.clear();
     int e = c;
-    for (; e <= last && styles[static_cast<std::size_t>(e)] == style; ++e)
-      wide_.push_back(static_cast<wchar_t>(chars[static_cast<std::size_t>(e)]));
+    // One style run; the right half of a double-width character belongs to its left half's run
+    // (ncurses moves two columns for it).
+    for (; e <= last && (styles[static_cast<std::size_t>(e)] == style || cell(e) == kWideTail); ++e) {
+      if (cell(e) != kWideTail) wide_.push_back(static_cast<wchar_t>(cell(e)));
+    }
     attrset(attr_of(style, color_));
     mvaddnwstr(row, c, wide_.data(), static_cast<int>(wide_.size()));
     c = e;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/tui/process_table.h"
 
+#include "trainmon/export/units.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -244,19 +246,12 @@ std::string cell_text(const ProcessRow& r, SortKey key) {
 }
 
 std::string fit(std::string s, int width, bool right) {
-  // Columns other than the command hold ASCII or short names: cut by bytes on code point starts.
-  std::size_t cps = 0, cut = s.size();
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;
-    if (cps == static_cast<std::size_t>(width)) {
-      cut = i;
-      break;
-    }
-    ++cps;
-  }
-  s.resize(cut);
-  if (cps < static_cast<std::size_t>(width)) {
-    const std::string pad(static_cast<std::size_t>(width) - cps, ' ');
+  // Cut and padded by terminal columns (a CJK user name takes two a character).
+  const auto w = static_cast<std::size_t>(std::max(0, width));
+  if (exp::display_width(s) > w) s = exp::truncate_display(s, w);
+  const std::size_t used = exp::display_width(s);
+  if (used < w) {
+    const std::string pad(w - used, ' ');
     s = right ? pad + s : s + pad;
   }
   return s;

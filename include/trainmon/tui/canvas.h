@@ -27,6 +27,10 @@ enum class Style : std::uint8_t {
   dialog,    ///< overlay boxes (signal dialog, help)
 };
 
+/// The cell right of a double-width character (CJK, emoji, full-width forms): the character's left
+/// cell holds its code point, this one this marker (not a code point: above U+10FFFF).
+inline constexpr char32_t kWideTail = 0x110000;
+
 /// One row of the finished screen: `text` (UTF-8, or ASCII only on ASCII canvases) takes exactly the
 /// canvas width in columns; `spans` cover it from column 0 with consecutive runs of one style.
 struct Line {
@@ -51,16 +55,20 @@ class Canvas {
   [[nodiscard]] int height() const noexcept { return height_; }
   [[nodiscard]] bool utf8() const noexcept { return utf8_; }
 
-  /// Writes UTF-8 `text` from (row, col), one cell per code point, cut at the right edge. Rows
-  /// or columns outside the canvas draw nothing. Returns the column after the last cell written
-  /// (col + number of code points, even where cut).
+  /// Writes UTF-8 `text` from (row, col), cut at the right edge: one cell per code point, two for a
+  /// double-width one (text::column_width; the second cell holds kWideTail), whose neighbours are
+  /// all kept. Controls, invalid bytes and zero-width code points (combining marks) are drawn as
+  /// '?' (text::is_terminal_control: nothing can reach the terminal as a control), as is a
+  /// double-width character with only one column left. Overwriting half of a double-width
+  /// character blanks its other half. Rows or columns outside the canvas draw nothing. Returns the
+  /// column after the last cell written (col + the columns of `text`, even where cut).
   int put(int row, int col, std::string_view text, Style style = Style::normal);
   /// Sets the style of `len` cells from (row, col) without changing their characters.
   void set_style(int row, int col, int len, Style style);
   /// Fills a rectangle with spaces of `style`.
   void clear_rect(int row, int col, int height, int width, Style style = Style::normal);
 
-  /// The character (code point) and style at a cell; ' ' / normal outside the canvas.
+  /// The character (code point, or kWideTail) and style at a cell; ' ' / normal outside the canvas.
   [[nodiscard]] char32_t at(int row, int col) const noexcept;
   [[nodiscard]] Style style_at(int row, int col) const noexcept;
 
@@ -79,6 +87,7 @@ class Canvas {
   [[nodiscard]] std::string text() const;
 
  private:
+  void release(std::size_t k, std::size_t row_begin, std::size_t row_end) noexcept;
   int width_ = 0, height_ = 0;
   bool utf8_ = true;
   std::vector<char32_t> chars_;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/tui/canvas.h"
 #include "trainmon/tui/format.h"
 #include "trainmon/tui/history.h"
@@ -98,6 +99,61 @@ TEST(TuiCanvas, RowEqualsComparesCharactersAndStyles) {
   EXPECT_TRUE(a.row_equals(b, 1));
   EXPECT_FALSE(a.row_equals(b, 2));
   EXPECT_FALSE(a.row_equals(Canvas(5, 2, true), 1));
+}
+
+}  // namespace
+}  // namespace trainmon::tui
+
+namespace trainmon::tui {
+namespace {
+
+// Double-width characters (CJK, emoji, full-width forms) take two cells; the text around them keeps
+// every character and column.
+TEST(TuiCanvas, WideCharactersTakeTwoCellsAndKeepTheirNeighbours) {
+  Canvas c(12, 3, true);
+  // "训练" (2 x 2 columns), a rocket (2), then ASCII right after each.
+  const int end = c.put(0, 0, "\xE8\xAE\xAD\xE7\xBB\x83X\xF0\x9F\x9A\x80Y|Z");
+  EXPECT_EQ(end, 10);
+  EXPECT_EQ(c.at(0, 0), U'\u8bad');
+  EXPECT_EQ(c.at(0, 1), kWideTail);
+  EXPECT_EQ(c.at(0, 2), U'\u7ec3');
+  EXPECT_EQ(c.at(0, 4), U'X') << "the character after a wide one is not dropped";
+  EXPECT_EQ(c.at(0, 5), U'\U0001F680');
+  EXPECT_EQ(c.at(0, 7), U'Y');
+  EXPECT_EQ(c.at(0, 8), U'|');
+  EXPECT_EQ(c.at(0, 9), U'Z');
+  EXPECT_EQ(c.row_text(0), "\xE8\xAE\xAD\xE7\xBB\x83X\xF0\x9F\x9A\x80Y|Z");
+  EXPECT_EQ(text::columns(c.line(0).text), 12u) << "a line still takes exactly the width";
+  // A full-width letter in the last column cannot be drawn whole: '?', and nothing spills over.
+  EXPECT_EQ(c.put(1, 11, "\xEF\xBC\xA1"), 13);
+  EXPECT_EQ(c.at(1, 11), U'?');
+  // Overwriting half of a wide character blanks its other half.
+  c.put(0, 1, "a");
+  EXPECT_EQ(c.at(0, 0), U' ');
+  EXPECT_EQ(c.at(0, 1), U'a');
+  EXPECT_EQ(c.at(0, 2), U'\u7ec3');
+  c.put(0, 2, "b");
+  EXPECT_EQ(c.at(0, 3), U' ') << "the right half of a replaced wide character";
+  c.clear_rect(0, 6, 1, 1);
+  EXPECT_EQ(c.at(0, 5), U' ') << "clearing a right half clears its left half";
+  // A wide character whose left half is off the canvas shows its right half as a blank.
+  c.put(2, -1, "\xE4\xB8\xADQ");
+  EXPECT_EQ(c.at(2, 0), U' ');
+  EXPECT_EQ(c.at(2, 1), U'Q');
+  // Combining marks take no cell of their own: drawn as '?', never merged into a neighbour.
+  Canvas m(4, 1, true);
+  EXPECT_EQ(m.put(0, 0, "e\xCC\x81x"), 3);
+  EXPECT_EQ(m.row_text(0), "e?x");
+}
+
+TEST(TuiCanvas, NoControlReachesTheScreen) {
+  Canvas c(40, 1, true);
+  c.put(0, 0,
+        "a\x1b[31mb\xC2\x9B"
+        "1m\xE2\x80\xAE"
+        "c\x07\n");
+  for (int col = 0; col < c.width(); ++col) EXPECT_FALSE(text::is_terminal_control(c.at(0, col))) << col;
+  EXPECT_EQ(c.row_text(0), "a?[31mb?1m?c??");
 }
 
 }  // namespace
