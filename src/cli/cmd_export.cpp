@@ -2,6 +2,9 @@
 // `trainmon export RUN --format csv|jsonl [-o FILE]`: a run's samples and events. CSV holds one
 // series kind (--series gpu by default; host, process, gpu_process, gpu_util_hr, events); JSON
 // Lines holds everything, or the one kind --series names.
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -10,6 +13,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 #include "cli/run_lookup.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
@@ -53,6 +57,9 @@ int export_run(const ExportOptions& o) {
   auto r = o.format == "csv" ? recorder::export_csv(*st, *id, o.series.empty() ? "gpu" : o.series, out)
                              : recorder::export_jsonl(*st, *id, out, o.series);
   out.flush();
+  // `trainmon export RUN | head`: the reader left; that ends the export quietly, status 0.
+  const bool gone = !out && !file.is_open() && (errno == EPIPE || reader_gone(STDOUT_FILENO));
+  if (gone) return kExitOk;
   if (!r) {
     std::fprintf(stderr, "trainmon export: %s\n", r.error().message.c_str());
     return r.error().domain == ErrorDomain::usage ? kExitUsage : kExitFailure;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon query`: nvidia-smi's --query-gpu / --query-compute-apps, byte-compatible CSV.
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -12,6 +14,8 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/output.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/sampler/sampler.h"
 
@@ -102,8 +106,9 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
     if (!snap.driver.loaded) {
-      std::fprintf(stderr, "trainmon query: %s\n",
-                   snap.driver.error.empty() ? "NVML is not available" : snap.driver.error.c_str());
+      std::fprintf(
+          stderr, "trainmon query: %s\n",
+          snap.driver.error.empty() ? "NVML is not available" : text::terminal(snap.driver.error).c_str());
       rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
       break;
     }
@@ -120,8 +125,14 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     }
     const std::string text = o.query_gpu.empty() ? exp::csv_query_apps(aq, *fmt, snap, *order, first)
                                                  : exp::csv_query_gpu(gq, *fmt, snap, *order, first);
-    std::fputs(text.c_str(), out);
-    std::fflush(out);
+    if (const WriteResult w = write_out(out, text); w != WriteResult::ok) {
+      // A reader that left (`query -l 1 | head -2`) is no failure; a full disk under -f is.
+      if (w == WriteResult::failed && out != stdout) {
+        std::fprintf(stderr, "trainmon query: cannot write %s: %s\n", o.file.c_str(), std::strerror(errno));
+        rc = kExitFailure;
+      }
+      break;
+    }
     first = false;
     if (period.count() <= 0) break;
     while (!g_stop && std::chrono::steady_clock::now() - tick < period)

@@ -8,6 +8,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 #include "cli/run_lookup.h"
 #include "trainmon/report/report.h"
 #include "trainmon/report/report_file.h"
@@ -61,8 +62,9 @@ int report_command(const ReportCliOptions& o) {
       std::fprintf(stderr, "trainmon report: %s\n", text.error().message.c_str());
       return kExitFailure;
     }
-    std::fwrite(text->data(), 1, text->size(), stdout);
-    return std::fflush(stdout) == 0 ? kExitOk : kExitFailure;
+    // main() reports a write failure once; a reader that left (`| head`) is none.
+    write_out(stdout, *text);
+    return kExitOk;
   }
   // An explicit -o FILE must name an existing directory (as curl -o); the default location under the
   // store directory creates its reports/ directory.

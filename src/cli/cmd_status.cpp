@@ -13,6 +13,8 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/output.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
@@ -79,7 +81,7 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
     }
     std::string driver_error;
     if (!snap.driver.loaded) {
-      driver_error = snap.driver.error.empty() ? "NVML is not available" : snap.driver.error;
+      driver_error = snap.driver.error.empty() ? "NVML is not available" : text::terminal(snap.driver.error);
       rc = snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
     } else if (snap.gpus.empty()) {
       driver_error = "No devices were found";  // nvidia-smi's words
@@ -95,9 +97,8 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
     const std::string text = o.json
                                  ? exp::status_json(snap, *order, o.all_processes, o.interval_s > 0 ? -1 : 4)
                                  : exp::status_text(snap, *order, o.view);
-    if (redraw) std::fputs("\x1b[H\x1b[2J", stdout);
-    std::fputs(text.c_str(), stdout);
-    std::fflush(stdout);
+    // A reader that left (`status -i 1 | head`) ends the loop quietly; main reports other failures.
+    if (write_out(stdout, redraw ? "\x1b[H\x1b[2J" + text : text) != WriteResult::ok) return rc;
     // The NVML error is said once on stderr (the header only shows the driver as N/A): once per
     // distinct message over the ticks of -i, or after every redraw, which clears the screen.
     if (!driver_error.empty() && (redraw || driver_error != reported_error))

@@ -15,6 +15,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/output.h"
 
 namespace trainmon::cli {
 
@@ -27,6 +28,7 @@ std::vector<CommandSpec>& command_registry() {
 
 int main(int argc, char** argv) {
   using namespace trainmon::cli;
+  catch_sigpipe();  // a closed pipe ends us quietly (cli/output.h), not by SIGPIPE
   CLI::App app{"trainmon: watch, record and diagnose deep-learning training jobs (GPUs, host, processes)"};
   app.set_version_flag("-V,--version", std::string("trainmon ") + TRAINMON_VERSION);
   app.require_subcommand(0, 1);
@@ -74,14 +76,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);
-    return rc == 0 ? kExitOk : kExitUsage;
+    int rc = app.exit(e);  // --help, --version: printed to stdout, which may be a closed pipe
+    return finish_stdout(rc == 0 ? kExitOk : kExitUsage, "help");
   }
   if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
 
   try {
     for (auto& [sub, runner] : runners) {
-      if (sub->parsed()) return runner();
+      if (sub->parsed()) return finish_stdout(runner(), sub->get_name().c_str());
     }
     // No subcommand: the live dashboard (top) when stdout is a terminal whose TERM can be driven;
     // otherwise status, as before.
@@ -90,10 +92,10 @@ int main(int argc, char** argv) {
                             std::string_view(term) != "dumb";
     const std::string_view fallback = usable_tty ? "top" : "status";
     for (auto& [sub, runner] : runners) {
-      if (sub->get_name() == fallback) return runner();
+      if (sub->get_name() == fallback) return finish_stdout(runner(), sub->get_name().c_str());
     }
     std::fputs(app.help().c_str(), stdout);
-    return kExitOk;
+    return finish_stdout(kExitOk, "help");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "trainmon: internal error: %s\n", e.what());
     return kExitFailure;

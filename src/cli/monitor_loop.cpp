@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/monitor_loop.h"
 
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -11,6 +12,8 @@
 
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/output.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 
 namespace trainmon::cli {
@@ -66,7 +69,7 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
     if (!snap.driver.loaded) {
-      std::fprintf(stderr, "trainmon %s: %s\n", name, snap.driver.error.c_str());
+      std::fprintf(stderr, "trainmon %s: %s\n", name, text::terminal(snap.driver.error).c_str());
       return snap.driver.library_path.empty() ? kExitNoGpu : kExitNvmlError;
     }
     if (snap.gpus.empty()) {
@@ -79,10 +82,13 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
       return kExitUsage;
     }
     // nvidia-smi repeats the header every 20 lines' worth of samples on the text output.
-    if (printed == 0 || (mo.format == exp::MonitorFormat::text && printed % 20 == 0))
-      std::fputs(spec.header(mo).c_str(), stdout);
-    std::fputs(spec.rows(mo, snap, prev ? &*prev : nullptr, *order).c_str(), stdout);
-    std::fflush(stdout);
+    std::string text;
+    if (printed == 0 || (mo.format == exp::MonitorFormat::text && printed % 20 == 0)) text = spec.header(mo);
+    text += spec.rows(mo, snap, prev ? &*prev : nullptr, *order);
+    // `trainmon dmon | head -1`: the reader left, we stop quietly (main reports other failures).
+    if (write_out(stdout, text) != WriteResult::ok) return kExitOk;
+    // A tick may print nothing (pmon --json on idle GPUs): notice a reader that left all the same.
+    if (text.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
     prev = std::move(snap);
     ++printed;
     if (o.count > 0 && printed >= o.count) break;
