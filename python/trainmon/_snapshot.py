@@ -14,6 +14,7 @@ We never run nvidia-smi: the file is a ~1 KiB read, done only when a line is pri
 import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 
@@ -28,16 +29,50 @@ def default_agent_path():
     return "/tmp/trainmon-%d/agent.json" % os.geteuid()
 
 
+def _read_own_file(path, limit):
+    """The bytes of `path` when it is a regular file of ours, else None. Never blocks and never
+    follows a link: the file may sit in a shared folder (/tmp/trainmon-UID) where another user can
+    plant a FIFO (open() would wait for a writer for ever) or a symlink in its place."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    try:
+        fd = os.open(path, flags)
+    except (OSError, ValueError, TypeError):
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+            return None
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(65536, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            return None
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
 def read_snapshot(path, now=None):
     """Read and check a snapshot file.
 
     Returns the document (dict) when it is version 1 and fresh (written within 3 intervals + 2 s
-    of ``now``, seconds since the epoch); None when missing, unreadable, malformed or stale.
+    of ``now``, seconds since the epoch); None when missing, unreadable, malformed or stale, and
+    when it is not a regular file of ours (a FIFO, a link, another user's file: see _read_own_file).
     """
+    data = _read_own_file(path, 1 << 20)
+    if data is None:
+        return None
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read(1 << 20))
-    except (OSError, ValueError):
+        doc = json.loads(data)
+    except ValueError:
         return None
     if not isinstance(doc, dict) or doc.get("v") != 1:
         return None

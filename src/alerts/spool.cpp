@@ -16,12 +16,17 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/private_files.h"
+#include "trainmon/core/text_escape.h"
+
 namespace trainmon::alerts {
 
 namespace fs = std::filesystem;
 
 namespace {
 std::atomic<std::uint64_t> g_seq{0};
+/// A notification is a few KiB; anything far larger is not one of ours.
+constexpr std::size_t kMaxSpoolFileBytes = 4 << 20;
 
 Error os_error(int err, std::string msg) {
   return Error{ErrorDomain::os, err, strerrorname_np(err) ? strerrorname_np(err) : "", std::move(msg)};
@@ -32,19 +37,24 @@ Spool::Spool(std::string dir) : dir_(std::move(dir)) {}
 
 Expected<std::string> Spool::put(const Notification& n) {
   std::error_code ec;
-  fs::create_directories(dir_, ec);
+  const fs::path parent = fs::path(dir_).parent_path();
+  if (!parent.empty()) fs::create_directories(parent, ec);
   if (ec)
     return std::unexpected(
         os_error(ec.value(), fmt::format("cannot create the alert spool {}: {}", dir_, ec.message())));
-  ::chmod(dir_.c_str(), 0700);
+  // The spool is ours alone (0700, our uid, not a symlink): alerts may carry host and job details,
+  // and a folder someone else controls could feed us files to deliver.
+  if (auto ok = files::ensure_private_dir(dir_); !ok) {
+    return std::unexpected(ok.error());
+  }
   auto now = std::chrono::system_clock::now().time_since_epoch();
   std::string base =
       fmt::format("{:020}-{:06}-{:08}", std::chrono::duration_cast<std::chrono::nanoseconds>(now).count(),
                   ::getpid() % 1000000, g_seq.fetch_add(1));
   std::string final_path = fmt::format("{}/{}.json", dir_, base);
   std::string tmp_path = fmt::format("{}/.{}.tmp", dir_, base);
-  std::string body = nlohmann::json(n).dump() + "\n";
-  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  std::string body = text::json_dump(nlohmann::json(n)) + "\n";
+  int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0)
     return std::unexpected(
         os_error(errno, fmt::format("cannot write {}: {}", tmp_path, std::strerror(errno))));
@@ -83,12 +93,11 @@ std::vector<std::string> Spool::list() const {
 }
 
 Expected<Notification> Spool::read(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::unexpected(os_error(errno, fmt::format("cannot read {}", path)));
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Never follows a link nor waits on a FIFO; only our own regular files (files::read_regular_file).
+  auto body = files::read_regular_file(path, kMaxSpoolFileBytes);
+  if (!body) return std::unexpected(body.error());
   try {
-    return nlohmann::json::parse(ss.str()).get<Notification>();
+    return nlohmann::json::parse(*body).get<Notification>();
   } catch (const std::exception& e) {
     return std::unexpected(Error{ErrorDomain::internal, 0, "EBADMSG",
                                  fmt::format("{} is not a notification: {}", path, e.what())});

@@ -24,6 +24,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "trainmon/core/private_files.h"
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
 #include "trainmon/ipc/snapshot_file.h"
@@ -52,22 +53,13 @@ std::int64_t now_ns(clockid_t clock) {
 }
 
 // The directory holding the snapshot must be ours and closed to others (it lives in /tmp when
-// there is no XDG_RUNTIME_DIR): create it 0700, refuse one owned by someone else.
+// there is no XDG_RUNTIME_DIR): created 0700; one owned by someone else, writable by others or a
+// symlink is refused (files::ensure_private_dir).
 bool prepare_directory(const std::string& file, std::string& why) {
   std::filesystem::path dir = std::filesystem::path(file).parent_path();
   if (dir.empty()) return true;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    why = fmt::format("cannot create {}: {}", dir.string(), std::strerror(errno));
-    return false;
-  }
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    why = fmt::format("{} is not a directory", dir.string());
-    return false;
-  }
-  if (st.st_uid != ::geteuid() || (st.st_mode & 0022)) {
-    why =
-        fmt::format("{} belongs to another user or is writable by others; refusing to use it", dir.string());
+  if (auto ok = files::ensure_private_dir(dir.string()); !ok) {
+    why = ok.error().message;
     return false;
   }
   return true;

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/ipc/event_server.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/eventfd.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -13,10 +16,14 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <limits>
+
+#include "trainmon/core/private_files.h"
 
 namespace trainmon::ipc {
 
@@ -44,7 +51,54 @@ std::string pick_parent(const std::string& configured) {
   return "/tmp";
 }
 
+constexpr std::string_view kDirPrefix = "trainmon-run-";
+constexpr std::string_view kNewDirPrefix = "trainmon-new-";
+
+/// Whether a Unix socket at `path` has a listener (a live recorder of an older trainmon that holds
+/// no lock on its directory).
+bool socket_answers(const std::string& path) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(addr.sun_path)) return false;
+  std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return false;
+  const bool up =
+      ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0 || errno == EAGAIN;
+  ::close(fd);
+  return up;
+}
+
 }  // namespace
+
+std::size_t remove_stale_run_dirs(const std::string& parent) {
+  DIR* d = ::opendir(parent.c_str());
+  if (!d) return 0;
+  const uid_t me = ::geteuid();
+  std::size_t removed = 0;
+  while (dirent* e = ::readdir(d)) {
+    const std::string_view name = e->d_name;
+    const bool named = name.starts_with(kDirPrefix) && name.size() == kDirPrefix.size() + 6;
+    const bool provisional = name.starts_with(kNewDirPrefix) && name.size() == kNewDirPrefix.size() + 6;
+    if (!named && !provisional) continue;
+    const std::string dir = parent + "/" + std::string(name);
+    // Ours and a real directory (lstat: a link someone planted under this name is not followed).
+    struct stat st {};
+    if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != me) continue;
+    // A provisional name lives for microseconds (start() locks, then renames it): only one a minute
+    // old is a crash's leftover, not a start in progress.
+    if (provisional && ::time(nullptr) - st.st_mtime < 60) continue;
+    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) continue;
+    // A live recorder holds an exclusive lock on its directory for its whole life (the kernel drops
+    // it when the process dies, however it dies): a lock we can take is a dead owner's.
+    const bool dead = ::flock(dfd, LOCK_EX | LOCK_NB) == 0 && !socket_answers(dir + "/events.sock");
+    if (dead && files::remove_private_dir(dir)) ++removed;
+    ::close(dfd);
+  }
+  ::closedir(d);
+  return removed;
+}
 
 std::uint64_t EventServerStats::total_rejected() const noexcept {
   std::uint64_t n = 0;
@@ -54,13 +108,40 @@ std::uint64_t EventServerStats::total_rejected() const noexcept {
 
 Expected<std::unique_ptr<EventServer>> EventServer::start(const EventServerOptions& options) {
   std::string parent = pick_parent(options.parent_dir);
-  std::string templ = parent + "/trainmon-run-XXXXXX";
-  // mkdtemp creates the directory 0700, owned by us, with an unpredictable name.
-  if (!::mkdtemp(templ.data()))
-    return std::unexpected(os_error(errno, "cannot create a directory in " + parent));
-  std::string dir = templ;
+  // What killed recorders left behind (their socket and snapshot): ours only, dead owners only.
+  remove_stale_run_dirs(parent);
+  // The directory is made under a provisional name, locked, and only then renamed to its
+  // "trainmon-run-" name: a sweeper never sees one of ours unlocked (the lock is on the inode).
+  std::string dir;
+  int dir_fd = -1;
+  for (int attempt = 0; attempt < 8 && dir.empty(); ++attempt) {
+    std::string templ = parent + "/" + std::string(kNewDirPrefix) + "XXXXXX";
+    // mkdtemp creates the directory 0700, owned by us, with an unpredictable name.
+    if (!::mkdtemp(templ.data()))
+      return std::unexpected(os_error(errno, "cannot create a directory in " + parent));
+    dir_fd = ::open(templ.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dir_fd < 0 || ::flock(dir_fd, LOCK_EX | LOCK_NB) != 0) {
+      const int err = errno;
+      if (dir_fd >= 0) ::close(dir_fd);
+      ::rmdir(templ.c_str());
+      return std::unexpected(os_error(err, "cannot lock " + templ));
+    }
+    const std::string final_dir = parent + "/" + std::string(kDirPrefix) + templ.substr(templ.size() - 6);
+    // renameat2(RENAME_NOREPLACE): never over a directory someone else made under that name.
+    if (::renameat2(AT_FDCWD, templ.c_str(), AT_FDCWD, final_dir.c_str(), RENAME_NOREPLACE) == 0) {
+      dir = final_dir;
+    } else {
+      ::close(dir_fd);
+      dir_fd = -1;
+      ::rmdir(templ.c_str());
+    }
+  }
+  if (dir.empty()) return std::unexpected(os_error(EEXIST, "cannot name a private directory in " + parent));
   std::string path = dir + "/events.sock";
-  auto cleanup = [&] { std::filesystem::remove_all(dir); };
+  auto cleanup = [&] {
+    if (dir_fd >= 0) ::close(dir_fd);
+    (void)files::remove_private_dir(dir);
+  };
 
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -101,6 +182,7 @@ Expected<std::unique_ptr<EventServer>> EventServer::start(const EventServerOptio
     return std::unexpected(os_error(err, "cannot create an eventfd"));
   }
   std::unique_ptr<EventServer> server(new EventServer(options, dir, path, fd, wake));
+  server->dir_fd_ = dir_fd;
   server->thread_ = std::thread([s = server.get()] { s->loop(); });
   return server;
 }
@@ -119,8 +201,8 @@ EventServer::~EventServer() {
   stop();
   if (fd_ >= 0) ::close(fd_);
   if (wake_fd_ >= 0) ::close(wake_fd_);
-  std::error_code ec;
-  std::filesystem::remove_all(dir_, ec);
+  (void)files::remove_private_dir(dir_);
+  if (dir_fd_ >= 0) ::close(dir_fd_);  // the lock goes last: nobody sweeps a folder still in use
 }
 
 void EventServer::stop() {
@@ -224,7 +306,7 @@ void EventServer::loop() {
     fds.clear();
     fds.push_back({wake_fd_, POLLIN, 0});
     fds.push_back({fd_, POLLIN, 0});
-    for (const auto& [c, pid] : clients) fds.push_back({c, POLLIN, 0});
+    for (const auto& [c, pid] : clients) fds.push_back({c, POLLIN | POLLRDHUP, 0});
     int n = ::poll(fds.data(), fds.size(), 1000);
     if (n < 0 && errno != EINTR) break;
     if (n <= 0) continue;
@@ -250,9 +332,24 @@ void EventServer::loop() {
           if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) gone = true;
           break;
         }
-        if (len == 0) {  // orderly shutdown by the sender
-          gone = true;
-          break;
+        if (len == 0) {
+          // A zero-length read is either the sender's orderly shutdown or an empty message (SOCK_SEQPACKET
+          // has both). Only a hung-up peer ends the stream, and then only when nothing follows.
+          const bool hung_up = (fds[i].revents & (POLLHUP | POLLRDHUP)) != 0;
+          if (hung_up) {
+            char probe = 0;
+            const ssize_t more = ::recv(c, &probe, 1, MSG_DONTWAIT | MSG_PEEK);
+            if (more <= 0) {
+              gone = true;
+              break;
+            }
+          }
+          {
+            std::lock_guard lock(mu_);
+            ++stats_.received;
+          }
+          count(RejectReason::not_json);  // an empty message is malformed, and counted as such
+          continue;
         }
         // A sender passed file descriptors (SCM_RIGHTS): close them, they are never used.
         for (cmsghdr* h = CMSG_FIRSTHDR(&msg); h; h = CMSG_NXTHDR(&msg, h)) {

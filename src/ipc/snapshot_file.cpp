@@ -1,26 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/ipc/snapshot_file.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/private_files.h"
+#include "trainmon/core/text_escape.h"
+
 namespace trainmon::ipc {
-
-namespace {
-
-Error os_error(int err, std::string message) {
-  return Error{ErrorDomain::os, err, strerrorname_np(err) ? strerrorname_np(err) : "errno",
-               fmt::format("{}: {}", message, std::strerror(err))};
-}
-
-}  // namespace
 
 std::string snapshot_json(const Snapshot& snap, std::string_view source, std::int64_t interval_ms,
                           const std::optional<TrainProgress>& train) {
@@ -66,32 +56,11 @@ std::string snapshot_json(const Snapshot& snap, std::string_view source, std::in
     if (train->epochs >= 0) t["epochs"] = train->epochs;
     j["train"] = std::move(t);
   }
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text::json_dump(j);
 }
 
 Expected<void> write_file_atomic(const std::string& path, std::string_view content) {
-  std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0) return std::unexpected(os_error(errno, "cannot create " + tmp));
-  std::size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::write(fd, content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return std::unexpected(os_error(err, "cannot write " + tmp));
-    }
-    done += static_cast<std::size_t>(n);
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    int err = errno;
-    ::unlink(tmp.c_str());
-    return std::unexpected(os_error(err, "cannot rename " + tmp + " to " + path));
-  }
-  return {};
+  return files::write_file_atomic(path, content, 0600);
 }
 
 std::string default_agent_snapshot_path() {

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/private_files.h"
+
 namespace trainmon::report {
 
 std::string default_report_path(const std::string& db_path, std::int64_t run_id) {
@@ -45,20 +47,10 @@ Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) return std::unexpected(os_error(ec.value(), "cannot create " + target.parent_path().string()));
   }
-  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) return std::unexpected(os_error(errno, "cannot write " + tmp));
-  const bool ok = std::fwrite(text->data(), 1, text->size(), f) == text->size();
-  const int write_err = errno;
-  if (std::fclose(f) != 0 || !ok) {
-    const int err = ok ? errno : write_err;
-    std::remove(tmp.c_str());
-    return std::unexpected(os_error(err, "cannot write " + tmp));
-  }
-  std::filesystem::rename(tmp, target, ec);
-  if (ec) {
-    std::remove(tmp.c_str());
-    return std::unexpected(os_error(ec.value(), "cannot write " + path));
+  // A fresh temporary name (O_EXCL | O_NOFOLLOW) and rename(2): a link planted in the reports folder
+  // is replaced, never followed. Reports keep the mode a plain file would get (0666 & ~umask).
+  if (auto w = files::write_file_atomic(path, *text, files::default_file_mode()); !w) {
+    return std::unexpected(w.error());
   }
   return {};
 }

@@ -15,7 +15,11 @@
 // message is size-limited, rate-limited (one token bucket for all senders) and fully validated
 // (parse_train_event) on the server's own thread; accepted messages go to a bounded queue that the
 // recorder drains once per tick. Nothing a sender does can crash or stall the recorder: the worst
-// is dropped messages, each counted by reason.
+// is dropped messages, each counted by reason (stats(); `trainmon run` reports them). An empty
+// message is malformed (not_json), not the end of the stream: only a peer that hung up ends it.
+//
+// Clean-up: the recorder holds an flock on its directory while it lives; start() first removes the
+// directories of recorders that died without cleaning up (remove_stale_run_dirs).
 #pragma once
 
 #include <array>
@@ -68,6 +72,12 @@ struct EventServerStats {
   std::uint64_t total_rejected() const noexcept;
 };
 
+/// Removes the per-run directories ("trainmon-run-XXXXXX") in `parent` that recorders killed before
+/// their clean-up left behind: only directories owned by our uid (lstat: never through a link),
+/// only when no live process holds the directory's lock and no one listens on its socket, removed
+/// entry by entry without following links (files::remove_private_dir). Returns how many it removed.
+std::size_t remove_stale_run_dirs(const std::string& parent);
+
 class EventServer {
  public:
   /// Create the private directory and socket and start the receiving thread.
@@ -107,6 +117,7 @@ class EventServer {
   const std::string socket_path_;
   int fd_ = -1;       ///< the listening socket
   int wake_fd_ = -1;  ///< eventfd that interrupts poll() on stop
+  int dir_fd_ = -1;   ///< the private directory, flock'ed while we live (remove_stale_run_dirs)
 
   // token bucket (only touched by the receiving thread, or by handle() in tests)
   double tokens_ = 0;

@@ -25,9 +25,10 @@ struct TrainProgress {
 std::string snapshot_json(const Snapshot& snap, std::string_view source, std::int64_t interval_ms,
                           const std::optional<TrainProgress>& train = std::nullopt);
 
-/// Write `content` to `path` atomically: a temporary file in the same directory (mode 0600), then
-/// rename(2). A reader sees the old or the new document, never half of one.
-/// Errors (domain os): the temporary file cannot be written or renamed (it is removed).
+/// Write `content` to `path` atomically, mode 0600: files::write_file_atomic (a temporary file under
+/// a fresh random name, O_EXCL | O_NOFOLLOW, then rename(2)). A reader sees the old or the new
+/// document, never half of one. Errors (domain os): the temporary file cannot be written or renamed
+/// (it is removed).
 Expected<void> write_file_atomic(const std::string& path, std::string_view content);
 
 /// Where a stand-alone agent keeps its snapshot for this user: $XDG_RUNTIME_DIR/trainmon/agent.json,

@@ -42,6 +42,32 @@ Notification note(int i) {
   return n;
 }
 
+// The spool may sit in a shared place (--alerts-spool DIR): a folder others can write, a link or a
+// FIFO in it is refused, never followed or waited on.
+TEST(AlertSpool, RefusesFoldersOthersControlAndFilesThatAreNotOurs) {
+  const auto root = temp_dir("spool-hostile");
+  fs::create_directories(root / "open");
+  fs::permissions(root / "open", fs::perms::all);
+  auto put = Spool((root / "open").string()).put(note(1));
+  ASSERT_FALSE(put);
+  EXPECT_NE(put.error().message.find("writable by other users"), std::string::npos) << put.error().message;
+  fs::create_directories(root / "elsewhere");
+  fs::create_directory_symlink(root / "elsewhere", root / "link");
+  EXPECT_FALSE(Spool((root / "link").string()).put(note(1)));
+  EXPECT_TRUE(fs::is_empty(root / "elsewhere"));
+
+  Spool ok((root / "sink").string());
+  ASSERT_TRUE(ok.put(note(1)));
+  ASSERT_EQ(::mkfifo((root / "sink" / "00000000000000000001-fifo.json").c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(Spool::read((root / "sink" / "00000000000000000001-fifo.json").string()));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1)) << "a FIFO must not block";
+  std::ofstream(root / "target.json") << "{}";
+  fs::create_symlink(root / "target.json", root / "sink" / "00000000000000000002-link.json");
+  EXPECT_FALSE(Spool::read((root / "sink" / "00000000000000000002-link.json").string()));
+  fs::remove_all(root);
+}
+
 TEST(AlertSpool, WritesAtomicallyAndListsInOrder) {
   auto dir = temp_dir("spool");
   Spool s((dir / "hook").string());

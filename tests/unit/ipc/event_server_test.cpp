@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -346,4 +348,71 @@ TEST(IpcEventServer, PythonPackageRoundTrip) {
   EXPECT_EQ(events.back().message.type, EventType::train_end);
   EXPECT_EQ((*channel)->epoch_text(), "3/3");
   EXPECT_EQ((*channel)->stats().total_rejected(), 0u);
+}
+
+// An empty message (send of 0 bytes) reads as 0 bytes, like the sender's shutdown: it is a malformed
+// message, counted, and what follows it on the same connection still arrives.
+TEST(IpcEventServer, EmptyMessageIsNotTheEndOfTheStream) {
+  auto server = EventServer::start({.parent_dir = temp_parent()});
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  Sender s((*server)->socket_path());
+  ASSERT_EQ(s.connect_errno(), 0);
+  ASSERT_EQ(s.send(epoch_msg(1)), 0);
+  ASSERT_EQ(s.send(""), 0);
+  ASSERT_EQ(s.send(""), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the server reads the empty ones alone
+  ASSERT_EQ(s.send(epoch_msg(2)), 0);
+  wait_received(**server, 4);
+  auto events = (*server)->drain();
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].message.epoch, 2);
+  const auto st = (*server)->stats();
+  EXPECT_EQ(st.rejected[static_cast<std::size_t>(RejectReason::not_json)], 2u);
+  EXPECT_EQ(st.connections, 1u) << "one connection: the empty messages did not end it";
+}
+
+// A recorder killed with SIGKILL cannot clean up: the next one removes what it left (its socket
+// folder), and only that: a live recorder's folder, another user's or a planted link stay.
+TEST(IpcEventServer, NextStartRemovesWhatAKilledRecorderLeft) {
+  const std::string parent = temp_parent() + "/sweep";
+  std::filesystem::remove_all(parent);
+  std::filesystem::create_directories(parent);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto s = EventServer::start({.parent_dir = parent});
+    const std::string dir = s ? (*s)->directory() : std::string();
+    [[maybe_unused]] auto n = ::write(pipe_fds[1], dir.c_str(), dir.size() + 1);
+    ::pause();
+    ::_exit(0);
+  }
+  char buf[512] = {};
+  ASSERT_GT(::read(pipe_fds[0], buf, sizeof buf - 1), 0);
+  const std::string dead_dir = buf;
+  ASSERT_FALSE(dead_dir.empty());
+  ASSERT_TRUE(std::filesystem::exists(dead_dir + "/events.sock"));
+  // A live recorder next to it, and a link planted under a run folder's name.
+  auto live = EventServer::start({.parent_dir = parent});
+  ASSERT_TRUE(live.has_value());
+  const std::string decoy = parent + "/decoy";
+  std::filesystem::create_directories(decoy);
+  std::ofstream(decoy + "/keep") << "x";
+  std::filesystem::create_directory_symlink(decoy, parent + "/trainmon-run-AAAAAA");
+  EXPECT_EQ(remove_stale_run_dirs(parent), 0u) << "the child is alive: nothing to remove";
+  ::kill(child, SIGKILL);
+  ::waitpid(child, nullptr, 0);
+  ::close(pipe_fds[0]);
+  ::close(pipe_fds[1]);
+  ASSERT_TRUE(std::filesystem::exists(dead_dir)) << "SIGKILL left its folder";
+  auto next = EventServer::start({.parent_dir = parent});
+  ASSERT_TRUE(next.has_value());
+  EXPECT_FALSE(std::filesystem::exists(dead_dir)) << "removed by the next start";
+  EXPECT_TRUE(std::filesystem::exists((*live)->socket_path())) << "a live recorder's folder stays";
+  EXPECT_TRUE(std::filesystem::is_symlink(parent + "/trainmon-run-AAAAAA")) << "a link is not ours to follow";
+  EXPECT_TRUE(std::filesystem::exists(decoy + "/keep"));
+  live->reset();
+  next->reset();
+  std::filesystem::remove_all(parent);
 }

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: Apache-2.0
+// Files in shared places (/tmp/trainmon-UID, $XDG_RUNTIME_DIR/trainmon, the per-run socket folders,
+// the reports folder, the alert spool): every create, read and removal goes through here, so that
+// another local user can neither redirect nor block us:
+//   - directories we keep files in are ours, 0700-ish (no group/other write) and not a symlink;
+//   - files are created under a fresh unpredictable name with O_EXCL | O_NOFOLLOW, then renamed;
+//   - files are read with O_NOFOLLOW | O_NONBLOCK and checked to be regular files we own (a FIFO
+//     planted in place of a snapshot cannot hang the reader; a symlink is never followed);
+//   - folders are removed entry by entry relative to an O_NOFOLLOW directory descriptor.
+// Errors carry domain os, the errno name and a sentence naming the path.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "trainmon/core/error.h"
+
+namespace trainmon::files {
+
+/// `dir` exists as a directory we may keep private files in: created 0700 when missing (its parent
+/// must exist), then checked with lstat: a directory (not a symlink to one), owned by our effective
+/// uid, not writable by group or others. Errors: cannot be created, or fails a check (EPERM, with a
+/// sentence saying which).
+Expected<void> ensure_private_dir(const std::string& dir);
+
+/// Reads the regular file `path` without following a symlink at its last component and without
+/// blocking (a FIFO or device there is refused, not opened for a wait), at most `max_bytes` bytes.
+/// `own`: refuse a file owned by another user as well. Errors: missing (ENOENT), not a regular file
+/// or not ours (EPERM), larger than max_bytes (EFBIG), read errors.
+Expected<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, bool own = true);
+
+/// Writes `content` to `path` atomically: a temporary file in the same directory under a fresh
+/// random name (".NAME.XXXXXX", O_CREAT | O_EXCL | O_NOFOLLOW: never a file or link someone else
+/// put there), given `mode`, then rename(2) over `path` (a link at `path` is replaced, never
+/// followed). A reader sees the old or the new document, never half of one. The temporary file is
+/// removed on any error.
+Expected<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0600);
+
+/// The mode a new file gets from open(2) with 0666 under the process's umask (for files meant to be
+/// shared as before, such as HTML reports).
+mode_t default_file_mode();
+
+/// Removes directory `dir` and the entries in it (files, sockets, links: one level; a
+/// subdirectory is left and then so is `dir`), relative to a descriptor opened with O_NOFOLLOW, so
+/// a symlink planted in its place or inside is removed, never followed. Only a directory owned by
+/// our effective uid is touched. Errors: not ours (EPERM), or the removal failed.
+Expected<void> remove_private_dir(const std::string& dir);
+
+}  // namespace trainmon::files

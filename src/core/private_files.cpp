@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/core/private_files.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace trainmon::files {
+
+namespace {
+
+Error os_error(int err, std::string message) {
+  const char* name = strerrorname_np(err);
+  return Error{ErrorDomain::os, err, name ? name : "errno", std::move(message)};
+}
+
+Error os_error_at(int err, const std::string& what) {
+  return os_error(err, fmt::format("{}: {}", what, std::strerror(err)));
+}
+
+/// Six random characters from [A-Za-z0-9] (getrandom; the clock and pid when it fails).
+std::string random_suffix() {
+  static constexpr char kChars[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  unsigned char bytes[6] = {};
+  if (::getrandom(bytes, sizeof bytes, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof bytes)) {
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const auto mix =
+        static_cast<unsigned long long>(ts.tv_nsec) ^ (static_cast<unsigned long long>(::getpid()) << 20);
+    for (std::size_t i = 0; i < sizeof bytes; ++i) bytes[i] = static_cast<unsigned char>(mix >> (i * 8));
+  }
+  std::string s;
+  for (unsigned char b : bytes) s += kChars[b % (sizeof kChars - 1)];
+  return s;
+}
+
+Expected<void> check_dir_stat(const struct stat& st, const std::string& dir) {
+  if (S_ISLNK(st.st_mode))
+    return std::unexpected(os_error(EPERM, fmt::format("{} is a symbolic link; refusing to use it", dir)));
+  if (!S_ISDIR(st.st_mode))
+    return std::unexpected(os_error(ENOTDIR, fmt::format("{} is not a directory", dir)));
+  if (st.st_uid != ::geteuid())
+    return std::unexpected(os_error(
+        EPERM, fmt::format("{} belongs to another user (uid {}); refusing to use it", dir, st.st_uid)));
+  if (st.st_mode & (S_IWGRP | S_IWOTH))
+    return std::unexpected(
+        os_error(EPERM, fmt::format("{} is writable by other users (mode {:o}); refusing to use it", dir,
+                                    st.st_mode & 07777)));
+  return {};
+}
+
+}  // namespace
+
+Expected<void> ensure_private_dir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return std::unexpected(os_error_at(errno, "cannot create " + dir));
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0) return std::unexpected(os_error_at(errno, "cannot inspect " + dir));
+  return check_dir_stat(st, dir);
+}
+
+Expected<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, bool own) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP)
+      return std::unexpected(os_error(EPERM, fmt::format("{} is a symbolic link; not read", path)));
+    return std::unexpected(os_error_at(err, "cannot read " + path));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return std::unexpected(os_error_at(err, "cannot inspect " + path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return std::unexpected(os_error(EPERM, fmt::format("{} is not a regular file; not read", path)));
+  }
+  if (own && st.st_uid != ::geteuid()) {
+    ::close(fd);
+    return std::unexpected(
+        os_error(EPERM, fmt::format("{} belongs to another user (uid {}); not read", path, st.st_uid)));
+  }
+  std::string out;
+  char buf[16384];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return std::unexpected(os_error_at(err, "cannot read " + path));
+    }
+    if (n == 0) break;
+    if (out.size() + static_cast<std::size_t>(n) > max_bytes) {
+      ::close(fd);
+      return std::unexpected(
+          os_error(EFBIG, fmt::format("{} is larger than {} bytes; not read", path, max_bytes)));
+    }
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+mode_t default_file_mode() {
+  // umask(2) can only be read by setting it: set and restore at once (a thread creating a file in
+  // between would get 077, never a laxer mode).
+  const mode_t mask = ::umask(077);
+  ::umask(mask);
+  return static_cast<mode_t>(0666 & ~mask);
+}
+
+Expected<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode) {
+  const auto slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 16 && fd < 0; ++attempt) {
+    tmp = fmt::format("{}.{}.{}", dir, base, random_suffix());
+    fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) return std::unexpected(os_error_at(errno, "cannot create a temporary file for " + path));
+  auto fail = [&](int err, const std::string& what) -> Expected<void> {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return std::unexpected(os_error_at(err, what));
+  };
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno, "cannot write " + tmp);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (mode != 0600 && ::fchmod(fd, mode) != 0) return fail(errno, "cannot set the mode of " + tmp);
+  if (::close(fd) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return std::unexpected(os_error_at(err, "cannot write " + tmp));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(tmp.c_str());
+    return std::unexpected(os_error_at(err, "cannot rename " + tmp + " to " + path));
+  }
+  return {};
+}
+
+Expected<void> remove_private_dir(const std::string& dir) {
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0) {
+    if (errno == ENOENT) return {};
+    return std::unexpected(os_error_at(errno, "cannot open " + dir));
+  }
+  struct stat st {};
+  if (::fstat(dfd, &st) != 0 || st.st_uid != ::geteuid()) {
+    ::close(dfd);
+    return std::unexpected(os_error(EPERM, fmt::format("{} is not ours; not removed", dir)));
+  }
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    const int err = errno;
+    ::close(dfd);
+    return std::unexpected(os_error_at(err, "cannot list " + dir));
+  }
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    ::unlinkat(dfd, e->d_name, 0);  // a subdirectory fails here (EISDIR) and stays
+  }
+  ::closedir(d);  // closes dfd
+  if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
+    return std::unexpected(os_error_at(errno, "cannot remove " + dir));
+  return {};
+}
+
+}  // namespace trainmon::files
