@@ -52,7 +52,9 @@ const std::string& UserNames::name(std::uint32_t uid) {
       }
       if (const auto it = cache_.find(uid); it != cache_.end()) return it->second;
     }
-    return cache_.emplace(uid, std::to_string(uid)).first->second;
+    // Not in the file: its number, not cached (the cache stays what the file holds).
+    unknown_ = std::to_string(uid);
+    return unknown_;
   }
   struct passwd pw {};
   struct passwd* result = nullptr;
@@ -63,6 +65,9 @@ const std::string& UserNames::name(std::uint32_t uid) {
   }
   std::string name =
       (rc == 0 && result != nullptr && pw.pw_name != nullptr) ? std::string(pw.pw_name) : std::to_string(uid);
+  // Bounded: a machine (or a container's user namespace) with more distinct uids than this starts the
+  // cache over instead of growing for ever; the file-backed cache above is bounded by its file.
+  if (cache_.size() >= kMaxCachedUsers) cache_.clear();
   return cache_.emplace(uid, std::move(name)).first->second;
 }
 

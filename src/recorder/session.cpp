@@ -109,7 +109,7 @@ std::vector<std::uint32_t> RecorderSession::refresh_job_pids() {
   timespec ts{};
   ::clock_gettime(CLOCK_MONOTONIC, &ts);
   job_pids_ = parents_.descendants_of(roots, options_.self_pid, ts.tv_sec * 1'000'000'000LL + ts.tv_nsec);
-  for (auto pid : job_pids_) oom_.observe(pid);
+  oom_.observe_job(job_pids_);  // and forget the processes that are gone (bounded memory)
   return job_pids_;
 }
 

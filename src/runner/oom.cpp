@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/runner/oom.h"
 
+#include <algorithm>
+
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
+#include <unistd.h>
 
-#include <fstream>
-#include <iterator>
+#include <cerrno>
+#include <charconv>
 
 #include "trainmon/host/cgroup.h"
 
@@ -14,10 +18,27 @@ namespace {
 
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
+/// A small /proc or /sys file with plain reads, empty when it cannot be read. (libstdc++'s filebuf
+/// throws on a read error such as ESRCH from the file of a process that just exited, which stopped
+/// monitoring for the rest of a run.)
+std::string read_small(const std::string& path) {
+  std::string text;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return text;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || text.size() > 65536) break;
+    text.append(buf, static_cast<std::size_t>(n));
+  }
+  ::close(fd);
+  return text;
+}
+
 std::optional<std::uint64_t> read_count(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::string text{std::istreambuf_iterator<char>(in), {}};
+  const std::string text = read_small(file);
+  if (text.empty()) return std::nullopt;
   return parse_oom_kill_count(text);
 }
 
@@ -95,12 +116,8 @@ OomWatch::OomWatch(std::string proc_root, std::string sys_root)
     : proc_root_(std::move(proc_root)), sys_root_(std::move(sys_root)) {}
 
 void OomWatch::observe(std::uint32_t pid) {
-  std::string membership;
-  {
-    std::ifstream in(proc_root_ + "/" + std::to_string(pid) + "/cgroup");
-    if (!in) return;
-    membership.assign(std::istreambuf_iterator<char>(in), {});
-  }
+  const std::string membership = read_small(proc_root_ + "/" + std::to_string(pid) + "/cgroup");
+  if (membership.empty()) return;
   auto [it, fresh] = seen_pids_.try_emplace(pid, membership);
   if (!fresh) {
     if (it->second == membership) return;
@@ -121,11 +138,11 @@ void OomWatch::observe(std::uint32_t pid) {
       lim.path = cg->limit_directory.size() > cg->mount.size() ? cg->limit_directory.substr(cg->mount.size())
                                                                : std::string("/");
       if (cg->limit_hit_count.ok()) lim.hits_at_start = *cg->limit_hit_count;
-      memory_limits_.try_emplace(lim.directory, std::move(lim));
+      if (memory_limits_.size() < kMaxCgroups) memory_limits_.try_emplace(lim.directory, std::move(lim));
     }
     if (cg->oom_kill_count.ok()) {
       const std::string file = cg->directory + (cg->version == 2 ? "/memory.events" : "/memory.oom_control");
-      baseline_.emplace(file, *cg->oom_kill_count);
+      if (baseline_.size() < kMaxCgroups) baseline_.emplace(file, *cg->oom_kill_count);
     }
   }
   if (auto cpu = read_cgroup_cpu(pid, proc_root_, sys_root_); cpu && cpu->limit_cpus.ok()) {
@@ -151,17 +168,22 @@ JobCgroupLimits OomWatch::limits() const {
     out.memory_limit_file = cgroup_memory_limit_file(tightest->version);
     out.memory_limit_path = tightest->path;
     const bool v2 = tightest->version == 2;
-    std::ifstream peak(tightest->directory + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
-    std::uint64_t p = 0;
-    if (peak >> p) out.memory_peak_bytes = p;
+    // Plain reads: a cgroup removed meanwhile fails a read, which an ifstream would throw on.
+    auto number = [](const std::string& file) -> std::optional<std::uint64_t> {
+      const std::string t = read_small(file);
+      std::uint64_t n = 0;
+      const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), n);
+      if (ec != std::errc() || end == t.data()) return std::nullopt;
+      return n;
+    };
+    out.memory_peak_bytes =
+        number(tightest->directory + (v2 ? "/memory.peak" : "/memory.max_usage_in_bytes"));
     std::optional<std::uint64_t> hits;
     if (v2) {
-      std::ifstream ev(tightest->directory + "/memory.events");
-      if (ev) hits = parse_keyed_count(std::string{std::istreambuf_iterator<char>(ev), {}}, "oom");
+      const std::string ev = read_small(tightest->directory + "/memory.events");
+      if (!ev.empty()) hits = parse_keyed_count(ev, "oom");
     } else {
-      std::ifstream fc(tightest->directory + "/memory.failcnt");
-      std::uint64_t n = 0;
-      if (fc >> n) hits = n;
+      hits = number(tightest->directory + "/memory.failcnt");
     }
     const bool hit = hits && tightest->hits_at_start && *hits > *tightest->hits_at_start;
     out.memory_limit_oom = v2 && hit;
@@ -173,6 +195,12 @@ JobCgroupLimits OomWatch::limits() const {
   out.cpu_limit_file = cpu_file_;
   out.cpu_limit_path = cpu_path_;
   return out;
+}
+
+void OomWatch::observe_job(std::span<const std::uint32_t> pids) {
+  for (auto pid : pids) observe(pid);
+  std::erase_if(seen_pids_,
+                [&](const auto& e) { return !std::binary_search(pids.begin(), pids.end(), e.first); });
 }
 
 std::optional<std::uint64_t> OomWatch::kills_since_start() const {

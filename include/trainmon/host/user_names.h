@@ -22,14 +22,19 @@ class UserNames {
  public:
   /// `passwd_path` empty: getpwuid_r. Otherwise that file, read once on first use.
   explicit UserNames(std::string passwd_path = {});
-  /// The user name of `uid`, or its decimal number when there is no entry. Cached for the life of
-  /// this object (one lookup per uid).
+  /// The user name of `uid`, or its decimal number when there is no entry. Cached (one lookup per
+  /// uid; at most kMaxCachedUsers entries from the C library, then the cache starts over). The
+  /// reference is valid until the next call.
   const std::string& name(std::uint32_t uid);
+  static constexpr std::size_t kMaxCachedUsers = 4096;
+  /// Entries cached now (tests).
+  std::size_t cached() const noexcept { return cache_.size(); }
 
  private:
   std::string passwd_path_;
   bool file_loaded_ = false;
   std::unordered_map<std::uint32_t, std::string> cache_;
+  std::string unknown_;  ///< the last uid missing from the passwd file, as a number
 };
 
 }  // namespace trainmon

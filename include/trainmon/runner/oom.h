@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "trainmon/runner/exit_status.h"
@@ -83,6 +84,11 @@ class OomWatch {
   /// or moved to another cgroup (a launcher placing itself), that cgroup's counters. A cgroup's
   /// oom_kill count is taken as the baseline the first time that cgroup is seen.
   void observe(std::uint32_t pid);
+  /// Observes each of `pids` (sorted, the job's processes now) and forgets every other pid: memory
+  /// stays bounded by the job's size at one time, however many processes it runs over its life.
+  void observe_job(std::span<const std::uint32_t> pids);
+  /// Pids remembered now (tests).
+  std::size_t pids_remembered() const noexcept { return seen_pids_.size(); }
   /// Kills counted since each cgroup's baseline, summed; nullopt when no cgroup count was readable.
   std::optional<std::uint64_t> kills_since_start() const;
   /// The tightest memory and CPU limits over the cgroups seen (each with its ancestors), with the
@@ -111,6 +117,9 @@ class OomWatch {
   std::string first_path_;
   std::optional<double> cpu_limit_;
   std::string cpu_file_, cpu_path_;
+  /// Cgroups (and limiting levels) remembered, at most: a job that makes a cgroup per process
+  /// (systemd-run scopes) keeps the first ones; their kills and limits are what the verdict needs.
+  static constexpr std::size_t kMaxCgroups = 4096;
 };
 
 }  // namespace trainmon::runner

@@ -3,6 +3,12 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
 
 namespace trainmon::runner {
 namespace {
@@ -155,6 +161,38 @@ TEST(RunnerOom, ElapsedFormat) {
   EXPECT_EQ(format_elapsed(0), "00:00:00");
   EXPECT_EQ(format_elapsed(45'296'000), "12:34:56");
   EXPECT_EQ(format_elapsed(-5), "00:00:00");
+}
+
+}  // namespace
+}  // namespace trainmon::runner
+
+namespace trainmon::runner {
+namespace {
+
+// A job that forks all day: what OomWatch remembers is bounded by the processes alive at one time,
+// not by every process the job ever ran (it kept ~1 KB per pid for the whole run).
+TEST(RunnerOom, WatchForgetsProcessesThatAreGone) {
+  const auto root =
+      std::filesystem::temp_directory_path() / ("trainmon-oom-test-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  const auto proc = root / "proc";
+  auto make_pid = [&](std::uint32_t pid) {
+    std::filesystem::create_directories(proc / std::to_string(pid));
+    std::ofstream(proc / std::to_string(pid) / "cgroup") << "0::/user.slice/user-1000.slice/job.scope\n";
+  };
+  OomWatch watch(proc.string(), (root / "sys").string());
+  for (std::uint32_t generation = 0; generation < 50; ++generation) {
+    std::vector<std::uint32_t> alive;
+    for (std::uint32_t k = 0; k < 20; ++k) {
+      const std::uint32_t pid = 1000 + generation * 20 + k;
+      make_pid(pid);
+      alive.push_back(pid);
+    }
+    watch.observe_job(alive);
+    EXPECT_EQ(watch.pids_remembered(), 20u) << "generation " << generation;
+    for (auto pid : alive) std::filesystem::remove_all(proc / std::to_string(pid));
+  }
+  std::filesystem::remove_all(root);
 }
 
 }  // namespace
