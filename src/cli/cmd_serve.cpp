@@ -3,6 +3,11 @@
 // /metrics (Prometheus, dcgm-exporter names), /api/v1/... (JSON) and a live dashboard at /.
 // Loopback only unless --allow-remote; a bearer token from --token-file protects every endpoint.
 // Read-only: nothing over HTTP can start, stop or signal a process. docs/serve.md.
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -11,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/record_options.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/record_loop.h"
 #include "trainmon/runner/launcher.h"
@@ -28,6 +34,8 @@ struct ServeOptions {
   bool allow_remote = false;
   std::string token_file;
   int threads = 16;
+  std::vector<std::string> allowed_hosts;
+  int max_connections = 1024;
   RecordCliOptions common{.name = "serve"};
 };
 
@@ -52,10 +60,18 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
     std::fprintf(stderr, "trainmon serve: --threads must be 1..64\n");
     return kExitUsage;
   }
+  if (o.max_connections < 1 || o.max_connections > 65536) {
+    std::fprintf(stderr, "trainmon serve: --max-connections must be 1..65536\n");
+    return kExitUsage;
+  }
   serve::ServerOptions so;
   so.host = addr->host;
   so.port = addr->port;
   so.threads = o.threads;
+  so.max_connections = static_cast<std::size_t>(o.max_connections);
+  so.allowed_hosts = o.allowed_hosts;
+  char hostname[256] = {};
+  if (::gethostname(hostname, sizeof hostname - 1) == 0) so.hostname = hostname;
   if (!o.token_file.empty()) {
     std::string error;
     auto token = serve::read_token_file(o.token_file, error);
@@ -64,6 +80,21 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
       return kExitUsage;
     }
     so.token = *token;
+    struct stat st {};
+    if (::stat(o.token_file.c_str(), &st) == 0) {
+      for (const auto& w :
+           serve::token_file_warnings(o.token_file, st.st_mode & 07777, st.st_uid, ::geteuid(), so.token)) {
+        std::fprintf(stderr, "trainmon serve: warning: %s\n", text::terminal(w).c_str());
+      }
+    }
+  }
+  // Every open connection is a descriptor: make room for --max-connections (the soft limit is often
+  // 1024) up to the hard limit.
+  rlimit nofile{};
+  const rlim_t want = static_cast<rlim_t>(so.max_connections) + 256;
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < want) {
+    nofile.rlim_cur = std::min(want, nofile.rlim_max);
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
   if (!loopback && so.token.empty()) {
     std::fprintf(stderr,
@@ -110,6 +141,13 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--token-file", o->token_file,
                      "File whose first line is a bearer token every request must carry");
       app.add_option("--threads", o->threads, "HTTP worker threads")->capture_default_str();
+      app.add_option("--allowed-host", o->allowed_hosts,
+                     "Host header name to answer besides the listen address (repeatable; '*': any, "
+                     "behind a proxy that checks it)")
+          ->allow_extra_args(false);
+      app.add_option("--max-connections", o->max_connections,
+                     "Connections open at once, idle ones included (beyond: the longest idle is closed)")
+          ->capture_default_str();
       add_record_options(app, o->common);
       return [o, &global] { return serve(*o, global); };
     },

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/serve/http_policy.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -127,6 +128,122 @@ std::optional<std::string> read_token_file(const std::string& path, std::string&
     return std::nullopt;
   }
   return t;
+}
+
+std::vector<std::string> token_file_warnings(const std::string& path, unsigned mode, unsigned owner_uid,
+                                             unsigned our_uid, std::string_view token) {
+  std::vector<std::string> out;
+  if (mode & 0077) {
+    out.push_back("the token file '" + path + "' can be read or written by other users (mode " +
+                  std::to_string((mode >> 6) & 7) + std::to_string((mode >> 3) & 7) +
+                  std::to_string(mode & 7) + "): chmod 600 '" + path + "'");
+  }
+  if (owner_uid != our_uid) {
+    out.push_back("the token file '" + path + "' belongs to another user (uid " + std::to_string(owner_uid) +
+                  "), who can read and change the token");
+  }
+  if (token.size() < kMinTokenLength) {
+    out.push_back("the token is " + std::to_string(token.size()) + " characters long; one shorter than " +
+                  std::to_string(kMinTokenLength) + " can be guessed (make one with `openssl rand -hex 16`)");
+  }
+  return out;
+}
+
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+bool is_ipv4_literal(std::string_view s) {
+  int parts = 0;
+  std::size_t start = 0;
+  while (start <= s.size()) {
+    auto dot = s.find('.', start);
+    auto part = s.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start);
+    if (!all_digits(part) || part.size() > 3) return false;
+    int v = 0;
+    std::from_chars(part.data(), part.data() + part.size(), v);
+    if (v > 255) return false;
+    ++parts;
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts == 4;
+}
+
+bool is_ipv6_literal(std::string_view s) {
+  if (s.find(':') == std::string_view::npos) return false;
+  for (char c : s) {
+    const bool hex = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+    if (!hex && c != ':' && c != '.') return false;
+  }
+  return true;
+}
+
+/// The host part of a Host header value, lower case, without port, brackets or trailing dot; empty
+/// when malformed.
+std::string host_part(std::string_view host) {
+  host = trim(host);
+  std::string_view name;
+  if (host.starts_with('[')) {
+    const auto close = host.find(']');
+    if (close == std::string_view::npos) return {};
+    name = host.substr(1, close - 1);
+    const auto rest = host.substr(close + 1);
+    if (!rest.empty() && !(rest.front() == ':' && all_digits(rest.substr(1)))) return {};
+  } else {
+    const auto colon = host.find(':');
+    name = host.substr(0, colon);
+    if (colon != std::string_view::npos && !all_digits(host.substr(colon + 1))) return {};
+  }
+  while (name.ends_with('.')) name.remove_suffix(1);
+  return lower(name);
+}
+
+}  // namespace
+
+HostPolicy host_policy_for(std::string_view listen_host, const std::vector<std::string>& allowed,
+                           std::string_view hostname) {
+  HostPolicy p;
+  const std::string listen =
+      host_part(listen_host.find(':') != std::string_view::npos && !listen_host.starts_with('[')
+                    ? "[" + std::string(listen_host) + "]"
+                    : std::string(listen_host));
+  if (listen == "0.0.0.0" || listen == "::" || listen.empty()) {
+    p.any_ip_literal = true;
+    p.names.push_back("localhost");
+    if (!hostname.empty()) p.names.push_back(lower(hostname));
+  } else if (is_loopback_host(listen_host) || listen == "localhost") {
+    p.loopback = true;
+    p.names = {"localhost", "::1"};
+  }
+  if (!listen.empty() && std::find(p.names.begin(), p.names.end(), listen) == p.names.end())
+    p.names.push_back(listen);
+  for (const auto& a : allowed) {
+    if (a == "*") {
+      p.any = true;
+      continue;
+    }
+    auto n = host_part(a);
+    if (!n.empty()) p.names.push_back(std::move(n));
+  }
+  return p;
+}
+
+bool host_allowed(const HostPolicy& policy, std::string_view host) {
+  if (policy.any || trim(host).empty()) return true;
+  const std::string name = host_part(host);
+  if (name.empty()) return false;
+  if (std::find(policy.names.begin(), policy.names.end(), name) != policy.names.end()) return true;
+  // Loopback listeners: every 127.x.y.z reaches them; a rebinding page always sends a name.
+  if (policy.loopback && name.starts_with("127.") && is_ipv4_literal(name)) return true;
+  if (policy.any_ip_literal && (is_ipv4_literal(name) || is_ipv6_literal(name))) return true;
+  return false;
 }
 
 const web::Asset* asset_for_path(std::string_view path) {

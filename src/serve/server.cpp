@@ -4,23 +4,103 @@
 #include <sys/socket.h>
 
 #include <httplib.h>
-#include <algorithm>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include "trainmon/serve/api.h"
+#include "trainmon/serve/auth_throttle.h"
 #include "trainmon/serve/http_policy.h"
+#include "trainmon/serve/metrics_text.h"
 
 namespace trainmon::serve {
+
+namespace {
+
+/// The connection whose request this thread answers (set by the hub's handler around
+/// process_request, read by the routing handlers to end the connection after a refusal).
+thread_local HubConnection* tl_connection = nullptr;
+
+/// A request from the hub as cpp-httplib's Stream.
+class HubStream final : public httplib::Stream {
+ public:
+  explicit HubStream(HubConnection& c) : c_(c) {}
+  bool is_readable() const override { return c_.readable(); }
+  bool is_writable() const override { return c_.writable(); }
+  ssize_t read(char* ptr, size_t size) override { return c_.read(ptr, size); }
+  ssize_t write(const char* ptr, size_t size) override { return c_.write(ptr, size); }
+  void get_remote_ip_and_port(std::string& ip, int& port) const override {
+    ip = c_.peer_ip();
+    port = c_.peer_port();
+  }
+  void get_local_ip_and_port(std::string& ip, int& port) const override {
+    ip.clear();
+    port = -1;
+  }
+  socket_t socket() const override { return c_.fd(); }
+
+ private:
+  HubConnection& c_;
+};
+
+/// cpp-httplib's server with its connection handling replaced: the accept loop hands each socket
+/// to the hub (process_and_close_socket, called inline by InlineQueue), and the hub's workers answer
+/// whole requests through process_request.
+class HubHttpServer final : public httplib::Server {
+ public:
+  ConnectionHub* hub = nullptr;
+  /// cpp-httplib 0.11 listens with a backlog of 5: a burst of connections (a browser, a scrape
+  /// while hundreds of clients reconnect) overflowed it, and each dropped SYN cost its client a 1 s
+  /// retransmission. listen(2) again on the bound socket raises it (the kernel caps it at somaxconn).
+  void widen_backlog() {
+    if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, 4096);
+  }
+  /// One request on `c`; whether the connection may stay open.
+  bool answer(HubConnection& c, bool last) {
+    HubStream stream(c);
+    bool closed = false;
+    tl_connection = &c;
+    const bool ok = process_request(stream, last, closed, nullptr);
+    tl_connection = nullptr;
+    return ok && !closed && !last;
+  }
+
+ private:
+  bool process_and_close_socket(socket_t sock) override {
+    hub->adopt(sock);  // never blocks: the hub holds it until its request arrives
+    return true;
+  }
+};
+
+/// The accept loop's task queue: runs each task at once on the accept thread (the task only hands
+/// the socket to the hub) and stops the hub when the server stops.
+class InlineQueue final : public httplib::TaskQueue {
+ public:
+  explicit InlineQueue(ConnectionHub& hub) : hub_(hub) {}
+  void enqueue(std::function<void()> fn) override { fn(); }
+  void shutdown() override { hub_.stop(); }
+
+ private:
+  ConnectionHub& hub_;
+};
+
+}  // namespace
 
 struct Server::Impl {
   ServerOptions options;
   ServeState* state = nullptr;
-  httplib::Server http;
+  HostPolicy hosts;
+  HubHttpServer http;
+  std::unique_ptr<ConnectionHub> hub;  // after `http`: stopped and destroyed first
   std::thread thread;
   int port = 0;
+  std::mutex throttle_mu;
+  AuthThrottle throttle;
+  std::atomic<std::uint64_t> bad_host{0}, body_refused{0}, unauthorized{0}, throttled{0};
 };
 
 namespace {
@@ -42,6 +122,27 @@ bool authorized(const httplib::Request& req, const std::string& token) {
   return req.has_param("token") && token_equals(req.get_param_value("token"), token);
 }
 
+/// Whether a request tries a token at all (a header, the cookie or ?token=): only those are guesses.
+bool presents_credential(const httplib::Request& req) {
+  return req.has_header("Authorization") ||
+         !cookie_value(req.get_header_value("Cookie"), kTokenCookie).empty() || req.has_param("token");
+}
+
+/// A request that carries (or announces) a body: a Content-Length other than 0, or any
+/// Transfer-Encoding. None of our routes takes one, so none is ever read.
+bool has_body(const httplib::Request& req) {
+  if (req.has_header("Transfer-Encoding")) return true;
+  if (!req.has_header("Content-Length")) return false;
+  const std::string v = req.get_header_value("Content-Length");
+  return v.find_first_not_of("0 \t") != std::string::npos;
+}
+
+/// The connection ends after this answer (a refusal: the client may still be sending).
+void end_connection(httplib::Response& res) {
+  res.set_header("Connection", "close");
+  if (tl_connection) tl_connection->close_after();
+}
+
 void install_routes(Server::Impl& s);
 
 }  // namespace
@@ -56,24 +157,35 @@ int Server::port() const noexcept {
   return impl_->port;
 }
 
+ServerStats Server::stats() const {
+  ServerStats st;
+  if (impl_->hub) st.connections = impl_->hub->stats();
+  st.bad_host = impl_->bad_host;
+  st.body_refused = impl_->body_refused;
+  st.unauthorized = impl_->unauthorized;
+  st.throttled = impl_->throttled;
+  return st;
+}
+
 Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, ServeState& state) {
   auto impl = std::make_unique<Impl>();
   impl->options = options;
   impl->state = &state;
+  impl->hosts = host_policy_for(options.host, options.allowed_hosts, options.hostname);
+  HubOptions ho;
+  ho.workers = static_cast<std::size_t>(options.threads > 0 ? options.threads : 16);
+  ho.max_connections = options.max_connections > 0 ? options.max_connections : 1024;
+  const auto t = std::chrono::seconds(std::max(1, options.timeout_s));
+  ho.idle_timeout = ho.head_timeout = ho.io_timeout = t;
+  auto* raw = impl.get();
+  impl->hub = std::make_unique<ConnectionHub>(ho, [raw](HubConnection& c) {
+    // A connection is not kept for ever: the 1000th request on it is answered with "close".
+    return raw->http.answer(c, c.served() + 1 >= 1000);
+  });
   auto& http = impl->http;
-  const int threads = options.threads > 0 ? options.threads : 16;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
-  http.set_read_timeout(options.timeout_s, 0);
-  http.set_write_timeout(options.timeout_s, 0);
-  // An idle keep-alive connection holds a worker: give it back soon (a scrape or a dashboard poll
-  // comes every second or more, so reconnecting costs nothing).
-  http.set_keep_alive_timeout(std::min(options.timeout_s, 2));
-  http.set_keep_alive_max_count(1000);
-  // Nagle held the last partial segment of each answer (headers and body are separate writes) until
-  // the client's ACK: paced at 100 requests/s, /metrics took 1.2 ms median and 11.6 ms at p99 against
-  // 0.13 ms median at full speed.
-  http.set_tcp_nodelay(true);
-  http.set_payload_max_length(options.max_body);
+  http.hub = impl->hub.get();
+  http.new_task_queue = [raw] { return new InlineQueue(*raw->hub); };
+  http.set_payload_max_length(0);
   install_routes(*impl);
   // httplib's default sets SO_REUSEPORT: a second trainmon serve on the same port then binds too and
   // the kernel splits the connections between the two (Prometheus would scrape two machines at
@@ -95,11 +207,13 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
                                      " (address in use, or not an address of this machine)"});
   }
   impl->port = port;
+  http.widen_backlog();
   return std::unique_ptr<Server>(new Server(std::move(impl)));
 }
 
 void Server::start() {
   if (impl_->thread.joinable()) return;
+  impl_->hub->start();
   impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
   // stop() before the listening loop runs would be lost (httplib only stops a running server) and
   // the join would hang: wait until it runs (it does within microseconds; give up after 10 s).
@@ -112,6 +226,7 @@ void Server::stop() {
   if (!impl_) return;
   impl_->http.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
+  if (impl_->hub) impl_->hub->stop();
 }
 
 namespace {
@@ -128,15 +243,60 @@ void install_routes(Server::Impl& s) {
                              "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; "
                              "frame-ancestors 'none'"}});
 
-  // Every request: read-only methods, then the token.
-  http.set_pre_routing_handler([token](const httplib::Request& req, httplib::Response& res) {
+  // Every request, in this order: a Host that names us (DNS rebinding), no body (refused before a
+  // byte of it is read: the handler runs after the head, before cpp-httplib reads any body),
+  // read-only methods, then the token, with repeated failures slowed down per client.
+  auto* sp = &s;
+  http.set_expect_100_continue_handler([sp](const httplib::Request&, httplib::Response& res) {
+    ++sp->body_refused;
+    res.status = 413;  // cpp-httplib writes `res` as it is for an answer other than 100 or 417
+    end_connection(res);
+    res.set_content("trainmon serve takes no request bodies\n", "text/plain");
+    return 413;
+  });
+  http.set_pre_routing_handler([sp, token](const httplib::Request& req, httplib::Response& res) {
+    if (!host_allowed(sp->hosts, req.get_header_value("Host"))) {
+      ++sp->bad_host;
+      res.status = 421;
+      end_connection(res);
+      res.set_content("this server does not answer for that Host name (trainmon serve --allowed-host NAME)\n",
+                      "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (has_body(req)) {
+      ++sp->body_refused;
+      res.status = 413;
+      end_connection(res);
+      res.set_content("trainmon serve takes no request bodies\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
     if (req.method != "GET" && req.method != "HEAD") {
       res.status = 405;
       res.set_header("Allow", "GET, HEAD");
       res.set_content("trainmon serve is read-only\n", "text/plain");
       return httplib::Server::HandlerResponse::Handled;
     }
-    if (!authorized(req, token)) {
+    if (token.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const auto now = AuthThrottle::Clock::now();
+    std::chrono::milliseconds wait{0};
+    {
+      std::lock_guard lock(sp->throttle_mu);
+      wait = sp->throttle.wait_for(req.remote_addr, now);
+    }
+    if (wait.count() > 0) {
+      ++sp->throttled;
+      res.status = 429;
+      res.set_header("Retry-After", std::to_string((wait.count() + 999) / 1000));
+      res.set_content("too many wrong tokens from this address; try again later\n", "text/plain");
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    const bool ok = authorized(req, token);
+    if (!ok && presents_credential(req)) {
+      std::lock_guard lock(sp->throttle_mu);
+      sp->throttle.failed(req.remote_addr, now);
+    }
+    if (!ok) {
+      ++sp->unauthorized;
       res.status = 401;
       res.set_header("WWW-Authenticate", "Bearer realm=\"trainmon\"");
       res.set_content("a bearer token is required\n", "text/plain");
@@ -161,8 +321,23 @@ void install_routes(Server::Impl& s) {
     }
   });
 
-  http.Get("/metrics", [state](const httplib::Request&, httplib::Response& res) {
-    res.set_content(state->metrics_text(), "text/plain; version=0.0.4; charset=utf-8");
+  http.Get("/metrics", [state, sp](const httplib::Request&, httplib::Response& res) {
+    const HubStats h = sp->hub->stats();
+    HttpCounters c;
+    c.connections_open = h.open;
+    c.connections_total = h.accepted;
+    c.requests_total = h.requests;
+    c.refused = {{"idle_timeout", h.idle_closed},
+                 {"evicted", h.evicted},
+                 {"full", h.refused_full},
+                 {"head_timeout", h.head_timeouts},
+                 {"head_too_large", h.head_too_large},
+                 {"bad_host", sp->bad_host.load()},
+                 {"body", sp->body_refused.load()},
+                 {"unauthorized", sp->unauthorized.load()},
+                 {"throttled", sp->throttled.load()}};
+    res.set_content(state->metrics_text() + render_http_metrics(c, sp->options.hostname),
+                    "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Get("/api/v1/snapshot", [state](const httplib::Request&, httplib::Response& res) {
     reply(res, {200, state->snapshot_json()});

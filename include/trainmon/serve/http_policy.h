@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainmon/web/assets.h"
 
@@ -36,6 +37,35 @@ inline constexpr std::string_view kTokenCookie = "trainmon_token";
 /// The token read from a --token-file: its first line, surrounding blanks removed. nullopt when the
 /// file cannot be read or the token is empty (the error sentence in `error`).
 std::optional<std::string> read_token_file(const std::string& path, std::string& error);
+
+/// Tokens shorter than this draw a warning: 16 characters of `openssl rand -hex 16` are 64 bits,
+/// the least OWASP's session-management guide accepts for a secret that may be guessed online.
+inline constexpr std::size_t kMinTokenLength = 16;
+
+/// Warnings about a token file and its token (empty when none): the file is readable or writable by
+/// group or others (`mode`, st_mode bits), belongs to another user than `our_uid`, or the token is
+/// shorter than kMinTokenLength. Each is one sentence naming `path` and what to do.
+std::vector<std::string> token_file_warnings(const std::string& path, unsigned mode, unsigned owner_uid,
+                                             unsigned our_uid, std::string_view token);
+
+/// Which Host header values `serve` answers (DNS rebinding: a page on evil.example whose name was
+/// made to point at 127.0.0.1 sends "Host: evil.example"; refusing it keeps the API from that page).
+struct HostPolicy {
+  bool any = false;                ///< "--allowed-host '*'": every Host (behind a proxy that checks it)
+  bool any_ip_literal = false;     ///< listening on all addresses (0.0.0.0, ::): any IP literal
+  bool loopback = false;           ///< listening on loopback: every 127.x.y.z literal
+  std::vector<std::string> names;  ///< lower case, no port, no brackets, no trailing dot
+};
+
+/// The policy for `listen_host` (as in --listen): loopback addresses allow "localhost", every
+/// 127.x.y.z and ::1; a specific address allows itself; a wildcard allows any IP literal and
+/// `hostname` (this machine's name); `allowed` (--allowed-host, repeatable) adds names ("*": any).
+HostPolicy host_policy_for(std::string_view listen_host, const std::vector<std::string>& allowed,
+                           std::string_view hostname);
+
+/// Whether a request with Host header `host` (as sent: "name", "name:port", "[::1]:9400"; empty
+/// when the request had none, which no browser sends) is answered under `policy`.
+bool host_allowed(const HostPolicy& policy, std::string_view host);
 
 /// The built-in asset answering URL path `path` (already percent-decoded by the HTTP layer):
 /// "/" and "/runs/<id>" -> the dashboard page, "/assets/<name>" -> that asset. nullptr for

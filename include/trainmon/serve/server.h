@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // The HTTP server of `trainmon serve` (cpp-httplib): read-only routes over a ServeState and the
-// store, bearer-token check on every request when a token is set, bounded request size, header
-// size, read/write times and threads. Routes: docs/serve.md.
+// store. Every request, before anything else: its Host header must name this server (DNS
+// rebinding), it may carry no body (refused before a byte of it is read), then the bearer token
+// when one is set, with repeated failures slowed down per client (AuthThrottle). Connections wait in
+// a ConnectionHub, never in a worker thread, so idle or slow clients cannot starve /metrics.
+// Routes: docs/serve.md.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "trainmon/core/error.h"
+#include "trainmon/serve/connection_hub.h"
 #include "trainmon/serve/serve_state.h"
 
 namespace trainmon::serve {
@@ -16,9 +22,21 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 9400;    ///< 0: any free port
   std::string token;  ///< empty: no authentication
-  int threads = 16;   ///< worker threads (each open connection holds one: a browser alone opens up to 6)
-  int timeout_s = 5;  ///< read and write timeout per request
-  std::size_t max_body = 4096;  ///< request bodies larger than this are refused (413)
+  int threads = 16;   ///< worker threads; they only ever answer whole requests (connection_hub.h)
+  int timeout_s = 5;  ///< idle connections, request heads, and each read or write, in seconds
+  std::size_t max_connections = 1024;  ///< open at once (idle ones included); see ConnectionHub
+  std::string hostname;                ///< this machine's name, allowed as Host on a wildcard listener
+  /// Host header values answered besides the listen address's own (--allowed-host; "*": any).
+  std::vector<std::string> allowed_hosts;
+};
+
+/// What the server refused or throttled since start, and its connections (for /metrics and tests).
+struct ServerStats {
+  HubStats connections;
+  std::uint64_t bad_host = 0;      ///< 421: Host header not a name of this server
+  std::uint64_t body_refused = 0;  ///< 413: a request with a body
+  std::uint64_t unauthorized = 0;  ///< 401: no or a wrong token
+  std::uint64_t throttled = 0;     ///< 429: a client that failed too often, made to wait
 };
 
 class Server {
@@ -35,6 +53,7 @@ class Server {
   void start();
   /// Stops accepting, finishes the requests in flight and joins the thread. Idempotent.
   void stop();
+  ServerStats stats() const;
 
   struct Impl;  ///< implementation detail (httplib stays out of this header)
 

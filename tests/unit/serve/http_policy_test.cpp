@@ -90,3 +90,59 @@ TEST(HttpPolicy, AssetPaths) {
   EXPECT_EQ(asset_for_path("/assets/"), nullptr);
   EXPECT_EQ(asset_for_path("/assets/dashboard"), nullptr);
 }
+
+// DNS rebinding: a page on evil.example whose name now points at 127.0.0.1 sends its own name.
+TEST(HttpPolicy, HostHeaderMustNameThisServer) {
+  const auto lo = host_policy_for("127.0.0.1", {}, "gpu-node-7");
+  EXPECT_TRUE(host_allowed(lo, "127.0.0.1:9400"));
+  EXPECT_TRUE(host_allowed(lo, "localhost:9400"));
+  EXPECT_TRUE(host_allowed(lo, "LOCALHOST."));
+  EXPECT_TRUE(host_allowed(lo, "[::1]:9400"));
+  EXPECT_TRUE(host_allowed(lo, "127.0.0.2"));
+  EXPECT_TRUE(host_allowed(lo, "")) << "no Host: not a browser";
+  EXPECT_FALSE(host_allowed(lo, "evil.example"));
+  EXPECT_FALSE(host_allowed(lo, "evil.example:9400"));
+  EXPECT_FALSE(host_allowed(lo, "127.0.0.1.evil.example"));
+  EXPECT_FALSE(host_allowed(lo, "localhost.evil.example"));
+  EXPECT_FALSE(host_allowed(lo, "gpu-node-7")) << "not on a loopback listener";
+  EXPECT_FALSE(host_allowed(lo, "127.0.0.1:x"));
+  EXPECT_FALSE(host_allowed(lo, "[::1"));
+
+  const auto named = host_policy_for("127.0.0.1", {"Dash.Example.org", "other:8080"}, "");
+  EXPECT_TRUE(host_allowed(named, "dash.example.org"));
+  EXPECT_TRUE(host_allowed(named, "other"));
+  EXPECT_FALSE(host_allowed(named, "evil.example"));
+
+  const auto any = host_policy_for("0.0.0.0", {}, "gpu-node-7");
+  EXPECT_TRUE(host_allowed(any, "10.1.2.3:9400"));
+  EXPECT_TRUE(host_allowed(any, "[fe80::1]:9400"));
+  EXPECT_TRUE(host_allowed(any, "gpu-node-7:9400"));
+  EXPECT_FALSE(host_allowed(any, "evil.example"));
+
+  const auto one = host_policy_for("10.0.0.5", {}, "gpu-node-7");
+  EXPECT_TRUE(host_allowed(one, "10.0.0.5:9400"));
+  EXPECT_FALSE(host_allowed(one, "10.0.0.6"));
+  EXPECT_FALSE(host_allowed(one, "evil.example"));
+
+  const auto v6 = host_policy_for("::1", {}, "");
+  EXPECT_TRUE(host_allowed(v6, "[::1]:9400"));
+  EXPECT_FALSE(host_allowed(v6, "evil.example"));
+
+  EXPECT_TRUE(host_allowed(host_policy_for("127.0.0.1", {"*"}, ""), "anything.example"));
+}
+
+TEST(HttpPolicy, TokenFileWarnings) {
+  EXPECT_TRUE(token_file_warnings("/t", 0600, 1000, 1000, "0123456789abcdef0123").empty());
+  auto w = token_file_warnings("/t", 0644, 1000, 1000, "0123456789abcdef0123");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("mode 644"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("chmod 600"), std::string::npos);
+  w = token_file_warnings("/t", 0600, 0, 1000, "0123456789abcdef0123");
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("another user"), std::string::npos);
+  w = token_file_warnings("/t", 0660, 1000, 1000, "secret");
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_NE(w[1].find("6 characters"), std::string::npos) << w[1];
+  EXPECT_EQ(token_file_warnings("/t", 0400, 1, 1, std::string(kMinTokenLength, 'x')).size(), 0u);
+  EXPECT_EQ(token_file_warnings("/t", 0400, 1, 1, std::string(kMinTokenLength - 1, 'x')).size(), 1u);
+}
