@@ -30,6 +30,7 @@
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/recording.h"
+#include "trainmon/recorder/run_stats.h"
 #include "trainmon/recorder/session.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/report/report_file.h"
@@ -60,6 +61,19 @@ struct RunOptions {
   std::vector<std::string> command;
   alerts::AlertSetup alerts;  ///< --alerts FILE, --alerts-spool DIR (docs/alerts.md)
 };
+
+/// What the event socket took and refused, for the summary (nothing is dropped silently).
+recorder::RunSummary::TrainEvents train_event_counts(const ipc::EventServerStats& st) {
+  recorder::RunSummary::TrainEvents e;
+  e.received = st.received;
+  e.accepted = st.accepted;
+  for (std::size_t r = 0; r < st.rejected.size(); ++r) {
+    if (st.rejected[r] > 0)
+      e.rejected.emplace_back(std::string(ipc::reject_reason_name(static_cast<ipc::RejectReason>(r))),
+                              st.rejected[r]);
+  }
+  return e;
+}
 
 std::int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -275,6 +289,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   }
 
   runner::ChildExit exit;
+  bool told_rejected = false;  // the first rejected training events are said at once, the rest in the summary
   std::int64_t next = start_mono;
   // The job's cgroup limits, said when first known and again when they change (a launcher that
   // moves the job into a limited cgroup after the start).
@@ -293,6 +308,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           (void)channel->publish(snap, *interval / 1'000'000);
           train = collect_train(&snap);
           epoch = channel->epoch_text();
+          if (!told_rejected && !o.quiet) {
+            if (const auto st = channel->stats(); st.total_rejected() > 0) {
+              told_rejected = true;
+              std::fprintf(
+                  stderr,
+                  "trainmon: events from the training process are being rejected (%s); counts at the end\n",
+                  recorder::format_train_events(train_event_counts(st)).c_str());
+            }
+          }
         }
         session->tick(snap, std::move(train), std::move(epoch));
         if (const auto& w = session->oom_watch(); w.cgroup_reads() != limits_reads) {
@@ -361,6 +385,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     summary = session->summary();
     summary.duration_ms = end_elapsed_ms;
     summary.train = recorder::summarize_train(live.series().train);
+    if (channel) summary.train_events = train_event_counts(channel->stats());
     runner::OomInputs in;
     in.exit = exit;
     in.oom_kills = session->oom_watch().kills_since_start();

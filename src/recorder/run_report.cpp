@@ -310,6 +310,9 @@ std::string format_run_details(const store::RunInfo& r) {
     out += fmt::format("  cgroup:   {}{}\n", exp::terminal_text(limits),
                        s.oom_at_cgroup_limit ? " (the OOM kill was at this memory limit)" : "");
   if (s.train) out += format_train_summary(*s.train, "  ");
+  if (s.train_events) {
+    if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  events:   " + line + "\n";
+  }
   if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
   out += fmt::format("  findings: {}\n", r.finding_count);
   return out;

@@ -130,6 +130,13 @@ std::string summary_to_json(const RunSummary& s) {
   }
   j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
   if (s.train) j["train"] = train_summary_to_json(*s.train);
+  if (s.train_events) {
+    nlohmann::json rejected = nlohmann::json::object();
+    for (const auto& [reason, n] : s.train_events->rejected) rejected[reason] = n;
+    j["train_events"] = {{"received", s.train_events->received},
+                         {"accepted", s.train_events->accepted},
+                         {"rejected", std::move(rejected)}};
+  }
   return text::json_dump(j);  // a GPU name from the driver may hold invalid UTF-8
 }
 
@@ -174,10 +181,33 @@ RunSummary summary_from_json(const std::string& text) {
     }
     s.oom_at_cgroup_limit = j.value("oom_at_cgroup_limit", false);
     if (const auto t = j.find("train"); t != j.end()) s.train = train_summary_from_json(*t);
+    if (const auto t = j.find("train_events"); t != j.end() && t->is_object()) {
+      RunSummary::TrainEvents e;
+      e.received = t->value("received", std::uint64_t{0});
+      e.accepted = t->value("accepted", std::uint64_t{0});
+      const nlohmann::json rejected = t->value("rejected", nlohmann::json::object());
+      for (const auto& [reason, n] : rejected.items()) {
+        if (n.is_number_unsigned()) e.rejected.emplace_back(reason, n.get<std::uint64_t>());
+      }
+      s.train_events = std::move(e);
+    }
   } catch (const nlohmann::json::exception&) {
     return RunSummary{};
   }
   return s;
+}
+
+std::string format_train_events(const RunSummary::TrainEvents& e) {
+  if (e.received == 0) return {};
+  std::uint64_t rejected = 0;
+  std::string reasons;
+  for (const auto& [reason, n] : e.rejected) {
+    rejected += n;
+    reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", text::terminal(reason), n);
+  }
+  std::string out = fmt::format("training events: {} received, {} accepted", e.received, e.accepted);
+  if (rejected > 0) out += fmt::format(", {} rejected ({})", rejected, reasons);
+  return out;
 }
 
 std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
@@ -204,12 +234,15 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
                        procs, procs == 1 ? "" : "es");
   }
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty()) {
-    out += fmt::format("  cgroup limits: {}", limits);
+    out += fmt::format("  cgroup limits: {}", text::terminal(limits));
     if (s.cgroup.memory_peak_bytes)
       out += fmt::format("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
     out += '\n';
   }
   if (s.train) out += format_train_summary(*s.train, "  ");
+  if (s.train_events) {
+    if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  " + line + "\n";
+  }
   out += findings ? fmt::format("  findings: {}\n", *findings)
                   : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");
   if (run_id > 0) out += fmt::format("  run id: {} (trainmon show {})\n", run_id, run_id);

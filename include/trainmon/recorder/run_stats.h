@@ -45,6 +45,15 @@ struct RunSummary {
   /// The training loop's figures over the run (summarize_train of the run's TrainSeries); nullopt for a
   /// run whose training process sent no step timing (then "train" is absent from the JSON).
   std::optional<TrainSummary> train;
+  /// Messages from the training process on the event socket (`run` only; ipc::EventServerStats):
+  /// received, accepted, and the rejected ones by reason ("rate_limited", "not_json", ...), only
+  /// reasons with a count. Empty `train_events` when the run had no event socket.
+  struct TrainEvents {
+    std::uint64_t received = 0;
+    std::uint64_t accepted = 0;
+    std::vector<std::pair<std::string, std::uint64_t>> rejected;
+  };
+  std::optional<TrainEvents> train_events;
 };
 
 class RunStats {
@@ -77,8 +86,13 @@ std::string summary_to_json(const RunSummary& s);
 /// Parse what summary_to_json wrote; an empty summary for empty or malformed text.
 RunSummary summary_from_json(const std::string& json);
 
+/// "training events: 1200 received, 1180 accepted, 20 rejected (rate_limited 15, not_json 5)"
+/// (no newline); empty when none were received.
+std::string format_train_events(const RunSummary::TrainEvents& e);
+
 /// The lines printed when a run ends (each ends with '\n'): duration, status, GPUs, job peaks, the
-/// job's cgroup limits when set, training figures (when any), findings, run id.
+/// job's cgroup limits when set, training figures (when any), training events rejected (when any
+/// were), findings, run id. Text from the driver, /proc or the training process is terminal-safe.
 std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
                            std::optional<std::int64_t> findings);
 
