@@ -339,3 +339,36 @@ def test_no_driver_shows_host_only(tmux, tmp_path):
     tmux.wait(lambda s: "[all]" in s and len(table_pids(s)) > 3)
     tmux.keys("q")
     tmux.wait(lambda s: "EXITED rc=0" in s)
+
+
+def test_wide_characters_and_escape_sequences_in_a_command_line(tmux, tmp_path):
+    """A command line in CJK and emoji keeps every character and the columns after it (each wide
+    character takes two cells); one carrying an OSC title sequence never reaches the terminal."""
+    wide = subprocess.Popen(["训练脚本🚀X|end", "1000"], executable="/bin/sleep")
+    hostile = subprocess.Popen(["\x1b]2;PWNED\x07\x1b[2Jevil", "1000"], executable="/bin/sleep")
+    try:
+        tmux.start(top_env("healthy-1gpu.json", TRAINMON_TEST_PID=wide.pid, XDG_STATE_HOME=tmp_path),
+                   [trainmon_bin(), "top"], 120, 40)
+        tmux.wait(lambda s: "[0] NVIDIA H100" in s and str(wide.pid) in s)
+        screen = tmux.capture()
+        row = next(l for l in screen.splitlines() if l.lstrip().startswith(str(wide.pid)))
+        assert "训练脚本🚀X|end 1000" in row, row
+        # The columns before the command are where the header says (the wide ones only follow).
+        header = next(l for l in screen.splitlines() if re.match(r"^\s+PID", l))
+        assert row.index("训") == header.index("COMMAND"), (header, row)
+        tmux.keys("a")  # all processes, filtered to the hostile one
+        tmux.keys("/")
+        tmux.wait(lambda s: "filter:" in s)
+        tmux.literal("evil")
+        tmux.keys("Enter")
+        screen = tmux.wait(lambda s: table_pids(s) == [hostile.pid])
+        evil = next(l for l in screen.splitlines() if l.lstrip().startswith(str(hostile.pid)))
+        assert "]2;PWNED" in evil and "[2Jevil 1000" in evil, evil  # each control a blank or a "?"
+        title = tmux.tmux("display-message", "-p", "-t", "0", "#{pane_title}").stdout
+        assert "PWNED" not in title, title
+        tmux.keys("q")
+        tmux.wait(lambda s: "EXITED rc=0" in s)
+    finally:
+        for p in (wide, hostile):
+            p.kill()
+            p.wait()
