@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -160,6 +161,46 @@ Expected<void> write_file_atomic(const std::string& path, std::string_view conte
   return {};
 }
 
+namespace {
+
+/// Removes every entry of the directory open at `dfd` (which it closes), going into subdirectories
+/// of ours opened with O_NOFOLLOW (a link is removed as a link), at most `depth` levels down. False
+/// when something stayed.
+bool empty_dir(int dfd, int depth) {
+  DIR* d = ::fdopendir(dfd);
+  if (!d) {
+    ::close(dfd);
+    return false;
+  }
+  bool ok = true;
+  std::vector<std::string> subdirs;
+  while (dirent* e = ::readdir(d)) {
+    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
+    if (::unlinkat(::dirfd(d), e->d_name, 0) == 0) continue;
+    if (errno == EISDIR) {
+      subdirs.emplace_back(e->d_name);
+    } else if (errno != ENOENT) {
+      ok = false;
+    }
+  }
+  for (const auto& name : subdirs) {
+    const int sub =
+        depth > 0 ? ::openat(::dirfd(d), name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    struct stat st {};
+    if (sub < 0 || ::fstat(sub, &st) != 0 || st.st_uid != ::geteuid()) {
+      if (sub >= 0) ::close(sub);
+      ok = false;
+      continue;
+    }
+    if (!empty_dir(sub, depth - 1)) ok = false;
+    if (::unlinkat(::dirfd(d), name.c_str(), AT_REMOVEDIR) != 0 && errno != ENOENT) ok = false;
+  }
+  ::closedir(d);  // closes dfd
+  return ok;
+}
+
+}  // namespace
+
 Expected<void> remove_private_dir(const std::string& dir) {
   const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0) {
@@ -171,17 +212,7 @@ Expected<void> remove_private_dir(const std::string& dir) {
     ::close(dfd);
     return std::unexpected(os_error(EPERM, fmt::format("{} is not ours; not removed", dir)));
   }
-  DIR* d = ::fdopendir(dfd);
-  if (!d) {
-    const int err = errno;
-    ::close(dfd);
-    return std::unexpected(os_error_at(err, "cannot list " + dir));
-  }
-  while (dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") == 0 || std::strcmp(e->d_name, "..") == 0) continue;
-    ::unlinkat(dfd, e->d_name, 0);  // a subdirectory fails here (EISDIR) and stays
-  }
-  ::closedir(d);  // closes dfd
+  (void)empty_dir(dfd, 8);  // closes dfd; what stayed makes the rmdir below fail
   if (::rmdir(dir.c_str()) != 0 && errno != ENOENT)
     return std::unexpected(os_error_at(errno, "cannot remove " + dir));
   return {};

@@ -43,10 +43,10 @@ Expected<void> write_file_atomic(const std::string& path, std::string_view conte
 /// shared as before, such as HTML reports).
 mode_t default_file_mode();
 
-/// Removes directory `dir` and the entries in it (files, sockets, links: one level; a
-/// subdirectory is left and then so is `dir`), relative to a descriptor opened with O_NOFOLLOW, so
-/// a symlink planted in its place or inside is removed, never followed. Only a directory owned by
-/// our effective uid is touched. Errors: not ours (EPERM), or the removal failed.
+/// Removes directory `dir` and everything in it (up to 8 levels of subdirectories), each level
+/// relative to a descriptor opened with O_NOFOLLOW, so a symlink planted in its place or inside is
+/// removed as a link, never followed. Only directories owned by our effective uid are touched (one
+/// that is not stays, and so does `dir`). Errors: not ours (EPERM), or the removal failed.
 Expected<void> remove_private_dir(const std::string& dir);
 
 }  // namespace trainmon::files

@@ -102,9 +102,11 @@ TEST(PrivateFiles, RemoveDirNeverFollowsALinkInside) {
   const auto d = scratch("remove");
   fs::create_directories(d / "outside");
   std::ofstream(d / "outside" / "keep") << "x";
-  fs::create_directories(d / "run");
+  fs::create_directories(d / "run" / "py" / "trainmon");  // the Python hook's tree
+  std::ofstream(d / "run" / "py" / "trainmon" / "__init__.py") << "";
   std::ofstream(d / "run" / "snapshot.json") << "{}";
   fs::create_directory_symlink(d / "outside", d / "run" / "evil");
+  fs::create_directory_symlink(d / "outside", d / "run" / "py" / "deeper");
   ASSERT_TRUE(files::remove_private_dir((d / "run").string()));
   EXPECT_FALSE(fs::exists(d / "run"));
   EXPECT_TRUE(fs::exists(d / "outside" / "keep"));
