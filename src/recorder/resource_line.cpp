@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "trainmon/core/text_escape.h"
 #include "trainmon/runner/oom.h"
 
 namespace trainmon::recorder {
@@ -104,7 +105,7 @@ std::string format_resource_line(const Snapshot& snap, std::int64_t elapsed_ms,
     if (i) out += " | ";
     out += parts[i];
   }
-  return out;
+  return text::terminal(out);  // GPU names come from the driver; the line goes to a terminal
 }
 
 }  // namespace trainmon::recorder
