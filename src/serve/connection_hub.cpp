@@ -319,6 +319,7 @@ void ConnectionHub::work_loop() {
       if (ready_.empty()) return;  // stopping
       c = std::move(ready_.front());
       ready_.pop_front();
+      active_.push_back(c->fd_);
     }
     bool keep = false;
     try {
@@ -327,6 +328,10 @@ void ConnectionHub::work_loop() {
       keep = false;
     }
     if (c->close_after_) keep = false;  // the handler ended it (a refused body may still be coming)
+    {
+      std::lock_guard lock(mu_);
+      std::erase(active_, c->fd_);
+    }
     ++c->served_;
     // Bytes of a pipelined next request stay; what the handler consumed goes.
     c->buffer_.erase(0, c->consumed_);
@@ -378,6 +383,18 @@ void ConnectionHub::stop() {
   wake();
   ready_cv_.notify_all();
   if (poller_.joinable()) poller_.join();
+  // Requests in flight get a second to finish; a client that stopped reading then loses its socket.
+  for (int i = 0; i < 100; ++i) {
+    {
+      std::lock_guard lock(mu_);
+      if (active_.empty()) break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  {
+    std::lock_guard lock(mu_);
+    for (int fd : active_) ::shutdown(fd, SHUT_RDWR);
+  }
   for (auto& t : workers_) {
     if (t.joinable()) t.join();
   }

@@ -111,7 +111,9 @@ class ConnectionHub {
   /// Takes an accepted socket (any thread; never blocks): it is made non-blocking and held until
   /// its request head arrives. Beyond max_connections see the file comment.
   void adopt(int fd);
-  /// Stops taking connections, lets the workers finish the requests they answer, closes the rest.
+  /// Stops taking connections, lets the workers finish the requests they answer (for at most a
+  /// second: then their sockets are shut down, so a client that stopped reading cannot hold us),
+  /// closes the rest.
   void stop();
   HubStats stats() const;
 
@@ -133,6 +135,7 @@ class ConnectionHub {
   std::condition_variable ready_cv_;
   std::vector<Conn> incoming_;  ///< adopted or given back, not yet seen by the poller
   std::deque<Conn> ready_;      ///< whole heads waiting for a worker
+  std::vector<int> active_;     ///< descriptors the workers answer now
   std::vector<Conn> parked_;    ///< the poller's (only the poller touches these, under mu_ for eviction)
   HubStats stats_;
   std::uint64_t order_ = 0;
