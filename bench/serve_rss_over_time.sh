@@ -5,9 +5,12 @@
 # dashboard every second (/metrics, /api/v1/snapshot, /api/v1/history, /api/v1/findings, on new and
 # kept-alive connections) and a burst of 50 idle connections every 30 s. VmRSS is read every STEP_S
 # seconds; the first WARMUP_S (default: a tenth of the duration, at least 60 s) are warm-up (the
-# history ring, SQLite's page cache and the allocator's arenas fill). Printed: RSS once a minute
-# (or every sample for short runs), then after warm-up its minimum, maximum, growth (max - min) and
-# least-squares slope. Target: flat within 2 MB after warm-up.
+# history ring, SQLite's page cache and the allocator's arenas fill). Printed as it goes: RSS once
+# a minute (every sample for runs up to 20 minutes); at the end, after warm-up, its minimum,
+# maximum, growth (max - min) and least-squares slope. Target: flat within 2 MB after warm-up.
+# The live diagnosis keeps the last hour of samples (up to 1.1 h: it trims in tenths), about 2.5 KB a
+# tick with 8 GPUs: in a run of an hour it is still filling. Its plateau shows with DURATION_S=7200
+# WARMUP_S=4000.
 # Usage: bench/serve_rss_over_time.sh BUILD_DIR [DURATION_S]     (default 3600; STEP_S=10)
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR [DURATION_S]}
@@ -78,20 +81,24 @@ PY
 CLIENT_PID=$!
 
 rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$SERVE_PID/status"; }
+echo "trainmon serve RSS, 8 fake GPUs at 1 s, ${DURATION_S} s (warm-up ${WARMUP_S} s), sampled every ${STEP_S} s"
+printf '%8s %10s\n' "t [s]" "RSS [KiB]"
+EVERY=$(( DURATION_S > 1200 ? 60 : STEP_S ))
 START=$(date +%s)
+LAST_PRINT=-$EVERY
 : > "$TMP/samples"
 while :; do
   NOW=$(( $(date +%s) - START ))
   (( NOW > DURATION_S )) && break
   kill -0 "$SERVE_PID" 2>/dev/null || { echo "serve exited: $(cat "$TMP/err")" >&2; exit 1; }
-  echo "$NOW $(rss)" >> "$TMP/samples"
+  R=$(rss)
+  echo "$NOW $R" >> "$TMP/samples"
+  if (( NOW - LAST_PRINT >= EVERY )); then
+    printf '%8d %10d\n' "$NOW" "$R"
+    LAST_PRINT=$NOW
+  fi
   sleep "$STEP_S"
 done
-
-echo "trainmon serve RSS, 8 fake GPUs at 1 s, ${DURATION_S} s (warm-up ${WARMUP_S} s), sampled every ${STEP_S} s"
-printf '%8s %10s\n' "t [s]" "RSS [KiB]"
-EVERY=$(( DURATION_S > 1200 ? 60 : STEP_S ))
-awk -v every="$EVERY" '$1 % every < '"$STEP_S"' { printf "%8d %10d\n", $1, $2 }' "$TMP/samples"
 awk -v w="$WARMUP_S" '
   $1 >= w { n++; t = $1 / 3600; y = $2; st += t; sy += y; stt += t * t; sty += t * y
             if (n == 1 || y < min) min = y; if (n == 1 || y > max) max = y; last = y; if (n == 1) first = y }
