@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/serve/serve_state.h"
 
+#include <malloc.h>
 #include <time.h>
 
 #include <cmath>
@@ -80,7 +81,7 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
   // The live runs of this user (small files, read once per tick outside the lock).
   auto runs = ipc::read_live_runs(runs_dir_);
 
-  std::lock_guard lock(mu_);
+  std::unique_lock lock(mu_);
   runs_ = std::move(runs);
   if (last_tick_unix_ns_ != 0) {
     state_.last_tick_duration_s = static_cast<double>(snap->time_unix_ns - last_tick_unix_ns_) / 1e9;
@@ -107,6 +108,13 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
   }
   history_.push_back(std::move(row));
   while (history_.size() > history_rows_) history_.pop_front();
+  const bool trim = state_.ticks_total % 60 == 0;
+  lock.unlock();
+  // The HTTP workers build answers of a few MB at a time (/api/v1/history), each in its own malloc
+  // arena, which keeps what was freed: over tens of minutes every arena grew to its largest answer
+  // and RSS rose with it. Once a minute the free pages of every arena go back to the system (outside
+  // the lock: a trim takes milliseconds, and the workers must not wait for it).
+  if (trim) ::malloc_trim(0);
 }
 
 void ServeState::on_finish() {}
