@@ -415,7 +415,7 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs) {
       std::set<std::string> names{"hostname",  "run_id", "run", "rank",     "local_rank",
                                   "node_rank", "pid",    "gpu", "quantile", "le"};
       for (const auto& [k, v] : run.labels) {
-        auto name = sanitize_label_name(k);
+        auto name = text::prometheus_label_name(k);
         if (!names.insert(name).second) continue;
         add_label(l, name, v);
       }

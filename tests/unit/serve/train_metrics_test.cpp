@@ -98,6 +98,30 @@ TEST(TrainMetrics, UnknownFiguresHaveNoSampleAndNoTrainingNoFamilies) {
   EXPECT_EQ(render_train_metrics({}), "");
 }
 
+TEST(TrainMetrics, NamesHostsAndLabelsFromTheJobAreEscaped) {
+  auto run = live_run();
+  run.name = "a\"b\\c\nd";                         // the run's name (the user's command)
+  run.ranks[0].host = "h\x1b[31m\xff";             // from the training process
+  run.labels = {{"bad key\n", "v\"1\n# TYPE x"}};  // a label name that is not one, a value with a newline
+  const std::vector<ipc::LiveRunState> runs{run};
+  const std::string m = render_train_metrics(runs);
+  EXPECT_EQ(m.find('\x1b'), std::string::npos) << m;
+  EXPECT_EQ(m.find('\xff'), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(run="a\"b\\c\nd")"), std::string::npos) << m;
+  EXPECT_NE(m.find(R"(bad_key_="v\"1\n# TYPE x")"), std::string::npos) << m;
+  EXPECT_NE(m.find("Hostname=\"h?[31m\xEF\xBF\xBD\""), std::string::npos) << m;
+  // every line is a comment or a sample of ours: nothing from the job starts a line
+  std::size_t at = 0;
+  while (at < m.size()) {
+    const auto end = m.find('\n', at);
+    const std::string line = m.substr(at, end - at);
+    EXPECT_TRUE(line.starts_with("# HELP trainmon_train_") || line.starts_with("# TYPE trainmon_train_") ||
+                line.starts_with("trainmon_train_"))
+        << line;
+    at = end == std::string::npos ? m.size() : end + 1;
+  }
+}
+
 TEST(TrainMetrics, ServeReadsTheLiveRunsEachTick) {
   std::string base = (std::filesystem::temp_directory_path() / "trainmon-serve-XXXXXX").string();
   ASSERT_TRUE(::mkdtemp(base.data()));
