@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -68,8 +69,34 @@ Expected<void> ensure_private_dir(const std::string& dir) {
   return check_dir_stat(st, dir);
 }
 
+Expected<int> open_private_dir(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ELOOP)
+      return std::unexpected(os_error(EPERM, fmt::format("{} is a symbolic link; refusing to use it", dir)));
+    return std::unexpected(os_error_at(err, "cannot open " + dir));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return std::unexpected(os_error_at(err, "cannot inspect " + dir));
+  }
+  if (auto ok = check_dir_stat(st, dir); !ok) {
+    ::close(fd);
+    return std::unexpected(ok.error());
+  }
+  return fd;
+}
+
 Expected<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, bool own) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  return read_regular_file_at(AT_FDCWD, path, max_bytes, own);
+}
+
+Expected<std::string> read_regular_file_at(int dir_fd, const std::string& path, std::size_t max_bytes,
+                                           bool own) {
+  const int fd = ::openat(dir_fd, path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
   if (fd < 0) {
     const int err = errno;
     if (err == ELOOP)
@@ -90,6 +117,11 @@ Expected<std::string> read_regular_file(const std::string& path, std::size_t max
     ::close(fd);
     return std::unexpected(
         os_error(EPERM, fmt::format("{} belongs to another user (uid {}); not read", path, st.st_uid)));
+  }
+  if (static_cast<std::uint64_t>(st.st_size) > max_bytes) {  // refused before a byte is read
+    ::close(fd);
+    return std::unexpected(
+        os_error(EFBIG, fmt::format("{} is larger than {} bytes; not read", path, max_bytes)));
   }
   std::string out;
   char buf[16384];

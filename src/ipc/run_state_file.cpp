@@ -17,6 +17,8 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/private_files.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/host/parse_process.h"
 #include "trainmon/ipc/snapshot_file.h"
 
@@ -24,11 +26,6 @@ namespace trainmon::ipc {
 namespace {
 
 using nlohmann::json;
-
-Error os_error(int err, std::string message) {
-  return Error{ErrorDomain::os, err, strerrorname_np(err) ? strerrorname_np(err) : "errno",
-               fmt::format("{}: {}", message, std::strerror(err))};
-}
 
 Error bad(std::string message) {
   return Error{ErrorDomain::usage, 0, "BAD_RUN_STATE", std::move(message)};
@@ -43,26 +40,6 @@ json index(int v) {
 /// Run clock -> Unix seconds (null when unknown).
 json unix_of(double start_unix_s, double t) {
   return std::isfinite(t) ? json(start_unix_s + t) : json(nullptr);
-}
-
-/// Only a directory (never a link) owned by us that group and others cannot write.
-Expected<void> check_private_dir(const std::string& dir) {
-  struct stat st {};
-  if (::lstat(dir.c_str(), &st) != 0) return std::unexpected(os_error(errno, "cannot stat " + dir));
-  if (!S_ISDIR(st.st_mode))
-    return std::unexpected(os_error(ENOTDIR, dir + " is not a directory (a link or a file is refused)"));
-  if (st.st_uid != ::geteuid())
-    return std::unexpected(os_error(EPERM, fmt::format("{} belongs to uid {}, not to us", dir, st.st_uid)));
-  if (st.st_mode & 0022)
-    return std::unexpected(
-        os_error(EPERM, fmt::format("{} is writable by others (mode {:o})", dir, st.st_mode & 07777)));
-  return {};
-}
-
-Expected<void> make_private_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return std::unexpected(os_error(errno, "cannot create " + dir));
-  return check_private_dir(dir);
 }
 
 std::string parent_of(const std::string& path) {
@@ -147,8 +124,8 @@ std::string run_state_dir() {
 }
 
 Expected<void> ensure_private_dir(const std::string& dir) {
-  if (auto r = make_private_dir(parent_of(dir)); !r) return r;
-  return make_private_dir(dir);
+  if (auto r = files::ensure_private_dir(parent_of(dir)); !r) return r;
+  return files::ensure_private_dir(dir);
 }
 
 std::uint64_t own_pid_namespace() {
@@ -259,7 +236,7 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
   }
   j["findings"] = json::array();
   for (const auto& f : findings) j["findings"].push_back(f);
-  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+  return text::json_dump(j);  // names and hosts from the training process: invalid UTF-8, C1, U+2028
 }
 
 // ---- RunStateFile ---------------------------------------------------------------------------------
@@ -416,6 +393,7 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
           if (!rc.error.empty()) return std::unexpected(bad(rc.error));
         }
         r.phase = rr.str("phase");
+        if (!r.phase.empty() && !diagnose::parse_train_phase(r.phase)) r.phase = "unknown";
         r.phase_since_unix_s = rr.num("phase_since_unix_s");
         if (!rr.error.empty()) return std::unexpected(bad(rr.error));
         s.ranks.push_back(std::move(r));
@@ -433,33 +411,12 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
     }
   }
   if (!rd.error.empty()) return std::unexpected(bad(rd.error));
+  // Served as is (/api/v1/train): written again by our own escaper, never the bytes as read.
+  s.document = text::json_dump(j);
   return s;
 }
 
 namespace {
-
-/// The text of `dir`/`name`: a regular file we own, never through a link, at most the size limit.
-std::optional<std::string> read_own_file(int dir_fd, const char* name) {
-  const int fd = ::openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return std::nullopt;
-  struct stat st {};
-  std::optional<std::string> out;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      static_cast<std::size_t>(st.st_size) <= kRunStateMaxBytes) {
-    std::string text(static_cast<std::size_t>(st.st_size), '\0');
-    std::size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<std::size_t>(n);
-    }
-    text.resize(done);
-    out = std::move(text);
-  }
-  ::close(fd);
-  return out;
-}
 
 /// The run's `trainmon run` is gone: its pid does not exist, or names a process started at another
 /// time; for a writer in another PID namespace (whose pids mean nothing here), its document is old.
@@ -478,9 +435,9 @@ bool writer_gone(const LiveRunState& s, std::uint64_t our_ns, double now_unix_s)
 std::vector<LiveRunState> read_live_runs(const std::string& dir_in) {
   const std::string dir = dir_in.empty() ? run_state_dir() : dir_in;
   std::vector<LiveRunState> out;
-  if (!check_private_dir(dir)) return out;
-  const int dir_fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-  if (dir_fd < 0) return out;
+  auto opened = files::open_private_dir(dir);  // checked on the descriptor: no swap after the check
+  if (!opened) return out;
+  const int dir_fd = *opened;
   DIR* d = ::fdopendir(::dup(dir_fd));
   if (!d) {
     ::close(dir_fd);
@@ -490,11 +447,16 @@ std::vector<LiveRunState> read_live_runs(const std::string& dir_in) {
   timespec now{};
   ::clock_gettime(CLOCK_REALTIME, &now);
   const double now_unix_s = static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) / 1e9;
+  std::size_t n_files = 0, n_bytes = 0;
   while (const dirent* e = ::readdir(d)) {
     const std::string_view name = e->d_name;
     if (!name.starts_with("run-") || !name.ends_with(".json")) continue;
-    auto text = read_own_file(dir_fd, e->d_name);
+    if (n_files >= kRunStateMaxFiles || n_bytes >= kRunStateMaxTotalBytes) break;  // bounded per call
+    // Only our own regular files, never through a link nor blocking on a FIFO (files::).
+    auto text = files::read_regular_file_at(dir_fd, e->d_name, kRunStateMaxBytes);
     if (!text) continue;
+    ++n_files;
+    n_bytes += text->size();
     auto s = parse_run_state(*text);
     if (!s) continue;
     if (writer_gone(*s, our_ns, now_unix_s)) {
@@ -502,7 +464,6 @@ std::vector<LiveRunState> read_live_runs(const std::string& dir_in) {
       continue;
     }
     s->path = dir + "/" + std::string(name);
-    s->document = std::move(*text);
     out.push_back(std::move(*s));
   }
   ::closedir(d);

@@ -32,6 +32,18 @@ Expected<void> ensure_private_dir(const std::string& dir);
 /// or not ours (EPERM), larger than max_bytes (EFBIG), read errors.
 Expected<std::string> read_regular_file(const std::string& path, std::size_t max_bytes, bool own = true);
 
+/// read_regular_file for `path` relative to the directory descriptor `dir_fd` (AT_FDCWD: the
+/// current directory), so that a directory checked once (open_private_dir) cannot be swapped under
+/// the read. Same checks and errors.
+Expected<std::string> read_regular_file_at(int dir_fd, const std::string& path, std::size_t max_bytes,
+                                           bool own = true);
+
+/// Opens `dir` for reading its entries (O_DIRECTORY | O_NOFOLLOW) and checks the opened directory as
+/// ensure_private_dir does (ours, not writable by group or others), on the descriptor itself: no
+/// window between check and use. Never creates it. The caller closes the descriptor. Errors: missing
+/// (ENOENT), a symbolic link or fails a check (EPERM), cannot be opened.
+Expected<int> open_private_dir(const std::string& dir);
+
 /// Writes `content` to `path` atomically: a temporary file in the same directory under a fresh
 /// random name (".NAME.XXXXXX", O_CREAT | O_EXCL | O_NOFOLLOW: never a file or link someone else
 /// put there), given `mode`, then rename(2) over `path` (a link at `path` is replaced, never

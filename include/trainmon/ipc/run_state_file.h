@@ -33,6 +33,10 @@ inline constexpr int kRunStateVersion = 1;
 inline constexpr double kRunStateRecentS = 30;
 /// Readers refuse larger files (a run of 1,000 ranks writes about 600 KiB).
 inline constexpr std::size_t kRunStateMaxBytes = 4u << 20;
+/// read_live_runs reads at most this many files, and stops after this many bytes in all (a directory
+/// filled with files, or with large ones, cannot make top or serve read without bound each tick).
+inline constexpr std::size_t kRunStateMaxFiles = 256;
+inline constexpr std::size_t kRunStateMaxTotalBytes = 32u << 20;
 
 /// Where live state files are: $XDG_RUNTIME_DIR/trainmon/runs when XDG_RUNTIME_DIR is set, absolute
 /// and writable, else /tmp/trainmon-UID/runs (UID the effective uid); as the agent snapshot's directory.
@@ -130,7 +134,7 @@ struct LiveRankState {
 /// One run as its live state file gives it.
 struct LiveRunState {
   std::string path;      ///< the file it was read from
-  std::string document;  ///< the file's text (a JSON object), as read
+  std::string document;  ///< the document (a JSON object) as parsed, serialised again by text::json_dump
   int version = 0;
   std::int64_t run_id = 0;
   std::string name, db, host;
@@ -161,7 +165,9 @@ Expected<LiveRunState> parse_run_state(std::string_view text);
 inline constexpr double kRunStateForeignStaleS = 600;
 
 /// Every live run in `dir` (run_state_dir() when empty), oldest start first. Only regular files named
-/// run-*.json that the effective uid owns, opened without following links, at most kRunStateMaxBytes.
+/// run-*.json that the effective uid owns, opened without following links or blocking, at most
+/// kRunStateMaxBytes each, kRunStateMaxFiles and kRunStateMaxTotalBytes in all (files::
+/// read_regular_file_at in a directory checked by files::open_private_dir).
 /// A file whose `trainmon run` is gone (its pid does not exist, or now has another start time; for a
 /// writer in another PID namespace: not rewritten for kRunStateForeignStaleS) is stale: it is removed
 /// and skipped. Unreadable or malformed files are skipped (left in place). A missing directory, or

@@ -3,6 +3,7 @@
 // atomic writer, and the readers' rules (own files only, no links, stale files cleaned up).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -244,6 +245,55 @@ TEST(RunStateFile, ReadersSkipLinksAndJunkAndCleanUpStaleFiles) {
   EXPECT_FALSE(fs::exists(dir + "/run-3-3.json"));
   EXPECT_TRUE(fs::exists(dir + "/run-4-4.json"));  // malformed: skipped, left alone
   EXPECT_TRUE(fs::is_symlink(dir + "/run-5-5.json"));
+}
+
+TEST(RunStateFile, ReadersNeitherWaitOnAFifoNorReadWithoutBound) {
+  TempDir base;
+  const std::string dir = base.path + "/runs";
+  ASSERT_TRUE(ensure_private_dir(dir));
+  const auto doc = run_state_json(header(), {}, 1, {});
+  std::ofstream(dir + "/run-1-1.json") << doc;
+  // a FIFO where a document should be: opened without blocking and refused (no writer ever comes)
+  ASSERT_EQ(::mkfifo((dir + "/run-2-2.json").c_str(), 0600), 0);
+  // a file over the size limit: refused unread, left alone
+  {
+    std::ofstream big(dir + "/run-3-3.json");
+    big << std::string(kRunStateMaxBytes + 1, ' ');
+  }
+  auto runs = read_live_runs(dir);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].path, dir + "/run-1-1.json");
+  EXPECT_TRUE(fs::is_fifo(dir + "/run-2-2.json"));
+  EXPECT_TRUE(fs::exists(dir + "/run-3-3.json"));
+  // a directory filled with documents: at most kRunStateMaxFiles are read per call
+  for (std::size_t i = 0; i < kRunStateMaxFiles + 40; ++i)
+    std::ofstream(dir + "/run-" + std::to_string(100 + i) + "-1.json") << doc;
+  runs = read_live_runs(dir);
+  EXPECT_EQ(runs.size(), kRunStateMaxFiles);  // the FIFO and the large file are refused, not counted
+}
+
+TEST(RunStateFile, TheDocumentKeptIsWrittenByOurEscaperAndPhasesAreKnownNames) {
+  auto j = json::parse(run_state_json(header(), testing::two_rank_series(), 10.5, {}));
+  // what a hostile writer could put there: raw U+2028 / NEL / bidi override, a phase with escapes
+  j["name"] = "a\u2028b\u0085c\u202e</script>";
+  j["train"]["ranks"][0]["phase"] = "\x1b]0;owned\x07";
+  const std::string raw = j.dump();  // nlohmann writes those code points raw
+  ASSERT_NE(raw.find("\xE2\x80\xA8"), std::string::npos);
+  const auto s = parse_run_state(raw);
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_EQ(s->name, "a\u2028b\u0085c\u202e</script>");  // the value, escaped by each output
+  EXPECT_EQ(s->document.find("\xE2\x80\xA8"), std::string::npos) << s->document;
+  EXPECT_EQ(s->document.find("\xC2\x85"), std::string::npos);
+  EXPECT_EQ(s->document.find("\xE2\x80\xAE"), std::string::npos);
+  EXPECT_NE(s->document.find("\\u2028"), std::string::npos) << s->document;
+  EXPECT_EQ(json::parse(s->document)["name"], j["name"]);  // the same value, safely written
+  ASSERT_FALSE(s->ranks.empty());
+  EXPECT_EQ(s->ranks[0].phase, "unknown");
+  EXPECT_EQ(s->ranks[1].phase.find('\x1b'), std::string::npos);
+  // and the writer itself never puts them raw in the file
+  auto h = header();
+  h.name = "x\u2028y";
+  EXPECT_EQ(run_state_json(h, {}, 1, {}).find("\xE2\x80\xA8"), std::string::npos);
 }
 
 TEST(RunStateFile, DefaultDirectoryFollowsXdgRuntimeDir) {
