@@ -72,7 +72,7 @@ Reading<unsigned> checked_percent(unsigned v) {
 
 Reading<unsigned> checked_temperature(unsigned c) {
   if (c == kNotAvailableU32) return Reading<unsigned>::fail(ReadStatus::not_available);
-  if (c >= 200) return Reading<unsigned>::fail(ReadStatus::invalid_value);
+  if (c >= kGpuTemperatureImpossibleC) return Reading<unsigned>::fail(ReadStatus::invalid_value);
   return Reading<unsigned>::of(c);
 }
 
@@ -137,6 +137,11 @@ MemoryReadings checked_memory(std::uint64_t total, std::optional<std::uint64_t> 
   m.reserved = reserved ? part(*reserved) : Reading<std::uint64_t>::fail(ReadStatus::not_supported);
   m.used = part(used);
   m.free = part(free);
+  // Each part below total but used + reserved above it: one of them is wrong, neither is evidence.
+  if (m.total.ok() && m.used.ok() && m.reserved.ok() && *m.used + *m.reserved > *m.total) {
+    m.used = Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+    m.reserved = Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+  }
   return m;
 }
 

@@ -19,6 +19,11 @@ namespace trainmon::nvml {
 inline constexpr unsigned kNotAvailableU32 = 0xFFFFFFFFu;             ///< NVML "N/A" for unsigned int
 inline constexpr std::uint64_t kNotAvailableU64 = ~std::uint64_t{0};  ///< NVML_VALUE_NOT_AVAILABLE
 inline constexpr std::uint32_t kMaxLinuxPid = 4194304;                ///< PID_MAX_LIMIT on 64-bit Linux
+/// A GPU (or its memory) reading this many degrees Celsius or more is a sensor or driver fault, not a
+/// temperature: GPUs shut down at their NVML shutdown threshold, 90-105 °C (shared/captures: 100 °C).
+/// Such a reading is invalid_value, so every view shows it as invalid alike; the diagnosis applies
+/// the same bound to stored values (diagnose::kImpossibleGpuTempC, equal: unit-tested).
+inline constexpr unsigned kGpuTemperatureImpossibleC = 150;
 
 /// A C string NVML wrote into a buffer of `capacity` bytes: invalid_value when it is not
 /// NUL-terminated within the buffer or not valid UTF-8; not_available when empty.
@@ -32,7 +37,8 @@ Reading<unsigned> checked_u32(unsigned v);
 Reading<std::uint64_t> checked_u64(std::uint64_t v);
 /// Percent: sentinel → not_available; above 100 → invalid_value.
 Reading<unsigned> checked_percent(unsigned v);
-/// Degrees Celsius: sentinel → not_available; 200 °C or more → invalid_value (no GPU runs there).
+/// Degrees Celsius: sentinel → not_available; kGpuTemperatureImpossibleC (150 °C) or more →
+/// invalid_value (GPUs shut down at 90-105 °C; no GPU runs there).
 Reading<unsigned> checked_temperature(unsigned c);
 /// Power in mW (draw): sentinel → not_available; above 10 kW → invalid_value.
 Reading<unsigned> checked_power(unsigned mw);
@@ -59,7 +65,8 @@ Reading<unsigned> checked_pcie_rate_kib_s(double kib_s, std::optional<double> li
 struct MemoryReadings {
   Reading<std::uint64_t> total, reserved, used, free;
 };
-/// total 0 or all-ones → total not_available (iGPU / UMA); each part above total → invalid_value.
+/// total 0 or all-ones → total not_available (iGPU / UMA); each part above total → invalid_value;
+/// used + reserved above total → both invalid_value.
 MemoryReadings checked_memory(std::uint64_t total, std::optional<std::uint64_t> reserved, std::uint64_t used,
                               std::uint64_t free);
 

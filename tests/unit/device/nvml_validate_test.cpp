@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "device/nvml/nvml_api.h"
+#include "trainmon/diagnose/series.h"
 
 namespace trainmon::nvml {
 namespace {
@@ -36,6 +37,13 @@ TEST(NvmlValidate, PercentAbove100IsInvalid) {
 TEST(NvmlValidate, TemperatureAndPowerPlausibility) {
   EXPECT_EQ(checked_temperature(64).value, 64u);
   EXPECT_EQ(checked_temperature(250).status, ReadStatus::invalid_value);
+  // GPUs shut down at 90-105 °C: 150 °C and above cannot be a running card's reading, the same bound
+  // as the diagnosis applies to stored values (one rule in every view)
+  EXPECT_EQ(static_cast<float>(kGpuTemperatureImpossibleC), diagnose::kImpossibleGpuTempC);
+  EXPECT_EQ(checked_temperature(105).value, 105u);
+  EXPECT_EQ(checked_temperature(149).value, 149u);
+  EXPECT_EQ(checked_temperature(150).status, ReadStatus::invalid_value);
+  EXPECT_EQ(checked_temperature(180).status, ReadStatus::invalid_value);
   EXPECT_EQ(checked_power(560000).value, 560000u);
   EXPECT_EQ(checked_power(20'000'000).status, ReadStatus::invalid_value);
 }
@@ -75,6 +83,14 @@ TEST(NvmlValidate, MemoryUsedAboveTotalIsInvalid) {
 
   auto free_wrapped = checked_memory(1000, 0, 10, ~0ull - 5);  // free underflowed in the driver
   EXPECT_EQ(free_wrapped.free.status, ReadStatus::invalid_value);
+
+  // each part fits, their sum does not: neither is believable
+  auto sum = checked_memory(1000, 400, 700, 0);
+  EXPECT_EQ(sum.used.status, ReadStatus::invalid_value);
+  EXPECT_EQ(sum.reserved.status, ReadStatus::invalid_value);
+  auto full = checked_memory(1000, 300, 700, 0);  // exactly full is possible
+  EXPECT_EQ(full.used.value, 700u);
+  EXPECT_EQ(full.reserved.value, 300u);
 }
 
 TEST(NvmlValidate, MemoryTotalZeroOrSentinelIsNotAvailable) {
