@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -14,7 +15,7 @@ namespace trainmon::diagnose {
 namespace {
 
 // Stable codes: D1..D11 are MISSION.md §4's table; D12.. are ours. Append only.
-constexpr std::array<FindingKind, 22> kKinds{{
+constexpr std::array<FindingKind, 26> kKinds{{
     {"D1", "fragmentation-oom-risk", "OOM risk: allocator fragmentation or memory spike"},
     {"D2", "ddp-imbalance", "Multi-GPU imbalance"},
     {"D3", "host-memory-leak", "Host memory leak in the training job"},
@@ -37,6 +38,10 @@ constexpr std::array<FindingKind, 22> kKinds{{
     {"D20", "oom-killed", "Job killed by the OOM killer"},
     {"D21", "gpu-memory-near-full", "GPU memory near full"},
     {"D22", "batch-size-advice", "Largest safe batch size"},
+    {"D23", "training-hang", "Training hang: no step completes"},
+    {"D24", "straggler-rank", "Straggler rank holds back the others"},
+    {"D25", "data-wait-measured", "Steps wait for data (measured in the training loop)"},
+    {"D26", "throughput-drop", "Throughput dropped below the run's steady level"},
 }};
 
 int code_number(std::string_view code) {
@@ -89,14 +94,58 @@ Finding make_finding(std::string_view code, Severity severity, double start_s, d
   return f;
 }
 
+void set_cost(Finding& f, double share, std::string_view basis) {
+  if (!std::isfinite(share)) return;
+  Cost c;
+  c.share = std::clamp(share, 0.0, 1.0);
+  c.speedup = c.share >= 1.0 ? 0.0 : 1.0 / (1.0 - c.share);
+  c.basis = std::string(basis);
+  f.cost = std::move(c);
+}
+
+std::string cost_text(const Finding& f) {
+  if (!f.cost) return {};
+  const auto& c = *f.cost;
+  if (c.speedup <= 0) return "costs all of the throughput (no step completes)";
+  return fmt::format("costs {:.0f} % of throughput{}; up to {:.2g}x samples/s if fixed", 100.0 * c.share,
+                     c.basis == "estimated" ? " (estimated from the GPU side)" : "", c.speedup);
+}
+
 std::string to_text(const Finding& f) {
   std::string who;
   for (auto g : f.gpus) who += fmt::format("{}GPU{}", who.empty() ? "" : ",", g);
   for (auto p : f.pids) who += fmt::format("{}pid {}", who.empty() ? "" : ",", p);
-  // Evidence quotes GPU and process names: the line goes to terminals (text::terminal).
-  return text::terminal(fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {} -> {}", severity_name(f.severity),
-                                    f.code, f.slug, f.start_s, f.end_s, who.empty() ? "" : " ", who,
-                                    f.evidence, f.advice));
+  // Evidence quotes GPU and process names, a stack the job's file names: every line goes to terminals
+  // (text::terminal, line by line: it replaces newlines too).
+  const std::string cost = cost_text(f);
+  std::string out = text::terminal(fmt::format(
+      "[{}] {} {} {:.0f}-{:.0f}s{}{}: {}{}{} -> {}", severity_name(f.severity), f.code, f.slug, f.start_s,
+      f.end_s, who.empty() ? "" : " ", who, f.evidence, cost.empty() ? "" : "; ", cost, f.advice));
+  for (const auto& st : f.stacks) {
+    std::string line = fmt::format(
+        "    {} pid {}{}: {}", st.rank >= 0 ? fmt::format("rank {}", st.rank) : "process", st.pid,
+        st.host.empty() ? "" : " on " + st.host, st.where.empty() ? "(no Python frame)" : st.where);
+    if (!st.caller.empty()) line += fmt::format(" (called from {})", st.caller);
+    out += "\n" + text::terminal(line);
+  }
+  return out;
+}
+
+void to_json(nlohmann::json& j, const RankStack& s) {
+  j = nlohmann::json{
+      {"t", s.t},       {"rank_key", s.rank_key}, {"rank", s.rank},     {"pid", s.pid},
+      {"host", s.host}, {"where", s.where},       {"caller", s.caller}, {"main_stack", s.main_stack}};
+}
+
+void from_json(const nlohmann::json& j, RankStack& s) {
+  s.t = j.value("t", 0.0);
+  s.rank_key = j.value("rank_key", std::int64_t{0});
+  s.rank = j.value("rank", -1);
+  s.pid = j.value("pid", std::uint32_t{0});
+  s.host = j.value("host", std::string{});
+  s.where = j.value("where", std::string{});
+  s.caller = j.value("caller", std::string{});
+  s.main_stack = j.value("main_stack", std::string{});
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {
@@ -106,6 +155,9 @@ void to_json(nlohmann::json& j, const Finding& f) {
                      {"gpus", f.gpus},         {"pids", f.pids},
                      {"evidence", f.evidence}, {"numbers", f.numbers},
                      {"advice", f.advice},     {"thresholds", f.thresholds}};
+  if (f.cost) j["cost"] = {{"share", f.cost->share}, {"speedup", f.cost->speedup}, {"basis", f.cost->basis}};
+  if (!f.related.empty()) j["related"] = f.related;
+  if (!f.stacks.empty()) j["stacks"] = f.stacks;
 }
 
 void from_json(const nlohmann::json& j, Finding& f) {
@@ -123,11 +175,42 @@ void from_json(const nlohmann::json& j, Finding& f) {
   f.numbers = j.value("numbers", std::map<std::string, double>{});
   f.advice = j.value("advice", std::string{});
   f.thresholds = j.value("thresholds", std::map<std::string, double>{});
+  f.cost.reset();
+  if (const auto it = j.find("cost"); it != j.end() && it->is_object()) {
+    Cost c;
+    c.share = it->at("share").get<double>();
+    c.speedup = it->value("speedup", 0.0);
+    c.basis = it->value("basis", std::string{});
+    f.cost = std::move(c);
+  }
+  f.related = j.value("related", std::vector<std::string>{});
+  f.stacks = j.value("stacks", std::vector<RankStack>{});
 }
 
 bool finding_less(const Finding& a, const Finding& b) {
   return std::forward_as_tuple(a.start_s, code_number(a.code), a.gpus, a.pids, a.end_s, a.evidence) <
          std::forward_as_tuple(b.start_s, code_number(b.code), b.gpus, b.pids, b.end_s, b.evidence);
+}
+
+double cost_weight(const Finding& f, double run_span_s) {
+  if (!f.cost) return 0;
+  const double span = std::max(0.0, f.end_s - f.start_s);
+  return run_span_s > 0 ? f.cost->share * std::min(1.0, span / run_span_s) : f.cost->share;
+}
+
+void rank_findings(std::vector<Finding>& findings, double run_span_s) {
+  auto group = [](const Finding& f) {
+    if (f.severity == Severity::critical) return 0;
+    if (f.severity == Severity::info) return 3;
+    return f.cost ? 1 : 2;
+  };
+  std::stable_sort(findings.begin(), findings.end(), [&](const Finding& a, const Finding& b) {
+    const int ga = group(a), gb = group(b);
+    if (ga != gb) return ga < gb;
+    const double wa = cost_weight(a, run_span_s), wb = cost_weight(b, run_span_s);
+    if (wa != wb) return wa > wb;
+    return finding_less(a, b);
+  });
 }
 
 }  // namespace trainmon::diagnose

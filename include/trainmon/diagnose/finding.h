@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,7 +24,7 @@ bool parse_severity(std::string_view name, Severity& out) noexcept;
 
 /// One row of the finding-code table (stable codes; never renumber, only append).
 struct FindingKind {
-  std::string_view code;   ///< "D1" .. "D22" (D1..D11 = MISSION.md §4)
+  std::string_view code;   ///< "D1" .. "D26" (D1..D11 = MISSION.md §4)
   std::string_view slug;   ///< "fragmentation-oom-risk", ...
   std::string_view title;  ///< short human title
 };
@@ -32,6 +33,30 @@ struct FindingKind {
 std::span<const FindingKind> finding_kinds() noexcept;
 /// The table row for `code`, or nullptr.
 const FindingKind* find_kind(std::string_view code) noexcept;
+
+/// What a performance finding costs the job while it holds (docs/diagnosis.md "Cost"). From the
+/// training loop's measured step-time split where it exists ("measured"), else estimated from the
+/// GPU side (utilisation, clocks: "estimated").
+struct Cost {
+  double share = 0;    ///< share of the job's throughput (samples/s) lost while it holds, 0..1
+  double speedup = 0;  ///< samples/s if fixed / samples/s now = 1 / (1 - share); 0: unbounded (a hang)
+  std::string basis;   ///< "measured" or "estimated"
+  friend bool operator==(const Cost&, const Cost&) = default;
+};
+
+/// One rank's Python stack, asked for when a hang was found (faulthandler's text, parsed).
+struct RankStack {
+  double t = 0;               ///< run clock: when trainmon asked (seconds since run start)
+  std::int64_t rank_key = 0;  ///< TrainRank::key
+  int rank = -1;              ///< global rank, -1 unknown
+  std::uint32_t pid = 0;
+  std::string host;
+  std::string where;       ///< the main thread's innermost frame: "train.py:42 in step"
+  std::string caller;      ///< its innermost frame outside Python's and installed packages' files
+                           ///< (the user's line); empty when that is `where` itself or none
+  std::string main_stack;  ///< the main thread's frames as faulthandler wrote them (at most 16 KiB)
+  friend bool operator==(const RankStack&, const RankStack&) = default;
+};
 
 /// What a detector found. Times are seconds since run start; `numbers` and `thresholds` hold the
 /// raw values behind `evidence` (finite values only; JSON has no NaN).
@@ -48,6 +73,9 @@ struct Finding {
   std::map<std::string, double> numbers;     ///< raw evidence numbers, e.g. {"gpu1_mean_util_pct": 8}
   std::string advice;                        ///< what to do
   std::map<std::string, double> thresholds;  ///< name -> value of each threshold used
+  std::optional<Cost> cost;                  ///< what it costs (performance findings), nullopt otherwise
+  std::vector<std::string> related;          ///< codes of findings that overlap it and explain it (D26)
+  std::vector<RankStack> stacks;             ///< the ranks' stacks (D23), ordered by rank key
 
   friend bool operator==(const Finding&, const Finding&) = default;
 };
@@ -55,15 +83,30 @@ struct Finding {
 /// A Finding with code, slug and title taken from the table; `code` must be in finding_kinds().
 Finding make_finding(std::string_view code, Severity severity, double start_s, double end_s);
 
-/// One line: "[warning] D4 dataloader-starved 120-840s GPU0: <evidence> -> <advice>", terminal-safe
-/// (text::terminal: evidence quotes names from the driver and /proc).
+/// Sets `f.cost` from the share of throughput lost (clamped to 0..1; speedup 1 / (1 - share), 0 at 1).
+void set_cost(Finding& f, double share, std::string_view basis);
+/// "costs 41 % of throughput; up to 1.7x samples/s if fixed" (empty without a cost).
+std::string cost_text(const Finding& f);
+
+/// One line: "[warning] D4 dataloader-starved 120-840s GPU0: <evidence>[; <cost_text>] -> <advice>",
+/// then one indented line per stack ("    rank 1 pid 4242: train.py:42 in step"); each line
+/// terminal-safe (text::terminal: evidence quotes names from the driver and /proc, stacks file names).
 std::string to_text(const Finding& f);
 
 /// JSON both ways (nlohmann ADL hooks). from_json throws nlohmann::json::exception on bad input.
 void to_json(nlohmann::json& j, const Finding& f);
 void from_json(const nlohmann::json& j, Finding& f);
+void to_json(nlohmann::json& j, const RankStack& s);
+void from_json(const nlohmann::json& j, RankStack& s);
 
 /// Orders findings by (start_s, code number, gpus, pids, end_s) — the engine's output order.
 bool finding_less(const Finding& a, const Finding& b);
+
+/// The share of the run a finding's cost weighs: cost share x (end - start) / run_span_s, 0 without
+/// a cost (run_span_s <= 0: the share alone).
+double cost_weight(const Finding& f, double run_span_s);
+/// What to fix first (`diagnose`, the run summary, the report): critical findings first, then by
+/// cost_weight (largest first), then warnings without a cost, then info; ties in finding_less order.
+void rank_findings(std::vector<Finding>& findings, double run_span_s);
 
 }  // namespace trainmon::diagnose
