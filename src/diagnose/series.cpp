@@ -4,6 +4,7 @@
 #include "diagnose/detail.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -63,6 +64,12 @@ GpuState state_of(const GpuSample& g) {
 }
 
 }  // namespace
+
+const JobProcess* JobSeries::proc(std::uint32_t pid) const noexcept {
+  auto it = std::lower_bound(procs.begin(), procs.end(), pid,
+                             [](const JobProcess& p, std::uint32_t v) { return p.pid < v; });
+  return it != procs.end() && it->pid == pid ? &*it : nullptr;
+}
 
 const GpuSeries* RunSeries::gpu(unsigned index) const noexcept {
   for (const auto& g : gpus)
@@ -150,6 +157,7 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
       const double ht =
           static_cast<double>(static_cast<std::int64_t>(hv.time_us) * 1000 - ctx.run_start_unix_ns) / 1e9;
       if (!g.hires_util.t.empty() && ht <= g.hires_util.t.back()) continue;  // keep ascending, no repeats
+      if (!(hv.value >= 0 && hv.value <= 100)) continue;                     // impossible: not evidence
       g.hires_util.t.push_back(ht);
       g.hires_util.value.push_back(static_cast<float>(hv.value));
     }
@@ -194,6 +202,27 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
       std::any_of(snap.processes.begin(), snap.processes.end(), [&](const ProcessSample& p) {
         return p.pid == ctx.root_pid && p.state != 'Z' && p.state != 'X';
       });
+  // Each process of the job: when it lives (a rank's liveness, D23) and a rank's own CPU (D24, D25).
+  if (!job.empty()) {
+    for (const auto& p : snap.processes) {
+      if (!job.contains(p.pid) || p.state == 'Z' || p.state == 'X') continue;
+      auto it = std::lower_bound(s.job.procs.begin(), s.job.procs.end(), p.pid,
+                                 [](const JobProcess& jp, std::uint32_t v) { return jp.pid < v; });
+      if (it == s.job.procs.end() || it->pid != p.pid) {
+        it = s.job.procs.insert(it, JobProcess{});
+        it->pid = p.pid;
+        it->first_t = t;
+      }
+      it->last_t = t;
+      if (!p.cpu_pct.ok()) continue;
+      const bool rank = std::any_of(s.train.ranks.begin(), s.train.ranks.end(),
+                                    [&](const RankSeries& r) { return r.id.pid == p.pid; });
+      if (rank) {
+        it->ticks.push_back(static_cast<std::uint32_t>(row));
+        it->cpu_pct.push_back(static_cast<float>(p.cpu_pct.value));
+      }
+    }
+  }
   if (!job.empty() && root_alive) {
     double rss = 0, cpu = 0, workers = 0;
     bool any_rss = false, any_cpu = false;
@@ -251,6 +280,44 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
                             e.event_type, e.xid});
   }
   if (ctx.root_pid != 0) s.facts.root_pid = ctx.root_pid;
+  drop_impossible(s, row, row);
+}
+
+void drop_impossible(RunSeries& s, std::size_t row0, std::size_t row1) {
+  if (s.size() == 0 || row0 >= s.size()) return;
+  row1 = std::min(row1, s.size() - 1);
+  for (auto& g : s.gpus) {
+    for (std::size_t row = row0; row <= row1; ++row) {
+      const float total = g.mem_total_mib[row];
+      if (!std::isnan(total) && total > 0) {
+        const float slack = total * 1.0001f;  // rounding of bytes to MiB
+        float& used = g.mem_used_mib[row];
+        float& reserved = g.mem_reserved_mib[row];
+        if (used > slack) used = kNA;
+        if (reserved > slack) reserved = kNA;
+        if (!std::isnan(used) && !std::isnan(reserved) && used + reserved > slack) used = reserved = kNA;
+      }
+      for (auto* c : {&g.util_gpu_pct, &g.util_mem_pct, &g.gpm_sm_pct, &g.gpm_tensor_pct, &g.gpm_dram_pct}) {
+        float& v = (*c)[row];
+        if (v < 0.f || v > 100.f) v = kNA;
+      }
+      for (auto* c : {&g.temp_c, &g.temp_slowdown_c})
+        if ((*c)[row] >= kImpossibleGpuTempC || (*c)[row] < -100.f) (*c)[row] = kNA;
+    }
+    // the processes of these rows (the list is ordered by tick)
+    for (auto it = g.procs.rbegin(); it != g.procs.rend() && it->tick >= row0; ++it) {
+      if (it->tick > row1) continue;
+      const float total = g.mem_total_mib[it->tick];
+      if (!std::isnan(total) && total > 0 && it->used_mib > total * 1.0001f) it->used_mib = kNA;
+      if (it->sm_util_pct < 0.f || it->sm_util_pct > 100.f) it->sm_util_pct = kNA;
+    }
+  }
+}
+
+void append_train_stack(RunSeries& s, TrainStackRec rec) {
+  auto it = std::upper_bound(s.stacks.begin(), s.stacks.end(), rec.t,
+                             [](double t, const TrainStackRec& e) { return t < e.t; });
+  s.stacks.insert(it, std::move(rec));
 }
 
 void append_train_event(RunSeries& s, TrainEvent ev) {
@@ -309,6 +376,21 @@ RunSeries slice(const RunSeries& s, double t0, double t1) {
   for (const auto& e : s.train_events)
     if (e.t >= t0 && e.t <= t1) out.train_events.push_back(e);
   out.train = slice(s.train, t0, t1);
+  for (const auto& p : s.job.procs) {
+    if (p.last_t < t0 || p.first_t > t1) continue;
+    JobProcess q;
+    q.pid = p.pid;
+    q.first_t = std::max(p.first_t, t0);
+    q.last_t = std::min(p.last_t, t1);
+    for (std::size_t i = 0; i < p.ticks.size(); ++i) {
+      if (p.ticks[i] < a || p.ticks[i] >= b) continue;
+      q.ticks.push_back(static_cast<std::uint32_t>(p.ticks[i] - a));
+      q.cpu_pct.push_back(p.cpu_pct[i]);
+    }
+    out.job.procs.push_back(std::move(q));
+  }
+  for (const auto& st : s.stacks)
+    if (st.t >= t0 && st.t <= t1) out.stacks.push_back(st);
   out.facts = s.facts;
   return out;
 }

@@ -231,7 +231,7 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           const double ht = secs(t);
           if (!g.hires_util.t.empty() && ht <= g.hires_util.t.back()) return;
           const auto val = v.raw("utilization_gpu_pct");
-          if (val == kNull) return;
+          if (val == kNull || val < 0 || val > 100) return;  // N/A, or impossible (as append_snapshot)
           g.hires_util.t.push_back(ht);
           g.hires_util.value.push_back(static_cast<float>(val));
         });
@@ -304,6 +304,11 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
   });
   for (auto& [gpu, pt] : procs) diagnose::ensure_gpu(out, gpu).procs.push_back(pt);
 
+  // The ranks' identities first: the job pass below keeps each rank's own CPU.
+  auto ranks = store.train_ranks(run_id);
+  if (!ranks) return std::unexpected(ranks.error());
+  for (const auto& r : *ranks) out.train.upsert(r);
+
   // ---- the job's process tree (second pass: the root is known now) ----
   if (is_job) {
     std::vector<bool> any_rss(ticks.size()), any_cpu(ticks.size()), root_alive(ticks.size(), root_pid == 0);
@@ -311,12 +316,29 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
     for (const auto& s : *series) {
       if (s.kind != SeriesKind::process || !s.in_job || !s.pid) continue;
       const bool root = *s.pid == root_pid;
+      const bool rank_proc = std::any_of(out.train.ranks.begin(), out.train.ranks.end(),
+                                         [&](const diagnose::RankSeries& rk) { return rk.id.pid == *s.pid; });
+      auto pit = std::lower_bound(out.job.procs.begin(), out.job.procs.end(), *s.pid,
+                                  [](const diagnose::JobProcess& jp, std::uint32_t v) { return jp.pid < v; });
+      if (pit == out.job.procs.end() || pit->pid != *s.pid) {
+        pit = out.job.procs.insert(pit, diagnose::JobProcess{});
+        pit->pid = *s.pid;
+        pit->first_t = 1e300;
+        pit->last_t = -1e300;
+      }
+      auto& jp = *pit;
+      std::vector<std::pair<std::uint32_t, float>> cpu_rows;
       auto r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
         auto row = tick_of(t);
         if (!row) return;
         const std::size_t i = *row;
         // Zombies have released their memory: left out, as append_snapshot does.
         if (const auto st = v.raw("state"); st == 'Z' || st == 'X') return;
+        jp.first_t = std::min(jp.first_t, times[i]);
+        jp.last_t = std::max(jp.last_t, times[i]);
+        if (const auto c = v.raw("cpu_pct"); rank_proc && c != kNull)
+          cpu_rows.emplace_back(static_cast<std::uint32_t>(i),
+                                static_cast<float>(static_cast<double>(c) / 100.0));
         if (const auto b = v.raw("rss_bytes"); b != kNull) {
           rss[i] += static_cast<double>(b) / kMiB;
           any_rss[i] = true;
@@ -333,7 +355,14 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         }
       });
       if (!r) return std::unexpected(r.error());
+      // several series of one pid (a reused pid): one process record, rows in time order
+      for (auto& [i, c] : cpu_rows) {
+        auto at = std::upper_bound(jp.ticks.begin(), jp.ticks.end(), i);
+        jp.cpu_pct.insert(jp.cpu_pct.begin() + (at - jp.ticks.begin()), c);
+        jp.ticks.insert(at, i);
+      }
     }
+    std::erase_if(out.job.procs, [](const diagnose::JobProcess& p) { return p.first_t > p.last_t; });
     for (std::size_t i = 0; i < ticks.size(); ++i) {
       // After the main process exited, what is left is not the job (as append_snapshot).
       out.job.rss_mib[i] = any_rss[i] && root_alive[i] ? static_cast<float>(rss[i]) : kNA;
@@ -359,9 +388,6 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         out, ipc::to_diagnose_event(*m, static_cast<double>(e.time_unix_ns - start_ns) / 1e9));
   }
   // ---- the training loop's step timing, per rank ----
-  auto ranks = store.train_ranks(run_id);
-  if (!ranks) return std::unexpected(ranks.error());
-  for (const auto& r : *ranks) out.train.upsert(r);
   const std::int64_t start_ms = start_ns / 1'000'000;
   for (const auto& s : *series) {
     if (s.kind != SeriesKind::train_rank) continue;
@@ -378,6 +404,17 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
     });
     if (!r) return std::unexpected(r.error());
   }
+
+  // ---- the stacks asked for (D23) ----
+  auto stacks = store.train_stacks(run_id);
+  if (!stacks) return std::unexpected(stacks.error());
+  for (const auto& st : *stacks) {
+    diagnose::append_train_stack(
+        out, diagnose::TrainStackRec{static_cast<double>(st.time_unix_ns - start_ns) / 1e9, st.rank_key,
+                                     st.pid, st.finding, st.text});
+  }
+  // Impossible readings are not evidence (the rule append_snapshot applies live).
+  if (out.size() > 0) diagnose::drop_impossible(out, 0, out.size() - 1);
 
   // ---- facts ----
   auto& f = out.facts;

@@ -108,6 +108,15 @@ struct HostSeries {
   std::vector<float> disk_read_bps;       ///< sum over disks, bytes per second
 };
 
+/// One process of the watched job: when it was seen alive and, for a training rank's process, its CPU.
+struct JobProcess {
+  std::uint32_t pid = 0;
+  double first_t = 0;                ///< run clock: first tick it was seen alive (not a zombie)
+  double last_t = 0;                 ///< run clock: last tick it was seen alive
+  std::vector<std::uint32_t> ticks;  ///< rows with a CPU reading (training ranks' processes only)
+  std::vector<float> cpu_pct;        ///< its CPU at those rows, per-core basis (100 = one core)
+};
+
 /// The watched job's process tree, one row per tick (NaN when no job is watched).
 struct JobSeries {
   std::vector<float> rss_mib;       ///< sum over the tree
@@ -115,6 +124,10 @@ struct JobSeries {
   std::vector<float> main_cpu_pct;  ///< the root (main) process
   std::vector<float> workers;       ///< processes in the tree besides the root
   std::vector<float> oom_kills;     ///< cgroup memory.events oom_kill (cumulative)
+  std::vector<JobProcess> procs;    ///< every process of the tree ever seen, ordered by pid (D23-D25)
+
+  /// The process `pid`, or nullptr.
+  [[nodiscard]] const JobProcess* proc(std::uint32_t pid) const noexcept;
 };
 
 /// An NVML event (Xid, ECC, ...) on the run's clock.
@@ -143,6 +156,16 @@ struct TrainEvent {
   friend bool operator==(const TrainEvent&, const TrainEvent&) = default;
 };
 
+/// Python stacks a training process wrote when trainmon asked (a hang, D23).
+struct TrainStackRec {
+  double t = 0;               ///< run clock: when trainmon asked
+  std::int64_t rank_key = 0;  ///< TrainRank::key
+  std::uint32_t pid = 0;
+  std::string finding;  ///< code of the finding that asked ("D23")
+  std::string text;     ///< faulthandler's text (every thread)
+  friend bool operator==(const TrainStackRec&, const TrainStackRec&) = default;
+};
+
 /// Facts about the job known at or after its end.
 struct JobFacts {
   std::optional<int> exit_status;  ///< exit code when it exited normally
@@ -166,6 +189,7 @@ struct RunSeries {
   std::vector<GpuEventRec> gpu_events;
   std::vector<TrainEvent> train_events;  ///< ordered by t
   TrainSeries train;                     ///< the training loop's step timing, per rank (train_series.h)
+  std::vector<TrainStackRec> stacks;     ///< stacks asked for, ordered by t
   JobFacts facts;
 
   /// Number of ticks.
@@ -189,6 +213,18 @@ void append_snapshot(RunSeries& series, const Snapshot& snap, const JobContext& 
 
 /// Appends one training-process event, keeping train_events ordered by time.
 void append_train_event(RunSeries& series, TrainEvent ev);
+
+/// Appends stacks a training process wrote, keeping `stacks` ordered by time.
+void append_train_stack(RunSeries& series, TrainStackRec rec);
+
+/// Makes impossible readings of rows row0..row1 (inclusive) N/A, so that no finding rests on them: memory
+/// used, reserved or their sum above total; a process holding more than its GPU's total; a temperature at or
+/// above kImpossibleGpuTempC; a utilisation above 100 %. append_snapshot and the store's load_run_series both
+/// call it (the same rule live and offline; a store written by an older trainmon may hold such values).
+void drop_impossible(RunSeries& series, std::size_t row0, std::size_t row1);
+/// No GPU reads this hot while it runs (GPUs shut down at 90-105 °C); the NVML backend's bound for
+/// invalid_value (nvml::kGpuTemperatureImpossibleC) is the same number.
+inline constexpr float kImpossibleGpuTempC = 150.f;
 
 /// A copy of the rows with t0 <= t <= t1 (events and hi-res samples filtered by the same range,
 /// facts copied). Used by the live engine's sliding window and by tests.

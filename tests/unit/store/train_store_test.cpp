@@ -159,6 +159,13 @@ TEST(TrainStore, RanksRowsAndStacksComeBackAsTheLiveSeries) {
       EXPECT_NEAR(got.rows[i].data.p90, want.rows[i].data.p90, 1e-6);
     }
   }
+  // The stacks come back on the run clock for D23 (what the live diagnosis was given).
+  ASSERT_EQ(series->stacks.size(), 1u);
+  EXPECT_NEAR(series->stacks[0].t, 5.0, 1e-9);
+  EXPECT_EQ(series->stacks[0].rank_key, 1);
+  EXPECT_EQ(series->stacks[0].pid, 4001u);
+  EXPECT_EQ(series->stacks[0].finding, "D23");
+  EXPECT_EQ(series->stacks[0].text, "Thread 0x1 ...\n");
   // The figures every view shows are the same offline as live.
   const auto a = diagnose::train_stats(series->train), b = diagnose::train_stats(live);
   EXPECT_EQ(a.steps, b.steps);
