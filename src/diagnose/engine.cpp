@@ -4,7 +4,9 @@
 #include "diagnose/detail.h"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
+#include <string_view>
 
 namespace trainmon::diagnose {
 
@@ -15,8 +17,29 @@ std::vector<Finding> DiagnosisEngine::run_all(const RunSeries& series, const Thr
     auto v = d.fn(series, th);
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }
+  link_related(out);
   std::stable_sort(out.begin(), out.end(), finding_less);
   return out;
+}
+
+void link_related(std::vector<Finding>& findings) {
+  // What can explain a throughput drop: data loading, clocks, power, the PCIe link, host memory,
+  // another process on the GPU, a straggler.
+  static constexpr std::string_view kCauses[] = {"D2",  "D4",  "D6",  "D9",  "D12", "D16",
+                                                 "D17", "D18", "D19", "D24", "D25"};
+  for (auto& f : findings) {
+    if (f.code != "D26") continue;
+    f.related.clear();
+    std::string also;
+    for (const auto& o : findings) {
+      if (std::find(std::begin(kCauses), std::end(kCauses), o.code) == std::end(kCauses)) continue;
+      if (o.end_s < f.start_s || o.start_s > f.end_s) continue;
+      if (std::find(f.related.begin(), f.related.end(), o.code) != f.related.end()) continue;
+      f.related.push_back(o.code);
+      also += (also.empty() ? "" : ", ") + o.code + " " + o.slug;
+    }
+    if (!also.empty()) f.evidence += "; overlapping: " + also;
+  }
 }
 
 LiveDiagnosis::LiveDiagnosis(Thresholds th, LiveOptions opt) : th_(th), opt_(opt) {}
@@ -44,6 +67,10 @@ void LiveDiagnosis::on_train_event(TrainEvent ev) {
 
 void LiveDiagnosis::on_train_window(const TrainRank& rank, const TrainWindow& window) {
   append_train_window(series_.train, rank, window);
+}
+
+void LiveDiagnosis::on_train_stack(TrainStackRec stack) {
+  append_train_stack(series_, std::move(stack));
 }
 
 bool LiveDiagnosis::evaluate() {

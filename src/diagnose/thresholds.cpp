@@ -59,6 +59,7 @@ const ThresholdInfo kTable[] = {
     TM_TH(healthy_util_high_pct, "MISSION.md §4 D11, §7 (70-95 %)"),
     TM_TH(util_min_span_s, "ours"),
     TM_TH(throttle_for_s, "ours (DCGM health-watch style persistence)"),
+    TM_TH(throttle_clock_frac, "ours (boost clocks under a power cap stay within 10 % of max)"),
     TM_TH(pcie_for_s, "ours"),
     TM_TH(psi_mem_some_pct, "ours (kernel PSI documentation)"),
     TM_TH(pressure_for_s, "ours"),
@@ -75,6 +76,19 @@ const ThresholdInfo kTable[] = {
     TM_TH(forecast_min_pct, "ours"),
     TM_TH(batch_margin_frac, "ours (MISSION.md §5 keeps 2000 MiB)"),
     TM_TH(batch_reserve_mib, "MISSION.md §5 (2000 MiB)"),
+    TM_TH(hang_p90_factor, "nvidia-resiliency-ext FaultToleranceConfig safety_factor (5.0)"),
+    TM_TH(hang_floor_s, "Megatron/NVRx example step-section timeout (step:120)"),
+    TM_TH(hang_p90_window_s, "ours"),
+    TM_TH(hang_alive_s, "ours (heartbeats come every second)"),
+    TM_TH(straggler_score_frac, "nvidia-resiliency-ext Report.identify_stragglers (0.75)"),
+    TM_TH(straggler_window_s, "nvidia-resiliency-ext report_time_interval (60 s)"),
+    TM_TH(straggler_for_s, "ours (two report intervals)"),
+    TM_TH(straggler_min_steps, "ours"),
+    TM_TH(data_wait_share_pct, "ours (20 % of each step: fixing it gives 1.25x)"),
+    TM_TH(data_wait_for_s, "ours (as starved_for_s)"),
+    TM_TH(throughput_drop_frac, "ours (70 % of the steady level)"),
+    TM_TH(throughput_warmup_s, "ours"),
+    TM_TH(throughput_for_s, "ours"),
 };
 #undef TM_TH
 
@@ -97,13 +111,15 @@ struct Range {
 std::optional<Range> range_of(std::string_view name) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   if (name == "frag_reserved_ratio") return Range{1, false, inf, false, "a ratio, at least 1"};
+  if (name.ends_with("_factor")) return Range{1, false, inf, false, "a factor, at least 1"};
   if (name == "leak_min_r2" || name == "spike_frac_of_total" || name.ends_with("_frac"))
     return Range{0, false, 1, false, "a fraction, 0 to 1"};
   if (name.ends_with("_pct")) return Range{0, false, 100, false, "a percentage, 0 to 100"};
   if (name.ends_with("_s")) return Range{0, true, inf, false, "a duration in seconds, greater than 0"};
   if (name.ends_with("_mib") || name.ends_with("_mib_h") || name.ends_with("_bps"))
     return Range{0, false, inf, false, "an amount, 0 or more"};
-  if (name.ends_with("_events") || name.ends_with("_cycles") || name.ends_with("_epochs"))
+  if (name.ends_with("_events") || name.ends_with("_cycles") || name.ends_with("_epochs") ||
+      name.ends_with("_steps"))
     return Range{1, false, inf, true, "a whole count, at least 1"};
   return std::nullopt;
 }

@@ -36,6 +36,10 @@ std::vector<Finding> detect_cpu_bound(const RunSeries&, const Thresholds&);     
 std::vector<Finding> detect_oom_killed(const RunSeries&, const Thresholds&);         ///< D20
 std::vector<Finding> detect_memory_near_full(const RunSeries&, const Thresholds&);   ///< D21
 std::vector<Finding> detect_batch_size(const RunSeries&, const Thresholds&);         ///< D22
+std::vector<Finding> detect_training_hang(const RunSeries&, const Thresholds&);      ///< D23
+std::vector<Finding> detect_straggler(const RunSeries&, const Thresholds&);          ///< D24
+std::vector<Finding> detect_data_wait(const RunSeries&, const Thresholds&);          ///< D25
+std::vector<Finding> detect_throughput_drop(const RunSeries&, const Thresholds&);    ///< D26
 
 /// A detector entry: the code it reports and the function.
 struct DetectorInfo {

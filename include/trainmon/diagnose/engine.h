@@ -22,6 +22,11 @@ class DiagnosisEngine {
   [[nodiscard]] std::vector<Finding> run_all(const RunSeries& series, const Thresholds& th) const;
 };
 
+/// Adds to every D26 throughput drop the codes of the findings that overlap it in time and can explain
+/// it (data loading, clocks, power, PCIe, host memory, another GPU process, a straggler) as `related`,
+/// named in its evidence. run_all does it; live and offline alike.
+void link_related(std::vector<Finding>& findings);
+
 /// Settings of the live wrapper.
 /// How much further back than LiveOptions::window_s an evaluation may look before the window is cut.
 inline constexpr double kWindowSlack = 1.1;
@@ -61,6 +66,8 @@ class LiveDiagnosis {
   void on_train_event(TrainEvent ev);
   /// Records one rank's step-timing row (TrainSeries, kept for the next evaluation).
   void on_train_window(const TrainRank& rank, const TrainWindow& window);
+  /// Records stacks a rank wrote when asked (D23 shows them from the next evaluation on).
+  void on_train_stack(TrainStackRec stack);
   /// Re-evaluates now on the window ending at the last row. Returns true when the open set changed.
   bool evaluate();
   /// Open findings, sorted by finding_less.

@@ -69,6 +69,10 @@ struct Thresholds {
   // --- D12 throttling ----------------------------------------------------------------------------
   double throttle_for_s = 30;  ///< a throttle reason active under load this long (ours;
                                ///< DCGM health watches use similar persistence)
+  /// A GPU under load whose SM clock stays under this share of its maximum is clocked below max
+  /// (D2's straggler, D12's power cap that costs, D24's cause); ours: boost clocks under a power cap
+  /// sit within 10 % of the maximum on a healthy card.
+  double throttle_clock_frac = 0.9;
   // --- D16 PCIe -----------------------------------------------------------------------------------
   double pcie_for_s = 60;  ///< link below max under load this long
   // --- D17 host memory pressure ------------------------------------------------------------------
@@ -89,6 +93,29 @@ struct Thresholds {
   double forecast_min_pct = 80;      ///< only forecast above 80 % used
   double batch_margin_frac = 0.10;   ///< keep 10 % of total free (ours; MISSION §5 keeps 2000 MiB)
   double batch_reserve_mib = 2000;   ///< MISSION §5 one-point formula's system/context reserve
+  // --- D23 training hang ------------------------------------------------------------------------
+  /// A rank hangs when no step ended for max(hang_p90_factor x its recent p90 step time,
+  /// hang_floor_s) while its process lives. nvidia-resiliency-ext's fault tolerance computes its
+  /// timeouts as the observed interval x safety_factor 5.0 (FaultToleranceConfig).
+  double hang_p90_factor = 5;
+  double hang_floor_s = 120;       ///< Megatron's example FT step-section timeout (120 s)
+  double hang_p90_window_s = 600;  ///< "recent": the steps of the last 10 min before the stall (ours)
+  double hang_alive_s = 10;        ///< a rank with no row (heartbeat) this long and no process is gone
+  // --- D24 straggler rank -------------------------------------------------------------------------
+  /// Relative performance score of a rank = the fastest rank's median step time / its own, over
+  /// straggler_window_s (nvidia-resiliency-ext straggler detection, Report.identify_stragglers'
+  /// default threshold 0.75, report_time_interval 60 s).
+  double straggler_score_frac = 0.75;
+  double straggler_window_s = 60;
+  double straggler_for_s = 120;    ///< the score stays under the threshold this long (ours: 2 reports)
+  double straggler_min_steps = 5;  ///< steps a rank needs in a window to get a score (ours)
+  // --- D25 measured data-loader starvation --------------------------------------------------------
+  double data_wait_share_pct = 20;  ///< data wait / step time over the window (ours: fixing gives 1.25x)
+  double data_wait_for_s = 120;     ///< sustained (ours: as starved_for_s)
+  // --- D26 throughput drop ------------------------------------------------------------------------
+  double throughput_drop_frac = 0.7;  ///< samples/s under 70 % of the run's steady level (ours)
+  double throughput_warmup_s = 120;   ///< the first 2 min of steps are warm-up, not the steady level (ours)
+  double throughput_for_s = 120;      ///< sustained (ours)
 
   friend bool operator==(const Thresholds&, const Thresholds&) = default;
 };
@@ -105,7 +132,7 @@ std::span<const ThresholdInfo> threshold_table() noexcept;
 
 /// The allowed range of threshold `name` in words ("a percentage, 0 to 100"), from its unit:
 /// `_s` durations > 0, `_pct` 0..100, fractions 0..1, MiB / MiB/h / B/s >= 0, counts whole >= 1,
-/// frag_reserved_ratio >= 1. nullopt for a name without one (none in threshold_table()).
+/// frag_reserved_ratio and `_factor` >= 1. nullopt for a name without one (none in threshold_table()).
 std::optional<std::string> threshold_range(std::string_view name);
 
 /// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem

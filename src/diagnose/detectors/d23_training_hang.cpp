@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: Apache-2.0
+// D23 training-hang (critical): a rank completes no step for max(hang_p90_factor x its recent p90
+// step time, hang_floor_s) while its process lives (the job tree, else its heartbeats within
+// hang_alive_s) and it is inside the training loop (phase data or compute: evaluation and
+// checkpointing, phase idle, do not count). Ranks that hang together are one finding. The evidence
+// tells the kinds apart: every job GPU busy with no progress (a collective / GPU-side deadlock),
+// GPUs idle (loader, I/O, a Python deadlock), one rank stopped first or waiting for data while the
+// others wait in compute, a rank that stopped reporting at all; and, when trainmon asked the ranks
+// for their Python stacks (TrainStackRec), the line each rank is stuck on.
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "diagnose/detectors/train_common.h"
+#include "trainmon/diagnose/detectors.h"
+#include "trainmon/diagnose/stacks.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+namespace {
+
+/// One rank's stall at the rows of the grid.
+struct RankHang {
+  const RankSeries* r = nullptr;
+  std::vector<std::uint8_t> cond;
+  std::vector<double> since;   ///< per grid row: when the stall began (NaN when not stalled)
+  std::vector<double> window;  ///< per grid row: the window it was judged with
+  std::vector<double> p90;     ///< per grid row: the recent p90 step time (NaN when unknown)
+};
+
+/// The step-weighted median of the rows' p90 step time (else p50, else mean) over step rows with
+/// t in [t1 - span, t1]: the rank's recent p90.
+double recent_p90(const RankSeries& r, double t1, double span) {
+  std::vector<std::pair<double, double>> v;
+  const auto [a, b] = rows_in(r, t1 - span, t1 + 1e-6);
+  for (std::size_t i = a; i < b; ++i) {
+    const auto& w = r.rows[i];
+    if (w.steps == 0) continue;
+    const double x = !na(w.step.p90) ? w.step.p90 : !na(w.step.p50) ? w.step.p50 : w.step.sum / w.steps;
+    v.emplace_back(x, w.steps);
+  }
+  return weighted_median(v);
+}
+
+RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const Thresholds& th,
+                    const RunSeries& s) {
+  RankHang h;
+  h.r = &r;
+  const std::size_t n = grid.size();
+  h.cond.assign(n, 0);
+  h.since.assign(n, NAN);
+  h.window.assign(n, NAN);
+  h.p90.assign(n, NAN);
+  const JobProcess* proc = r.id.pid ? s.job.proc(r.id.pid) : nullptr;
+  std::size_t j = 0;  // rows with t <= grid[i]
+  double last_step = NAN, last_row_t = NAN, phase_t = NAN, idle_after_step = NAN;
+  TrainPhase phase = TrainPhase::unknown;
+  double cached_for = NAN, cached_p90 = NAN;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double T = grid[i];
+    for (; j < r.rows.size() && r.rows[j].t <= T + 1e-9; ++j) {
+      const auto& w = r.rows[j];
+      last_row_t = w.t;
+      if (!na(w.last_step_t) && (na(last_step) || w.last_step_t > last_step)) {
+        last_step = w.last_step_t;
+        idle_after_step = NAN;
+      }
+      if (w.phase != TrainPhase::unknown) {
+        phase = w.phase;
+        phase_t = w.phase_t;
+        if (phase == TrainPhase::idle) idle_after_step = w.t;
+      }
+    }
+    if (na(last_step) || phase == TrainPhase::idle) continue;  // no step yet, or outside the loop
+    // Alive: the job tree says so; a rank outside it (or a series without one) by its heartbeats.
+    const bool alive = proc ? (T >= proc->first_t - th.hang_alive_s && T <= proc->last_t + th.hang_alive_s &&
+                               T - proc->last_t <= th.hang_alive_s)
+                            : (!na(last_row_t) && T - last_row_t <= th.hang_alive_s);
+    if (!alive) continue;
+    // Back in the loop after an evaluation: the stall counts from when the loop resumed.
+    double since = last_step;
+    if (!na(idle_after_step) && !na(phase_t)) since = std::max(since, phase_t);
+    if (T - since <= th.hang_floor_s) continue;  // the window is at least the floor
+    if (cached_for != last_step) {
+      cached_for = last_step;
+      cached_p90 = recent_p90(r, last_step, th.hang_p90_window_s);
+    }
+    const double win = std::max(na(cached_p90) ? 0.0 : th.hang_p90_factor * cached_p90, th.hang_floor_s);
+    if (T - since <= win) continue;
+    h.cond[i] = 1;
+    h.since[i] = since;
+    h.window[i] = win;
+    h.p90[i] = cached_p90;
+  }
+  return h;
+}
+
+/// The latest stack of rank `key` asked for within [t0, t1], parsed.
+std::optional<RankStack> stack_of(const RunSeries& s, const TrainRank& id, double t0, double t1) {
+  const TrainStackRec* best = nullptr;
+  for (const auto& st : s.stacks) {
+    if (st.t < t0 || st.t > t1) continue;
+    if (st.rank_key != id.key && !(id.pid && st.pid == id.pid)) continue;
+    best = &st;
+  }
+  if (!best) return std::nullopt;
+  RankStack rs;
+  rs.t = best->t;
+  rs.rank_key = id.key;
+  rs.rank = id.rank;
+  rs.pid = best->pid;
+  rs.host = id.host;
+  const auto threads = parse_faulthandler(best->text);
+  if (const auto* m = main_thread(threads)) {
+    const auto at = stuck_at(*m);
+    rs.where = at.where;
+    rs.caller = at.caller;
+    rs.main_stack = thread_text(*m);
+  }
+  return rs;
+}
+
+}  // namespace
+
+std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  if (s.train.empty()) return out;
+  // The times the condition is judged at: the recorder's ticks, else the ranks' own rows.
+  std::vector<double> grid = s.t;
+  if (grid.empty()) {
+    for (const auto& r : s.train.ranks)
+      for (const auto& w : r.rows) grid.push_back(w.t);
+    std::sort(grid.begin(), grid.end());
+    grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  }
+  if (grid.empty()) return out;
+
+  struct Ep {
+    std::size_t rank;  // index into hangs
+    std::size_t i0, i1;
+  };
+  std::vector<RankHang> hangs;
+  std::vector<Ep> eps;
+  for (const auto& r : s.train.ranks) {
+    auto h = judge_rank(r, grid, th, s);
+    const std::size_t k = hangs.size();
+    for (const auto& e : episodes(grid, h.cond, 0, th.clear_s)) eps.push_back({k, e.i0, e.i1});
+    hangs.push_back(std::move(h));
+  }
+  if (eps.empty()) return out;
+  // Ranks whose stalls overlap hang together: one finding.
+  std::sort(eps.begin(), eps.end(), [](const Ep& a, const Ep& b) { return a.i0 < b.i0; });
+  std::vector<std::vector<Ep>> groups;
+  std::size_t group_end = 0;
+  for (const auto& e : eps) {
+    if (groups.empty() || e.i0 > group_end) {
+      groups.push_back({e});
+      group_end = e.i1;
+    } else {
+      groups.back().push_back(e);
+      group_end = std::max(group_end, e.i1);
+    }
+  }
+
+  const auto jg = job_gpus(s, th);
+  for (const auto& grp : groups) {
+    std::size_t i0 = grp.front().i0, i1 = grp.front().i1;
+    double since = 1e300, win_max = 0;
+    for (const auto& e : grp) {
+      i0 = std::min(i0, e.i0);
+      i1 = std::max(i1, e.i1);
+      since = std::min(since, hangs[e.rank].since[e.i0]);
+      win_max = std::max(win_max, hangs[e.rank].window[e.i0]);
+    }
+    const double t_end = grid[i1];
+    Finding f = make_finding("D23", Severity::critical, since, t_end);
+    std::set<std::size_t> stalled;
+    for (const auto& e : grp) stalled.insert(e.rank);
+    // Ranks stuck with them that have not reached their own window yet (they stopped a moment
+    // later): no step for half the window when the hang was found. One hang, one finding, the same
+    // ranks from the first evaluation on (live findings are matched by their pids).
+    for (std::size_t k = 0; k < hangs.size(); ++k) {
+      if (stalled.contains(k)) continue;
+      const auto& r = *hangs[k].r;
+      const auto [a, b] = rows_in(r, -1e300, grid[i0] + 1e-9);
+      double last_step = NAN;
+      TrainPhase phase = TrainPhase::unknown;
+      for (std::size_t q = b; q-- > a;) {
+        if (phase == TrainPhase::unknown) phase = r.rows[q].phase;
+        if (!na(r.rows[q].last_step_t)) {
+          last_step = r.rows[q].last_step_t;
+          break;
+        }
+      }
+      const JobProcess* proc = r.id.pid ? s.job.proc(r.id.pid) : nullptr;
+      const bool alive = proc ? grid[i0] - proc->last_t <= th.hang_alive_s
+                              : b > a && grid[i0] - r.rows[b - 1].t <= th.hang_alive_s;
+      if (!na(last_step) && alive && phase != TrainPhase::idle && grid[i0] - last_step >= 0.5 * win_max)
+        stalled.insert(k);
+    }
+    std::vector<const RankSeries*> ranks;
+    for (auto k : stalled) ranks.push_back(hangs[k].r);
+    std::sort(ranks.begin(), ranks.end(),
+              [](const RankSeries* a, const RankSeries* b) { return train_key_less(a->id.key, b->id.key); });
+    std::set<unsigned> gpus;
+    std::set<std::uint32_t> pids;
+    for (const auto* r : ranks) {
+      if (r->id.gpu >= 0) gpus.insert(static_cast<unsigned>(r->id.gpu));
+      if (r->id.pid) pids.insert(r->id.pid);
+    }
+    f.gpus.assign(gpus.begin(), gpus.end());
+    f.pids.assign(pids.begin(), pids.end());
+
+    // Who, since when, judged with which window.
+    std::string who;
+    for (const auto* r : ranks) who += (who.empty() ? "" : ", ") + rank_short(r->id);
+    const std::size_t total_ranks = s.train.ranks.size();
+    f.evidence = fmt::format("no step completed on {} for {} (since {} s) while {} process{} still run{}",
+                             who, dur(t_end - since), num(since), ranks.size() == 1 ? "its" : "their",
+                             ranks.size() == 1 ? "" : "es", ranks.size() == 1 ? "s" : "");
+    {
+      const auto& h0 = hangs[grp.front().rank];
+      const double p90 = h0.p90[grp.front().i0];
+      f.evidence += na(p90)
+                        ? fmt::format(" (window {} s: the floor, no recent step time)", num(win_max))
+                        : fmt::format(" (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor),
+                                      num(p90, 3), num(th.hang_floor_s), num(win_max));
+      put(f.numbers, "p90_step_s", p90);
+    }
+    put(f.numbers, "stall_s", t_end - since);
+    put(f.numbers, "window_s", win_max);
+    put(f.numbers, "ranks_stalled", static_cast<double>(ranks.size()));
+    put(f.numbers, "ranks", static_cast<double>(total_ranks));
+    if (ranks.size() < total_ranks) {
+      std::string going;
+      for (const auto& r : s.train.ranks)
+        if (std::find(ranks.begin(), ranks.end(), &r) == ranks.end())
+          going += (going.empty() ? "" : ", ") + rank_short(r.id);
+      f.evidence +=
+          fmt::format("; {} still progress{}", going, s.train.ranks.size() - ranks.size() == 1 ? "es" : "");
+    }
+
+    // What each rank was doing (its phase at the end) and who stopped first.
+    std::string phases;
+    std::vector<std::string> in_data, silent;
+    double first_stop = 1e300, last_stop = -1e300;
+    const RankSeries* first_rank = nullptr;
+    for (const auto* r : ranks) {
+      const auto [a, b] = rows_in(*r, -1e300, t_end + 1e-9);
+      if (a == b) continue;
+      const auto& last = r->rows[b - 1];
+      double last_step = NAN;
+      for (std::size_t k = b; k-- > a;)
+        if (!na(r->rows[k].last_step_t)) {
+          last_step = r->rows[k].last_step_t;
+          break;
+        }
+      if (!na(last_step)) {
+        if (last_step < first_stop) {
+          first_stop = last_step;
+          first_rank = r;
+        }
+        last_stop = std::max(last_stop, last_step);
+      }
+      if (last.phase != TrainPhase::unknown)
+        phases += fmt::format("{}{} in {}{}", phases.empty() ? "" : ", ", rank_short(r->id),
+                              train_phase_name(last.phase),
+                              na(last.phase_t) ? "" : fmt::format(" since {} s", num(last.phase_t)));
+      if (last.phase == TrainPhase::data) in_data.push_back(rank_short(r->id));
+      if (t_end - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
+    }
+    if (!phases.empty()) f.evidence += "; " + phases;
+    std::vector<std::string> kinds;
+    if (!in_data.empty() && in_data.size() < ranks.size()) {
+      std::string d;
+      for (const auto& x : in_data) d += (d.empty() ? "" : ", ") + x;
+      kinds.push_back(
+          fmt::format("{} wait{} for data while the others wait in compute (a collective): {} "
+                      "hold{} them all",
+                      d, in_data.size() == 1 ? "s" : "", d, in_data.size() == 1 ? "s" : ""));
+    }
+    const double p90_any = f.numbers.contains("p90_step_s") ? f.numbers["p90_step_s"] : NAN;
+    if (first_rank && ranks.size() > 1 && !na(p90_any) && last_stop - first_stop > 2 * p90_any) {
+      kinds.push_back(fmt::format("{} stopped first ({} s before the others)", rank_short(first_rank->id),
+                                  num(last_stop - first_stop, 1)));
+    }
+    if (!silent.empty()) {
+      std::string d;
+      for (const auto& x : silent) d += (d.empty() ? "" : ", ") + x;
+      kinds.push_back(
+          fmt::format("{} stopped reporting altogether while {} process lives (Python blocked "
+                      "holding the GIL, or the process is stopped)",
+                      d, silent.size() == 1 ? "its" : "each"));
+    }
+    // The GPUs: busy without progress, or idle.
+    std::vector<unsigned> hg(f.gpus.begin(), f.gpus.end());
+    if (hg.empty()) hg = jg;
+    const std::size_t r0 = row_at(s, since), r1 = s.size() ? std::min(row_at(s, t_end), s.size() - 1) : 0;
+    double util_sum = 0, util_min = 1e9;
+    int util_n = 0;
+    for (auto gi : hg) {
+      const auto* g = s.gpu(gi);
+      if (!g || s.size() == 0 || r0 > r1) continue;
+      const double m = mean(g->util_gpu_pct, r0, r1);
+      if (na(m)) continue;
+      util_sum += m;
+      util_min = std::min(util_min, m);
+      ++util_n;
+    }
+    if (util_n > 0) {
+      const double u = util_sum / util_n;
+      put(f.numbers, "gpu_mean_util_pct", u);
+      if (util_min >= th.busy_util_pct)
+        kinds.push_back(
+            fmt::format("every job GPU is busy (mean {} %) while no step completes: typical of a "
+                        "rank stuck in a collective (NCCL) or a deadlock on the GPU side",
+                        num(u)));
+      else if (u < th.busy_util_pct)
+        kinds.push_back(
+            fmt::format("the job's GPUs are idle (mean {} %): the loop is stuck on the host (the "
+                        "data loader, I/O, a lock or a Python deadlock)",
+                        num(u)));
+    }
+    for (const auto& k : kinds) f.evidence += "; " + k;
+
+    // The stacks trainmon asked for while it hung.
+    for (const auto* r : ranks) {
+      if (auto st = stack_of(s, r->id, since, t_end + std::max(th.clear_s, th.hang_alive_s)))
+        f.stacks.push_back(*st);
+    }
+    std::string at;
+    for (const auto& st : f.stacks) {
+      if (st.where.empty()) continue;
+      at += fmt::format("{}{} is at {}{}", at.empty() ? "" : ", ",
+                        st.rank >= 0 ? fmt::format("rank {}", st.rank) : fmt::format("process {}", st.pid),
+                        st.where, st.caller.empty() ? "" : " (called from " + st.caller + ")");
+    }
+    if (!at.empty()) f.evidence += "; " + at;
+    f.advice =
+        f.stacks.empty()
+            ? "The job makes no progress. Look at where each rank is: `py-spy dump --pid PID` (or run with "
+              "the "
+              "trainmon package, which sends its stacks when a hang is found). A rank that sleeps, waits on "
+              "a "
+              "lock or for data while the others sit in a collective holds them all; set a timeout in "
+              "init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails "
+              "instead of holding the GPUs."
+            : "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than "
+              "the "
+              "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: "
+              "fix "
+              "that line. Set a timeout in init_process_group(timeout=...) and "
+              "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails instead of holding the GPUs.";
+    set_cost(f, 1.0, "measured");
+    f.thresholds = {{"hang_p90_factor", th.hang_p90_factor},
+                    {"hang_floor_s", th.hang_floor_s},
+                    {"hang_p90_window_s", th.hang_p90_window_s},
+                    {"hang_alive_s", th.hang_alive_s}};
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+// D24 straggler-rank (warning): NVIDIA's relative performance score (nvidia-resiliency-ext straggler
+// detection: the best rank is the reference) per rank over windows of straggler_window_s:
+//   score = fastest rank's median step time / this rank's median step time,
+// and, because in a job that synchronises every step every rank's step lasts as long as the slowest
+// one's, also the share of the step a rank spends waiting for data beyond the typical rank's
+// (lower median over ranks): score = 1 - that excess / its median step time. A rank whose score
+// stays under straggler_score_frac for straggler_for_s is a straggler: the finding names its rank,
+// host, GPU, its score, and the likely cause from what else is known of it: its GPU throttled or
+// clocked below its maximum, its data wait above the others', its process CPU-bound, another
+// process on its GPU. Cost: every step waits for it, so fixing it gives 1 / score.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "diagnose/detectors/train_common.h"
+#include "trainmon/diagnose/detectors.h"
+
+namespace trainmon::diagnose {
+using namespace detail;
+
+namespace {
+
+struct Score {
+  double score = NAN;
+  double median_s = NAN;       ///< this rank's median step
+  double fastest_s = NAN;      ///< the fastest rank's median step
+  double data_excess_s = NAN;  ///< data wait beyond the typical rank's
+  bool by_data = false;        ///< the data-wait score was the lower one
+};
+
+}  // namespace
+
+std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) {
+  std::vector<Finding> out;
+  const auto& ranks = s.train.ranks;
+  if (ranks.size() < 2) return out;
+  double t_lo = 1e300, t_hi = -1e300;
+  for (const auto& r : ranks)
+    if (!r.rows.empty()) {
+      t_lo = std::min(t_lo, r.rows.front().t);
+      t_hi = std::max(t_hi, r.rows.back().t);
+    }
+  if (t_hi < t_lo) return out;
+  // Reports every quarter window (nvidia-resiliency-ext reports every report_time_interval).
+  const double step = th.straggler_window_s / 4;
+  std::vector<double> grid;
+  for (double t = t_lo + th.straggler_window_s; t <= t_hi + 1e-9; t += step) grid.push_back(t);
+  if (grid.empty()) return out;
+  const std::size_t n = grid.size(), R = ranks.size();
+  std::vector<std::vector<Score>> sc(R, std::vector<Score>(n));
+  for (std::size_t i = 0; i < n; ++i) {
+    std::vector<RankWindow> w(R);
+    double fastest = NAN;
+    std::vector<double> data;
+    for (std::size_t k = 0; k < R; ++k) {
+      w[k] = rank_window(ranks[k], grid[i] - th.straggler_window_s, grid[i]);
+      if (w[k].steps < th.straggler_min_steps || na(w[k].step_median_s) || w[k].step_median_s <= 0) continue;
+      fastest = na(fastest) ? w[k].step_median_s : std::min(fastest, w[k].step_median_s);
+      if (!na(w[k].data_median_s)) data.push_back(w[k].data_median_s);
+    }
+    if (na(fastest)) continue;
+    std::sort(data.begin(), data.end());
+    const double typical_data = data.empty() ? NAN : data[(data.size() - 1) / 2];  // lower median
+    for (std::size_t k = 0; k < R; ++k) {
+      if (w[k].steps < th.straggler_min_steps || na(w[k].step_median_s) || w[k].step_median_s <= 0) continue;
+      Score x;
+      x.median_s = w[k].step_median_s;
+      x.fastest_s = fastest;
+      x.score = fastest / x.median_s;
+      if (!na(typical_data) && !na(w[k].data_median_s) && data.size() >= 2) {
+        x.data_excess_s = std::max(0.0, w[k].data_median_s - typical_data);
+        const double by_data = 1.0 - x.data_excess_s / x.median_s;
+        if (by_data < x.score) {
+          x.score = by_data;
+          x.by_data = true;
+        }
+      }
+      sc[k][i] = x;
+    }
+  }
+
+  for (std::size_t k = 0; k < R; ++k) {
+    std::vector<std::uint8_t> cond(n, 0);
+    for (std::size_t i = 0; i < n; ++i)
+      cond[i] = !na(sc[k][i].score) && sc[k][i].score < th.straggler_score_frac;
+    for (const auto& ep : episodes(grid, cond, th.straggler_for_s, th.straggler_window_s)) {
+      const auto& id = ranks[k].id;
+      // The episode's figures: its windows' medians.
+      std::vector<double> scores, med, fast, excess;
+      bool by_data = false;
+      for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
+        if (!cond[i]) continue;
+        scores.push_back(sc[k][i].score);
+        med.push_back(sc[k][i].median_s);
+        fast.push_back(sc[k][i].fastest_s);
+        if (!na(sc[k][i].data_excess_s)) excess.push_back(sc[k][i].data_excess_s);
+        by_data = by_data || sc[k][i].by_data;
+      }
+      auto median_of = [](std::vector<double> v) {
+        if (v.empty()) return std::numeric_limits<double>::quiet_NaN();
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      const double score = median_of(scores), m = median_of(med), fastest = median_of(fast),
+                   ex = median_of(excess);
+      const double t0 = grid[ep.i0] - th.straggler_window_s, t1 = grid[ep.i1];
+      Finding f = make_finding("D24", Severity::warning, std::max(t0, t_lo), t1);
+      if (id.gpu >= 0) f.gpus = {static_cast<unsigned>(id.gpu)};
+      if (id.pid) f.pids = {id.pid};
+      put(f.numbers, "rank", id.rank);
+      put(f.numbers, "score", score);
+      put(f.numbers, "step_median_s", m);
+      put(f.numbers, "fastest_step_median_s", fastest);
+      put(f.numbers, "data_excess_s", ex);
+      const double slower = 1.0 / score;
+      f.evidence = fmt::format("{} has a relative performance score of {} (< {}) over {}: ", rank_name(id),
+                               num(score, 2), num(th.straggler_score_frac, 2), dur(t1 - f.start_s));
+      if (by_data && !na(ex))
+        f.evidence += fmt::format(
+            "every rank's step takes {} ms, but this rank waits {} ms longer for data "
+            "than the others, who wait for it in the collective",
+            num(1e3 * m), num(1e3 * ex));
+      else
+        f.evidence += fmt::format(
+            "its median step takes {} ms, the fastest rank's {} ms: it is {}x slower "
+            "than the others, and every step waits for it",
+            num(1e3 * m), num(1e3 * fastest), num(slower, 1));
+      // The likely cause, from what else is known about this rank.
+      const std::size_t r0 = row_at(s, f.start_s);
+      const std::size_t r1 = s.size() ? std::min(row_at(s, t1), s.size() - 1) : 0;
+      std::vector<std::string> causes;
+      std::string advice;
+      const GpuSeries* g = id.gpu >= 0 ? s.gpu(static_cast<unsigned>(id.gpu)) : nullptr;
+      if (g && s.size() > 0 && r0 <= r1) {
+        std::size_t rows = 0, thermal = 0, power = 0, hw = 0;
+        for (std::size_t i = r0; i <= r1; ++i) {
+          const auto rs = g->clock_reasons[i];
+          if (rs == kReasonsNA) continue;
+          ++rows;
+          thermal += (rs & (clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown)) != 0;
+          power += (rs & clock_event::sw_power_cap) != 0;
+          hw += (rs & (clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown)) != 0;
+        }
+        const double clk = mean(g->sm_clock_mhz, r0, r1), clk_max = last_of(g->sm_clock_max_mhz, r0, r1);
+        put(f.numbers, "sm_clock_mhz", clk);
+        put(f.numbers, "sm_clock_max_mhz", clk_max);
+        const char* why = rows && thermal * 2 >= rows ? "thermal slowdown"
+                          : rows && hw * 2 >= rows    ? "hardware slowdown"
+                          : rows && power * 2 >= rows ? "power cap"
+                                                      : nullptr;
+        if (why || (!na(clk) && !na(clk_max) && clk < th.throttle_clock_frac * clk_max)) {
+          causes.push_back(fmt::format(
+              "its GPU{} is {}{}", g->index,
+              why ? fmt::format("throttled ({})", why) : "clocked below its maximum",
+              !na(clk) && !na(clk_max) ? fmt::format(" at {} of {} MHz", num(clk), num(clk_max)) : ""));
+          advice =
+              "Cool or power that GPU (airflow, fan curves, PSU cables; `nvidia-smi -q -d PERFORMANCE` shows "
+              "why it slows down), or move the job off it.";
+        }
+        // another process on its GPU
+        std::set<std::uint32_t> others;
+        for (const auto& p : g->procs)
+          if (p.tick >= r0 && p.tick <= r1 && !p.in_job &&
+              (na(p.used_mib) || p.used_mib >= th.job_gpu_min_mib))
+            others.insert(p.pid);
+        if (!others.empty()) {
+          std::string list;
+          for (auto pid : others) list += (list.empty() ? "" : ", ") + fmt::format("{}", pid);
+          causes.push_back(fmt::format("another process shares its GPU{} (pid {})", g->index, list));
+          if (advice.empty())
+            advice =
+                "Another program runs on this rank's GPU: move it (or the job) elsewhere; `trainmon top` "
+                "shows it.";
+        }
+      }
+      if (by_data && !na(ex)) {
+        causes.push_back("its data wait is higher than the other ranks'");
+        if (advice.empty())
+          advice =
+              "This rank's loader is slower: check that every rank gets the same share of data "
+              "(DistributedSampler), the same number of DataLoader workers and a local copy of the data.";
+      }
+      const double cpu = id.pid && s.size() > 0 && r0 <= r1 ? proc_cpu(s, id.pid, r0, r1) : NAN;
+      put(f.numbers, "process_cpu_pct", cpu);
+      if (!na(cpu) && cpu >= th.main_pinned_pct) {
+        causes.push_back(fmt::format("its process is CPU-bound ({} % of one core)", num(cpu)));
+        if (advice.empty())
+          advice =
+              "This rank's process uses a full core: it does extra work on the CPU (logging, metrics, "
+              "evaluation, data preparation on rank 0?); move that work off the step or into workers.";
+      }
+      if (!causes.empty()) {
+        std::string c;
+        for (const auto& x : causes) c += (c.empty() ? "" : "; ") + x;
+        f.evidence += "; likely cause: " + c;
+      }
+      if (advice.empty())
+        advice =
+            "One rank is slower and every step waits for it. Compare that rank with the others: its GPU "
+            "(clocks, temperature), its data share and loader, extra work it alone does (logging, "
+            "checkpoints, evaluation on rank 0).";
+      f.advice = advice;
+      set_cost(f, 1.0 - score, "measured");
+      f.thresholds = {{"straggler_score_frac", th.straggler_score_frac},
+                      {"straggler_window_s", th.straggler_window_s},
+                      {"straggler_for_s", th.straggler_for_s},
+                      {"straggler_min_steps", th.straggler_min_steps}};
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose

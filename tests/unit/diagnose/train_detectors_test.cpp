@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+// D23 hang, D24 straggler, D25 measured data wait, D26 throughput drop: each with a trigger, near
+// misses, the kinds told apart in the evidence and the cost; D4 / D18 / D19 / D2 giving way where
+// the training loop's own timing exists.
+#include <gtest/gtest.h>
+
+#include "trainmon/diagnose/engine.h"
+#include "unit/diagnose/synth.h"
+#include "unit/diagnose/train_synth.h"
+
+namespace trainmon::diagnose {
+namespace {
+using testing::job_process;
+using testing::RankFeed;
+using testing::Synth;
+using testing::with_code;
+const Thresholds kTh;
+
+/// Two ranks (pids 1000 / 1001 on GPU0 / GPU1) that step every 0.2 s until `stop`, then only send
+/// heartbeats in `phase` until `until`; both processes live until `alive`.
+Synth hung_job(double stop, double until, double alive, TrainPhase phase = TrainPhase::compute) {
+  Synth x(2, until);
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(x.s, 0, stop, 1.0, 0.2, 0.01);
+  r1.steps(x.s, 0, stop, 1.0, 0.2, 0.01);
+  r0.heartbeats(x.s, stop, until, 1.0, phase, stop);
+  r1.heartbeats(x.s, stop, until, 1.0, phase, stop);
+  job_process(x.s, 1000, 0, alive);
+  job_process(x.s, 1001, 0, alive);
+  return x;
+}
+
+TEST(DiagD23Hang, NoStepForTheWindowWhileAliveIsCritical) {
+  auto x = hung_job(100, 400, 400);
+  const auto f = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].code, "D23");
+  EXPECT_EQ(f[0].slug, "training-hang");
+  EXPECT_EQ(f[0].severity, Severity::critical);
+  EXPECT_NEAR(f[0].start_s, 100, 1e-6);  // since the last step
+  EXPECT_NEAR(f[0].end_s, 400, 1e-6);
+  EXPECT_EQ(f[0].gpus, (std::vector<unsigned>{0, 1}));
+  EXPECT_EQ(f[0].pids, (std::vector<std::uint32_t>{1000, 1001}));
+  EXPECT_NEAR(f[0].numbers.at("window_s"), 120, 1e-9);  // max(5 x 0.22 s, the 120 s floor)
+  EXPECT_NEAR(f[0].numbers.at("p90_step_s"), 0.22, 1e-3);
+  EXPECT_NEAR(f[0].numbers.at("stall_s"), 300, 1e-6);
+  EXPECT_EQ(f[0].numbers.at("ranks_stalled"), 2);
+  EXPECT_NE(f[0].evidence.find("no step completed on rank 0, rank 1"), std::string::npos) << f[0].evidence;
+  // Synth's GPUs stay at 90 %: busy without progress, the collective kind
+  EXPECT_NE(f[0].evidence.find("every job GPU is busy"), std::string::npos) << f[0].evidence;
+  ASSERT_TRUE(f[0].cost.has_value());
+  EXPECT_EQ(f[0].cost->share, 1.0);
+  EXPECT_EQ(f[0].cost->speedup, 0.0);
+}
+
+TEST(DiagD23Hang, FoundOnlyOnceTheWindowHasPassed) {
+  auto x = hung_job(100, 400, 400);
+  EXPECT_TRUE(detect_training_hang(slice(x.s, 0, 219), kTh).empty());  // 119 s: inside the window
+  EXPECT_EQ(detect_training_hang(slice(x.s, 0, 222), kTh).size(), 1u);
+}
+
+TEST(DiagD23Hang, TheWindowFollowsTheRanksOwnStepTime) {
+  // 60-s steps: the window is 5 x p90 (66 s) = 330 s, not the 120-s floor
+  Synth x(1, 2000);
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 1200, 1.0, 60, 1);
+  const double last = r0.last_step;
+  r0.heartbeats(x.s, 1200, 2000, 1.0, TrainPhase::compute, last);
+  job_process(x.s, 1000, 0, 2000);
+  EXPECT_TRUE(detect_training_hang(slice(x.s, 0, last + 320), kTh).empty());
+  const auto f = detect_training_hang(slice(x.s, 0, last + 340), kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].numbers.at("window_s"), 330, 1);
+}
+
+TEST(DiagD23Hang, NearMisses) {
+  {  // a 100-s pause, then steps again
+    Synth x(2, 400);
+    RankFeed r0(0, 1000, 0);
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r0.heartbeats(x.s, 100, 200, 1.0, TrainPhase::compute, 100);
+    r0.steps(x.s, 200, 400, 1.0, 0.2, 0.01);
+    job_process(x.s, 1000, 0, 400);
+    EXPECT_TRUE(detect_training_hang(x.s, kTh).empty());
+  }
+  {  // outside the loop (evaluation, checkpoint): phase idle
+    auto x = hung_job(100, 400, 400, TrainPhase::idle);
+    EXPECT_TRUE(detect_training_hang(x.s, kTh).empty());
+  }
+  {  // the processes ended at 100 s: a finished job, not a hang
+    Synth x(2, 400);
+    RankFeed r0(0, 1000, 0);
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    job_process(x.s, 1000, 0, 100);
+    EXPECT_TRUE(detect_training_hang(x.s, kTh).empty());
+  }
+  {  // never stepped (still loading the model): not judged
+    Synth x(1, 400);
+    RankFeed r0(0, 1000, 0);
+    r0.heartbeats(x.s, 0, 400, 1.0, TrainPhase::data, 0);
+    job_process(x.s, 1000, 0, 400);
+    EXPECT_TRUE(detect_training_hang(x.s, kTh).empty());
+  }
+}
+
+TEST(DiagD23Hang, TellsTheKindsApart) {
+  {  // one rank waits for data, the other in compute; GPUs idle
+    Synth x(2, 400);
+    RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+    r1.heartbeats(x.s, 100, 400, 1.0, TrainPhase::data, 100);
+    job_process(x.s, 1000, 0, 400);
+    job_process(x.s, 1001, 0, 400);
+    for (auto& g : x.s.gpus) x.set(g.util_gpu_pct, 100, 400, 0);
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("rank 1 waits for data while the others wait in compute"), std::string::npos)
+        << f[0].evidence;
+    EXPECT_NE(f[0].evidence.find("GPUs are idle"), std::string::npos) << f[0].evidence;
+    EXPECT_EQ(f[0].evidence.find("every job GPU is busy"), std::string::npos) << f[0].evidence;
+  }
+  {  // rank 1's process lives but sends nothing any more (the GIL held, or stopped)
+    Synth x(2, 400);
+    RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+    job_process(x.s, 1000, 0, 400);
+    job_process(x.s, 1001, 0, 400);
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].numbers.at("ranks_stalled"), 2);
+    EXPECT_NE(f[0].evidence.find("rank 1 stopped reporting"), std::string::npos) << f[0].evidence;
+  }
+}
+
+TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
+  auto x = hung_job(100, 400, 400);
+  append_train_stack(x.s, {250, 1, 1001, "D23",
+                           "Thread 0x00007f0000000001 (most recent call first):\n"
+                           "  File \"/usr/lib/python3/dist-packages/trainmon/_timing.py\", line 88 in _beat\n"
+                           "  File \"/usr/lib/python3.11/threading.py\", line 975 in run\n"
+                           "  File \"/usr/lib/python3.11/threading.py\", line 995 in _bootstrap\n\n"
+                           "Current thread 0x00007f0000000002 (most recent call first):\n"
+                           "  File \"/home/u/ddp.py\", line 12 in run\n"
+                           "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 108 in run\n"
+                           "  File \"<string>\", line 1 in <module>\n"});
+  append_train_stack(x.s, {250, 0, 1000, "D23",
+                           "Current thread 0x00007f0000000003 (most recent call first):\n"
+                           "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", "
+                           "line 1536 in all_reduce\n"
+                           "  File \"/home/u/ddp.py\", line 20 in run\n"
+                           "  File \"<string>\", line 1 in <module>\n"});
+  append_train_stack(
+      x.s, {30, 0, 1000, "", "Current thread 0x1 (most recent call first):\n  File \"a.py\", line 1 in f\n"});
+  const auto f = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  ASSERT_EQ(f[0].stacks.size(), 2u);  // the one from before the hang is not its stack
+  EXPECT_EQ(f[0].stacks[0].rank, 0);
+  EXPECT_EQ(f[0].stacks[0].where, "distributed_c10d.py:1536 in all_reduce");
+  EXPECT_EQ(f[0].stacks[0].caller, "ddp.py:20 in run");
+  EXPECT_EQ(f[0].stacks[1].rank, 1);
+  EXPECT_EQ(f[0].stacks[1].pid, 1001u);
+  EXPECT_EQ(f[0].stacks[1].where, "ddp.py:12 in run");
+  EXPECT_EQ(f[0].stacks[1].caller, "");
+  EXPECT_NE(f[0].stacks[1].main_stack.find("ddp.py\", line 12 in run"), std::string::npos);
+  EXPECT_NE(f[0].evidence.find("rank 1 is at ddp.py:12 in run"), std::string::npos) << f[0].evidence;
+  const auto text = to_text(f[0]);
+  EXPECT_NE(text.find("\n    rank 0 pid 1000 on node-a: distributed_c10d.py:1536 in all_reduce (called from "
+                      "ddp.py:20 in run)"),
+            std::string::npos)
+      << text;
+  // and the JSON round trip keeps them
+  const nlohmann::json j = f[0];
+  EXPECT_EQ(j.get<Finding>(), f[0]);
+  EXPECT_EQ(j["stacks"][1]["where"], "ddp.py:12 in run");
+}
+
+// ---- D24 -----------------------------------------------------------------------------------------
+
+/// Two ranks stepping for `seconds`: rank 0 at 0.1 s a step, rank 1 at `slow_s` (data wait `data1_s`).
+Synth two_ranks(double seconds, double slow_s, double data0_s = 0.005, double data1_s = 0.005) {
+  Synth x(2, seconds);
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(x.s, 0, seconds, 1.0, 0.1, data0_s);
+  r1.steps(x.s, 0, seconds, 1.0, slow_s, data1_s);
+  job_process(x.s, 1000, 0, seconds);
+  job_process(x.s, 1001, 0, seconds);
+  return x;
+}
+
+TEST(DiagD24Straggler, ASlowerRankIsNamedWithItsScore) {
+  auto x = two_ranks(600, 0.14);
+  const auto f = detect_straggler(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].code, "D24");
+  EXPECT_EQ(f[0].severity, Severity::warning);
+  EXPECT_EQ(f[0].gpus, std::vector<unsigned>{1});
+  EXPECT_EQ(f[0].pids, std::vector<std::uint32_t>{1001});
+  EXPECT_EQ(f[0].numbers.at("rank"), 1);
+  EXPECT_NEAR(f[0].numbers.at("score"), 0.1 / 0.14, 0.01);
+  EXPECT_NE(f[0].evidence.find("rank 1 (pid 1001 on node-a, GPU1) has a relative performance score of 0.71"),
+            std::string::npos)
+      << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("1.4x slower than the others, and every step waits for it"), std::string::npos)
+      << f[0].evidence;
+  ASSERT_TRUE(f[0].cost);
+  EXPECT_NEAR(f[0].cost->speedup, 1.4, 0.02);
+  EXPECT_EQ(f[0].cost->basis, "measured");
+}
+
+TEST(DiagD24Straggler, NearMisses) {
+  EXPECT_TRUE(detect_straggler(two_ranks(600, 0.1).s, kTh).empty());   // even
+  EXPECT_TRUE(detect_straggler(two_ranks(600, 0.12).s, kTh).empty());  // score 0.83 >= 0.75
+  Synth brief(2, 600);                                                 // slower for 60 s only
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(brief.s, 0, 600, 1.0, 0.1, 0.005);
+  r1.steps(brief.s, 0, 300, 1.0, 0.1, 0.005);
+  r1.steps(brief.s, 300, 360, 1.0, 0.2, 0.005);
+  r1.steps(brief.s, 360, 600, 1.0, 0.1, 0.005);
+  EXPECT_TRUE(detect_straggler(brief.s, kTh).empty());
+  Synth one(1, 600);  // one rank: no one to compare with
+  RankFeed only(0, 1000, 0);
+  only.steps(one.s, 0, 600, 1.0, 0.3, 0.005);
+  EXPECT_TRUE(detect_straggler(one.s, kTh).empty());
+}
+
+TEST(DiagD24Straggler, NamesTheLikelyCause) {
+  {  // its GPU throttled
+    auto x = two_ranks(600, 0.14);
+    x.set(x.gpu(1).sm_clock_mhz, 0, 600, 1000);
+    for (auto& r : x.gpu(1).clock_reasons) r = clock_event::sw_thermal_slowdown;
+    const auto f = detect_straggler(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("its GPU1 is throttled (thermal slowdown) at 1000 of 1410 MHz"),
+              std::string::npos)
+        << f[0].evidence;
+    EXPECT_NE(f[0].advice.find("Cool or power that GPU"), std::string::npos);
+  }
+  {  // another process on its GPU
+    auto x = two_ranks(600, 0.14);
+    for (std::uint32_t i = 0; i < x.rows(); ++i)
+      x.gpu(1).procs.push_back({i, 7777, 9000.f, 40.f, HostVisibility::visible, false});
+    std::stable_sort(x.gpu(1).procs.begin(), x.gpu(1).procs.end(),
+                     [](const GpuProcTick& a, const GpuProcTick& b) { return a.tick < b.tick; });
+    const auto f = detect_straggler(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("another process shares its GPU1 (pid 7777)"), std::string::npos)
+        << f[0].evidence;
+  }
+  {  // its process CPU-bound
+    auto x = two_ranks(600, 0.14);
+    auto& p = const_cast<JobProcess&>(*x.s.job.proc(1001));
+    for (std::uint32_t i = 0; i < x.rows(); ++i) {
+      p.ticks.push_back(i);
+      p.cpu_pct.push_back(99.f);
+    }
+    const auto f = detect_straggler(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("its process is CPU-bound (99 % of one core)"), std::string::npos)
+        << f[0].evidence;
+  }
+}
+
+TEST(DiagD24Straggler, InASynchronousJobTheRankThatWaitsForDataHoldsTheOthers) {
+  // every step lasts 0.2 s on both ranks (they meet in the all-reduce), but rank 1 waits 80 ms for
+  // data where rank 0 waits 5 ms: rank 0 spends that time in the collective, waiting for rank 1
+  auto x = two_ranks(600, 0.2, 0.005, 0.08);
+  for (auto& r : x.s.train.ranks) {
+    if (r.id.rank != 0) continue;
+    for (auto& w : r.rows) {  // rank 0 also takes 0.2 s a step
+      if (!w.steps) continue;
+      w.step = {static_cast<float>(w.steps * 0.2), 0.19f, 0.24f, 0.2f, 0.22f, 0.23f};
+    }
+  }
+  const auto f = detect_straggler(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].numbers.at("rank"), 1);
+  EXPECT_NEAR(f[0].numbers.at("score"), 1 - 0.075 / 0.2, 0.01);
+  EXPECT_NE(f[0].evidence.find("waits 75 ms longer for data than the others"), std::string::npos)
+      << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("its data wait is higher than the other ranks'"), std::string::npos);
+  EXPECT_TRUE(detect_data_wait(x.s, kTh).empty())
+      << "one problem, one finding: the typical rank does not wait";
+}
+
+// ---- D25 -----------------------------------------------------------------------------------------
+
+TEST(DiagD25DataWait, MeasuredShareIsTheEvidenceAndTheCost) {
+  Synth x(1, 900);
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 900, 1.0, 0.1, 0.041);
+  job_process(x.s, 1000, 0, 900);
+  auto& p = const_cast<JobProcess&>(*x.s.job.proc(1000));
+  for (std::uint32_t i = 0; i < x.rows(); ++i) {
+    p.ticks.push_back(i);
+    p.cpu_pct.push_back(98.f);
+  }
+  const auto f = detect_data_wait(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].code, "D25");
+  EXPECT_NEAR(f[0].numbers.at("data_share_pct"), 41, 0.5);
+  EXPECT_NE(f[0].evidence.find("41 % of each step waits for data"), std::string::npos) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("8 worker processes, main process at 98 % CPU"), std::string::npos)
+      << f[0].evidence;
+  ASSERT_TRUE(f[0].cost);
+  EXPECT_NEAR(f[0].cost->share, 0.41, 0.005);
+  EXPECT_NEAR(f[0].cost->speedup, 1.0 / 0.59, 0.01);
+  EXPECT_NE(cost_text(f[0]).find("costs 41 % of throughput; up to 1.7x samples/s if fixed"),
+            std::string::npos)
+      << cost_text(f[0]);
+  EXPECT_NE(f[0].advice.find("num_workers"), std::string::npos);
+}
+
+TEST(DiagD25DataWait, NearMisses) {
+  Synth low(1, 900);
+  RankFeed a(0, 1000, 0);
+  a.steps(low.s, 0, 900, 1.0, 0.1, 0.015);  // 15 % < 20 %
+  EXPECT_TRUE(detect_data_wait(low.s, kTh).empty());
+  Synth brief(1, 900);
+  RankFeed b(0, 1000, 0);
+  b.steps(brief.s, 0, 300, 1.0, 0.1, 0.005);
+  b.steps(brief.s, 300, 360, 1.0, 0.1, 0.05);  // 60 s only
+  b.steps(brief.s, 360, 900, 1.0, 0.1, 0.005);
+  EXPECT_TRUE(detect_data_wait(brief.s, kTh).empty());
+}
+
+TEST(DiagD25DataWait, TheGpuSideInferenceStandsBackWhereTheLoopIsTimed) {
+  // the GPU waits (25 %) and the job's CPU idles: D4 without the loop's timing ...
+  Synth x(1, 900);
+  x.set(x.gpu(0).util_gpu_pct, 200, 700, 25, 5);
+  ASSERT_EQ(detect_dataloader(x.s, kTh).size(), 1u);
+  // ... and only D25 with it, carrying D4's GPU figure
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 900, 1.0, 0.1, 0.06);
+  EXPECT_TRUE(detect_dataloader(x.s, kTh).empty());
+  const auto f = DiagnosisEngine{}.run_all(x.s, kTh);
+  EXPECT_TRUE(with_code(f, "D4").empty());
+  ASSERT_EQ(with_code(f, "D25").size(), 1u);
+  EXPECT_TRUE(with_code(f, "D25")[0].numbers.contains("gpu_mean_util_pct"));
+}
+
+// ---- D26 -----------------------------------------------------------------------------------------
+
+TEST(DiagD26ThroughputDrop, BelowTheSteadyLevelWithItsCost) {
+  Synth x(1, 2400);
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 1200, 1.0, 0.1, 0.005);     // 320 samples/s
+  r0.steps(x.s, 1200, 1500, 1.0, 0.2, 0.005);  // half
+  r0.steps(x.s, 1500, 2400, 1.0, 0.1, 0.005);
+  const auto f = detect_throughput_drop(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].code, "D26");
+  EXPECT_NEAR(f[0].numbers.at("steady_rate"), 320, 5);
+  EXPECT_NEAR(f[0].numbers.at("level_pct"), 50, 3);
+  EXPECT_GT(f[0].start_s, 1100);
+  EXPECT_LT(f[0].end_s, 1600);
+  ASSERT_TRUE(f[0].cost);
+  EXPECT_NEAR(f[0].cost->share, 0.5, 0.03);
+  EXPECT_NE(f[0].evidence.find("samples/s fell to"), std::string::npos) << f[0].evidence;
+}
+
+TEST(DiagD26ThroughputDrop, EvaluationAndWarmUpAreNotDrops) {
+  Synth x(1, 2400);
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 60, 1.0, 0.4, 0.005);  // warm-up: slow first minute
+  r0.steps(x.s, 60, 1200, 1.0, 0.1, 0.005);
+  r0.heartbeats(x.s, 1200, 1500, 1.0, TrainPhase::idle, 1200);  // evaluation at the epoch's end
+  r0.steps(x.s, 1500, 2400, 1.0, 0.1, 0.005);
+  EXPECT_TRUE(detect_throughput_drop(x.s, kTh).empty());
+}
+
+TEST(DiagD26ThroughputDrop, NamesTheFindingsThatOverlapIt) {
+  Synth x(1, 2400);
+  RankFeed r0(0, 1000, 0);
+  r0.steps(x.s, 0, 1200, 1.0, 0.1, 0.005);
+  r0.steps(x.s, 1200, 1500, 1.0, 0.2, 0.005);
+  r0.steps(x.s, 1500, 2400, 1.0, 0.1, 0.005);
+  x.apply(x.gpu(0).sm_clock_mhz, 1200, 1500, [](double, float) { return 900.f; });
+  for (std::size_t i = 0; i < x.rows(); ++i)
+    if (x.s.t[i] >= 1200 && x.s.t[i] <= 1500) x.gpu(0).clock_reasons[i] = clock_event::hw_thermal_slowdown;
+  const auto f = DiagnosisEngine{}.run_all(x.s, kTh);
+  const auto drops = with_code(f, "D26");
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_EQ(drops[0].related, std::vector<std::string>{"D12"});
+  EXPECT_NE(drops[0].evidence.find("overlapping: D12 clock-throttle"), std::string::npos)
+      << drops[0].evidence;
+  EXPECT_NE(drops[0].evidence.find("GPU0 slowed down"), std::string::npos) << drops[0].evidence;
+}
+
+// ---- the live path --------------------------------------------------------------------------------
+
+TEST(DiagLiveTrain, AHangOpensLiveAndItsStacksJoinIt) {
+  auto x = hung_job(100, 400, 400);
+  LiveDiagnosis live(kTh, {.every_s = 5, .window_s = 3600, .close_after_s = 60});
+  live.mutable_series() = slice(x.s, 0, 200);
+  live.evaluate();
+  EXPECT_TRUE(live.active().empty());
+  live.mutable_series() = slice(x.s, 0, 230);
+  EXPECT_TRUE(live.evaluate());
+  ASSERT_EQ(live.active().size(), 1u);
+  EXPECT_EQ(live.active()[0].code, "D23");
+  EXPECT_TRUE(live.active()[0].stacks.empty());
+  live.on_train_stack(
+      {230, 0, 1000, "D23",
+       "Current thread 0x1 (most recent call first):\n  File \"/x/ddp.py\", line 20 in run\n"});
+  live.evaluate();
+  ASSERT_EQ(live.active()[0].stacks.size(), 1u);
+  EXPECT_EQ(live.active()[0].stacks[0].where, "ddp.py:20 in run");
+  // the final answer is the offline one, stacks included
+  const auto fin = live.finish({});
+  EXPECT_EQ(fin, DiagnosisEngine{}.run_all(live.series(), kTh));
+}
+
+}  // namespace
+}  // namespace trainmon::diagnose
