@@ -259,6 +259,22 @@ std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th) {
   return out;
 }
 
+int event_gpu(int ev_gpu, const std::vector<unsigned>& jg) noexcept {
+  if (ev_gpu >= 0) return ev_gpu;
+  return jg.size() == 1 ? static_cast<int>(jg.front()) : -1;
+}
+
+bool torch_plausible(const RunSeries& s, const TrainEvent& e, int gpu) {
+  const GpuSeries* g = gpu >= 0 ? s.gpu(static_cast<unsigned>(gpu)) : nullptr;
+  if (!g || s.size() == 0) return true;
+  const double total_mib = max_of(g->mem_total_mib, 0, s.size() - 1);
+  if (na(total_mib) || total_mib <= 0) return true;
+  const double total = total_mib * 1048576.0 * 1.0001;
+  for (double b : {e.torch_allocated_bytes, e.torch_reserved_bytes, e.torch_peak_bytes})
+    if (b > total) return false;
+  return true;
+}
+
 std::string num(double v, int decimals) {
   if (na(v)) return "N/A";
   return fmt::format("{:.{}f}", v, decimals);

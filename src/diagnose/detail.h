@@ -105,6 +105,13 @@ bool has_job_processes(const RunSeries& s);
 /// The GPUs the job is meant to use: facts.gpus when known, else GPUs it held at some row.
 std::vector<unsigned> job_gpus(const RunSeries& s, const Thresholds& th);
 
+/// The GPU a training event is about: its own `gpu` when the process knew its device, else the job's
+/// only GPU when it uses exactly one (`job_gpus`), else -1. Findings about one GPU's memory name it.
+int event_gpu(int ev_gpu, const std::vector<unsigned>& job_gpus) noexcept;
+/// False when a training event's PyTorch memory cannot be true on GPU `gpu` (allocated, reserved or
+/// peak above the GPU's total memory): such an event is not evidence. True when unknown.
+bool torch_plausible(const RunSeries& s, const TrainEvent& e, int gpu);
+
 /// "12.3" style number formatting for evidence sentences.
 std::string num(double v, int decimals = 0);
 /// "1 h 05 min", "42 s" style durations.

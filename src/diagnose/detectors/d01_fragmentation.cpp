@@ -28,9 +28,12 @@ std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& 
     double t0 = 0, t1 = 0, worst_gap = 0, worst_alloc = 0, worst_res = 0, retries = 0, ooms = 0;
   };
   std::map<int, Acc> acc;
+  const auto jg = job_gpus(s, th);
   for (const auto& e : s.train_events) {
     if (e.torch_allocated_bytes < 0 || e.torch_reserved_bytes < 0) continue;
-    auto& a = acc[e.gpu];
+    const int gpu = event_gpu(e.gpu, jg);  // a process that does not know its device: the job's GPU
+    if (!torch_plausible(s, e, gpu)) continue;
+    auto& a = acc[gpu];
     a.retries = std::max(a.retries, e.num_alloc_retries);
     a.ooms = std::max(a.ooms, e.num_ooms);
     const double alloc = e.torch_allocated_bytes / kMiB, res = e.torch_reserved_bytes / kMiB;

@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // D2 ddp-imbalance: in a multi-GPU job every GPU holds the job, yet their mean utilisations differ
 // by more than imbalance_spread_pct while the busiest is at least imbalance_high_pct (MISSION §4 D2).
-// GPUs the job does not hold at all are D8's case, not this one.
+// GPUs the job does not hold at all are D8's case, not this one. In a synchronous job the slow GPU is
+// often the busiest one and the others wait for it: when the busiest GPU is throttled (thermal,
+// hardware slowdown or power cap reasons on at least half of the rows) or clocked below
+// throttle_clock_frac of its maximum, the finding names it as the straggler and advises on that GPU,
+// not on the data loader. Rows the training loop's own timing covers are D24's (the measured
+// straggler score), so they are left out here: one problem, one finding.
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::diagnose {
@@ -29,7 +35,9 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
   }
   const std::size_t n = s.size();
   std::vector<std::uint8_t> cond(n, 0);
+  const auto timed = timed_rows(s, th.window_s);
   for (std::size_t i = 0; i < n; ++i) {
+    if (timed[i]) continue;
     float lo = 1e9f, hi = -1e9f;
     bool ok = true;
     for (std::size_t k = 0; k < gs.size() && ok; ++k) {
@@ -62,14 +70,57 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
                              num(means[khi]), num(spread), num(th.imbalance_spread_pct));
     if (!na(main_cpu))
       f.evidence += fmt::format("; main process at {} % CPU (100 % = one core)", num(main_cpu));
-    f.advice =
-        "Healthy multi-GPU training moves all GPUs together (spread under 15 points). Check that every rank "
-        "gets the same share of data (DistributedSampler), that the dataset sits on a local SSD, and tune "
-        "DataLoader workers per rank with pin_memory=True; a single main process near one full core "
-        "points at rank 0 doing extra work (logging, evaluation, data preparation).";
+    // Is the busiest GPU the straggler? Its clock event reasons and its clock against its maximum.
+    const GpuSeries& busy = *gs[khi];
+    std::size_t rows = 0, thermal = 0, hw = 0, power = 0;
+    for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
+      const auto r = busy.clock_reasons[i];
+      if (r == kReasonsNA) continue;
+      ++rows;
+      thermal += (r & (clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown)) != 0;
+      hw += (r & (clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown)) != 0;
+      power += (r & clock_event::sw_power_cap) != 0;
+    }
+    const double clk = mean(busy.sm_clock_mhz, ep.i0, ep.i1),
+                 clk_max = last_of(busy.sm_clock_max_mhz, ep.i0, ep.i1);
+    const bool low_clock = !na(clk) && !na(clk_max) && clk_max > 0 && clk < th.throttle_clock_frac * clk_max;
+    const char* why = rows && thermal * 2 >= rows              ? "thermal slowdown"
+                      : rows && hw * 2 >= rows                 ? "hardware slowdown"
+                      : rows && power * 2 >= rows && low_clock ? "power cap"
+                                                               : nullptr;
+    if (why || low_clock) {
+      put(f.numbers, "straggler_gpu", busy.index);
+      put(f.numbers, "sm_clock_mhz", clk);
+      put(f.numbers, "sm_clock_max_mhz", clk_max);
+      f.evidence += fmt::format(
+          "; GPU{} is the busiest because it is the slowest: {}{}, and the others wait for it every step",
+          busy.index, why ? fmt::format("throttled ({})", why) : std::string("clocked below its maximum"),
+          !na(clk) && !na(clk_max) ? fmt::format(" at {} of {} MHz", num(clk), num(clk_max)) : "");
+      f.advice = fmt::format(
+          "GPU{} is the straggler: in a synchronous job every GPU waits for the slowest. Fix that GPU, not "
+          "the "
+          "data loader: check its cooling (airflow, fans, blocked intakes) and power (`nvidia-smi -q -d "
+          "PERFORMANCE,POWER,TEMPERATURE` shows why it slows down), or run the job without it.",
+          busy.index);
+      // The job runs at the straggler's clock: fixing it gives at most max / now (estimated).
+      if (!na(clk) && !na(clk_max) && clk > 0 && clk < clk_max) set_cost(f, 1.0 - clk / clk_max, "estimated");
+    } else {
+      f.advice =
+          "Healthy multi-GPU training moves all GPUs together (spread under 15 points). Check that every "
+          "rank "
+          "gets the same share of data (DistributedSampler), that the dataset sits on a local SSD, and tune "
+          "DataLoader workers per rank with pin_memory=True; a single main process near one full core "
+          "points at rank 0 doing extra work (logging, evaluation, data preparation).";
+      // The GPUs below the busiest one wait: the share of GPU time lost (estimated).
+      double sum = 0;
+      for (double m : means) sum += m;
+      if (means[khi] > 0)
+        set_cost(f, 1.0 - sum / static_cast<double>(means.size()) / means[khi], "estimated");
+    }
     f.thresholds = {{"imbalance_spread_pct", th.imbalance_spread_pct},
                     {"imbalance_high_pct", th.imbalance_high_pct},
                     {"imbalance_for_s", th.imbalance_for_s},
+                    {"throttle_clock_frac", th.throttle_clock_frac},
                     {"window_s", th.window_s}};
     out.push_back(std::move(f));
   }

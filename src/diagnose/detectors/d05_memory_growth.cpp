@@ -31,17 +31,18 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
   for (const auto& e : s.train_events) {
     if (e.kind != "epoch_end") continue;
     any_epoch = true;
+    const int gi = event_gpu(e.gpu, jg);  // one job GPU: the events are about it
+    if (!torch_plausible(s, e, gi)) continue;
     double v = e.torch_allocated_bytes >= 0  ? e.torch_allocated_bytes / kMiB
                : e.torch_reserved_bytes >= 0 ? e.torch_reserved_bytes / kMiB
                                              : NAN;
     if (na(v)) {
-      const int gi = e.gpu >= 0 ? e.gpu : (jg.size() == 1 ? static_cast<int>(jg[0]) : -1);
       if (const auto* g = gi >= 0 ? s.gpu(static_cast<unsigned>(gi)) : nullptr) {
         const std::size_t r = std::min(row_at(s, e.t), s.size() ? s.size() - 1 : 0);
         if (s.size()) v = last_of(g->mem_used_mib, 0, r);
       }
     }
-    if (!na(v)) per_gpu[e.gpu].push_back({e.epoch, e.t, v});
+    if (!na(v)) per_gpu[gi].push_back({e.epoch, e.t, v});
   }
 
   for (auto& [gpu, all] : per_gpu) {

@@ -64,6 +64,8 @@ std::vector<Finding> detect_ddp_not_running(const RunSeries& s, const Thresholds
         "launcher, pass the device list as a list ([0,1]), and check NCCL (NCCL_DEBUG=INFO, "
         "NCCL_SOCKET_TIMEOUT, "
         "NCCL_IB_DISABLE=1 on hosts without InfiniBand, NCCL_P2P_DISABLE for broken peer-to-peer).";
+    // One GPU of N works: the others would multiply throughput by up to N (estimated, linear scaling).
+    set_cost(f, 1.0 - 1.0 / static_cast<double>(gs.size()), "estimated");
     f.thresholds = {{"imbalance_high_pct", th.imbalance_high_pct},
                     {"idle_util_pct", th.idle_util_pct},
                     {"imbalance_for_s", th.imbalance_for_s},

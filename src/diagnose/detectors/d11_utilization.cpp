@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // D11 low-utilization: mean utilisation of each GPU the job used, over the rows it held it (at least
 // util_min_span_s): under low_util_pct is waste (warning); low_util_pct..healthy_util_low_pct is
-// headroom (info); healthy_util_low_pct..healthy_util_high_pct is healthy (info). MISSION §4 D11, §7.
-// One finding per band, naming every GPU in it.
+// headroom (info). MISSION §4 D11, §7. One finding per band, naming every GPU in it. A GPU inside
+// the healthy band (healthy_util_low_pct and up) gives no finding: "nothing to do" is not one.
 #include <array>
 
 #include <fmt/format.h>
@@ -21,7 +21,7 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
     std::vector<double> means;
     double t0 = 1e300, t1 = -1e300;
   };
-  std::array<Band, 3> bands;  // waste, headroom, healthy
+  std::array<Band, 2> bands;  // waste, headroom
   for (auto idx : job_gpus(s, th)) {
     const auto* g = s.gpu(idx);
     if (!g) continue;
@@ -42,9 +42,7 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
       b = 0;
     else if (m < th.healthy_util_low_pct)
       b = 1;
-    else if (m <= th.healthy_util_high_pct)
-      b = 2;
-    if (b < 0) continue;
+    if (b < 0) continue;  // healthy (or above): nothing to do, no finding
     auto& band = bands[static_cast<std::size_t>(b)];
     band.gpus.push_back(idx);
     band.means.push_back(m);
@@ -62,21 +60,20 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
       list += fmt::format("{}GPU{} {} %", list.empty() ? "" : ", ", band.gpus[k], num(band.means[k]));
     }
     static constexpr const char* kWhat[] = {"below {} %: most of the GPU time is wasted",
-                                            "between {} and {} %: there is headroom",
-                                            "inside the healthy {}-{} % band"};
+                                            "between {} and {} %: there is headroom"};
     const std::string what =
-        b == 0   ? fmt::format(fmt::runtime(kWhat[0]), num(th.low_util_pct))
-        : b == 1 ? fmt::format(fmt::runtime(kWhat[1]), num(th.low_util_pct), num(th.healthy_util_low_pct))
-                 : fmt::format(fmt::runtime(kWhat[2]), num(th.healthy_util_low_pct),
-                               num(th.healthy_util_high_pct));
+        b == 0 ? fmt::format(fmt::runtime(kWhat[0]), num(th.low_util_pct))
+               : fmt::format(fmt::runtime(kWhat[1]), num(th.low_util_pct), num(th.healthy_util_low_pct));
     f.evidence = fmt::format("mean utilisation while the job held the GPU: {}; {}", list, what);
     f.advice =
-        b == 2 ? "Nothing to do: utilisation is healthy."
-        : b == 1
-            ? "Some headroom left: a larger batch (see D22), more DataLoader workers or AMP can raise "
-              "throughput."
-            : "The GPU mostly waits. Look at the other findings (D4 data loading, D18 disk, D19 CPU, D2/D8 "
-              "multi-GPU) for the cause; a larger batch or more workers usually help.";
+        b == 1 ? "Some headroom left: a larger batch (see D22), more DataLoader workers or AMP can raise "
+                 "throughput."
+               : "The GPU mostly waits. Look at the other findings (D4/D25 data loading, D18 disk, D19 CPU, "
+                 "D2/D8/D24 multi-GPU) for the cause; a larger batch or more workers usually help.";
+    // Against a healthy utilisation: the share of the GPU time the job leaves unused (estimated).
+    double msum = 0;
+    for (double m : band.means) msum += m;
+    set_cost(f, 1.0 - msum / static_cast<double>(band.means.size()) / th.healthy_util_high_pct, "estimated");
     f.thresholds = {{"low_util_pct", th.low_util_pct},
                     {"healthy_util_low_pct", th.healthy_util_low_pct},
                     {"healthy_util_high_pct", th.healthy_util_high_pct},

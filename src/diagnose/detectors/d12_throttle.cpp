@@ -2,8 +2,10 @@
 // D12 clock-throttle: clocks_event_reasons.active (NVML-NOTES §6.2) names a power, thermal or
 // hardware slowdown on a GPU under load (utilisation >= busy_util_pct, GpuIdle bit clear) for
 // throttle_for_s. One finding per GPU and cause; evidence adds the clock vs its maximum, the
-// temperature vs the slowdown threshold and the growth of the violation counters. Power-cap
-// throttling under full load is normal (info); thermal and hardware slowdowns are warnings.
+// temperature vs the slowdown threshold and the growth of the violation counters. Thermal and
+// hardware slowdowns are warnings. Holding the power cap under full load is what a busy GPU does:
+// it is a finding (info) only when it costs, i.e. the mean SM clock stays under
+// throttle_clock_frac of the maximum ("nothing to do" is not a finding).
 #include <array>
 
 #include <fmt/format.h>
@@ -60,6 +62,10 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
         }
         const double clk = mean(g.sm_clock_mhz, ep.i0, ep.i1),
                      clk_max = last_of(g.sm_clock_max_mhz, ep.i0, ep.i1);
+        const bool below = !na(clk) && !na(clk_max) && clk_max > 0 && clk < th.throttle_clock_frac * clk_max;
+        if (cause.sev == Severity::info && !below) continue;  // at the cap with full clocks: healthy
+        if (!na(clk) && !na(clk_max) && clk_max > 0 && clk < clk_max)
+          set_cost(f, 1.0 - clk / clk_max, "estimated");  // throughput scales at most with the clock
         const double temp = max_of(g.temp_c, ep.i0, ep.i1), slow = last_of(g.temp_slowdown_c, ep.i0, ep.i1);
         const auto& viol = g.*(cause.viol);
         const double dv = last_of(viol, ep.i0, ep.i1) - first_of(viol, ep.i0, ep.i1);
@@ -80,7 +86,9 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
         if (!na(slow)) f.evidence += fmt::format(" (slowdown at {} °C)", num(slow));
         if (!na(dv)) f.evidence += fmt::format("; violation counter +{} s", num(dv, 1));
         f.advice = cause.advice;
-        f.thresholds = {{"throttle_for_s", th.throttle_for_s}, {"busy_util_pct", th.busy_util_pct}};
+        f.thresholds = {{"throttle_for_s", th.throttle_for_s},
+                        {"busy_util_pct", th.busy_util_pct},
+                        {"throttle_clock_frac", th.throttle_clock_frac}};
         out.push_back(std::move(f));
       }
     }

@@ -22,17 +22,21 @@ std::vector<Finding> detect_batch_size(const RunSeries& s, const Thresholds& th)
   constexpr double kMiB = 1048576.0;
   std::map<int, std::map<int, double>> peaks;  // gpu -> batch -> peak MiB
   std::map<int, double> t0, t1;
+  const auto jg = job_gpus(s, th);
   for (const auto& e : s.train_events) {
     const double b = e.torch_peak_bytes >= 0 ? e.torch_peak_bytes : e.torch_reserved_bytes;
     if (e.batch_size <= 0 || b < 0) continue;
-    auto& p = peaks[e.gpu][e.batch_size];
+    // A process that does not know its device speaks of the job's GPU when it has one; with several
+    // the GPU is unknown and no advice is given (it would be a guess).
+    const int gpu = event_gpu(e.gpu, jg);
+    if (gpu < 0 || !torch_plausible(s, e, gpu)) continue;
+    auto& p = peaks[gpu][e.batch_size];
     p = std::max(p, b / kMiB);
-    if (!t0.contains(e.gpu)) t0[e.gpu] = e.t;
-    t1[e.gpu] = e.t;
+    if (!t0.contains(gpu)) t0[gpu] = e.t;
+    t1[gpu] = e.t;
   }
-  const auto jg = job_gpus(s, th);
   for (const auto& [gpu, by_batch] : peaks) {
-    const int gi = gpu >= 0 ? gpu : (jg.empty() ? -1 : static_cast<int>(jg[0]));
+    const int gi = gpu;
     const auto* g = gi >= 0 ? s.gpu(static_cast<unsigned>(gi)) : nullptr;
     if (!g || s.size() == 0) continue;
     const double total = last_of(g->mem_total_mib, 0, s.size() - 1);
@@ -50,7 +54,9 @@ std::vector<Finding> detect_batch_size(const RunSeries& s, const Thresholds& th)
       if (!fit.ok() || fit.slope <= 0) continue;
       const double budget = total * (1.0 - th.batch_margin_frac);
       const double max_batch = std::floor((budget - fit.intercept) / fit.slope);
-      if (max_batch < 1) continue;
+      // No larger batch than the one already run fits: nothing to change, not a finding (D21
+      // speaks when memory is near full).
+      if (max_batch < 1 || max_batch <= by_batch.rbegin()->first) continue;
       put(f.numbers, "fixed_mib", fit.intercept);
       put(f.numbers, "per_sample_mib", fit.slope);
       put(f.numbers, "r2", fit.r2);
@@ -75,6 +81,7 @@ std::vector<Finding> detect_batch_size(const RunSeries& s, const Thresholds& th)
       const double used = !na(driver_used) ? driver_used : peak;
       if (used <= th.batch_reserve_mib) continue;
       const double max_batch = std::floor(b * (total - th.batch_reserve_mib) / (used - th.batch_reserve_mib));
+      if (max_batch <= b) continue;  // nothing larger fits: nothing to change
       put(f.numbers, "batch", b);
       put(f.numbers, "used_mib", used);
       put(f.numbers, "max_batch", max_batch);

@@ -77,7 +77,7 @@ TEST(DiagD19CpuBound, MainProcessPinnedWithFewWorkers) {
   EXPECT_NE(f[0].advice.find("num_workers"), std::string::npos);
   Synth sat(1, 600);
   gpus_wait(sat, 100, 400);
-  sat.set(sat.s.host.cpu_busy_pct, 100, 400, 97);
+  sat.set(sat.s.job.cpu_pct, 100, 400, 31 * 100);  // the job's own processes on 31 of 32 cores
   f = detect_cpu_bound(sat.s, kTh);
   ASSERT_EQ(f.size(), 1u);
   EXPECT_NE(f[0].advice.find("augmentation"), std::string::npos);

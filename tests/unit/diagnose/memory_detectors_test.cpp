@@ -251,5 +251,80 @@ TEST(DiagD22BatchSize, OnePointUsesTheMissionFormula) {
   EXPECT_TRUE(detect_batch_size(none.s, kTh).empty());
 }
 
+// ---- kinds of mistakes (issue 18) -----------------------------------------------------------------
+
+TEST(DiagMemoryNaming, EventsFromAProcessThatDoesNotKnowItsDeviceNameTheJobsOnlyGpu) {
+  // D1 from torch events with gpu -1 on a one-GPU job: GPU0 (it was nameless)
+  Synth x(1, 600);
+  for (int k = 0; k < 5; ++k) {
+    auto e = mem_event(100 + 60 * k, 10240, 20480);
+    e.gpu = -1;
+    x.s.train_events.push_back(e);
+  }
+  auto f = detect_fragmentation(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].gpus, std::vector<unsigned>{0});
+  // D5 from epoch ends alike
+  Synth y(1, 600);
+  for (int ep = 0; ep < 6; ++ep) {
+    TrainEvent e;
+    e.t = 50.0 + 90 * ep;
+    e.kind = "epoch_end";
+    e.epoch = ep;
+    e.torch_allocated_bytes = (20000 + 400.0 * ep) * kMiB;
+    y.s.train_events.push_back(e);
+  }
+  f = detect_memory_growth(y.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].gpus, std::vector<unsigned>{0});
+  // D22 with two job GPUs and events that do not say which: no advice (it would be a guess)
+  Synth z(2, 600);
+  int k = 0;
+  for (int b : {16, 32, 64}) {
+    TrainEvent e;
+    e.t = 100.0 * ++k;
+    e.kind = "batch_end";
+    e.batch_size = b;
+    e.torch_peak_bytes = (3000 + 150.0 * b) * kMiB;
+    z.s.train_events.push_back(e);
+  }
+  EXPECT_TRUE(detect_batch_size(z.s, kTh).empty());
+  z.s.facts.gpus = {1};  // one job GPU: that one
+  f = detect_batch_size(z.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].gpus, std::vector<unsigned>{1});
+}
+
+TEST(DiagImpossibleReadings, NoFindingRestsOnThem) {
+  // memory used above total on GPU0 for 5 min: D21 "near full" would rest on an impossible reading
+  Synth x(1, 600);
+  x.set(x.gpu(0).mem_used_mib, 100, 400, 90000);  // of 81920 MiB
+  ASSERT_EQ(detect_memory_near_full(x.s, kTh).size(), 1u) << "the raw column would give a finding";
+  drop_impossible(x.s, 0, x.rows() - 1);
+  EXPECT_TRUE(detect_memory_near_full(x.s, kTh).empty());
+  EXPECT_TRUE(std::isnan(x.gpu(0).mem_used_mib[200]));
+  EXPECT_FALSE(std::isnan(x.gpu(0).mem_used_mib[50]));
+  // used and reserved each below total but their sum above it
+  Synth sum(1, 600);
+  sum.set(sum.gpu(0).mem_used_mib, 100, 400, 60000);
+  sum.set(sum.gpu(0).mem_reserved_mib, 100, 400, 30000);
+  drop_impossible(sum.s, 0, sum.rows() - 1);
+  EXPECT_TRUE(detect_memory_near_full(sum.s, kTh).empty());
+  // a GPU temperature it cannot reach, and a process holding more than the GPU has
+  Synth hot(1, 600);
+  hot.set(hot.gpu(0).temp_c, 100, 200, 180);
+  for (auto& p : hot.gpu(0).procs)
+    if (p.tick >= 100 && p.tick <= 200) p.used_mib = 1e6f;
+  drop_impossible(hot.s, 0, hot.rows() - 1);
+  EXPECT_TRUE(std::isnan(hot.gpu(0).temp_c[150]));
+  EXPECT_FALSE(std::isnan(hot.gpu(0).temp_c[50]));
+  EXPECT_TRUE(std::isnan(hot.gpu(0).procs[150].used_mib));
+  EXPECT_EQ(hot.gpu(0).procs[50].used_mib, 29500.f);
+  // torch memory above the GPU's total is not evidence either (D1)
+  Synth t(1, 600);
+  for (int k = 0; k < 5; ++k) t.s.train_events.push_back(mem_event(100 + 60 * k, 100000, 200000));
+  EXPECT_TRUE(detect_fragmentation(t.s, kTh).empty());
+}
+
 }  // namespace
 }  // namespace trainmon::diagnose

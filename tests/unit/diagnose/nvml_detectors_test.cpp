@@ -96,6 +96,7 @@ TEST(DiagD12Throttle, ThermalUnderLoadIsAWarningPowerCapInfo) {
   for (std::size_t i = 100; i <= 200; ++i) g.clock_reasons[i] = clock_event::sw_thermal_slowdown;
   for (std::size_t i = 300; i <= 400; ++i) g.clock_reasons[i] = clock_event::sw_power_cap;
   x.set(g.sm_clock_mhz, 100, 200, 1100);
+  x.set(g.sm_clock_mhz, 300, 400, 1150);  // the cap costs: 1150 of 1410 MHz
   x.set(g.temp_c, 100, 200, 88);
   x.apply(g.viol_thermal_s, 100, 600,
           [](double t, float) { return static_cast<float>(std::min(t, 200.0) - 100); });
@@ -110,6 +111,12 @@ TEST(DiagD12Throttle, ThermalUnderLoadIsAWarningPowerCapInfo) {
   EXPECT_NEAR(th.numbers.at("violation_s"), 100, 1e-3);
   EXPECT_NEAR(th.numbers.at("temp_slowdown_c"), 87, 1e-6);
   EXPECT_EQ(pw.severity, Severity::info);
+  ASSERT_TRUE(pw.cost);
+  EXPECT_NEAR(pw.cost->share, 1 - 1150.0 / 1410, 0.01);
+  // at the cap with the clock at its maximum: a busy GPU doing its job, nothing to do, no finding
+  Synth full(1, 600);
+  for (std::size_t i = 300; i <= 400; ++i) full.gpu(0).clock_reasons[i] = clock_event::sw_power_cap;
+  EXPECT_TRUE(detect_throttle(full.s, kTh).empty());
 }
 
 TEST(DiagD12Throttle, NearMisses) {
