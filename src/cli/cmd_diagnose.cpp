@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon diagnose RUN [--json] [--threshold name=value]... [--config FILE]`: re-runs every
-// detector on a recorded run and prints the findings (one line each, or a JSON array).
+// detector on a recorded run and prints the findings (one line each, or a JSON array), what to fix
+// first first: critical faults, then by what each costs (diagnose::rank_findings). A hang's stacks
+// (stored when trainmon asked the ranks) come with it: the line each rank is stuck on.
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -75,6 +77,8 @@ int diagnose(const DiagnoseOptions& o) {
   }
   auto findings = diagnose::DiagnosisEngine{}.run_all(*series, th);
   std::erase_if(findings, [min](const diagnose::Finding& f) { return f.severity < min; });
+  const double span = series->t.empty() ? 0.0 : series->t.back() - series->t.front();
+  diagnose::rank_findings(findings, span);
   if (o.json) {
     const nlohmann::json j = findings;
     std::puts(text::json_dump(j, 2).c_str());

@@ -8,6 +8,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/run_stats.h"
 #include "trainmon/recorder/session.h"
+#include "trainmon/recorder/stack_capture.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
@@ -193,7 +195,11 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
                  run_id ? fmt::format(" as run {} ({})", run_id, db_path).c_str() : "");
   }
 
-  diagnose::LiveDiagnosis live(th);  // the live diagnosis (below); the resource line reads its series
+  // The live diagnosis (below); the resource line reads its series. It evaluates every 10 s, more
+  // often when the hang window is shorter (tests), so a hang is found within its window and a half.
+  diagnose::LiveOptions live_opt;
+  live_opt.every_s = std::clamp(th.hang_floor_s / 2, 1.0, 10.0);
+  diagnose::LiveDiagnosis live(th, live_opt);
   // ---- monitoring: any failure here stops monitoring, never the command ----
   std::unique_ptr<Sampler> sampler;
   std::unique_ptr<recorder::RecorderSession> session;
@@ -244,6 +250,48 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     update.windows = std::move(tick.windows);
     update.ranks = std::move(tick.ranks);
     return update;
+  };
+
+  // ---- a hang: ask the job's Python processes for their stacks (docs/diagnosis.md D23) ----
+  auto ask_for_stacks = [&](const std::vector<std::uint32_t>& job_pids) {
+    if (!channel) return;
+    std::vector<recorder::StackTarget> targets;
+    for (const auto& r : channel->ranks()) {
+      if (r.stack_signal <= 0 || r.pid == 0) continue;
+      if (!std::binary_search(job_pids.begin(), job_pids.end(), r.pid)) continue;  // the job's only
+      targets.push_back({r.key, r.pid, r.stack_signal});
+    }
+    if (targets.empty()) {
+      if (!o.quiet) std::fprintf(stderr, "trainmon: no process of the job can send its stacks\n");
+      return;
+    }
+    recorder::StackCaptureOptions sco;
+    sco.proc_root = global.proc_root;
+    sco.directory = channel->directory();
+    const std::int64_t asked_unix = now_ns(CLOCK_REALTIME);
+    const double asked_t = static_cast<double>(asked_unix - start_unix) / 1e9;
+    recorder::TrainUpdate update;
+    for (auto& res : recorder::capture_stacks(targets, sco)) {
+      if (res.text.empty()) {
+        if (!o.quiet)
+          std::fprintf(stderr, "trainmon: no stacks from pid %u: %s\n", res.target.pid, res.skipped.c_str());
+        continue;
+      }
+      live.on_train_stack({asked_t, res.target.rank_key, res.target.pid, "D23", res.text});
+      update.stacks.push_back({asked_unix, res.target.rank_key, res.target.pid, "D23", std::move(res.text)});
+    }
+    if (update.stacks.empty()) return;
+    if (session) session->add_train(std::move(update));
+    live.evaluate();  // the open hang finding now names the line each rank is stuck on
+    if (o.quiet) return;
+    for (const auto& f : live.active()) {
+      if (f.code != "D23") continue;
+      for (const auto& st : f.stacks)
+        std::fprintf(stderr, "trainmon: %s pid %u is at %s%s\n",
+                     st.rank >= 0 ? fmt::format("rank {}", st.rank).c_str() : "process", st.pid,
+                     st.where.empty() ? "(no Python frame)" : st.where.c_str(),
+                     st.caller.empty() ? "" : (" (called from " + st.caller + ")").c_str());
+    }
   };
 
   // ---- observers (alerts): one that throws is reported and left out from then on ----
@@ -326,13 +374,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
             limits_said = std::move(said);
           }
         }
-        live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child),
-                                                    std::move(job_pids), std::nullopt});
+        live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child), job_pids,
+                                                    std::nullopt});
+        bool hang_opened = false;
         for (; announced < live.history().size(); ++announced) {
-          if (!o.quiet)
-            std::fprintf(stderr, "trainmon: %s\n",
-                         diagnose::to_text(live.history()[announced].finding).c_str());
+          const auto& found = live.history()[announced].finding;
+          hang_opened = hang_opened || found.code == "D23";
+          if (!o.quiet) std::fprintf(stderr, "trainmon: %s\n", diagnose::to_text(found).c_str());
         }
+        if (hang_opened) ask_for_stacks(job_pids);
         if (!observers.empty() || state_file) active = live.active();
         if (state_file) {
           const double now_s = static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9;
@@ -424,6 +474,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     facts.root_pid = static_cast<std::uint32_t>(*child);
     try {
       findings = live.finish(facts);
+      // What to fix first: critical faults, then by what each costs (docs/diagnosis.md "Cost").
+      diagnose::rank_findings(*findings, static_cast<double>(end_elapsed_ms) / 1e3);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "trainmon: no diagnosis: %s\n", e.what());
     }

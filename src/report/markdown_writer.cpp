@@ -133,10 +133,29 @@ std::string write_markdown(const json& m) {
       if (f.contains("gpus") && !f["gpus"].empty()) {
         for (const auto& g : f["gpus"]) where += (where.empty() ? " GPU " : ",") + g.dump();
       }
-      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}\n  → {}\n", cell(str(f, "severity")),
+      std::string cost;
+      if (f.contains("cost") && f["cost"].is_object()) {
+        const double share = f["cost"].value("share", 0.0), speedup = f["cost"].value("speedup", 0.0);
+        cost = speedup > 0
+                   ? fmt::format(" **Cost: {:.0f} % of throughput; up to {:.2g}× if fixed{}.**", 100 * share,
+                                 speedup, f["cost"].value("basis", "") == "estimated" ? " (estimated)" : "")
+                   : std::string(" **Cost: no step completes.**");
+      }
+      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}{}\n  → {}\n", cell(str(f, "severity")),
                          cell(str(f, "code")), cell(str(f, "slug")), cell(str(f, "title")),
                          f.value("start_s", 0.0), f.value("end_s", 0.0), where, cell(str(f, "evidence")),
-                         cell(str(f, "advice")));
+                         cost, cell(str(f, "advice")));
+      if (f.contains("stacks") && f["stacks"].is_array()) {
+        for (const auto& st : f["stacks"]) {
+          const int rank = st.value("rank", -1);
+          out += fmt::format(
+              "  - {} pid {}: {}{}\n", rank >= 0 ? fmt::format("rank {}", rank) : "process",
+              st.value("pid", 0), text::markdown_code_span(str(st, "where"), false),
+              str(st, "caller").empty()
+                  ? ""
+                  : fmt::format(" (called from {})", text::markdown_code_span(str(st, "caller"), false)));
+        }
+      }
     }
   }
 

@@ -120,6 +120,8 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
   } else {
     notes.push_back("findings could not be read: " + f.error().message);
   }
+  // What to fix first: critical faults, then by cost (also for stores written before the ranking).
+  diagnose::rank_findings(findings, series.t.empty() ? 0.0 : series.t.back() - series.t.front());
   add_findings(model, findings);
 
   if (auto p = process_table(st, run_id)) {

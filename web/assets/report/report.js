@@ -115,8 +115,24 @@
       el('span', { class: 'sev sev-' + f.severity }, f.severity),
       el('b', {}, `${f.code} ${f.title}`), ` · ${range}${where} `,
       first ? el('a', { href: '#chart-' + first, class: 'goto' }, 'show on chart') : null);
-    fsec.append(el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head,
-      el('p', { class: 'evidence' }, f.evidence), el('p', { class: 'advice' }, '→ ' + f.advice)));
+    const box = el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head,
+      el('p', { class: 'evidence' }, f.evidence));
+    if (f.cost) {
+      const basis = f.cost.basis === 'estimated' ? ' (estimated from the GPU side)' : '';
+      box.append(el('p', { class: 'cost' }, f.cost.speedup > 0
+        ? `Costs ${Math.round(100 * f.cost.share)} % of throughput${basis}: up to ${f.cost.speedup.toPrecision(2)}× samples/s if fixed.`
+        : 'Costs all of the throughput: no step completes.'));
+    }
+    for (const st of f.stacks || []) {
+      const who = st.rank >= 0 ? `rank ${st.rank}` : 'process';
+      const d = el('details', { class: 'stack' },
+        el('summary', {}, `${who} pid ${st.pid}${st.host ? ' on ' + st.host : ''}: ${st.where || '(no Python frame)'}` +
+          (st.caller ? ` (called from ${st.caller})` : '')),
+        el('pre', {}, st.main_stack || ''));
+      box.append(d);
+    }
+    box.append(el('p', { class: 'advice' }, '→ ' + f.advice));
+    fsec.append(box);
   }
   root.append(fsec);
 
