@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // Diagnosis speed: every detector over a simulated 24 h x 8 GPU run sampled at 1 s (target: under
-// 2 s), and one live evaluation over the last hour of it (what LiveDiagnosis does every N seconds).
+// 2 s), and one live evaluation over the last hour of it (what LiveDiagnosis does every N seconds):
+// without training ranks (BM_LiveEvaluateHour8Gpus, as measured before D23-D26 existed), with the
+// 8 ranks' step timing (BM_LiveEvaluateHour8GpusRanks: a row per rank and second, a straggler and a
+// data-wait stretch) and, for a ratio within one run, only the detectors D1-D22 on the hour with ranks
+// (BM_LiveEvaluateHour8GpusRanksD1toD22). Target (issue 18): the hour with ranks under 1.5x the
+// evaluation without D23-D26.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 
+#include "diagnose/detail.h"
 #include "trainmon/diagnose/engine.h"
 #include "unit/diagnose/synth.h"
+#include "unit/diagnose/train_synth.h"
 
 namespace {
 using trainmon::diagnose::DiagnosisEngine;
@@ -71,6 +78,57 @@ void BM_LiveEvaluateHour8Gpus(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(live.evaluate());
 }
 BENCHMARK(BM_LiveEvaluateHour8Gpus)->Unit(benchmark::kMillisecond);
+
+/// The last hour of the day run with 8 training ranks (one per GPU, pid 1000 + g) reporting every
+/// second: 0.1-s steps, rank 5 a straggler (0.14 s) for 20 min, every rank waiting 30 % for data for
+/// 10 min, each rank's process in the job tree.
+const RunSeries& hour_with_ranks() {
+  static const RunSeries series = [] {
+    const auto& day = day_run();
+    const double t1 = day.t.back(), t0 = t1 - 3600;
+    RunSeries s = trainmon::diagnose::slice(day, t0, t1);
+    for (unsigned g = 0; g < 8; ++g) {
+      trainmon::diagnose::testing::RankFeed r(static_cast<int>(g), 1000 + g, static_cast<int>(g));
+      r.id.world_size = 8;
+      r.steps(s, t0, t0 + 1200, 1.0, 0.1, 0.005);
+      r.steps(s, t0 + 1200, t0 + 2400, 1.0, g == 5 ? 0.14 : 0.1, 0.005);
+      r.steps(s, t0 + 2400, t0 + 3000, 1.0, 0.1, 0.03);
+      r.steps(s, t0 + 3000, t1, 1.0, 0.1, 0.005);
+      trainmon::diagnose::testing::job_process(s, 1000 + g, t0, t1);
+    }
+    return s;
+  }();
+  return series;
+}
+
+void BM_LiveEvaluateHour8GpusRanks(benchmark::State& state) {
+  trainmon::diagnose::LiveDiagnosis live(Thresholds{}, trainmon::diagnose::LiveOptions{.retain_s = 3600});
+  live.mutable_series() = hour_with_ranks();
+  std::size_t found = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(live.evaluate());
+    found = live.active().size();
+  }
+  state.counters["ranks"] = 8;
+  state.counters["open"] = static_cast<double>(found);
+}
+BENCHMARK(BM_LiveEvaluateHour8GpusRanks)->Unit(benchmark::kMillisecond);
+
+// The same hour, only the detectors that existed before D23-D26 (the "before" of the ratio).
+void BM_LiveEvaluateHour8GpusRanksD1toD22(benchmark::State& state) {
+  const auto& s = hour_with_ranks();
+  const Thresholds th;
+  for (auto _ : state) {
+    const trainmon::diagnose::detail::RunAllMemo memo(s);
+    std::size_t n = 0;
+    for (const auto& d : trainmon::diagnose::detector_table()) {
+      if (d.code == "D23" || d.code == "D24" || d.code == "D25" || d.code == "D26") continue;
+      n += d.fn(s, th).size();
+    }
+    benchmark::DoNotOptimize(n);
+  }
+}
+BENCHMARK(BM_LiveEvaluateHour8GpusRanksD1toD22)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 
