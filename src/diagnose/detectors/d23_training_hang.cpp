@@ -130,12 +130,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
   if (s.train.empty()) return out;
   // The times the condition is judged at: the recorder's ticks, else the ranks' own rows.
   std::vector<double> grid = s.t;
-  if (grid.empty()) {
-    for (const auto& r : s.train.ranks)
-      for (const auto& w : r.rows) grid.push_back(w.t);
-    std::sort(grid.begin(), grid.end());
-    grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
-  }
+  if (grid.empty()) grid = rank_row_times(s.train.ranks, false);
   if (grid.empty()) return out;
 
   struct Ep {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include <fmt/format.h>
@@ -52,19 +53,69 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
   if (grid.empty()) return out;
   const std::size_t n = grid.size(), R = ranks.size();
   std::vector<std::vector<Score>> sc(R, std::vector<Score>(n));
-  for (std::size_t i = 0; i < n; ++i) {
-    std::vector<RankWindow> w(R);
-    double fastest = NAN;
-    std::vector<double> data;
+  // Each rank's window (grid[i] - straggler_window_s, grid[i]] slides forward: its steps and the
+  // step-weighted medians of its rows' p50 step time and data wait (rank_window's figures), each row
+  // with steps added and removed once.
+  struct Slide {
+    std::vector<double> t, steps;  // the rows with steps
+    std::size_t lo = 0, hi = 0;
+    double in_steps = 0;
+    std::optional<SlidingWeightedMedian> step_med, data_med;
+  };
+  std::vector<Slide> slide(R);
+  {
+    std::vector<double> step_v, data_v;  // per row with steps: the value rank_window weighs
     for (std::size_t k = 0; k < R; ++k) {
-      w[k] = rank_window(ranks[k], grid[i] - th.straggler_window_s, grid[i]);
+      auto& z = slide[k];
+      const auto& rows = ranks[k].rows;
+      for (auto* v : {&z.t, &z.steps, &step_v, &data_v}) v->resize(rows.size());
+      std::size_t m = 0;
+      for (const auto& row : rows) {
+        if (row.steps == 0) continue;
+        const double n_steps = row.steps;
+        z.t[m] = row.t;
+        z.steps[m] = n_steps;
+        step_v[m] = na(row.step.p50) ? (na(row.step.sum) ? NAN : row.step.sum / n_steps) : row.step.p50;
+        data_v[m] = na(row.data.p50) ? (na(row.data.sum) ? NAN : row.data.sum / n_steps) : row.data.p50;
+        ++m;
+      }
+      for (auto* v : {&z.t, &z.steps, &step_v, &data_v}) v->resize(m);
+      z.step_med.emplace(step_v);
+      z.data_med.emplace(data_v);
+    }
+  }
+  std::vector<RankWindow> w(R);
+  std::vector<double> data;
+  for (std::size_t i = 0; i < n; ++i) {
+    double fastest = NAN;
+    data.clear();
+    const double t0 = grid[i] - th.straggler_window_s, t1 = grid[i];
+    for (std::size_t k = 0; k < R; ++k) {
+      auto& z = slide[k];
+      for (; z.hi < z.t.size() && z.t[z.hi] <= t1; ++z.hi) {
+        z.in_steps += z.steps[z.hi];
+        z.step_med->add(z.hi, z.steps[z.hi]);
+        z.data_med->add(z.hi, z.steps[z.hi]);
+      }
+      for (; z.lo < z.hi && z.t[z.lo] <= t0; ++z.lo) {
+        z.in_steps -= z.steps[z.lo];
+        z.step_med->add(z.lo, z.steps[z.lo], -1);
+        z.data_med->add(z.lo, z.steps[z.lo], -1);
+      }
+      w[k].steps = z.in_steps;
+      w[k].step_median_s = z.step_med->median();
+      w[k].data_median_s = z.data_med->median();
       if (w[k].steps < th.straggler_min_steps || na(w[k].step_median_s) || w[k].step_median_s <= 0) continue;
       fastest = na(fastest) ? w[k].step_median_s : std::min(fastest, w[k].step_median_s);
       if (!na(w[k].data_median_s)) data.push_back(w[k].data_median_s);
     }
     if (na(fastest)) continue;
-    std::sort(data.begin(), data.end());
-    const double typical_data = data.empty() ? NAN : data[(data.size() - 1) / 2];  // lower median
+    double typical_data = NAN;  // lower median
+    if (!data.empty()) {
+      const auto mid = data.begin() + static_cast<std::ptrdiff_t>((data.size() - 1) / 2);
+      std::nth_element(data.begin(), mid, data.end());
+      typical_data = *mid;
+    }
     for (std::size_t k = 0; k < R; ++k) {
       if (w[k].steps < th.straggler_min_steps || na(w[k].step_median_s) || w[k].step_median_s <= 0) continue;
       Score x;

@@ -23,16 +23,10 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
   const auto& ranks = s.train.ranks;
   if (ranks.empty()) return out;
   // Judged at the ranks' own report times (every row of every rank), trailing window_s.
-  std::vector<double> grid;
-  for (const auto& r : ranks)
-    for (const auto& w : r.rows)
-      if (w.steps > 0) grid.push_back(w.t);
-  std::sort(grid.begin(), grid.end());
-  grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
+  const std::vector<double> grid = rank_row_times(ranks, true);
   if (grid.empty()) return out;
   const std::size_t n = grid.size(), R = ranks.size();
   std::vector<double> share(n, NAN);
-  std::vector<std::vector<double>> per_rank(R, std::vector<double>(n, NAN));
   // Running sums per rank over the trailing window (two pointers per rank).
   struct Run {
     std::size_t lo = 0, hi = 0;
@@ -40,8 +34,10 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     bool known = false;
   };
   std::vector<Run> run(R);
+  std::vector<double> shares;
+  shares.reserve(R);
   for (std::size_t i = 0; i < n; ++i) {
-    std::vector<double> shares;
+    shares.clear();
     for (std::size_t k = 0; k < R; ++k) {
       auto& rr = run[k];
       const auto& rows = ranks[k].rows;
@@ -61,13 +57,12 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
         if (!na(w.data.sum)) rr.data -= w.data.sum;
       }
       if (!rr.known || rr.step <= 1e-12) continue;
-      const double x = std::clamp(rr.data / rr.step, 0.0, 1.0);
-      per_rank[k][i] = x;
-      shares.push_back(x);
+      shares.push_back(std::clamp(rr.data / rr.step, 0.0, 1.0));
     }
     if (shares.empty()) continue;
-    std::sort(shares.begin(), shares.end());
-    share[i] = shares[(shares.size() - 1) / 2];
+    const auto mid = shares.begin() + static_cast<std::ptrdiff_t>((shares.size() - 1) / 2);  // lower median
+    std::nth_element(shares.begin(), mid, shares.end());
+    share[i] = *mid;
   }
   std::vector<std::uint8_t> cond(n, 0);
   for (std::size_t i = 0; i < n; ++i) cond[i] = !na(share[i]) && 100.0 * share[i] >= th.data_wait_share_pct;

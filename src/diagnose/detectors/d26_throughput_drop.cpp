@@ -56,12 +56,7 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
       }
   if (first_step == 1e300) return out;
   std::vector<double> grid = s.t;
-  if (grid.empty()) {
-    for (const auto& r : ranks)
-      for (const auto& w : r.rows) grid.push_back(w.t);
-    std::sort(grid.begin(), grid.end());
-    grid.erase(std::unique(grid.begin(), grid.end()), grid.end());
-  }
+  if (grid.empty()) grid = rank_row_times(ranks, false);
   const std::size_t n = grid.size(), R = ranks.size();
   std::vector<double> rate(n, NAN);
   std::vector<std::uint8_t> usable(n, 0);
@@ -101,8 +96,9 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
   for (std::size_t i = 0; i < n; ++i)
     if (usable[i]) steady_v.push_back(rate[i]);
   if (steady_v.size() < 3) return out;
-  std::sort(steady_v.begin(), steady_v.end());
-  const double steady = steady_v[steady_v.size() / 2];
+  const auto steady_it = steady_v.begin() + static_cast<std::ptrdiff_t>(steady_v.size() / 2);
+  std::nth_element(steady_v.begin(), steady_it, steady_v.end());
+  const double steady = *steady_it;
   if (!(steady > 0)) return out;
   std::vector<std::uint8_t> cond(n, 0);
   for (std::size_t i = 0; i < n; ++i) cond[i] = usable[i] && rate[i] < th.throughput_drop_frac * steady;
@@ -113,8 +109,9 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
     std::vector<double> lv;
     for (std::size_t i = ep.i0; i <= ep.i1; ++i)
       if (cond[i]) lv.push_back(rate[i]);
-    std::sort(lv.begin(), lv.end());
-    const double level = lv[lv.size() / 2];
+    const auto level_it = lv.begin() + static_cast<std::ptrdiff_t>(lv.size() / 2);
+    std::nth_element(lv.begin(), level_it, lv.end());
+    const double level = *level_it;
     const double t0 = grid[ep.i0] - th.window_s, t1 = grid[ep.i1];
     Finding f = make_finding("D26", Severity::warning, t0, t1);
     std::set<unsigned> gpus;

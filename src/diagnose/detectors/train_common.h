@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <iterator>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,19 +25,122 @@ inline std::pair<std::size_t, std::size_t> rows_in(const RankSeries& r, double t
   return {static_cast<std::size_t>(lo - r.rows.begin()), static_cast<std::size_t>(hi - r.rows.begin())};
 }
 
-/// The weighted median of (value, weight) pairs (lower median on a tie); NaN when empty.
+/// The weighted median of (value, weight) pairs: the smallest value whose own weight and the weight
+/// of the values below it reach half the total (the lower median on a tie; what a scan of the sorted
+/// pairs returns). Pairs with a NaN value or no positive weight are dropped; NaN when none is left.
+/// Selected in expected linear time (three-way quickselect, Hoare's FIND); `v` is reordered. With
+/// integer weights (step counts) the sums are exact, so the answer does not depend on the order.
 inline double weighted_median(std::vector<std::pair<double, double>>& v) {
   std::erase_if(v, [](const auto& p) { return na(p.first) || !(p.second > 0); });
   if (v.empty()) return NAN;
-  std::sort(v.begin(), v.end());
   double total = 0;
   for (const auto& p : v) total += p.second;
-  double acc = 0;
-  for (const auto& p : v) {
-    acc += p.second;
-    if (acc >= 0.5 * total) return p.first;
+  const double half = 0.5 * total;
+  // Invariant: every value in [lo, hi) lies above those left of lo, whose weight is `below` (< half),
+  // and below + the weight of [lo, hi) >= half: the answer is in [lo, hi).
+  auto lo = v.begin(), hi = v.end();
+  double below = 0;
+  while (hi - lo > 16) {
+    const double a = lo->first, b = lo[(hi - lo) / 2].first, c = (hi - 1)->first;
+    const double pivot = std::max(std::min(a, b), std::min(std::max(a, b), c));  // median of three
+    const auto m1 = std::partition(lo, hi, [pivot](const auto& p) { return p.first < pivot; });
+    const auto m2 = std::partition(m1, hi, [pivot](const auto& p) { return !(pivot < p.first); });
+    double less = 0, equal = 0;
+    for (auto it = lo; it != m1; ++it) less += it->second;
+    for (auto it = m1; it != m2; ++it) equal += it->second;
+    if (below + less >= half) {
+      hi = m1;
+    } else if (below + less + equal >= half) {
+      return pivot;
+    } else {
+      below += less + equal;
+      lo = m2;
+    }
   }
-  return v.back().first;
+  std::sort(lo, hi);
+  double acc = below;
+  for (auto it = lo; it != hi; ++it) {
+    acc += it->second;
+    if (acc >= half) return it->first;
+  }
+  return hi > lo ? (hi - 1)->first : v.back().first;
+}
+
+/// The weighted median of the (value, weight) pairs in a window that slides forward over a series:
+/// what weighted_median() gives for the pairs in the window, with each pair added and removed once
+/// (O(log n) each) instead of sorting every window. The window's weights sit in a Fenwick tree
+/// (Fenwick 1994, "A new data structure for cumulative frequency tables") indexed by the value's
+/// place among the series' sorted distinct values. Exact for integer weights (step counts): the
+/// sums are exact, so adding and removing leaves no residue.
+class SlidingWeightedMedian {
+ public:
+  /// `values`: the series' values by position (a NaN one is never counted).
+  explicit SlidingWeightedMedian(const std::vector<double>& values) : slot_(values.size(), kNone) {
+    sorted_.reserve(values.size());
+    for (const double x : values)  // a value repeating the one before needs no place of its own
+      if (!na(x) && (sorted_.empty() || sorted_.back() != x)) sorted_.push_back(x);
+    std::sort(sorted_.begin(), sorted_.end());
+    sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
+    std::size_t last = kNone;  // consecutive rows often repeat a value
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (na(values[i])) continue;
+      if (last == kNone || sorted_[last - 1] != values[i])
+        last = static_cast<std::size_t>(std::lower_bound(sorted_.begin(), sorted_.end(), values[i]) -
+                                        sorted_.begin()) +
+               1;
+      slot_[i] = last;  // 1-based
+    }
+    tree_.assign(sorted_.size() + 1, 0.0);
+  }
+  /// Adds `weight` (> 0, else ignored) for the value at position `i`; a negative `sign` removes it.
+  void add(std::size_t i, double weight, int sign = 1) {
+    if (i >= slot_.size() || slot_[i] == kNone || !(weight > 0)) return;
+    const double w = sign < 0 ? -weight : weight;
+    total_ += w;
+    for (std::size_t k = slot_[i]; k < tree_.size(); k += k & (~k + 1)) tree_[k] += w;
+  }
+  /// The smallest value whose weight and the weight below it reach half the window's; NaN when the
+  /// window holds none.
+  [[nodiscard]] double median() const {
+    if (!(total_ > 0)) return NAN;
+    const double half = 0.5 * total_;
+    std::size_t pos = 0, bit = 1;
+    while (bit * 2 < tree_.size()) bit *= 2;
+    double below = 0;  // weight of the values up to `pos`
+    for (; bit > 0; bit /= 2)
+      if (pos + bit < tree_.size() && below + tree_[pos + bit] < half) {
+        pos += bit;
+        below += tree_[pos];
+      }
+    return sorted_[std::min(pos, sorted_.size() - 1)];
+  }
+
+ private:
+  static constexpr std::size_t kNone = 0;
+  std::vector<std::size_t> slot_;  ///< per position: its value's place in sorted_ + 1, kNone for NaN
+  std::vector<double> sorted_;     ///< the distinct values, ascending
+  std::vector<double> tree_;       ///< 1-based Fenwick tree of the window's weights per distinct value
+  double total_ = 0;
+};
+
+/// The sorted, distinct times of the rows of `ranks` (only rows with steps when `steps_only`): the
+/// ranks' own report times. Each rank's rows are in time order, so they are merged, not sorted.
+inline std::vector<double> rank_row_times(const std::vector<RankSeries>& ranks, bool steps_only) {
+  std::vector<double> out, one, merged;
+  for (const auto& r : ranks) {
+    one.resize(r.rows.size());
+    std::size_t m = 0;
+    for (const auto& w : r.rows)
+      if (!steps_only || w.steps > 0) one[m++] = w.t;
+    one.resize(m);
+    if (!std::is_sorted(one.begin(), one.end())) std::sort(one.begin(), one.end());
+    merged.resize(out.size() + one.size());
+    merged.erase(std::set_union(out.begin(), out.end(), one.begin(), one.end(), merged.begin()),
+                 merged.end());
+    out.swap(merged);
+  }
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
 }
 
 /// Steps, step-time sum, data-wait sum and the step-weighted median of the rows' p50 step time and
