@@ -383,7 +383,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           if (!o.quiet) std::fprintf(stderr, "trainmon: %s\n", diagnose::to_text(found).c_str());
         }
         if (hang_opened) ask_for_stacks(job_pids);
-        if (!observers.empty() || state_file) active = live.active();
+        if (!observers.empty() || state_file) {
+          active = live.active();  // in the order to fix them, as diagnose and the summary list them
+          diagnose::rank_findings(active, static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9);
+        }
         if (state_file) {
           const double now_s = static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9;
           if (auto w = state_file->write(live.series().train, now_s, active); !w && !state_error_reported) {

@@ -129,6 +129,36 @@ TEST(RunStateFile, ParsesBackWhatItWrites) {
   EXPECT_TRUE(parse_run_state(R"({"v":1,"stacks":{"rank 0":"..."},"train":null})"));
 }
 
+TEST(RunStateFile, OpenTrainingFindingsKeepTheirCostAndStacks) {
+  // A hang (D23) with the line each rank is stuck on, and a straggler (D24) with its cost: what `run`
+  // writes for top and serve, in the order given (run ranks them: critical first, then by cost).
+  auto hang = diagnose::make_finding("D23", diagnose::Severity::critical, 40, 70);
+  hang.evidence = "no step completed on rank 0, rank 1 for 30 s";
+  diagnose::set_cost(hang, 1.0, "measured");
+  diagnose::RankStack st;
+  st.rank = 1;
+  st.rank_key = 1;
+  st.pid = 4243;
+  st.where = "train.py:61 in run";
+  hang.stacks = {st};
+  auto slow = diagnose::make_finding("D24", diagnose::Severity::warning, 10, 70);
+  slow.gpus = {1};
+  diagnose::set_cost(slow, 1.0 - 0.6, "measured");
+  const std::vector<diagnose::Finding> open{hang, slow};
+  auto s = parse_run_state(run_state_json(header(), testing::two_rank_series(), 70, open));
+  ASSERT_TRUE(s) << s.error().message;
+  ASSERT_EQ(s->findings.size(), 2u);
+  EXPECT_EQ(s->findings[0].code, "D23");
+  ASSERT_EQ(s->findings[0].stacks.size(), 1u);
+  EXPECT_EQ(s->findings[0].stacks[0].where, "train.py:61 in run");
+  EXPECT_EQ(s->findings[0].stacks[0].pid, 4243u);
+  EXPECT_EQ(s->findings[1].code, "D24");
+  ASSERT_TRUE(s->findings[1].cost);
+  EXPECT_NEAR(s->findings[1].cost->share, 0.4, 1e-9);
+  EXPECT_NEAR(s->findings[1].cost->speedup, 1 / 0.6, 1e-9);
+  EXPECT_EQ(s->findings[1].gpus, std::vector<unsigned>{1});
+}
+
 TEST(RunStateFile, TotalsFromOurOwnSumsWhenTheSenderGivesNone) {
   auto train = testing::two_rank_series();
   for (auto& r : train.ranks)
