@@ -194,7 +194,8 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     assert m, live[0][1]
     ranks, stalled_s, window_s = m.group(1), int(m.group(2)), int(m.group(5))
     assert ranks == "rank 0, rank 1", live[0][1]
-    assert window_s == 10 and window_s < stalled_s <= 2 * window_s, live[0][1]
+    # (the detector needs strictly more than the window; the line rounds to whole seconds)
+    assert window_s == 10 and window_s <= stalled_s <= 2 * window_s, live[0][1]
     print("\nhang: detected after %d s of no progress (window %d s, p90 step %s s)"
           % (stalled_s, window_s, m.group(4)))
     # the stacks, asked for when the finding opened: the sleeping line and the collective
