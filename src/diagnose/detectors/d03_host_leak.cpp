@@ -3,7 +3,8 @@
 // slope >= leak_min_slope_mib_h with R^2 >= leak_min_r2 over at least leak_min_span_s, and the second
 // half still grows at half that rate (a warm-up that levels off is not a leak). Without job columns
 // the host's MemTotal - MemAvailable is fitted instead. Buff/cache growth alone never counts:
-// MemAvailable already treats reclaimable cache as available (MISSION §4 D3). The forecast is when
+// MemAvailable already treats reclaimable cache as available (MISSION §4 D3). When the job has ended,
+// the fall of its RSS at the very end (memory freed on the way out) is left out. The forecast is when
 // MemAvailable reaches zero at the fitted rate; critical within leak_critical_eta_s.
 #include <fmt/format.h>
 
@@ -31,6 +32,17 @@ std::vector<Finding> detect_host_leak(const RunSeries& s, const Thresholds& th) 
   std::size_t a = 0, b = last;
   while (a < b && na(col[a])) ++a;
   while (b > a && na(col[b])) --b;
+  // A job's end is no evidence against a leak: once it has ended (an exit status or signal is known,
+  // or its main process was last seen before the run's last row), the fall at the end of its RSS is
+  // the process freeing memory on its way out (Python's teardown; the kernel unmapping an exiting
+  // process while it is not yet a zombie, which a tick can sample) and is left out of the fit, as the
+  // live diagnosis, which ran while the job was alive, never saw it.
+  if (job) {
+    const JobProcess* root = s.facts.root_pid ? s.job.proc(s.facts.root_pid) : nullptr;
+    const bool ended = s.facts.exit_status || s.facts.signal || (root && root->last_t < s.t[last] - 1e-9);
+    if (ended)
+      while (b > a && !na(col[b - 1]) && col[b] < col[b - 1]) --b;
+  }
   if (s.t[b] - s.t[a] < th.leak_min_span_s) return out;
   const auto fit = fit_column(s.t, col, a, b);
   if (!fit.ok()) return out;

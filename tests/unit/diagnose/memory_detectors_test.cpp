@@ -113,6 +113,25 @@ TEST(DiagD3HostLeak, FallsBackToHostUsedWithoutJob) {
   EXPECT_NE(f[0].evidence.find("MemTotal - MemAvailable"), std::string::npos);
 }
 
+// The job frees its memory on its way out (teardown, or the kernel unmapping it before it is a
+// zombie): once it has ended, that last fall is not held against the leak the run showed while alive.
+TEST(DiagD3HostLeak, TheFallAtTheJobsEndIsLeftOutOnceItEnded) {
+  Synth x(1, 4 * 3600, 360);  // 41 rows: two teardown rows move a short run's fit a lot
+  x.apply(x.s.job.rss_mib, 0, 1e9,
+          [](double t, float) { return static_cast<float>(8000 + 2000 * t / 3600); });
+  x.apply(x.s.host.mem_available_mib, 0, 1e9,
+          [](double t, float) { return static_cast<float>(40000 - 2000 * t / 3600); });
+  const std::size_t n = x.s.size();
+  x.s.job.rss_mib[n - 2] = 4000;                    // freeing...
+  x.s.job.rss_mib[n - 1] = 20;                      // ...gone
+  EXPECT_TRUE(detect_host_leak(x.s, kTh).empty());  // the job still runs: a fall is a fall
+  x.s.facts.exit_status = 0;
+  const auto f = detect_host_leak(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].numbers.at("slope_mib_per_h"), 2000, 20);
+  EXPECT_NEAR(f[0].end_s, x.s.t[n - 3], 1e-9);  // the fit ends at the last row before the fall
+}
+
 TEST(DiagD3HostLeak, NearMisses) {
   Synth slow(1, 4 * 3600, 10);  // 150 MiB/h < 200
   slow.apply(slow.s.job.rss_mib, 0, 1e9,
