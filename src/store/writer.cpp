@@ -248,6 +248,8 @@ void StoreWriter::stop_for_good_locked(Error e) {
   queue_.clear();
   queued_bytes_ = 0;
   gaps_.clear();
+  notices_.push_back(fmt::format("{}: {}; monitoring goes on (summary at the end)",
+                                 run_id_ == 0 ? "not recording" : "recording stopped", e.message));
   error_ = std::move(e);
   retrying_.reset();
 }
@@ -392,8 +394,13 @@ void StoreWriter::loop() {
 // ---- transactions --------------------------------------------------------------------------------
 
 Expected<void> StoreWriter::begin_transaction(bool durable) {
-  if (options_.durable_every.count() == 0 || Clock::now() - last_durable_ >= options_.durable_every)
-    durable = true;
+  // Durable when waiting for the next commit (about as far off as the last one) would leave the
+  // oldest commit not yet fsynced older than durable_every: every committed tick is on disk within
+  // about durable_every, at one fsync per durable_every when ticks come faster.
+  const auto now = Clock::now();
+  const auto gap = last_commit_ ? now - *last_commit_ : Clock::duration(options_.durable_every);
+  const auto oldest = first_unsynced_.value_or(now);
+  if (options_.durable_every.count() == 0 || (now - oldest) + gap >= options_.durable_every) durable = true;
   if (sync_full_ != durable) {
     if (auto r = store_->set_synchronous_full(durable); !r) return r;
     sync_full_ = durable;
@@ -403,10 +410,14 @@ Expected<void> StoreWriter::begin_transaction(bool durable) {
 
 Expected<void> StoreWriter::commit_transaction(bool /*durable*/) {
   if (auto r = store_->commit(); !r) return r;
+  const auto now = Clock::now();
+  last_commit_ = now;
   if (sync_full_.value_or(false)) {
-    last_durable_ = Clock::now();
+    first_unsynced_.reset();
     std::lock_guard lock(mu_);
     ++stats_.durable_commits;
+  } else if (!first_unsynced_) {
+    first_unsynced_ = now;
   }
   if (!dir_synced_ && sync_full_.value_or(false)) {
     // A new store's -wal file is durable only once its directory entry is: fsync the directory

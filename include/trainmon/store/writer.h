@@ -65,8 +65,10 @@ struct WriterOptions {
   std::chrono::milliseconds retry_min{100};      ///< first back-off after a failed write
   std::chrono::milliseconds retry_max{2000};     ///< back-off doubles up to this
   std::chrono::milliseconds busy_timeout{1000};  ///< SQLite's wait for another connection's lock
-  /// A commit fsyncs the WAL (synchronous=FULL) when the last durable one is at least this old, and
-  /// always the run's creation and end; the others use synchronous=NORMAL. 0: every commit.
+  /// A commit fsyncs the WAL (synchronous=FULL) when waiting for the next one would leave a commit
+  /// unsynced for longer than this (the next assumed as far off as the last), and always the run's
+  /// creation and end; the others use synchronous=NORMAL. So every tick is on disk within about
+  /// this, at one fsync per tick when ticks are this far apart or more. 0: every commit.
   std::chrono::milliseconds durable_every{1000};
 };
 
@@ -168,8 +170,9 @@ class StoreWriter {
   const WriterOptions options_;
   std::map<Key, Open> open_;
   std::uint64_t batch_counter_ = 0;
-  std::optional<bool> sync_full_;  ///< the connection's current setting
-  std::chrono::steady_clock::time_point last_durable_{};
+  std::optional<bool> sync_full_;                                        ///< the connection's current setting
+  std::optional<std::chrono::steady_clock::time_point> last_commit_;     ///< the last successful commit
+  std::optional<std::chrono::steady_clock::time_point> first_unsynced_;  ///< the oldest one not fsynced
   bool dir_synced_ = false;
 
   mutable std::mutex mu_;
