@@ -204,12 +204,27 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     auto series = load_run_series(*s, run_id);
     ASSERT_TRUE(series) << series.error().message;
     EXPECT_TRUE(series->train.empty());
+    // nor the schema 3 parts: no gaps, no boot id, no monotonic start
+    auto got = s->get_run(run_id);
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_EQ(got->name, "old");
+    EXPECT_TRUE(got->gaps.empty());
+    EXPECT_EQ(got->boot_id, "");
+    EXPECT_FALSE(got->start_monotonic_ns);
+    ASSERT_TRUE(s->list_runs());
+    EXPECT_EQ(s->list_runs()->size(), 1u);
   }
+  // Opening for writing migrates 1 -> 2 -> 3 in one transaction: both steps' tables work.
   auto s = Store::open(path, OpenMode::read_write);
   ASSERT_TRUE(s);
   EXPECT_EQ(*s->schema_version(), latest_schema_version());
   EXPECT_TRUE(s->put_train_rank(run_id, rank(0)));
   EXPECT_EQ(s->train_ranks(run_id)->size(), 1u);
+  const RecordingGap gap{kStartNs + 1'000'000'000, kStartNs + 3'000'000'000, 3, "store_locked",
+                         "database is locked"};
+  ASSERT_TRUE(s->insert_gaps(run_id, {gap}));
+  EXPECT_EQ(*s->gaps(run_id), std::vector<RecordingGap>{gap});
+  EXPECT_EQ(s->get_run(run_id)->name, "old");
 }
 
 }  // namespace trainmon::store
