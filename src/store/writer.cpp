@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 namespace trainmon::store {
 namespace {
@@ -37,6 +38,40 @@ void carry(V& from, V& to) {
 
 std::string seconds_text(Clock::duration d) {
   return fmt::format("{:.1f} s", std::chrono::duration<double>(d).count());
+}
+
+/// `gaps.back()` has just grown by the oldest tick held (`queue`'s front was dropped); the first
+/// `in_flight` gaps are being written and stay as they are.
+void join_newer_gap(std::vector<RecordingGap>& gaps, std::size_t in_flight,
+                    const std::deque<TickBatch>& queue) {
+  // Ticks dropped while a transaction was in flight started a gap that is newer than the failed
+  // transaction's ticks, which went back to the front of the buffer and may be dropped after: one
+  // stretch, two rows. Every tick between the two was dropped when no tick still held lies between
+  // them (ticks are written oldest first, so none between was written) and no other gap does: then
+  // they are one gap.
+  if (gaps.size() < in_flight + 2) return;
+  RecordingGap& cur = gaps.back();
+  const std::int64_t next_held =
+      queue.empty() ? std::numeric_limits<std::int64_t>::max() : queue.front().t_ns;
+  const auto between = [&](const RecordingGap& g, std::int64_t t0, std::int64_t t1) {
+    return &g != &cur && g.t0_unix_ns > t0 && g.t0_unix_ns < t1;
+  };
+  for (std::size_t i = in_flight; i + 1 < gaps.size(); ++i) {
+    const RecordingGap& newer = gaps[i];
+    if (newer.cause != cur.cause || newer.t0_unix_ns <= cur.t1_unix_ns || newer.t0_unix_ns > next_held)
+      continue;
+    const std::int64_t t0 = cur.t1_unix_ns, t1 = newer.t0_unix_ns;
+    bool other = std::ranges::any_of(gaps, [&](const RecordingGap& g) { return between(g, t0, t1); });
+    for (const auto& b : queue) {
+      if (other) break;
+      other = std::ranges::any_of(b.gaps, [&](const RecordingGap& g) { return between(g, t0, t1); });
+    }
+    if (other) continue;
+    cur.t1_unix_ns = newer.t1_unix_ns;
+    cur.ticks += newer.ticks;
+    gaps.erase(gaps.begin() + static_cast<std::ptrdiff_t>(i));
+    return;
+  }
 }
 
 }  // namespace
@@ -126,9 +161,10 @@ void StoreWriter::drop_front_locked(std::string_view cause, const std::string& d
       gaps_.back().t1_unix_ns <= dropped.t_ns) {
     gaps_.back().t1_unix_ns = dropped.t_ns;
     ++gaps_.back().ticks;
-    return;
+  } else {
+    gaps_.push_back(RecordingGap{dropped.t_ns, dropped.t_ns, 1, std::string(cause), detail});
   }
-  gaps_.push_back(RecordingGap{dropped.t_ns, dropped.t_ns, 1, std::string(cause), detail});
+  join_newer_gap(gaps_, gaps_in_flight_, queue_);
 }
 
 void StoreWriter::trim_locked() {

@@ -188,6 +188,40 @@ TEST(StoreWriterFaults, TicksBeyondTheBufferAreRecordedAsAGapWithItsCause) {
   EXPECT_EQ(w.stats().gaps_recorded, 1u);
 }
 
+TEST(StoreWriterFaults, TicksDroppedWhileATransactionWaitsAreOneGapWithItsTicks) {
+  // The writer spends nearly all its time inside a transaction waiting for the lock (busy timeout
+  // 400 ms, back-off 1 ms): the ticks pushed meanwhile overflow the buffer and start a gap before
+  // the waiting transaction's own (older) ticks come back to the buffer and are dropped too.
+  testing::TempDir dir;
+  const auto path = dir.file("t.db");
+  const auto run_id = new_run(path);
+  auto s = Store::open(path, OpenMode::read_write);
+  ASSERT_TRUE(s);
+  WriterOptions o = fast_retry(2);
+  o.busy_timeout = 400ms;
+  o.retry_min = o.retry_max = 1ms;
+  StoreWriter w(std::move(*s), run_id, o);
+  w.push(tick(0));
+  ASSERT_TRUE(eventually([&] { return w.stats().ticks_written == 1; }));
+  {
+    Locker lock(path);
+    w.push(tick(1));
+    ASSERT_TRUE(eventually([&] { return w.retrying_error().has_value(); }));
+    std::this_thread::sleep_for(20ms);  // tick 1 in the next attempt, waiting for the lock
+    for (int i = 2; i <= 6; ++i) w.push(tick(i));
+    std::this_thread::sleep_for(500ms);
+  }
+  ASSERT_TRUE(w.finish(RunEnd{kT0 + 20'000'000'000, "exited", 0, {}, "{}"}, 5s));
+  const auto rows = gpu_rows(path, run_id);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].second, 5);
+  auto r = Store::open(path, OpenMode::read_only)->get_run(run_id);
+  ASSERT_EQ(r->gaps.size(), 1u) << r->gaps[0].ticks << " " << r->gaps.back().ticks;
+  EXPECT_EQ(r->gaps[0].ticks, 4);
+  EXPECT_EQ(r->gaps[0].t0_unix_ns, kT0 + 1'000'000'000);
+  EXPECT_EQ(r->gaps[0].t1_unix_ns, kT0 + 4'000'000'000);
+}
+
 TEST(StoreWriterFaults, GapsFromTheLoopAndEventsOfDroppedTicksAreKept) {
   testing::TempDir dir;
   const auto path = dir.file("t.db");
