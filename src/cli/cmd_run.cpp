@@ -23,6 +23,7 @@
 #include "cli/run_lookup.h"
 #include "trainmon/alerts/alert_observer.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/core/timeline.h"
 #include "trainmon/diagnose/cuda_devices.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/ipc/run_state_file.h"
@@ -136,19 +137,22 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
 
   // ---- the store (failure: one message, monitoring in memory) ----
-  store::RunInfo info = recorder::this_process_run_info("run", name, start_unix);
+  const Timeline timeline{start_unix, start_mono};  // every stored time: core/timeline.h
+  store::RunInfo info = recorder::this_process_run_info("run", name, start_unix, start_mono);
   info.command = o.command;
   info.labels = recorder::collect_labels(given, env);
   info.interval_ms = *interval / 1'000'000;
   const std::string db_path = store::resolve_db_path(o.db);
   std::optional<recorder::Recording> recording;
+  // A store that is locked or full now does not delay the command: the writer creates the run
+  // when it can, and what was sampled meanwhile is written then.
   if (auto r = recorder::start_recording(db_path, info)) {
     recording = std::move(*r);
   } else {
     std::fprintf(stderr, "trainmon: not recording: %s; monitoring goes on (summary at the end)\n",
                  r.error().message.c_str());
   }
-  const std::int64_t run_id = recording ? recording->run_id : 0;
+  std::int64_t run_id = recording ? recording->run_id : 0;  // 0 until the store accepts the run
 
   // ---- the command ----
   runner::LaunchOptions launch;
@@ -182,7 +186,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (!child) {
     std::fprintf(stderr, "trainmon: %s\n", child.error().message.c_str());
     if (recording) {
-      (void)recording->writer->finish(store::RunEnd{now_ns(CLOCK_REALTIME),
+      (void)recording->writer->finish(store::RunEnd{timeline.at(now_ns(CLOCK_MONOTONIC)),
                                                     "failed_to_start",
                                                     runner::exit_code_for_launch_error(child.error()),
                                                     {},
@@ -192,7 +196,12 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   }
   if (!o.quiet) {
     std::fprintf(stderr, "trainmon: watching pid %d%s\n", static_cast<int>(*child),
-                 run_id ? fmt::format(" as run {} ({})", run_id, db_path).c_str() : "");
+                 run_id      ? fmt::format(" as run {} ({})", run_id, db_path).c_str()
+                 : recording ? fmt::format("; the run store {} is busy: the run is recorded as soon as it "
+                                           "accepts writes",
+                                           db_path)
+                                   .c_str()
+                             : "");
   }
 
   // The live diagnosis (below); the resource line reads its series. It evaluates every 10 s, more
@@ -221,6 +230,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     opts.quiet = o.quiet;
     opts.start_monotonic_ns = start_mono;
     opts.start_unix_ns = start_unix;
+    opts.interval_ns = *interval;
     opts.train = [&](double seconds) -> std::optional<diagnose::TrainStats> {
       const auto& train = live.series().train;
       if (train.empty() || live.series().t.empty()) return std::nullopt;
@@ -338,7 +348,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
 
   runner::ChildExit exit;
   bool told_rejected = false;  // the first rejected training events are said at once, the rest in the summary
-  std::int64_t next = start_mono;
+  std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
   // The job's cgroup limits, said when first known and again when they change (a launcher that
   // moves the job into a limited cgroup after the start).
   std::uint64_t limits_reads = 0;
@@ -375,7 +385,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           }
         }
         live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child), job_pids,
-                                                    std::nullopt});
+                                                    std::nullopt, start_mono});
         bool hang_opened = false;
         for (; announced < live.history().size(); ++announced) {
           const auto& found = live.history()[announced].finding;
@@ -388,6 +398,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           diagnose::rank_findings(active, static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9);
         }
         if (state_file) {
+          state_file->set_run_id(session->run_id());
           const double now_s = static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9;
           if (auto w = state_file->write(live.series().train, now_s, active); !w && !state_error_reported) {
             state_error_reported = true;
@@ -396,7 +407,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           }
         }
         if (!observers.empty()) {
-          const recorder::TickContext ctx{snap, active, run_id,
+          const recorder::TickContext ctx{snap, active, session->run_id(),
                                           static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
           notify([&](recorder::TickObserver& x) { x.on_tick(ctx); });
         }
@@ -420,6 +431,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       // signals were forwarded to the command (or reached it from the terminal): wait for it
       if (ev.kind == runner::Event::timeout && monitoring) break;
     }
+    // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
+    // are skipped and recorded as a gap, not replayed as a burst of stale rows.
+    if (const NextTick step = catch_up(next, *interval, now_ns(CLOCK_MONOTONIC));
+        monitoring && !done && step.skipped > 0) {
+      if (session)
+        session->note_skipped_ticks(next, step.at_ns - *interval, step.skipped,
+                                    "the sampling loop was stalled (stopped or a call hung)");
+      next = step.at_ns;
+    }
   }
   notify([](recorder::TickObserver& x) { x.on_finish(); });
   if (state_file) state_file->remove();  // the run is no longer live for top and serve
@@ -428,8 +448,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     ::usleep(50'000);  // let the receiving thread read what is still in the socket
     session->add_train(collect_train(nullptr));
   }
-  const std::int64_t end_unix = now_ns(CLOCK_REALTIME);
-  const std::int64_t end_elapsed_ms = (now_ns(CLOCK_MONOTONIC) - start_mono) / 1'000'000;
+  const std::int64_t end_mono = now_ns(CLOCK_MONOTONIC);
+  const std::int64_t end_unix = timeline.at(end_mono);  // a clock step during the run changes nothing
+  const std::int64_t end_elapsed_ms = (end_mono - start_mono) / 1'000'000;
 
   // ---- verdict and summary ----
   recorder::RunSummary summary;
@@ -486,14 +507,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (session) {
     store::RunEnd end{end_unix, status, runner::exit_code_for(exit), exit.signal,
                       recorder::summary_to_json(summary)};
-    if (auto err = session->finish(end); err && run_id) {
+    // The end and the findings in one transaction, waiting (bounded) for a store that refuses
+    // writes now; a signal stops the wait.
+    auto give_up = [] {
+      return runner::wait_for_event(0, std::chrono::milliseconds(20)).kind == runner::Event::signal;
+    };
+    if (auto err = session->finish(end, findings, std::chrono::seconds(30), give_up); err && recording) {
       std::fprintf(stderr, "trainmon: the run's end was not recorded: %s\n", err->message.c_str());
     }
-  }
-  if (findings && run_id) {
-    auto st = store::Store::open(db_path, store::OpenMode::read_write);
-    auto r = st ? st->insert_findings(run_id, *findings) : Expected<void>(std::unexpected(st.error()));
-    if (!r) std::fprintf(stderr, "trainmon: the findings were not recorded: %s\n", r.error().message.c_str());
+    run_id = session->run_id();
   }
   // ---- the HTML report (docs/report.md): a failure is one message, never the exit status ----
   std::string report_path;

@@ -47,6 +47,30 @@ double first_of(std::span<const float> col, std::size_t i0, std::size_t i1) {
   return NAN;
 }
 
+CounterSpan counter_span(std::span<const float> col, std::size_t i0, std::size_t i1) {
+  CounterSpan c;
+  double prev = NAN;
+  for (std::size_t i = i0; i <= i1 && i < col.size(); ++i) {
+    const double v = col[i];
+    if (na(v)) continue;
+    if (na(prev)) {
+      c.first = c.highest = v;
+      c.increase = 0;
+    } else if (v >= prev) {
+      c.increase += v - prev;
+    } else {
+      if (c.resets++ == 0) {
+        c.first_reset_row = i;
+        c.before_reset = prev;
+      }
+      c.increase += v;  // counted again from 0
+    }
+    c.highest = std::max(c.highest, v);
+    c.last = prev = v;
+  }
+  return c;
+}
+
 namespace {
 
 struct RollKey {

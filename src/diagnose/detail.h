@@ -33,6 +33,21 @@ double last_of(std::span<const float> col, std::size_t i0, std::size_t i1);
 /// First non-NaN value in [i0, i1]; NaN when none.
 double first_of(std::span<const float> col, std::size_t i0, std::size_t i1);
 
+/// A cumulative counter (ECC counts, violation time, energy, PCIe replays, retired pages) over rows
+/// [i0, i1], reset-aware: a value lower than the one before is a reset (driver reload, GPU reset,
+/// counters cleared), never a decrease. `increase` sums the rises, counting the value after a reset
+/// as counted again from 0. NaN fields when the range has no value.
+struct CounterSpan {
+  double first = NAN;     ///< first value
+  double last = NAN;      ///< last value (after any reset)
+  double highest = NAN;   ///< the highest value seen: the count to report
+  double increase = NAN;  ///< what the counter gained over the range, across resets
+  std::size_t resets = 0;
+  std::size_t first_reset_row = 0;  ///< row of the first value after a reset (when resets > 0)
+  double before_reset = NAN;        ///< the value just before the first reset
+};
+CounterSpan counter_span(std::span<const float> col, std::size_t i0, std::size_t i1);
+
 /// Trailing rolling mean over (t[i] - window_s, t[i]], NaN-aware; NaN where the window has no value.
 std::vector<float> rolling_mean(std::span<const double> t, std::span<const float> col, double window_s);
 

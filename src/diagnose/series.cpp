@@ -2,9 +2,11 @@
 #include "trainmon/diagnose/series.h"
 
 #include "diagnose/detail.h"
+#include "trainmon/core/timeline.h"
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -104,7 +106,21 @@ void append_empty_rows(RunSeries& s, const std::vector<double>& times) {
 }
 
 void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) {
-  const double t = static_cast<double>(snap.time_unix_ns - ctx.run_start_unix_ns) / 1e9;
+  // The row's time, and where a wall-clock reading of this tick lies (core/timeline.h): from the
+  // monotonic clock when the caller gives its start, else from the wall clock as read.
+  const bool mono = ctx.run_start_monotonic_ns.has_value();
+  const Timeline timeline{ctx.run_start_unix_ns, ctx.run_start_monotonic_ns.value_or(0)};
+  const double t = mono ? timeline.elapsed_s(snap.monotonic_ns)
+                        : static_cast<double>(snap.time_unix_ns - ctx.run_start_unix_ns) / 1e9;
+  // Kept between the previous row (less the slack of buffered readings) and about one interval
+  // after this one.
+  const double lo = s.t.empty() ? -std::numeric_limits<double>::infinity()
+                                : std::min(s.t.back(), t) - static_cast<double>(kWallReadingSlackNs) / 1e9;
+  const double hi = s.t.empty() ? t + 1.0 : t + std::max(0.0, t - s.t.back());
+  auto wall_t = [&](std::int64_t wall_ns) {
+    if (!mono) return static_cast<double>(wall_ns - ctx.run_start_unix_ns) / 1e9;
+    return std::clamp(t + static_cast<double>(wall_ns - snap.time_unix_ns) / 1e9, lo, hi);
+  };
   const std::size_t row = s.size();
   for (const auto& gs : snap.gpus) ensure_gpu(s, gs.index);
   append_empty_rows(s, {t});
@@ -154,8 +170,7 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     g.gpm_tensor_pct[row] = val(gs.gpm_tensor_util_pct);
     g.gpm_dram_pct[row] = val(gs.gpm_dram_bw_util_pct);
     for (const auto& hv : gs.gpu_utilization_samples) {
-      const double ht =
-          static_cast<double>(static_cast<std::int64_t>(hv.time_us) * 1000 - ctx.run_start_unix_ns) / 1e9;
+      const double ht = wall_t(static_cast<std::int64_t>(hv.time_us) * 1000);
       if (!g.hires_util.t.empty() && ht <= g.hires_util.t.back()) continue;  // keep ascending, no repeats
       if (!(hv.value >= 0 && hv.value <= 100)) continue;                     // impossible: not evidence
       g.hires_util.t.push_back(ht);
@@ -276,8 +291,7 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
 
   // ---- NVML events -------------------------------------------------------------------------------
   for (const auto& e : snap.events) {
-    s.gpu_events.push_back({static_cast<double>(e.time_unix_ns - ctx.run_start_unix_ns) / 1e9, e.gpu_index,
-                            e.event_type, e.xid});
+    s.gpu_events.push_back({wall_t(e.time_unix_ns), e.gpu_index, e.event_type, e.xid});
   }
   if (ctx.root_pid != 0) s.facts.root_pid = ctx.root_pid;
   drop_impossible(s, row, row);

@@ -8,12 +8,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "trainmon/core/timeline.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/labels.h"
@@ -48,6 +52,41 @@ void apply_retention(const RecordLoopOptions& o) {
   }
 }
 
+/// Retention on its own thread and connection, at start and hourly: deleting a month of samples, or
+/// waiting for a store another process holds locked, never stalls sampling.
+class RetentionThread {
+ public:
+  explicit RetentionThread(const RecordLoopOptions& o) : o_(o) {
+    if (!o_.retention.delete_after_ns && !o_.retention.downsample_after_ns) return;
+    thread_ = std::thread([this] {
+      std::unique_lock lock(mu_);
+      while (!stop_) {
+        lock.unlock();
+        apply_retention(o_);
+        lock.lock();
+        cv_.wait_for(lock, std::chrono::hours(1), [&] { return stop_; });
+      }
+    });
+  }
+  ~RetentionThread() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  RetentionThread(const RetentionThread&) = delete;
+  RetentionThread& operator=(const RetentionThread&) = delete;
+
+ private:
+  const RecordLoopOptions& o_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
 /// Calls one observer hook; an exception disables that observer (reported once).
 template <typename F>
 void call_observer(const std::string& tool, TickObserver*& obs, F&& f) {
@@ -70,20 +109,29 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
 
   const std::int64_t start_unix = now_ns(CLOCK_REALTIME);
   const std::int64_t start_mono = now_ns(CLOCK_MONOTONIC);
-  // Retention first, on its own connection: a damaged store is refused here too.
-  apply_retention(o);
-  store::RunInfo info = this_process_run_info(o.kind, o.name, start_unix);
+  const Timeline timeline{start_unix, start_mono};  // every stored time: core/timeline.h
+  store::RunInfo info = this_process_run_info(o.kind, o.name, start_unix, start_mono);
   info.labels = collect_labels(o.labels, env);
   info.interval_ms = o.interval_ns / 1'000'000;
-  auto rec = start_recording(o.db_path, info);
+  // A store that can never be written ends here (status 1); one that is locked or full now is
+  // retried by the writer while sampling starts.
+  auto rec = start_recording(o.db_path, info, std::chrono::seconds(1));
   if (!rec) {
     std::fprintf(stderr, "trainmon %s: %s\n", o.tool.c_str(), rec.error().message.c_str());
     return 1;
   }
   const std::int64_t run_id = rec->run_id;
-  if (!o.quiet)
-    std::fprintf(stderr, "trainmon %s: recording run %lld into %s\n", o.tool.c_str(),
-                 static_cast<long long>(run_id), o.db_path.c_str());
+  if (!o.quiet) {
+    if (run_id) {
+      std::fprintf(stderr, "trainmon %s: recording run %lld into %s\n", o.tool.c_str(),
+                   static_cast<long long>(run_id), o.db_path.c_str());
+    } else {
+      std::fprintf(stderr,
+                   "trainmon %s: the run store %s is busy; recording starts as soon as it accepts writes\n",
+                   o.tool.c_str(), o.db_path.c_str());
+    }
+  }
+  RetentionThread retention(o);
 
   SamplerOptions so;
   so.backend.library_path = o.nvml_library;
@@ -103,6 +151,8 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   opts.print_every_ms = o.print_every_ns / 1'000'000;
   opts.quiet = o.quiet;
   opts.start_monotonic_ns = start_mono;
+  opts.start_unix_ns = start_unix;
+  opts.interval_ns = o.interval_ns;
   RecorderSession session(opts, std::move(rec->writer));
   // The live diagnosis of a daemon keeps one hour: bounded memory for runs of weeks.
   diagnose::LiveDiagnosis live(o.thresholds, diagnose::LiveOptions{.retain_s = 3600});
@@ -111,8 +161,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_start(start); });
 
   int stop_signal = 0;
-  std::int64_t next = start_mono;
-  std::int64_t next_retention = start_mono + 3600LL * 1'000'000'000;
+  std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
   std::vector<std::uint32_t> gpu_pids;
   // The GPU processes' children (data-loader workers, ...) are found again at most every 5 s when
   // other processes appear on the machine, at once for a new GPU process: a daemon must not scan
@@ -151,14 +200,14 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
         if (joined_to_host(p.host)) gpu_pids.push_back(p.pid);
       session.tick(snap);
       if (o.diagnose) {
-        if (live.on_snapshot(snap, diagnose::JobContext{start_unix, 0, {}, std::nullopt})) {
+        if (live.on_snapshot(snap, diagnose::JobContext{start_unix, 0, {}, std::nullopt, start_mono})) {
           active = live.active();
         } else if (!active.empty()) {
           active = live.active();  // evidence and end times refresh while findings stay open
         }
         remember(active);
       }
-      const TickContext ctx{snap, active, run_id,
+      const TickContext ctx{snap, active, session.run_id(),
                             static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
       for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_tick(ctx); });
     } catch (const std::exception& e) {
@@ -175,36 +224,44 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
         break;
       }
     }
-    if (now_ns(CLOCK_MONOTONIC) >= next_retention) {
-      apply_retention(o);
-      next_retention += 3600LL * 1'000'000'000;
+    // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
+    // are skipped and recorded as a gap, not replayed as a burst of stale rows.
+    if (const NextTick step = catch_up(next, o.interval_ns, now_ns(CLOCK_MONOTONIC)); step.skipped > 0) {
+      session.note_skipped_ticks(next, step.at_ns - o.interval_ns, step.skipped,
+                                 "the sampling loop was stalled (stopped or a call hung)");
+      next = step.at_ns;
     }
   }
   for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_finish(); });
   auto summary = session.summary();
-  store::RunEnd end{now_ns(CLOCK_REALTIME), "stopped", std::nullopt, std::nullopt, summary_to_json(summary)};
-  auto err = session.finish(end);
-  std::optional<std::int64_t> finding_count;
+  std::optional<std::vector<diagnose::Finding>> findings;
   if (o.diagnose) {
     try {
       remember(live.finish(diagnose::JobFacts{}));
       std::stable_sort(seen.begin(), seen.end(), diagnose::finding_less);
-      auto st = store::Store::open(o.db_path, store::OpenMode::read_write);
-      auto r = st ? st->insert_findings(run_id, seen) : Expected<void>(std::unexpected(st.error()));
-      if (r) {
-        finding_count = static_cast<std::int64_t>(seen.size());
-      } else {
-        std::fprintf(stderr, "trainmon %s: the findings were not recorded: %s\n", o.tool.c_str(),
-                     r.error().message.c_str());
-      }
+      findings = seen;
     } catch (const std::exception& e) {
       std::fprintf(stderr, "trainmon %s: no diagnosis: %s\n", o.tool.c_str(), e.what());
     }
   }
+  // The end and the findings in one transaction, waiting (bounded) for a store that refuses writes
+  // now; another signal stops the wait.
+  store::RunEnd end{timeline.at(now_ns(CLOCK_MONOTONIC)), "stopped", std::nullopt, std::nullopt,
+                    summary_to_json(summary)};
+  auto give_up = [] {
+    return runner::wait_for_event(0, std::chrono::milliseconds(20)).kind == runner::Event::signal;
+  };
+  auto err = session.finish(end, findings, std::chrono::seconds(30), give_up);
+  if (err) {
+    std::fprintf(stderr, "trainmon %s: the run's end was not recorded: %s\n", o.tool.c_str(),
+                 err->message.c_str());
+  }
+  std::optional<std::int64_t> finding_count;
+  if (findings && !err) finding_count = static_cast<std::int64_t>(findings->size());
   if (!o.quiet) {
     std::string why =
         stop_signal ? fmt::format("stopped by {}", runner::signal_name(stop_signal)) : "stopped";
-    std::fputs(format_summary(summary, "recording " + why, run_id, finding_count).c_str(), stderr);
+    std::fputs(format_summary(summary, "recording " + why, session.run_id(), finding_count).c_str(), stderr);
     for (const auto& f : seen) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
   }
   return err ? 1 : 0;

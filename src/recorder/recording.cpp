@@ -5,11 +5,22 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 namespace trainmon::recorder {
 
-store::RunInfo this_process_run_info(std::string kind, std::string name, std::int64_t start_unix_ns) {
+std::string current_boot_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+store::RunInfo this_process_run_info(std::string kind, std::string name, std::int64_t start_unix_ns,
+                                     std::optional<std::int64_t> start_monotonic_ns) {
   store::RunInfo r;
+  r.boot_id = current_boot_id();
+  r.start_monotonic_ns = start_monotonic_ns;
   r.kind = std::move(kind);
   r.name = std::move(name);
   r.start_unix_ns = start_unix_ns;
@@ -38,14 +49,12 @@ std::string default_run_name(const std::vector<std::string>& command) {
   return prog;
 }
 
-Expected<Recording> start_recording(const std::string& db_path, const store::RunInfo& run) {
-  auto s = store::Store::open(db_path, store::OpenMode::read_write);
-  if (!s) return std::unexpected(s.error());
-  auto id = s->create_run(run);
-  if (!id) return std::unexpected(id.error());
+Expected<Recording> start_recording(const std::string& db_path, const store::RunInfo& run,
+                                    std::chrono::nanoseconds wait, store::WriterOptions options) {
   Recording rec;
-  rec.run_id = *id;
-  rec.writer = std::make_unique<store::StoreWriter>(std::move(*s), *id);
+  rec.writer = std::make_unique<store::StoreWriter>(db_path, run, options);
+  rec.run_id = rec.writer->wait_for_run(wait);
+  if (auto e = rec.writer->error(); e && rec.run_id == 0) return std::unexpected(*e);
   return rec;
 }
 

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/run_report.h"
 
+#include <time.h>
+
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
+#include "trainmon/recorder/recording.h"
 
 #include <fmt/format.h>
 
@@ -50,6 +53,14 @@ RunDuration run_duration(const store::RunInfo& r) {
   if (r.end_unix_ns) return {(*r.end_unix_ns - r.start_unix_ns) / 1'000'000, "end"};
   if (auto s = summary_from_json(r.summary_json); s.duration_ms > 0) return {s.duration_ms, "end"};
   if (store::effective_status(r) == "running") {
+    // On the recorder's host and boot, the monotonic clock: a wall-clock step while the run records
+    // does not change its duration. Elsewhere (another host, an older store), the wall clock.
+    if (r.start_monotonic_ns && !r.boot_id.empty() && r.boot_id == current_boot_id()) {
+      timespec ts{};
+      ::clock_gettime(CLOCK_MONOTONIC, &ts);
+      const std::int64_t mono = static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+      return {std::max<std::int64_t>(0, (mono - *r.start_monotonic_ns) / 1'000'000), "now"};
+    }
     const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
@@ -125,6 +136,15 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
                          {"used_by_job", g.used_by_job}});
   }
   j["finding_count"] = r.finding_count;
+  // What the recording could not keep (store locked or full too long, sampling stalled).
+  j["gaps"] = nlohmann::json::array();
+  for (const auto& g : r.gaps) {
+    j["gaps"].push_back({{"t0_unix_s", static_cast<double>(g.t0_unix_ns) / 1e9},
+                         {"t1_unix_s", static_cast<double>(g.t1_unix_ns) / 1e9},
+                         {"ticks", g.ticks},
+                         {"cause", g.cause},
+                         {"detail", g.detail}});
+  }
   auto summary = nlohmann::json::parse(r.summary_json, nullptr, false);
   j["summary"] = summary.is_object() ? summary : nlohmann::json();
   // The job's cgroup limits as one line (reports): only when some limit is set.
@@ -305,6 +325,14 @@ std::string format_run_details(const store::RunInfo& r) {
     out += fmt::format("  job:      peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
                        static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
                        s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
+  }
+  for (const auto& g : r.gaps) {
+    // The ticks from t0 to t1, one interval each.
+    const double span_s =
+        static_cast<double>(g.t1_unix_ns - g.t0_unix_ns) / 1e9 + static_cast<double>(r.interval_ms) / 1e3;
+    out += fmt::format("  gap:      {} tick{} not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
+                       g.ticks == 1 ? "" : "s", iso_time(g.t0_unix_ns), span_s, g.cause,
+                       exp::terminal_text(g.detail));
   }
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty())
     out += fmt::format("  cgroup:   {}{}\n", exp::terminal_text(limits),

@@ -49,6 +49,16 @@ void RunStats::add(const Snapshot& snap, std::int64_t elapsed_ms, const std::opt
     }
     if (g.memory_used_bytes.ok()) it->mem_peak = std::max(it->mem_peak.value_or(0), *g.memory_used_bytes);
     if (g.memory_total_bytes.ok()) it->mem_total = *g.memory_total_bytes;
+    // Cumulative counters: a drop is a reset (driver reload), never a decrease.
+    auto feed = [](ContinuedCounter& c, const auto& r) {
+      if (r.ok()) c.observe(static_cast<double>(r.value));
+    };
+    feed(it->energy_mj, g.total_energy_mj);
+    feed(it->ecc_unc, g.ecc_uncorrected_volatile);
+    feed(it->ecc_cor, g.ecc_corrected_volatile);
+    feed(it->viol_power, g.violation_power_ns);
+    feed(it->viol_thermal, g.violation_thermal_ns);
+    feed(it->pcie_replay, g.pcie_replay_count);
   }
   if (job) {
     base_.peak_job_rss_bytes = std::max(base_.peak_job_rss_bytes.value_or(0), job->rss_bytes);
@@ -82,6 +92,10 @@ RunSummary RunStats::summary() const {
     }
     out.peak_memory_used_bytes = g.mem_peak;
     out.memory_total_bytes = g.mem_total;
+    if (g.energy_mj.seen()) out.energy_j = g.energy_mj.increase() / 1e3;
+    if (g.ecc_unc.seen()) out.ecc_uncorrected_volatile_max = static_cast<std::uint64_t>(g.ecc_unc.highest());
+    out.counter_resets = g.energy_mj.resets() + g.ecc_unc.resets() + g.ecc_cor.resets() +
+                         g.viol_power.resets() + g.viol_thermal.resets() + g.pcie_replay.resets();
     s.gpus.push_back(out);
   }
   const double denom = n_ * stt_ - st_ * st_;
@@ -103,7 +117,10 @@ std::string summary_to_json(const RunSummary& s) {
                          {"mean_utilization_pct", opt(g.mean_util_pct)},
                          {"peak_utilization_pct", opt(g.peak_util_pct)},
                          {"peak_memory_used_bytes", opt(g.peak_memory_used_bytes)},
-                         {"memory_total_bytes", opt(g.memory_total_bytes)}});
+                         {"memory_total_bytes", opt(g.memory_total_bytes)},
+                         {"energy_j", opt(g.energy_j)},
+                         {"ecc_uncorrected_volatile_max", opt(g.ecc_uncorrected_volatile_max)},
+                         {"counter_resets", g.counter_resets}});
   }
   j["peak_job_rss_bytes"] = opt(s.peak_job_rss_bytes);
   j["last_job_rss_bytes"] = opt(s.last_job_rss_bytes);
@@ -156,6 +173,9 @@ RunSummary summary_from_json(const std::string& text) {
       out.peak_util_pct = get_opt<double>(g, "peak_utilization_pct");
       out.peak_memory_used_bytes = get_opt<std::uint64_t>(g, "peak_memory_used_bytes");
       out.memory_total_bytes = get_opt<std::uint64_t>(g, "memory_total_bytes");
+      out.energy_j = get_opt<double>(g, "energy_j");
+      out.ecc_uncorrected_volatile_max = get_opt<std::uint64_t>(g, "ecc_uncorrected_volatile_max");
+      out.counter_resets = g.value("counter_resets", std::uint64_t{0});
       s.gpus.push_back(out);
     }
     s.peak_job_rss_bytes = get_opt<std::uint64_t>(j, "peak_job_rss_bytes");
@@ -220,11 +240,19 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
                           : "N/A";
     if (g.peak_memory_used_bytes && g.memory_total_bytes)
       mem += fmt::format(" of {:.0f} MiB", static_cast<double>(*g.memory_total_bytes) / kMiB);
-    out += fmt::format("  GPU{}{}{}: utilisation mean {} peak {}, peak memory {}\n", g.index,
+    std::string extra;
+    if (g.energy_j && *g.energy_j > 0) {
+      extra += *g.energy_j >= 3.6e5 ? fmt::format(", energy {:.2f} kWh", *g.energy_j / 3.6e6)
+                                    : fmt::format(", energy {:.1f} kJ", *g.energy_j / 1e3);
+    }
+    if (g.counter_resets > 0)
+      extra += fmt::format(" (counters reset {} time{} during the run: driver reload or GPU reset)",
+                           g.counter_resets, g.counter_resets == 1 ? "" : "s");
+    out += fmt::format("  GPU{}{}{}: utilisation mean {} peak {}, peak memory {}{}\n", g.index,
                        g.name.empty() ? "" : " " + text::terminal(g.name),
                        g.used_by_job ? " (used by the job)" : "",
                        g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
-                       g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem);
+                       g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem, extra);
   }
   if (s.gpus.empty()) out += "  no GPU seen\n";
   if (s.peak_job_rss_bytes) {

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <limits>
 #include <set>
+#include <thread>
 
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/store/chunk_codec.h"
@@ -27,9 +29,22 @@ std::int64_t ms_of_ns(std::int64_t ns) {
 
 store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
                                  std::span<const std::uint32_t> job_pids) {
+  // The snapshot's own clock: the identity timeline, nothing clamped.
+  return make_tick_batch(snap, stored_pids, job_pids, Timeline{snap.time_unix_ns, snap.monotonic_ns},
+                         std::numeric_limits<std::int64_t>::min() / 2,
+                         std::numeric_limits<std::int64_t>::max() / 4);
+}
+
+store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
+                                 std::span<const std::uint32_t> job_pids, const Timeline& timeline,
+                                 std::int64_t prev_t_ns, std::int64_t interval_ns) {
   using store::SeriesKind;
   store::TickBatch batch;
-  const std::int64_t t = ms_of_ns(snap.time_unix_ns);
+  const std::int64_t t_ns = timeline.of(snap);
+  const std::int64_t floor_ns = prev_t_ns - kWallReadingSlackNs;
+  const std::int64_t ceil_ns = t_ns + interval_ns;
+  const std::int64_t t = ms_of_ns(t_ns);
+  batch.t_ns = t_ns;
   for (const auto& g : snap.gpus) {
     store::SeriesRow row;
     row.series.kind = SeriesKind::gpu;
@@ -41,7 +56,8 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
       store::SeriesRow hr;
       hr.series.kind = SeriesKind::gpu_util_hr;
       hr.series.gpu_index = g.index;
-      hr.t_ms = static_cast<std::int64_t>(s.time_us / 1000);
+      hr.t_ms =
+          ms_of_ns(timeline.of_wall(static_cast<std::int64_t>(s.time_us) * 1000, snap, floor_ns, ceil_ns));
       hr.values = {static_cast<std::int64_t>(std::llround(s.value))};
       batch.rows.push_back(std::move(hr));
     }
@@ -82,6 +98,7 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
     batch.rows.push_back(std::move(row));
   }
   batch.events = snap.events;
+  for (auto& e : batch.events) e.time_unix_ns = timeline.of_wall(e.time_unix_ns, snap, floor_ns, ceil_ns);
   return batch;
 }
 
@@ -169,7 +186,9 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
   stats_.add(snap, elapsed_ms, job, job_gpus);
 
   if (writer_) {
-    auto batch = make_tick_batch(snap, stored, job_pids_);
+    auto batch = make_tick_batch(snap, stored, job_pids_, timeline(), prev_t_ns_, options_.interval_ns);
+    prev_t_ns_ = batch.t_ns;
+    batch.gaps = std::exchange(gaps_, {});
     add_train_rows(batch, train, options_.start_unix_ns);
     std::vector<std::string> ids;
     for (const auto& g : snap.gpus) {
@@ -202,7 +221,7 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
       batch.gpus = std::move(gpus);
     }
     writer_->push(std::move(batch));
-    report_store_error();
+    report_store_notices();
   }
 
   if (options_.print_every_ms > 0 && !options_.quiet &&
@@ -237,21 +256,57 @@ void RecorderSession::add_train(TrainUpdate train) {
   writer_->push(std::move(batch));
 }
 
-bool RecorderSession::report_store_error() {
-  if (store_error_reported_ || !writer_) return false;
-  auto e = writer_->error();
-  if (!e) return false;
-  store_error_reported_ = true;
-  std::fprintf(options_.out, "trainmon: recording stopped: %s; monitoring goes on (summary at the end)\n",
-               e->message.c_str());
-  std::fflush(options_.out);
-  return true;
+void RecorderSession::note_skipped_ticks(std::int64_t first_monotonic_ns, std::int64_t last_monotonic_ns,
+                                         std::int64_t ticks, std::string detail) {
+  if (ticks <= 0) return;
+  const Timeline tl = timeline();
+  gaps_.push_back(store::RecordingGap{tl.at(first_monotonic_ns), tl.at(last_monotonic_ns), ticks,
+                                      std::string(store::kGapSamplingStalled), std::move(detail)});
 }
 
-std::optional<Error> RecorderSession::finish(const store::RunEnd& end) {
+std::int64_t RecorderSession::run_id() const {
+  return writer_ ? writer_->run_id() : 0;
+}
+
+bool RecorderSession::report_store_notices() {
+  if (!writer_) return false;
+  auto notices = writer_->take_notices();
+  for (const auto& n : notices) std::fprintf(options_.out, "trainmon: %s\n", n.c_str());
+  if (!notices.empty()) std::fflush(options_.out);
+  return !notices.empty();
+}
+
+std::optional<Error> RecorderSession::finish(const store::RunEnd& end,
+                                             std::optional<std::vector<diagnose::Finding>> findings,
+                                             std::chrono::nanoseconds wait,
+                                             const std::function<bool()>& give_up) {
   if (!writer_) return std::nullopt;
-  auto r = writer_->finish(end);
-  report_store_error();
+  if (!gaps_.empty()) {
+    store::TickBatch last;
+    last.gaps = std::exchange(gaps_, {});
+    writer_->push(std::move(last));
+  }
+  writer_->request_finish(end, std::move(findings));
+  const auto deadline = std::chrono::steady_clock::now() + wait;
+  bool said = false;
+  for (;;) {
+    const auto left = deadline - std::chrono::steady_clock::now();
+    if (left <= std::chrono::nanoseconds(0)) break;
+    if (writer_->wait_finished(std::min<std::chrono::nanoseconds>(left, std::chrono::milliseconds(200))))
+      break;
+    report_store_notices();
+    if (!said && writer_->retrying_error() && wait - left >= std::chrono::seconds(1)) {
+      said = true;
+      std::fprintf(options_.out,
+                   "trainmon: waiting up to %.0f s for the run store to record the run's end (%s)%s\n",
+                   std::chrono::duration<double>(wait).count(), writer_->retrying_error()->message.c_str(),
+                   give_up ? "; Ctrl-C gives up" : "");
+      std::fflush(options_.out);
+    }
+    if (give_up && give_up()) break;
+  }
+  auto r = writer_->finish(end, std::chrono::nanoseconds(0));
+  report_store_notices();
   if (!r) return r.error();
   return std::nullopt;
 }

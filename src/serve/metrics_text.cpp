@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string>
 
 namespace trainmon::serve {
 namespace {
@@ -196,7 +197,26 @@ bool gpu_answers(const GpuSample& g) {
   return g.responsive.ok() && *g.responsive;
 }
 
-void render_host(Writer& w, const HostSample& h, const std::string& host_label) {
+/// The key of one counter series in CounterState.
+std::string counter_key(std::string_view name, std::string_view labels) {
+  std::string k(name);
+  k += '{';
+  k += labels;
+  return k;
+}
+
+/// The value to export for a counter series: its continued value when followed, else `raw`.
+double continued(const CounterState& counters, std::string_view name, std::string_view labels, double raw) {
+  auto it = counters.series.find(counter_key(name, labels));
+  return it != counters.series.end() && it->second.counter.seen() ? it->second.counter.continued() : raw;
+}
+
+/// Calls fn(name, labels, value) for every counter series render_metrics exports from `snap`.
+template <class F>
+void for_each_counter(const Snapshot& snap, F&& fn);
+
+void render_host(Writer& w, const HostSample& h, const std::string& host_label,
+                 const CounterState& counters) {
   const auto& m = h.memory;
   auto one = [&](std::string_view name, std::string_view type, std::string_view help, Opt v) {
     if (!v) return;
@@ -231,7 +251,7 @@ void render_host(Writer& w, const HostSample& h, const std::string& host_label) 
     for (const auto& d : items) {
       std::string l = host_label;
       add_label(l, "device", d.name);
-      w.sample(l, static_cast<double>(get(d)));
+      w.sample(l, continued(counters, name, l, static_cast<double>(get(d))));
     }
   };
   per_device("trainmon_host_disk_read_bytes_total", "Bytes read from the disk.", h.disks,
@@ -254,6 +274,55 @@ std::string join_numbers(const auto& v) {
 }
 
 }  // namespace
+
+namespace {
+
+template <class F>
+void for_each_counter(const Snapshot& snap, F&& fn) {
+  const std::string& hostname = snap.host.hostname;
+  for (const auto& g : snap.gpus) {
+    if (!gpu_answers(g)) continue;
+    const std::string labels = gpu_labels(g, hostname, true);
+    for (const auto& m : dcgm_metrics()) {
+      if (m.type != "counter") continue;
+      auto v = m.get(g);
+      if (v && std::isfinite(*v)) fn(m.name, labels, *v);
+    }
+  }
+  std::string host_label;
+  add_label(host_label, "Hostname", hostname);
+  auto per_device = [&](std::string_view name, const auto& items, auto get) {
+    for (const auto& d : items) {
+      std::string l = host_label;
+      add_label(l, "device", d.name);
+      fn(name, l, static_cast<double>(get(d)));
+    }
+  };
+  per_device("trainmon_host_disk_read_bytes_total", snap.host.disks,
+             [](const DiskSample& d) { return d.read_bytes_total; });
+  per_device("trainmon_host_disk_written_bytes_total", snap.host.disks,
+             [](const DiskSample& d) { return d.write_bytes_total; });
+  per_device("trainmon_host_network_receive_bytes_total", snap.host.nets,
+             [](const NetSample& d) { return d.rx_bytes_total; });
+  per_device("trainmon_host_network_transmit_bytes_total", snap.host.nets,
+             [](const NetSample& d) { return d.tx_bytes_total; });
+}
+
+}  // namespace
+
+void follow_counters(const Snapshot& snap, CounterState& state) {
+  ++state.tick;
+  for_each_counter(snap, [&](std::string_view name, const std::string& labels, double v) {
+    auto& e = state.series[counter_key(name, labels)];
+    e.counter.observe(v);
+    e.last_tick = state.tick;
+  });
+  if (state.tick % 64 == 0) {
+    std::erase_if(state.series, [&](const auto& kv) {
+      return state.tick - kv.second.last_tick > state.forget_after_ticks;
+    });
+  }
+}
 
 std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
                            const ExporterState& state) {
@@ -280,7 +349,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
       if (!v || !std::isfinite(*v)) continue;
       if (!any) w.family(m.name, m.type, m.help);
       any = true;
-      w.sample(labels[i], *v);
+      w.sample(labels[i], m.type == "counter" ? continued(state.counters, m.name, labels[i], *v) : *v);
     }
   }
   if (!snap.gpus.empty()) {
@@ -335,7 +404,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
   }
 
   // ---- host ----
-  render_host(w, snap.host, host_label);
+  render_host(w, snap.host, host_label, state.counters);
 
   // ---- active findings ----
   w.family("trainmon_findings_active", "gauge", "Findings of the live diagnosis open now, by severity.");

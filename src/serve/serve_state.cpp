@@ -83,10 +83,10 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
 
   std::unique_lock lock(mu_);
   runs_ = std::move(runs);
-  if (last_tick_unix_ns_ != 0) {
-    state_.last_tick_duration_s = static_cast<double>(snap->time_unix_ns - last_tick_unix_ns_) / 1e9;
+  if (last_tick_monotonic_ns_ != 0) {  // the monotonic clock: a wall-clock step is no long tick
+    state_.last_tick_duration_s = static_cast<double>(snap->monotonic_ns - last_tick_monotonic_ns_) / 1e9;
   }
-  last_tick_unix_ns_ = snap->time_unix_ns;
+  last_tick_monotonic_ns_ = snap->monotonic_ns;
   for (const auto& ev : snap->events) {
     if (ev.xid == 0) continue;
     bool found = false;
@@ -99,6 +99,8 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
     if (!found) state_.last_xid.emplace_back(ev.gpu_index, ev.xid);
   }
   ++state_.ticks_total;
+  follow_counters(*snap, state_.counters);          // a counter that resets is exported as continued
+  if (ctx.run_id != 0) state_.run_id = ctx.run_id;  // created late when the store was busy at start
   elapsed_s_ = ctx.elapsed_s;
   snap_ = std::move(snap);
   findings_ = std::move(findings);

@@ -134,6 +134,23 @@ CREATE TABLE train_stacks (
 );
 CREATE INDEX train_stacks_run ON train_stacks(run_id, t_ns);
 )sql"},
+    // 3: what a run's recording could not keep (ticks never stored, and why), and the run's start on
+    // this boot's CLOCK_MONOTONIC, so that a reader on the same boot measures a running run's
+    // duration without the wall clock (docs/store.md).
+    {3, R"sql(
+CREATE TABLE gaps (
+  id      INTEGER PRIMARY KEY,
+  run_id  INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  t0_ns   INTEGER NOT NULL,            -- first tick not stored (the run's timeline, Unix epoch ns)
+  t1_ns   INTEGER NOT NULL,            -- last tick not stored
+  ticks   INTEGER NOT NULL,            -- ticks not stored
+  cause   TEXT NOT NULL,               -- store_locked, store_full, store_io_error, store_error, sampling_stalled
+  detail  TEXT NOT NULL DEFAULT ''     -- the error message, or what stalled
+);
+CREATE INDEX gaps_run ON gaps(run_id, t0_ns);
+ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';   -- /proc/sys/kernel/random/boot_id
+ALTER TABLE runs ADD COLUMN start_monotonic_ns INTEGER;         -- CLOCK_MONOTONIC at start_ns
+)sql"},
 };
 
 }  // namespace

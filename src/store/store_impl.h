@@ -15,6 +15,7 @@ struct Store::Impl {
   detail::DbHandle db;
   std::string path;
   bool read_only = false;
+  int schema = 0;  ///< PRAGMA user_version once opened (and migrated, for writers)
   /// Statements the writer runs at every tick, prepared once per connection (preparing them each
   /// time was a tenth of a recorder's CPU). Keyed by the address of their SQL literal; destroyed
   /// before `db` (members are destroyed in reverse order).

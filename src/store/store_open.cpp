@@ -132,7 +132,7 @@ const std::string& Store::path() const noexcept {
   return impl_->path;
 }
 
-Expected<Store> Store::open(const std::string& path, OpenMode mode) {
+Expected<Store> Store::open(const std::string& path, OpenMode mode, std::chrono::milliseconds busy_timeout) {
   std::error_code ec;
   const bool exists = fs::exists(path, ec);
   const bool non_empty = exists && fs::file_size(path, ec) > 0 && !ec;
@@ -189,7 +189,7 @@ Expected<Store> Store::open(const std::string& path, OpenMode mode) {
     if (rc == SQLITE_CANTOPEN || rc == SQLITE_READONLY || rc == SQLITE_PERM) e.name = kErrCannotCreate;
     return std::unexpected(e);
   }
-  sqlite3_busy_timeout(raw, 5000);
+  sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
   sqlite3_extended_result_codes(raw, 0);
 
   if (non_empty) {
@@ -203,7 +203,7 @@ Expected<Store> Store::open(const std::string& path, OpenMode mode) {
                           nullptr) == SQLITE_OK) {
         impl->db.reset(ro);
         raw = ro;
-        sqlite3_busy_timeout(raw, 5000);
+        sqlite3_busy_timeout(raw, static_cast<int>(busy_timeout.count()));
         sqlite3_extended_result_codes(raw, 0);
         r = check_integrity(raw, path);
       } else {
@@ -234,6 +234,10 @@ Expected<Store> Store::open(const std::string& path, OpenMode mode) {
       return std::unexpected(r.error());
     if (auto r = migrate(raw); !r) return std::unexpected(r.error());
   }
+  {
+    detail::Stmt v(raw, "PRAGMA user_version");
+    if (v.step() == SQLITE_ROW) impl->schema = static_cast<int>(v.i64(0));
+  }
   return Store(std::move(impl));
 }
 
@@ -256,6 +260,15 @@ Expected<void> Store::commit() {
     return std::unexpected(detail::sqlite_error(impl_->db.get(), rc, "committing samples"));
   return {};
 }
+void Store::set_busy_timeout(std::chrono::milliseconds timeout) noexcept {
+  sqlite3_busy_timeout(impl_->db.get(), static_cast<int>(timeout.count()));
+}
+
+Expected<void> Store::set_synchronous_full(bool full) {
+  return detail::exec(impl_->db.get(), full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
+                      "setting the sync mode");
+}
+
 void Store::rollback() noexcept {
   if (!sqlite3_get_autocommit(impl_->db.get())) (void)detail::exec(impl_->db.get(), "ROLLBACK", "rollback");
 }

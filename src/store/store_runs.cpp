@@ -27,6 +27,12 @@ constexpr std::string_view kRunColumns =
     "CASE WHEN end_ns IS NULL THEN (SELECT max(c.t1_ms) FROM series s JOIN chunks c ON c.series_id = s.id "
     "WHERE s.run_id = runs.id) END";
 
+/// The run columns to select: kRunColumns, then boot_id and start_monotonic_ns (schema 3; an
+/// older store read as is has neither).
+std::string run_columns(int schema) {
+  return fmt::format("{}, {}", kRunColumns, schema >= 3 ? "boot_id, start_monotonic_ns" : "'', NULL");
+}
+
 RunInfo read_run_row(const Stmt& q) {
   RunInfo r;
   r.id = q.i64(0);
@@ -51,6 +57,8 @@ RunInfo read_run_row(const Stmt& q) {
   r.summary_json = q.text(14);
   r.finding_count = q.i64(15);
   r.last_sample_unix_ms = q.opt_i64(16);
+  r.boot_id = q.text(17);
+  r.start_monotonic_ns = q.opt_i64(18);
   return r;
 }
 
@@ -98,7 +106,8 @@ Expected<std::int64_t> Store::create_run(const RunInfo& run) {
   sqlite3* db = impl_->db.get();
   Stmt q(db,
          "INSERT INTO runs (name, kind, command, cwd, user, host, start_ns, end_ns, status, exit_code, "
-         "exit_signal, recorder_pid, interval_ms, summary) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+         "exit_signal, recorder_pid, interval_ms, summary, boot_id, start_monotonic_ns) "
+         "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   // argv may be any bytes: invalid UTF-8 is stored as U+FFFD instead of throwing.
   q.bind(1, run.name).bind(2, run.kind).bind(3, text::json_dump(nlohmann::json(run.command)));
   q.bind(4, run.cwd).bind(5, run.user).bind(6, run.host).bind(7, run.start_unix_ns);
@@ -106,6 +115,7 @@ Expected<std::int64_t> Store::create_run(const RunInfo& run) {
   q.bind(10, run.exit_code ? std::optional<std::int64_t>(*run.exit_code) : std::nullopt);
   q.bind(11, run.exit_signal ? std::optional<std::int64_t>(*run.exit_signal) : std::nullopt);
   q.bind(12, run.recorder_pid).bind(13, run.interval_ms).bind(14, run.summary_json);
+  q.bind(15, run.boot_id).bind(16, run.start_monotonic_ns);
   if (int rc = q.step(); rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "creating the run"));
   const std::int64_t id = sqlite3_last_insert_rowid(db);
   Stmt l(db, "INSERT OR REPLACE INTO labels (run_id, key, value) VALUES (?,?,?)");
@@ -149,20 +159,23 @@ Expected<void> Store::finish_run(std::int64_t run_id, const RunEnd& end) {
 
 Expected<std::vector<RunInfo>> Store::list_runs() {
   sqlite3* db = impl_->db.get();
-  Stmt q(db, fmt::format("SELECT {} FROM runs ORDER BY id DESC", kRunColumns));
+  Stmt q(db, fmt::format("SELECT {} FROM runs ORDER BY id DESC", run_columns(impl_->schema)));
   std::vector<RunInfo> out;
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) out.push_back(read_run_row(q));
   if (rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "listing runs"));
   for (auto& r : out) {
     if (auto d = fill_details(db, r); !d) return std::unexpected(d.error());
+    auto g = gaps(r.id);
+    if (!g) return std::unexpected(g.error());
+    r.gaps = std::move(*g);
   }
   return out;
 }
 
 Expected<RunInfo> Store::get_run(std::int64_t run_id) {
   sqlite3* db = impl_->db.get();
-  Stmt q(db, fmt::format("SELECT {} FROM runs WHERE id = ?", kRunColumns));
+  Stmt q(db, fmt::format("SELECT {} FROM runs WHERE id = ?", run_columns(impl_->schema)));
   q.bind(1, run_id);
   int rc = q.step();
   if (rc == SQLITE_DONE)
@@ -171,6 +184,9 @@ Expected<RunInfo> Store::get_run(std::int64_t run_id) {
   if (rc != SQLITE_ROW) return std::unexpected(step_error(db, rc, "reading the run"));
   RunInfo r = read_run_row(q);
   if (auto d = fill_details(db, r); !d) return std::unexpected(d.error());
+  auto g = gaps(run_id);
+  if (!g) return std::unexpected(g.error());
+  r.gaps = std::move(*g);
   return r;
 }
 

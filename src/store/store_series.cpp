@@ -157,4 +157,31 @@ Expected<std::vector<TrainEvent>> Store::train_events(std::int64_t run_id) {
   return out;
 }
 
+Expected<void> Store::insert_gaps(std::int64_t run_id, const std::vector<RecordingGap>& gaps) {
+  sqlite3* db = impl_->db.get();
+  if (gaps.empty()) return {};
+  StmtUse q(
+      impl_->cached("INSERT INTO gaps (run_id, t0_ns, t1_ns, ticks, cause, detail) VALUES (?,?,?,?,?,?)"));
+  for (const auto& g : gaps) {
+    q->reset();
+    q->bind(1, run_id).bind(2, g.t0_unix_ns).bind(3, g.t1_unix_ns).bind(4, g.ticks);
+    q->bind(5, g.cause).bind(6, g.detail);
+    if (int rc = q->step(); rc != SQLITE_DONE)
+      return std::unexpected(detail::sqlite_error(db, rc, "writing a recording gap"));
+  }
+  return {};
+}
+
+Expected<std::vector<RecordingGap>> Store::gaps(std::int64_t run_id) {
+  sqlite3* db = impl_->db.get();
+  std::vector<RecordingGap> out;
+  if (impl_->schema < 3) return out;
+  Stmt q(db, "SELECT t0_ns, t1_ns, ticks, cause, detail FROM gaps WHERE run_id = ? ORDER BY t0_ns, id");
+  q.bind(1, run_id);
+  int rc;
+  while ((rc = q.step()) == SQLITE_ROW) out.push_back({q.i64(0), q.i64(1), q.i64(2), q.text(3), q.text(4)});
+  if (rc != SQLITE_DONE) return std::unexpected(detail::sqlite_error(db, rc, "reading recording gaps"));
+  return out;
+}
+
 }  // namespace trainmon::store

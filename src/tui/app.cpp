@@ -190,6 +190,7 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
   std::unique_ptr<HostCollector> all_collector;
   diagnose::LiveDiagnosis diag(diagnose::Thresholds{}, diagnose::LiveOptions{.retain_s = 3600});
   std::int64_t start_ns = 0;
+  std::int64_t start_mono_ns = 0;
   auto last_store = std::chrono::steady_clock::time_point{};
   std::string active_run;
   for (;;) {
@@ -208,12 +209,15 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
       all_collector->collect_processes(snap->host, all, {});
       snap->processes = std::move(all);
     }
-    if (start_ns == 0) start_ns = snap->time_unix_ns;
+    if (start_ns == 0) {
+      start_ns = snap->time_unix_ns;
+      start_mono_ns = snap->monotonic_ns;  // the diagnosis's windows from the monotonic clock
+    }
     // The open findings change only when the diagnosis evaluates (every LiveOptions::every_s).
     std::optional<std::vector<diagnose::Finding>> findings;
     if (opt.diagnose) {
       const double evaluated_s = diag.last_evaluation_s();
-      diag.on_snapshot(*snap, diagnose::JobContext{start_ns, 0, {}, std::nullopt});
+      diag.on_snapshot(*snap, diagnose::JobContext{start_ns, 0, {}, std::nullopt, start_mono_ns});
       if (diag.last_evaluation_s() != evaluated_s) findings = diag.active();
     }
     if (t0 - last_store >= std::chrono::seconds(5)) {

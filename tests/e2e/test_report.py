@@ -127,7 +127,10 @@ def test_gpu_utilisation_agrees_with_the_run_summary(d2):
         assert abs(got[i][0] - mean) <= 0.051 and abs(got[i][1] - peak) <= 0.051, (i, got[i], printed[i])
     md = report(db, e, "--format", "md")
     for i, (mean, _) in printed.items():
-        assert re.search(rf"^\| {i} \| [^|]+ \| {mean:.1f} % \|", md, re.M), (i, mean, md)
+        # the same value, each rounded to one decimal once or twice (92.1499 prints 92.1 in the
+        # summary; the report keeps 92.15, which prints 92.2)
+        m = re.search(rf"^\| {i} \| [^|]+ \| ([\d.]+) % \|", md, re.M)
+        assert m and abs(float(m.group(1)) - mean) <= 0.1 + 1e-9, (i, mean, md)
 
 
 def test_json_parses_with_charts_and_findings(d2):

@@ -204,6 +204,11 @@ struct JobContext {
   std::uint32_t root_pid = 0;              ///< main process; 0 = no job watched
   std::vector<std::uint32_t> pids;         ///< the job's pids; empty = the root's tree from snapshot ppids
   std::optional<double> cgroup_oom_kills;  ///< current cgroup oom_kill count, if the caller reads it
+  /// CLOCK_MONOTONIC at t = 0. When set, a row's t is the snapshot's monotonic_ns since then and
+  /// wall-clock times (NVML events, driver samples) are placed by the snapshot's own offset, kept
+  /// within the tick: a step of the wall clock moves no time (core/timeline.h). nullopt: t comes
+  /// from the snapshots' wall clock (time_unix_ns - run_start_unix_ns).
+  std::optional<std::int64_t> run_start_monotonic_ns;
 };
 
 /// Appends one row built from `snap` (its time, GPUs, GPU processes, host, the job's processes) and

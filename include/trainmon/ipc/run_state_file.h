@@ -49,7 +49,7 @@ Expected<void> ensure_private_dir(const std::string& dir);
 
 /// What a run's document says of the run itself (constant for the run, written every tick).
 struct RunStateHeader {
-  std::int64_t run_id = 0;  ///< 0: not recorded (the store could not be opened)
+  std::int64_t run_id = 0;  ///< 0: not recorded (yet: the store could not be opened or created the run late)
   std::string name;
   std::string db;                     ///< the store's path
   std::uint32_t pid = 0;              ///< the `trainmon run` process
@@ -92,6 +92,9 @@ class RunStateFile {
   /// Errors (domain os): the file cannot be written (the previous document stays).
   Expected<void> write(const diagnose::TrainSeries& train, double now_s,
                        std::span<const diagnose::Finding> findings);
+  /// The run id, once the store has created the run (a store locked at the start creates it late,
+  /// docs/store.md "Safety"): later writes carry it; the file keeps its name.
+  void set_run_id(std::int64_t run_id) noexcept { header_.run_id = run_id; }
   /// Removes the file (idempotent); later writes do nothing.
   void remove() noexcept;
   [[nodiscard]] const std::string& path() const noexcept { return path_; }

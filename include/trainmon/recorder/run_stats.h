@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "trainmon/core/counter.h"
 #include "trainmon/core/snapshot.h"
 #include "trainmon/recorder/resource_line.h"
 #include "trainmon/recorder/train_summary.h"
@@ -24,6 +25,13 @@ struct GpuSummary {
   std::optional<double> peak_util_pct;
   std::optional<std::uint64_t> peak_memory_used_bytes;
   std::optional<std::uint64_t> memory_total_bytes;
+  /// Energy the GPU used during the run (NVML total energy, mJ, summed across resets: a driver
+  /// reload restarts the counter); empty when never read twice.
+  std::optional<double> energy_j;
+  /// The highest volatile uncorrected ECC count seen (a reset does not lower it); empty when N/A.
+  std::optional<std::uint64_t> ecc_uncorrected_volatile_max;
+  /// Resets seen on the GPU's cumulative counters (energy, ECC, violation times, PCIe replays).
+  std::uint64_t counter_resets = 0;
 };
 
 struct RunSummary {
@@ -73,6 +81,7 @@ class RunStats {
     std::uint64_t util_n = 0;
     double util_peak = 0;
     std::optional<std::uint64_t> mem_peak, mem_total;
+    ContinuedCounter energy_mj, ecc_unc, ecc_cor, viol_power, viol_thermal, pcie_replay;
   };
   std::vector<Gpu> gpus_;
   RunSummary base_;

@@ -5,6 +5,7 @@
 // print the resource line. A store failure is reported once and recording goes on in memory.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "trainmon/core/snapshot.h"
+#include "trainmon/core/timeline.h"
 #include "trainmon/diagnose/train_series.h"
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/resource_line.h"
@@ -24,10 +26,17 @@
 
 namespace trainmon::recorder {
 
-/// Store rows for one snapshot. `stored_pids` (sorted): host processes to keep; `job_pids` (sorted):
-/// those of them that belong to the watched job (flagged in_job). GPU processes are always kept.
+/// Store rows for one snapshot, at the snapshot's own times (its wall clock). `stored_pids`
+/// (sorted): host processes to keep; `job_pids` (sorted): those of them that belong to the watched
+/// job (flagged in_job). GPU processes are always kept.
 store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
                                  std::span<const std::uint32_t> job_pids);
+/// The same on the run's timeline (core/timeline.h): the rows at timeline.of(snap); the driver's
+/// high-resolution samples and the NVML events, read by the wall clock, shifted by the snapshot's
+/// offset and kept within [`prev_t_ns` - kWallReadingSlackNs, timeline.of(snap) + `interval_ns`].
+store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint32_t> stored_pids,
+                                 std::span<const std::uint32_t> job_pids, const Timeline& timeline,
+                                 std::int64_t prev_t_ns, std::int64_t interval_ns);
 
 /// Totals over `snap.processes` whose pid is in `pids` (sorted).
 JobTotals job_totals(const Snapshot& snap, std::span<const std::uint32_t> pids);
@@ -39,13 +48,15 @@ struct SessionOptions {
   std::string sys_root = "/sys";
   std::int64_t print_every_ms = 30'000;  ///< 0: no resource line
   bool quiet = false;
-  std::int64_t start_monotonic_ns = 0;  ///< elapsed times count from here
+  std::int64_t start_monotonic_ns = 0;  ///< elapsed times count from here (with start_unix_ns: the timeline)
+  std::int64_t interval_ns = 1'000'000'000;  ///< the sampling interval (bounds event times to their tick)
   std::FILE* out = stderr;
   /// The training process's current epoch ("45/200") for the resource line; empty function or
   /// nullopt: the elapsed time is shown instead. (Filled from the training-event channel.)
   std::function<std::optional<std::string>()> epoch;
-  /// Wall time of the run's start (t = 0 of the run clock), ns since the epoch: maps the training
-  /// ranks' rows (TrainWindow::t) to stored times.
+  /// Wall time of the run's start (t = 0 of the run clock), ns since the epoch: with
+  /// start_monotonic_ns the run's timeline (core/timeline.h), on which every stored time lies; maps
+  /// the training ranks' rows (TrainWindow::t) to stored times too.
   std::int64_t start_unix_ns = 0;
   /// The training loop's figures over the last `seconds` for the resource line's train part; empty
   /// function or nullopt: no train part.
@@ -90,10 +101,25 @@ class RecorderSession {
   const runner::OomWatch& oom_watch() const { return oom_; }
   /// Last job totals (zero before the first tick).
   const JobTotals& last_job() const { return last_job_; }
-  /// Flush the store and record the end; the store's first error if recording failed at some point.
-  std::optional<Error> finish(const store::RunEnd& end);
-  /// Report a store problem once ("trainmon: recording stopped: ..."); returns true when printed now.
-  bool report_store_error();
+  /// The sampling loop skipped `ticks` due ticks (it was stalled), the first at `first_monotonic_ns`,
+  /// the last at `last_monotonic_ns`: recorded as a gap (cause sampling_stalled) with the next tick.
+  void note_skipped_ticks(std::int64_t first_monotonic_ns, std::int64_t last_monotonic_ns, std::int64_t ticks,
+                          std::string detail);
+  /// The run's id in the store; 0 while it is not created yet, or when not recording.
+  std::int64_t run_id() const;
+  /// Write everything held, then the end and `findings` (nullopt: none stored). Waits up to
+  /// `wait` for a store that refuses writes (one message after a second); `give_up`, polled about
+  /// every 200 ms while waiting, stops waiting when it returns true (a second signal). Returns the
+  /// error when the end was not recorded.
+  std::optional<Error> finish(const store::RunEnd& end,
+                              std::optional<std::vector<diagnose::Finding>> findings = std::nullopt,
+                              std::chrono::nanoseconds wait = std::chrono::seconds(30),
+                              const std::function<bool()>& give_up = {});
+  /// Print what the store writer has to say ("recording paused ...", "resumed ..."); true when
+  /// something was printed.
+  bool report_store_notices();
+  /// The run's timeline (start wall time + monotonic elapsed).
+  Timeline timeline() const { return {options_.start_unix_ns, options_.start_monotonic_ns}; }
 
  private:
   SessionOptions options_;
@@ -105,7 +131,8 @@ class RecorderSession {
   JobTotals last_job_;
   std::vector<std::string> gpu_ids_;  ///< uuid (or index) per GPU last sent to the store
   std::int64_t last_print_ms_ = 0;
-  bool store_error_reported_ = false;
+  std::int64_t prev_t_ns_ = 0;             ///< the last tick's time on the timeline
+  std::vector<store::RecordingGap> gaps_;  ///< skipped ticks, sent with the next tick
 };
 
 }  // namespace trainmon::recorder

@@ -15,25 +15,48 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "trainmon/core/counter.h"
 #include "trainmon/core/snapshot.h"
 #include "trainmon/diagnose/finding.h"
 #include "trainmon/ipc/run_state_file.h"
 
 namespace trainmon::serve {
 
+/// Every exported counter's continued value (core/counter.h), keyed by metric name and label set:
+/// a counter that resets underneath (volatile ECC counts or energy after a driver reload, PCIe
+/// replays, violation times, a re-created network interface) is exported as if it had not, so that
+/// a Prometheus counter from one `serve` never goes down. Series unseen for `forget_after_ticks`
+/// ticks are forgotten (bounded memory when interfaces come and go).
+struct CounterState {
+  struct Entry {
+    ContinuedCounter counter;
+    std::uint64_t last_tick = 0;
+  };
+  std::unordered_map<std::string, Entry> series;
+  std::uint64_t tick = 0;
+  std::uint64_t forget_after_ticks = 600;
+};
+
+/// Feed the counters of `snap` into `state` (once per tick, before the snapshot is rendered).
+void follow_counters(const Snapshot& snap, CounterState& state);
+
 /// State that outlives one snapshot (kept by the observer, passed to the renderer).
 struct ExporterState {
   std::int64_t run_id = 0;           ///< the serve run in the store; 0 when not recording
   std::uint64_t ticks_total = 0;     ///< ticks seen since start
-  double last_tick_duration_s = -1;  ///< wall time between the two last ticks; < 0 before two
+  double last_tick_duration_s = -1;  ///< time between the two last ticks (CLOCK_MONOTONIC); < 0 before two
   double start_unix_s = 0;           ///< when serve started
   /// Last Xid seen per GPU index (DCGM_FI_DEV_XID_ERRORS's meaning: value of the last Xid); 0 = none.
   std::vector<std::pair<unsigned, std::uint64_t>> last_xid;
   /// Run labels (--label and SLURM_* / launcher variables), exported on trainmon_labels_info.
   std::vector<std::pair<std::string, std::string>> labels;
+  /// Continued counters; a counter family renders its continued value when followed here, else the
+  /// reading as is.
+  CounterState counters;
 };
 
 // Label values, HELP text and label names are escaped by text::prometheus_label_value,

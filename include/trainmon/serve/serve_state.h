@@ -73,7 +73,7 @@ class ServeState : public recorder::TickObserver {
   std::deque<HistoryRow> history_;
   std::vector<std::pair<unsigned, std::string>> history_gpus_;  ///< index, name of each column
   std::size_t history_rows_;
-  std::int64_t last_tick_unix_ns_ = 0;
+  std::int64_t last_tick_monotonic_ns_ = 0;
   std::uint64_t metrics_tick_ = ~std::uint64_t{0};
   std::string metrics_cache_;
   std::uint64_t json_tick_ = ~std::uint64_t{0};

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -21,6 +22,25 @@ struct RunGpu {
   std::optional<std::int64_t> memory_total_bytes;  ///< empty when N/A
   std::optional<std::int64_t> power_limit_mw;      ///< default power limit; empty when N/A
   bool used_by_job = false;                        ///< a process of the watched tree ran on it
+};
+
+/// Why ticks of a run are missing from the store (RecordingGap::cause).
+inline constexpr std::string_view kGapStoreLocked = "store_locked";     ///< SQLITE_BUSY / SQLITE_LOCKED
+inline constexpr std::string_view kGapStoreFull = "store_full";         ///< SQLITE_FULL (disk or quota full)
+inline constexpr std::string_view kGapStoreIoError = "store_io_error";  ///< SQLITE_IOERR
+inline constexpr std::string_view kGapStoreError = "store_error";       ///< any other store failure
+inline constexpr std::string_view kGapSamplingStalled = "sampling_stalled";  ///< ticks never taken
+
+/// Ticks of a run that are not in the store: the writer's buffer overflowed while the store refused
+/// writes (the oldest ticks go first), or the sampling loop was stalled past whole intervals
+/// (SIGSTOP, a hung call) and skipped them. Times are on the run's timeline (docs/store.md).
+struct RecordingGap {
+  std::int64_t t0_unix_ns = 0;  ///< the first tick not stored
+  std::int64_t t1_unix_ns = 0;  ///< the last tick not stored (== t0 for one tick)
+  std::int64_t ticks = 0;       ///< how many ticks
+  std::string cause;            ///< one of the kGap* names
+  std::string detail;           ///< the store's error message, or what stalled
+  friend bool operator==(const RecordingGap&, const RecordingGap&) = default;
 };
 
 /// One run's header row. Times are nanoseconds since the Unix epoch.
@@ -49,6 +69,13 @@ struct RunInfo {
   /// (still recording, or lost): how far its recording got. Empty when it has no samples yet, and
   /// for finished runs.
   std::optional<std::int64_t> last_sample_unix_ms;
+  /// The recorder's boot (/proc/sys/kernel/random/boot_id) and its CLOCK_MONOTONIC at start_unix_ns
+  /// (schema 3): a reader on the same host and boot measures a running run without the wall clock.
+  /// Empty / nullopt in older stores.
+  std::string boot_id;
+  std::optional<std::int64_t> start_monotonic_ns;
+  /// What the recording could not keep, oldest first (schema 3; empty before).
+  std::vector<RecordingGap> gaps;
 };
 
 /// How a run ended (for Store::finish_run).

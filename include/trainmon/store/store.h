@@ -4,6 +4,7 @@
 // Every method returns an Error (domain store, code = SQLite's) instead of throwing.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -55,7 +56,10 @@ class Store {
   /// `PRAGMA quick_check`, is refused with kErrDamaged and left untouched; so is a SQLite file with
   /// tables but not trainmon's schema (another program's database). An empty file (0 bytes, or SQLite
   /// without tables) becomes a store when opened read_write; read_only it is kErrMissing.
-  static Expected<Store> open(const std::string& path, OpenMode mode);
+  /// `busy_timeout`: how long a statement, the migration's included, waits for another
+  /// connection's lock before SQLITE_BUSY.
+  static Expected<Store> open(const std::string& path, OpenMode mode,
+                              std::chrono::milliseconds busy_timeout = std::chrono::milliseconds(5000));
 
   Store(Store&&) noexcept;
   Store& operator=(Store&&) noexcept;
@@ -69,6 +73,12 @@ class Store {
   Expected<void> begin();
   Expected<void> commit();
   void rollback() noexcept;
+  /// How long a statement waits for another connection's lock before SQLITE_BUSY (5 s after open).
+  void set_busy_timeout(std::chrono::milliseconds timeout) noexcept;
+  /// PRAGMA synchronous for the next transactions: FULL (the WAL is fsynced at commit: the
+  /// transaction survives a power loss) or NORMAL (fsynced only at checkpoints), the default after
+  /// open. Not inside a transaction.
+  Expected<void> set_synchronous_full(bool full);
 
   // ---- runs ----
   /// Insert `run` (id ignored) with its labels and GPUs; returns the new id.
@@ -118,6 +128,11 @@ class Store {
   Expected<void> insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings);
   /// The run's stored findings, in the order they were stored.
   Expected<std::vector<diagnose::Finding>> findings(std::int64_t run_id);
+
+  /// Store gaps of a run's recording (docs/store.md, table gaps).
+  Expected<void> insert_gaps(std::int64_t run_id, const std::vector<RecordingGap>& gaps);
+  /// The run's gaps, oldest first; empty for a store written before schema 3.
+  Expected<std::vector<RecordingGap>> gaps(std::int64_t run_id);
 
   // ---- maintenance ----
   Expected<RetentionResult> apply_retention(std::int64_t now_unix_ns, const RetentionPolicy& policy);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // D10 ecc-errors: the volatile uncorrected ECC count of a GPU is above 0 (critical; MISSION §4 D10,
-// §1: anything but 0/N/A is a hardware fault). The finding says whether it rose during the run.
+// §1: anything but 0/N/A is a hardware fault). The finding says whether it rose during the run; a
+// count that drops is a reset of the counter (driver reload), and the highest count is kept.
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
@@ -22,23 +23,39 @@ std::vector<Finding> detect_ecc(const RunSeries& s, const Thresholds&) {
         break;
       }
     if (first == n) continue;
-    const double v0 = first_of(c, 0, n - 1), v1 = last_of(c, 0, n - 1);
-    const double corr0 = first_of(g.ecc_corrected_volatile, 0, n - 1),
-                 corr1 = last_of(g.ecc_corrected_volatile, 0, n - 1);
+    // The counts are cumulative since the driver loaded: a drop is a reset (driver reload, GPU
+    // reset), never errors going away. The highest count seen is the one reported.
+    const CounterSpan u = counter_span(c, 0, n - 1);
+    const CounterSpan corr = counter_span(g.ecc_corrected_volatile, 0, n - 1);
     std::size_t lastrow = first;
     for (std::size_t i = first; i < n; ++i)
       if (!na(c[i])) lastrow = i;
     Finding f = make_finding("D10", Severity::critical, s.t[first], s.t[lastrow]);
     f.gpus = {g.index};
-    put(f.numbers, "uncorrected_first", v0);
-    put(f.numbers, "uncorrected_last", v1);
-    put(f.numbers, "corrected_first", corr0);
-    put(f.numbers, "corrected_last", corr1);
-    f.numbers["rising"] = v1 > v0 ? 1 : 0;
-    f.evidence =
-        fmt::format("GPU{} volatile uncorrected ECC errors {} (first seen at {:.0f} s){}", g.index, num(v1),
-                    s.t[first], v1 > v0 ? fmt::format(", rising from {} during the run", num(v0)) : "");
-    if (!na(corr1) && corr1 > 0) f.evidence += fmt::format("; corrected {}", num(corr1));
+    put(f.numbers, "uncorrected_first", u.first);
+    put(f.numbers, "uncorrected_last", u.last);
+    put(f.numbers, "uncorrected_highest", u.highest);
+    put(f.numbers, "uncorrected_increase", u.increase);
+    put(f.numbers, "corrected_first", corr.first);
+    put(f.numbers, "corrected_last", corr.last);
+    put(f.numbers, "corrected_highest", corr.highest);
+    f.numbers["counter_resets"] = static_cast<double>(u.resets + corr.resets);
+    f.numbers["rising"] = u.increase > 0 ? 1 : 0;
+    f.evidence = fmt::format("GPU{} volatile uncorrected ECC errors {} (first seen at {:.0f} s){}", g.index,
+                             num(u.highest), s.t[first],
+                             u.increase > 0 && u.resets == 0
+                                 ? fmt::format(", rising from {} during the run", num(u.first))
+                             : u.increase > 0 ? fmt::format(", {} more during the run", num(u.increase))
+                                              : "");
+    if (u.resets > 0)
+      f.evidence += fmt::format(
+          "; the counter was reset at {:.0f} s (driver reload or GPU reset: {} before, {} now); the "
+          "highest count is kept",
+          s.t[u.first_reset_row], num(u.before_reset), num(u.last));
+    if (!na(corr.highest) && corr.highest > 0) {
+      f.evidence += fmt::format("; corrected {}", num(corr.highest));
+      if (corr.resets > 0) f.evidence += " (highest seen; that counter was reset too)";
+    }
     f.advice =
         "Uncorrectable memory errors: results on this GPU may be wrong. Stop training on it, save what you "
         "can, and "

@@ -68,7 +68,8 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
           set_cost(f, 1.0 - clk / clk_max, "estimated");  // throughput scales at most with the clock
         const double temp = max_of(g.temp_c, ep.i0, ep.i1), slow = last_of(g.temp_slowdown_c, ep.i0, ep.i1);
         const auto& viol = g.*(cause.viol);
-        const double dv = last_of(viol, ep.i0, ep.i1) - first_of(viol, ep.i0, ep.i1);
+        // Cumulative: a drop is a reset of the counter (driver reload), not negative time.
+        const double dv = counter_span(viol, ep.i0, ep.i1).increase;
         const double span = s.t[ep.i1] - s.t[ep.i0];
         put(f.numbers, "active_share_pct", 100.0 * static_cast<double>(hits) / static_cast<double>(rows));
         put(f.numbers, "sm_clock_mhz", clk);

@@ -18,17 +18,19 @@ std::vector<Finding> detect_memory_retirement(const RunSeries& s, const Threshol
     const double fail = max_of(g.remapped_failure, 0, n - 1);
     const double rpend = max_of(g.remapped_pending, 0, n - 1);
     const double ppend = max_of(g.retired_pending, 0, n - 1);
-    const double unc = last_of(g.remapped_unc, 0, n - 1);
-    const double cor = last_of(g.remapped_cor, 0, n - 1);
-    const double pages0 = first_of(g.retired_pages, 0, n - 1), pages1 = last_of(g.retired_pages, 0, n - 1);
-    const bool pages_up = !na(pages0) && pages1 > pages0;
+    // Counters: a drop is a reset (a GPU reset or swap), not a repair; the highest count is kept.
+    const double unc = max_of(g.remapped_unc, 0, n - 1);
+    const double cor = max_of(g.remapped_cor, 0, n - 1);
+    const CounterSpan pages = counter_span(g.retired_pages, 0, n - 1);
+    const double pages0 = pages.first, pages1 = pages.highest;
+    const bool pages_up = !na(pages.increase) && pages.increase > 0;
     const bool is_fail = fail > 0, pending = rpend > 0 || ppend > 0, unc_rows = unc > 0;
     if (!is_fail && !pending && !unc_rows && !pages_up) continue;
     // first row where any of the conditions holds
     std::size_t first = n - 1;
     for (std::size_t i = 0; i < n; ++i) {
       if (g.remapped_failure[i] > 0 || g.remapped_pending[i] > 0 || g.retired_pending[i] > 0 ||
-          g.remapped_unc[i] > 0 || (pages_up && g.retired_pages[i] > pages0)) {
+          g.remapped_unc[i] > 0 || (pages_up && i > 0 && g.retired_pages[i] > g.retired_pages[i - 1])) {
         first = i;
         break;
       }
@@ -48,7 +50,12 @@ std::vector<Finding> detect_memory_retirement(const RunSeries& s, const Threshol
     if (rpend > 0) add("a row remap is pending (takes effect at the next GPU reset)");
     if (ppend > 0) add("a page retirement is pending (takes effect at the next GPU reset)");
     if (unc_rows) add(fmt::format("{} rows remapped for uncorrectable errors", num(unc)));
-    if (pages_up) add(fmt::format("retired pages {} -> {} during the run", num(pages0), num(pages1)));
+    if (pages_up)
+      add(pages.resets == 0
+              ? fmt::format("retired pages {} -> {} during the run", num(pages0), num(pages1))
+              : fmt::format("{} pages retired during the run (highest count {}; the counter was "
+                            "reset at {:.0f} s)",
+                            num(pages.increase), num(pages1), s.t[pages.first_reset_row]));
     f.evidence = fmt::format("GPU{} memory health: {}", g.index, what);
     f.advice =
         is_fail ? "The GPU ran out of spare memory rows: drain it and contact support (RMA)."

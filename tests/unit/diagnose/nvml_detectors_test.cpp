@@ -82,6 +82,56 @@ TEST(DiagD10Ecc, UncorrectedAboveZeroAndRising) {
   EXPECT_EQ(f[0].numbers.at("rising"), 1);
 }
 
+TEST(DiagD10Ecc, ADriverReloadResetIsNotErrorsGoingAway) {
+  // 4 errors from before the run, then the driver is reloaded (the volatile count restarts at 0).
+  Synth x(1, 600);
+  auto& c = x.gpu(0).ecc_uncorrected_volatile;
+  x.set(c, 0, 600, 4);
+  x.set(c, 300, 600, 0);
+  x.set(x.gpu(0).ecc_corrected_volatile, 0, 600, 9);
+  x.set(x.gpu(0).ecc_corrected_volatile, 300, 600, 0);
+  auto f = detect_ecc(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].numbers.at("uncorrected_highest"), 4);
+  EXPECT_EQ(f[0].numbers.at("uncorrected_last"), 0);
+  EXPECT_EQ(f[0].numbers.at("corrected_highest"), 9);
+  EXPECT_EQ(f[0].numbers.at("counter_resets"), 2);
+  EXPECT_EQ(f[0].numbers.at("rising"), 0);  // 4 -> 0 is no rise, and no repair (it said "errors 0")
+  EXPECT_NE(f[0].evidence.find("errors 4"), std::string::npos) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("reset at 300 s"), std::string::npos) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("corrected 9"), std::string::npos) << f[0].evidence;
+
+  x.set(c, 500, 600, 1);  // one more after the reset: rising by 1, still 4 at most
+  f = detect_ecc(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].numbers.at("uncorrected_increase"), 1);
+  EXPECT_EQ(f[0].numbers.at("rising"), 1);
+  EXPECT_EQ(f[0].numbers.at("uncorrected_highest"), 4);
+  EXPECT_NE(f[0].evidence.find("1 more during the run"), std::string::npos) << f[0].evidence;
+
+  Synth y(1, 600);  // errors during the run, then a reset: 4 new errors, kept
+  y.set(y.gpu(0).ecc_uncorrected_volatile, 100, 600, 4);
+  y.set(y.gpu(0).ecc_uncorrected_volatile, 300, 600, 0);
+  f = detect_ecc(y.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].numbers.at("uncorrected_increase"), 4);
+  EXPECT_DOUBLE_EQ(f[0].start_s, 100);
+  EXPECT_NE(f[0].evidence.find("errors 4"), std::string::npos) << f[0].evidence;
+}
+
+TEST(DiagD12Throttle, AViolationCounterResetIsNoNegativeTime) {
+  Synth x(1, 600);
+  auto& g = x.gpu(0);
+  for (std::size_t i = 100; i <= 300; ++i) g.clock_reasons[i] = clock_event::sw_thermal_slowdown;
+  // 0 -> 100 s of violation, a reset at 200 s, then 0 -> 100 s again: 200 s in all
+  x.apply(g.viol_thermal_s, 100, 600,
+          [](double t, float) { return static_cast<float>(t < 200 ? t - 100 : std::min(t, 300.0) - 200); });
+  const auto f = detect_throttle(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].numbers.at("violation_s"), 199, 1.5);
+  EXPECT_NE(f[0].evidence.find("violation counter +"), std::string::npos);
+}
+
 TEST(DiagD10Ecc, ZeroOrUnsupportedIsSilent) {
   Synth zero(1, 600);
   EXPECT_TRUE(detect_ecc(zero.s, kTh).empty());

@@ -157,3 +157,56 @@ TEST(MetricsText, EveryFamilyHasHelpAndTypeOnce) {
     EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
   }
 }
+
+namespace {
+
+/// The value of the sample `name{labels}` in `text`; NaN when absent.
+double sample_value(const std::string& text, const std::string& name, const std::string& labels) {
+  const std::string key = name + "{" + labels + "} ";
+  const auto at = text.find("\n" + key);
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(text.substr(at + 1 + key.size()));
+}
+
+}  // namespace
+
+TEST(MetricsText, CountersNeverGoDownAcrossADriverReload) {
+  ExporterState st;
+  const std::uint64_t ecc[] = {2, 5, 0, 1};  // the volatile count restarts at a driver reload
+  const std::uint64_t energy[] = {1000, 4000, 10, 510};
+  std::vector<double> exported_ecc, exported_energy, exported_rx;
+  for (int i = 0; i < 4; ++i) {
+    Snapshot s = loaded();
+    s.gpus[0].ecc_uncorrected_volatile = Reading<std::uint64_t>::of(ecc[i]);
+    s.gpus[0].total_energy_mj = Reading<std::uint64_t>::of(energy[i]);
+    NetSample n;
+    n.name = "eth0";
+    n.rx_bytes_total = i == 2 ? 100 : 1'000'000 + static_cast<std::uint64_t>(i);  // interface re-created
+    s.host.nets = {n};
+    follow_counters(s, st.counters);
+    const auto text = render_metrics(s, {}, st);
+    exported_ecc.push_back(sample_value(text, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", kLabels0));
+    exported_energy.push_back(sample_value(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", kLabels0));
+    exported_rx.push_back(sample_value(text, "trainmon_host_network_receive_bytes_total",
+                                       R"(Hostname="gpu-node-01",device="eth0")"));
+  }
+  EXPECT_EQ(exported_ecc, (std::vector<double>{2, 5, 5, 6}));
+  EXPECT_EQ(exported_energy, (std::vector<double>{1000, 4000, 4010, 4510}));
+  EXPECT_EQ(exported_rx, (std::vector<double>{1'000'000, 1'000'001, 1'000'101, 2'000'004}));
+  // gauges are left as read
+  Snapshot s = loaded();
+  follow_counters(s, st.counters);
+  EXPECT_TRUE(has_line(render_metrics(s, {}, st), "DCGM_FI_DEV_POWER_USAGE{" + kLabels0 + "} 627.4"));
+}
+
+TEST(MetricsText, CounterSeriesThatGoAwayAreForgotten) {
+  CounterState c;
+  c.forget_after_ticks = 10;
+  Snapshot s = loaded();
+  follow_counters(s, c);
+  const auto with_gpu = c.series.size();
+  EXPECT_GT(with_gpu, 0u);
+  s.gpus.clear();
+  for (int i = 0; i < 200; ++i) follow_counters(s, c);
+  EXPECT_LT(c.series.size(), with_gpu);
+}

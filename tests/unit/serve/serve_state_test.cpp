@@ -31,6 +31,7 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
   auto snap = h200_snapshot();
   for (int i = 0; i < 5; ++i) {
     snap.time_unix_ns = 1'700'000'000'000'000'000 + i * 1'000'000'000LL;
+    snap.monotonic_ns = 9'000'000'000 + i * 1'000'000'000LL;  // the tick interval's clock
     snap.gpus[0].utilization_gpu_pct = Reading<unsigned>::of(10u * static_cast<unsigned>(i));
     snap.gpus[0].memory_used_bytes = Reading<std::uint64_t>::of(1024 * kMiB);
     if (i == 3) {

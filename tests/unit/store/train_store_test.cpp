@@ -189,9 +189,13 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
   {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ASSERT_EQ(sqlite3_exec(db, "DROP TABLE train_ranks; DROP TABLE train_stacks; PRAGMA user_version = 1",
-                           nullptr, nullptr, nullptr),
-              SQLITE_OK);
+    ASSERT_EQ(
+        sqlite3_exec(db,
+                     "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; "
+                     "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
+                     "PRAGMA user_version = 1",
+                     nullptr, nullptr, nullptr),
+        SQLITE_OK);
     sqlite3_close(db);
   }
   {
@@ -207,12 +211,27 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     auto series = load_run_series(*s, run_id);
     ASSERT_TRUE(series) << series.error().message;
     EXPECT_TRUE(series->train.empty());
+    // nor the schema 3 parts: no gaps, no boot id, no monotonic start
+    auto got = s->get_run(run_id);
+    ASSERT_TRUE(got) << got.error().message;
+    EXPECT_EQ(got->name, "old");
+    EXPECT_TRUE(got->gaps.empty());
+    EXPECT_EQ(got->boot_id, "");
+    EXPECT_FALSE(got->start_monotonic_ns);
+    ASSERT_TRUE(s->list_runs());
+    EXPECT_EQ(s->list_runs()->size(), 1u);
   }
+  // Opening for writing migrates 1 -> 2 -> 3 in one transaction: both steps' tables work.
   auto s = Store::open(path, OpenMode::read_write);
   ASSERT_TRUE(s);
   EXPECT_EQ(*s->schema_version(), latest_schema_version());
   EXPECT_TRUE(s->put_train_rank(run_id, rank(0)));
   EXPECT_EQ(s->train_ranks(run_id)->size(), 1u);
+  const RecordingGap gap{kStartNs + 1'000'000'000, kStartNs + 3'000'000'000, 3, "store_locked",
+                         "database is locked"};
+  ASSERT_TRUE(s->insert_gaps(run_id, {gap}));
+  EXPECT_EQ(*s->gaps(run_id), std::vector<RecordingGap>{gap});
+  EXPECT_EQ(s->get_run(run_id)->name, "old");
 }
 
 }  // namespace trainmon::store
