@@ -24,9 +24,10 @@ class SyntheticImages(Dataset):
     """Random 3x32x32 images whose label is the brightest channel (learnable, so loss falls).
     Each item costs some CPU in the worker, as real decoding and augmentation do."""
 
-    def __init__(self, n, seed=0):
+    def __init__(self, n, seed=0, io_ms=0.0):
         self.n = n
         self.seed = seed
+        self.io_s = io_ms / 1000.0
         # Per-worker memory, as a cached dataset would hold (shows in the workers' RSS).
         self.cache = bytearray(32 << 20)
 
@@ -34,6 +35,8 @@ class SyntheticImages(Dataset):
         return self.n
 
     def __getitem__(self, i):
+        if self.io_s > 0:
+            time.sleep(self.io_s)  # reading the image from a slow disk or network file system
         g = torch.Generator().manual_seed(self.seed + i)
         x = torch.rand(3, 32, 32, generator=g)
         y = int(torch.randint(0, 3, (1,), generator=g))
@@ -59,13 +62,15 @@ def main():
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--io-ms", type=float, default=0.0,
+                    help="time to read each image, ms (a slow disk: the DataLoader starves the loop)")
     args = ap.parse_args()
 
     torch.manual_seed(0)
     torch.set_num_threads(args.threads)
     epochs = max(1, args.epochs)
     per_epoch = max(1, args.steps // epochs)
-    data = SyntheticImages(per_epoch * args.batch)
+    data = SyntheticImages(per_epoch * args.batch, io_ms=args.io_ms)
     loader = DataLoader(data, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                         persistent_workers=args.workers > 0)
     net = model()
