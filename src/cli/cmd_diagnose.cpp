@@ -3,12 +3,16 @@
 // detector on a recorded run and prints the findings (one line each, or a JSON array), what to fix
 // first first: critical faults, then by what each costs (diagnose::rank_findings). A hang's stacks
 // (stored when trainmon asked the ranks) come with it: the line each rank is stuck on.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
@@ -86,6 +90,26 @@ int diagnose(const DiagnoseOptions& o) {
     std::printf("run %lld: nothing found\n", static_cast<long long>(*id));
   } else {
     for (const auto& f : findings) std::puts(diagnose::to_text(f).c_str());
+  }
+  // The run's own diagnosis, stored at its end, used the thresholds it ran with (`run --threshold`,
+  // not stored); this pass uses these. Say which stored findings it did not find again, so that
+  // "nothing found" never contradicts the runs table.
+  if (auto stored = st->findings(*id); stored) {
+    std::vector<std::string> missing;
+    for (const auto& f : *stored) {
+      if (f.severity < min) continue;
+      const bool again = std::any_of(findings.begin(), findings.end(),
+                                     [&](const diagnose::Finding& g) { return g.code == f.code; });
+      if (!again && std::find(missing.begin(), missing.end(), f.code) == missing.end())
+        missing.push_back(f.code);
+    }
+    if (!missing.empty())
+      std::fprintf(stderr,
+                   "trainmon diagnose: run %lld recorded %s when it ran, with the thresholds it ran with; "
+                   "these thresholds do not find %s again: pass the run's --threshold values here, or see "
+                   "`trainmon show %lld`\n",
+                   static_cast<long long>(*id), fmt::format("{}", fmt::join(missing, ", ")).c_str(),
+                   missing.size() == 1 ? "it" : "them", static_cast<long long>(*id));
   }
   return kExitOk;
 }

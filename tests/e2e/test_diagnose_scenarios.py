@@ -63,6 +63,9 @@ CASES = {
 }
 
 
+DBS = {}  # scenario -> (its run store, its environment), filled by the runs fixture
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     helpers = [subprocess.Popen(["sleep", "120"]) for _ in range(9)]
@@ -106,11 +109,26 @@ def runs(tmp_path_factory):
                 args += ["--threshold", t]
             d = subprocess.run(args, env=env, capture_output=True, text=True, timeout=60)
             out[name] = (p.returncode, err, d)
+            DBS[name] = (db, env)
         return out
     finally:
         for h in helpers:
             h.kill()
             h.wait()
+
+
+def test_diagnose_with_other_thresholds_names_the_findings_the_run_recorded(runs):
+    # The run found D4 with its windows scaled to 8 s; the defaults (minutes) do not find it in a 20-s
+    # run. diagnose says so instead of a bare "nothing found" that the runs table contradicts.
+    db, env = DBS["d4-dataloader-starved"]
+    d = subprocess.run([BIN, "diagnose", "last", "--db", db], env=env, capture_output=True, text=True, timeout=60)
+    assert d.returncode == 0, d.stderr
+    assert "D4" not in d.stdout, d.stdout
+    assert re.search(r"run 1 recorded (\S+, )*D4(, \S+)* when it ran, with the thresholds it ran with", d.stderr), d.stderr
+    same = subprocess.run([BIN, "diagnose", "last", "--db", db] + [a for t in SCALED + EXTRA["d4-dataloader-starved"]
+                                                                    for a in ("--threshold", t)],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert "D4" in same.stdout and "recorded" not in same.stderr, same.stdout + same.stderr
 
 
 @pytest.mark.parametrize("name", list(CASES))
