@@ -14,16 +14,10 @@
 
 #include <fmt/format.h>
 
+#include "core/pidfd.h"
+
 namespace trainmon::recorder {
 namespace {
-
-// glibc < 2.36 has no wrappers; the numbers are the same on every architecture (since 5.1 / 5.3).
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
 
 std::optional<std::string> read_small(const std::string& path, std::size_t cap) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);

@@ -9,21 +9,10 @@
 #include <cerrno>
 #include <csignal>
 
+#include "core/pidfd.h"
 #include "trainmon/host/parse_process.h"
 
 namespace trainmon::tui {
-
-namespace {
-
-// glibc < 2.36 has no wrappers; the numbers are the same on every architecture (since 5.1 / 5.3).
-#ifndef SYS_pidfd_open
-#define SYS_pidfd_open 434
-#endif
-#ifndef SYS_pidfd_send_signal
-#define SYS_pidfd_send_signal 424
-#endif
-
-}  // namespace
 
 TargetCheck check_signal_target(const std::string& proc_root, std::uint32_t pid,
                                 std::uint64_t start_time_ticks) {
