@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <limits>
+#include <optional>
 
 namespace trainmon::diagnose {
 namespace {
@@ -13,38 +16,50 @@ bool known(double v) {
   return !std::isnan(v);
 }
 
-/// A window's step-time distribution as a piecewise-linear CDF through (min, 0), (p50, .5),
-/// (p90, .9), (p99, .99), (max, 1); missing points fall back to the mean (sum / n).
+/// A window's step-time distribution, rebuilt from what the sender keeps: n steps whose sorted
+/// values have known ranks — min (rank 1), the nearest-rank p50 / p90 / p99 (rank ceil(q n), as
+/// python/trainmon/_timing.py computes them) and max (rank n). Between two known ranks the steps are
+/// spread evenly in value; a rank that is known is exact. So a window of 2 steps (0.05 s, 40 s) is
+/// those two steps, not 40 % of its steps between them, which a CDF through (p50, .5) and
+/// (p90, .9) claimed. Missing points fall back to the mean (sum / n).
 struct Cdf {
-  std::array<double, 5> x{};
+  std::array<double, 5> x{};  // values, seconds, non-decreasing
+  std::array<double, 5> c{};  // how many of the window's steps are <= x[i]
   double n = 0;
 
   static std::optional<Cdf> of(const StepStats& s, std::uint32_t n) {
     if (n == 0) return std::nullopt;
     const double mean = known(s.sum) ? s.sum / n : kNaN;
     auto pick = [&](float v, double fallback) { return known(v) ? static_cast<double>(v) : fallback; };
-    Cdf c;
-    c.n = n;
+    Cdf cdf;
+    cdf.n = n;
     const double p50 = pick(s.p50, mean);
     if (!known(p50)) return std::nullopt;
-    c.x = {pick(s.min, p50), p50, pick(s.p90, p50), pick(s.p99, pick(s.p90, p50)), 0};
-    c.x[4] = pick(s.max, c.x[3]);
-    for (std::size_t i = 1; i < c.x.size(); ++i) c.x[i] = std::max(c.x[i], c.x[i - 1]);  // monotone
-    return c;
+    cdf.x = {pick(s.min, p50), p50, pick(s.p90, p50), pick(s.p99, pick(s.p90, p50)), 0};
+    cdf.x[4] = pick(s.max, cdf.x[3]);
+    for (std::size_t i = 1; i < cdf.x.size(); ++i) cdf.x[i] = std::max(cdf.x[i], cdf.x[i - 1]);  // monotone
+    const double dn = n;
+    cdf.c = {1, rank_of(0.5, dn), rank_of(0.9, dn), rank_of(0.99, dn), dn};
+    return cdf;
   }
 
-  double at(double v) const {
-    static constexpr std::array<double, 5> q = {0, 0.5, 0.9, 0.99, 1};
+  /// The nearest rank of quantile q among n sorted values (1-based), the senders' definition.
+  static double rank_of(double q, double n) { return std::clamp(std::ceil(q * n), 1.0, n); }
+
+  /// How many steps of the window are <= v.
+  double count_le(double v) const {
     if (v < x[0]) return 0;
-    if (v >= x[4]) return 1;
-    for (std::size_t i = 1; i < x.size(); ++i) {
-      if (v < x[i]) return q[i - 1] + (q[i] - q[i - 1]) * (v - x[i - 1]) / (x[i] - x[i - 1]);
-    }
-    return 1;
+    if (v >= x[4]) return n;
+    std::size_t i = 0;  // the last known rank at or below v
+    while (i + 1 < x.size() && x[i + 1] <= v) ++i;
+    const std::size_t j = i + 1;                            // x[j] > v
+    const double between = std::max(0.0, c[j] - c[i] - 1);  // steps strictly between the two ranks
+    return c[i] + between * (v - x[i]) / (x[j] - x[i]);
   }
 };
 
-/// The q-quantile of the step-weighted mixture of `cdfs` (bisection on the value).
+/// The nearest-rank q-quantile of all the windows' steps together: the smallest value with at least
+/// ceil(q N) of the N steps at or below it (bisection on the value).
 double mixture_quantile(const std::vector<Cdf>& cdfs, double q) {
   if (cdfs.empty()) return kNaN;
   if (cdfs.size() == 1) {
@@ -60,13 +75,18 @@ double mixture_quantile(const std::vector<Cdf>& cdfs, double q) {
     hi = std::max(hi, c.x[4]);
     total += c.n;
   }
-  for (int it = 0; it < 50 && hi - lo > 1e-9 * std::max(1.0, hi); ++it) {
+  const double target = Cdf::rank_of(q, total);
+  auto count_le = [&](double v) {
+    double k = 0;
+    for (const auto& c : cdfs) k += c.count_le(v);
+    return k;
+  };
+  if (count_le(lo) >= target) return lo;
+  for (int it = 0; it < 60 && hi - lo > 1e-9 * std::max(1.0, hi); ++it) {
     const double mid = 0.5 * (lo + hi);
-    double below = 0;
-    for (const auto& c : cdfs) below += c.n * c.at(mid);
-    (below < q * total ? lo : hi) = mid;
+    (count_le(mid) >= target ? hi : lo) = mid;
   }
-  return 0.5 * (lo + hi);
+  return hi;
 }
 
 void merge_stats(StepStats& into, std::uint32_t n_into, const StepStats& next, std::uint32_t n_next) {

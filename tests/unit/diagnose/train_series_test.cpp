@@ -3,7 +3,10 @@
 // which GPU a rank uses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "trainmon/diagnose/train_series.h"
 
@@ -105,6 +108,95 @@ TEST(TrainSeries, MergedMedianLiesWithTheMajority) {
   EXPECT_NEAR(fast.step.p50, 0.1, 1e-3);
   EXPECT_GT(fast.step.p99, 1.0);
   EXPECT_FLOAT_EQ(fast.step.max, 2.0f);
+}
+
+namespace {
+
+/// The window a sender makes of these step times: sum, min, max and nearest-rank percentiles
+/// (python/trainmon/_timing.py _stats).
+TrainWindow sent(double t, std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const auto n = v.size();
+  auto at = [&](double q) {
+    return static_cast<float>(v[static_cast<std::size_t>(std::max(1.0, std::ceil(q * n))) - 1]);
+  };
+  TrainWindow w;
+  w.t = t;
+  w.steps = static_cast<std::uint32_t>(n);
+  double sum = 0;
+  for (double x : v) sum += x;
+  w.step = {static_cast<float>(sum),
+            static_cast<float>(v.front()),
+            static_cast<float>(v.back()),
+            at(0.5),
+            at(0.9),
+            at(0.99)};
+  return w;
+}
+
+/// Nearest-rank quantile of all values.
+double exact(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<std::size_t>(std::max(1.0, std::ceil(q * v.size()))) - 1];
+}
+
+}  // namespace
+
+TEST(TrainSeries, OneLongStepInASmallWindowDoesNotSpreadOverTheOthers) {
+  // A rank that waited 40 s once in 59 steps of 0.05 s (a stall in a collective), sent in small
+  // windows: the one with the stall holds it and one more step. Its p90 is the stall, its p50 is
+  // not: no step lies between them, so the job's p90 stays 0.05 (it read 0.5 to 9 s).
+  TrainSeries s;
+  const auto id = rank(0, 10);
+  std::vector<double> all;
+  double t = 0;
+  for (int w = 0; w < 29; ++w) {
+    std::vector<double> v = {0.05, 0.051};
+    if (w == 10) v = {40.0, 0.05};
+    if (w == 28) v = {0.05};
+    all.insert(all.end(), v.begin(), v.end());
+    append_train_window(s, id, sent(t += 1, v));
+  }
+  ASSERT_EQ(all.size(), 57u);
+  const auto st = train_stats(s, 0, 1e9);
+  ASSERT_EQ(st.ranks.size(), 1u);
+  EXPECT_NEAR(st.ranks[0].step_p90_s, exact(all, 0.9), 1e-3);
+  EXPECT_NEAR(st.ranks[0].step_median_s, exact(all, 0.5), 1e-3);
+  EXPECT_NEAR(st.ranks[0].step_p99_s, 40.0, 1e-3);  // 1 of 57: the nearest-rank p99 is the stall
+  // The same windows merged tick by tick (the live recorder) keep it too.
+  TrainWindow merged = sent(0, {0.05});
+  for (int w = 0; w < 10; ++w) merge_windows(merged, sent(w + 1, {0.05, 0.051}));
+  merge_windows(merged, sent(11, {40.0, 0.05}));
+  EXPECT_LT(merged.step.p90, 0.06f);
+  EXPECT_FLOAT_EQ(merged.step.max, 40.0f);
+}
+
+TEST(TrainSeries, MergedPercentilesStayBetweenTheTrueNeighbours) {
+  // Many windows of every size drawn from a long-tailed distribution: each merged percentile lies
+  // between the exact percentiles 5 points either side (a sketch of 5 points per window is no
+  // exact merge, but it may not move a percentile by more than its windows' spread).
+  std::uint64_t state = 42;
+  auto next = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int trial = 0; trial < 20; ++trial) {
+    TrainSeries s;
+    const auto id = rank(0, 10);
+    std::vector<double> all;
+    for (int w = 0; w < 40; ++w) {
+      const int n = 1 + static_cast<int>(next() * (trial % 2 ? 3 : 40));
+      std::vector<double> v;
+      for (int i = 0; i < n; ++i) v.push_back(next() < 0.03 ? 5 + 30 * next() : 0.1 + 0.01 * next());
+      all.insert(all.end(), v.begin(), v.end());
+      append_train_window(s, id, sent(w + 1, v));
+    }
+    const auto st = train_stats(s, 0, 1e9).ranks.at(0);
+    for (auto [q, got] : {std::pair{0.5, st.step_median_s}, {0.9, st.step_p90_s}}) {
+      EXPECT_GE(got, exact(all, q - 0.05) - 1e-6) << "trial " << trial << " q " << q;
+      EXPECT_LE(got, exact(all, q + 0.05) + 1e-6) << "trial " << trial << " q " << q;
+    }
+  }
 }
 
 TEST(TrainSeries, StatsUseTotalsSoADroppedWindowLosesNothing) {
