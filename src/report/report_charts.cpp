@@ -224,7 +224,7 @@ void train_charts(ChartSet& cs, const Grid& grid, const diagnose::TrainSeries& t
   if (train.empty() || grid.size() == 0) return;
   const TrainChartData d = train_chart_data(grid, train);
   const std::span<const double> x = grid.x;
-  const SeriesSpec job{"samples/s", "y", false, true};
+  const SeriesSpec job{"samples/s", "y", false};
   cs.begin("train-throughput", "Training", "Throughput", "samples/s", std::nullopt, "train");
   cs.gpus(d.gpus);
   cs.series(job, x, d.samples_per_s);
@@ -236,17 +236,17 @@ void train_charts(ChartSet& cs, const Grid& grid, const diagnose::TrainSeries& t
       std::any_of(d.data_wait_s.begin(), d.data_wait_s.end(), [](float v) { return !std::isnan(v); });
   if (split) {
     cs.stacked();
-    cs.series({"data wait", "y", false, true}, x, d.data_wait_s);
-    cs.series({"compute + sync", "y", false, true}, x, d.compute_s);
+    cs.series({"data wait", "y", false}, x, d.data_wait_s);
+    cs.series({"compute + sync", "y", false}, x, d.compute_s);
   } else {
-    cs.series({"step time", "y", false, true}, x, d.step_s);
+    cs.series({"step time", "y", false}, x, d.step_s);
   }
   cs.done();
 
   if (d.rank_step_s.size() > 1) {
     cs.begin("train-ranks", "Training", "Step time per rank", "s", std::nullopt, "train");
     cs.gpus(d.gpus);
-    for (const auto& [label, v] : d.rank_step_s) cs.series({label, "y", false, true}, x, v);
+    for (const auto& [label, v] : d.rank_step_s) cs.series({label, "y", false}, x, v);
     cs.done();
   }
 }

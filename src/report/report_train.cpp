@@ -22,15 +22,23 @@ long bucket_of(const Grid& g, double t) {
 /// Sums of one rank's rows per bucket.
 struct Sums {
   std::vector<double> steps, samples, step_s, data_s;
+  std::vector<double> step_max, data_max;  ///< the longest step / data wait of the bucket (NaN: unknown)
   std::vector<bool> samples_known, data_known;
   explicit Sums(std::size_t n)
       : steps(n, 0),
         samples(n, 0),
         step_s(n, 0),
         data_s(n, 0),
+        step_max(n, std::numeric_limits<double>::quiet_NaN()),
+        data_max(n, std::numeric_limits<double>::quiet_NaN()),
         samples_known(n, false),
         data_known(n, false) {}
 };
+
+/// max that ignores NaN.
+double max_known(double a, double b) {
+  return std::isnan(a) ? b : std::isnan(b) ? a : std::max(a, b);
+}
 
 Sums rank_sums(const Grid& g, const diagnose::RankSeries& r) {
   Sums s(g.size());
@@ -41,12 +49,14 @@ Sums rank_sums(const Grid& g, const diagnose::RankSeries& r) {
     const auto i = static_cast<std::size_t>(b);
     s.steps[i] += w.steps;
     s.step_s[i] += w.step.sum;
+    s.step_max[i] = max_known(s.step_max[i], w.step.max);
     if (std::isfinite(w.samples)) {
       s.samples[i] += w.samples;
       s.samples_known[i] = true;
     }
     if (std::isfinite(w.data.sum)) {
       s.data_s[i] += w.data.sum;
+      s.data_max[i] = max_known(s.data_max[i], w.data.max);
       s.data_known[i] = true;
     }
   }
@@ -64,13 +74,15 @@ TrainChartData train_chart_data(const Grid& g, const diagnose::TrainSeries& trai
   out.step_s.assign(n, kNaN);
   std::vector<double> steps(n, 0), step_s(n, 0), data_s(n, 0);
   std::vector<bool> data_known(n, false);
+  // Buckets in which no rank ended a step, inside the job's steps: the step in progress then (the
+  // longest of those that ended next, NaN: none), and its data wait.
+  std::vector<double> open_step(n, std::numeric_limits<double>::quiet_NaN()), open_data = open_step;
   bool any_data = false;
   bool several_hosts = false;
   for (const auto& r : train.ranks)
     several_hosts = several_hosts || (!r.id.host.empty() && r.id.host != train.ranks.front().id.host);
   for (const auto& r : train.ranks) {
     const Sums s = rank_sums(g, r);
-    // The rank's rate per bucket, held over buckets without a step between its first and last one.
     std::vector<float> rate(n, kNaN), rank_step(n, kNaN);
     long first = -1, last = -1;
     for (std::size_t i = 0; i < n; ++i) {
@@ -87,9 +99,27 @@ TrainChartData train_chart_data(const Grid& g, const diagnose::TrainSeries& trai
         any_data = true;
       }
     }
-    for (long i = first + 1; first >= 0 && i <= last; ++i) {
+    // A bucket between two of the rank's steps where none ended lies inside a step that ended
+    // later: it is drawn as that step (the longest one of the next bucket with a step), its length
+    // and its rate (samples per step over it), so a step longer than a bucket neither makes the
+    // throughput dip nor is skipped, and a 40 s stall is a 40 s plateau, not a ramp to the mean.
+    for (long i = last - 1, next = last; first >= 0 && i > first; --i) {
       const auto k = static_cast<std::size_t>(i);
-      if (std::isnan(rate[k]) && s.steps[k] == 0) rate[k] = rate[k - 1];
+      if (s.steps[k] != 0) {
+        next = i;
+        continue;
+      }
+      const auto j = static_cast<std::size_t>(next);
+      const double mean = s.step_s[j] / s.steps[j];
+      const double len = std::isnan(s.step_max[j]) ? mean : std::max(s.step_max[j], mean);
+      rank_step[k] = static_cast<float>(len);
+      if (s.samples_known[j] && len > 0) rate[k] = static_cast<float>(s.samples[j] / s.steps[j] / len);
+      if (std::isnan(open_step[k]) || len > open_step[k]) {
+        open_step[k] = len;
+        open_data[k] = s.data_known[j] ? std::min(len, std::isnan(s.data_max[j]) ? s.data_s[j] / s.steps[j]
+                                                                                 : s.data_max[j])
+                                       : std::numeric_limits<double>::quiet_NaN();
+      }
     }
     for (std::size_t i = 0; i < n; ++i) {
       if (std::isnan(rate[i])) continue;
@@ -103,7 +133,15 @@ TrainChartData train_chart_data(const Grid& g, const diagnose::TrainSeries& trai
     if (r.id.gpu >= 0) out.gpus.push_back(r.id.gpu);
   }
   for (std::size_t i = 0; i < n; ++i) {
-    if (steps[i] == 0) continue;
+    if (steps[i] == 0) {
+      if (std::isnan(open_step[i])) continue;
+      out.step_s[i] = static_cast<float>(open_step[i]);
+      if (any_data && !std::isnan(open_data[i])) {
+        out.data_wait_s[i] = static_cast<float>(open_data[i]);
+        out.compute_s[i] = static_cast<float>(open_step[i] - open_data[i]);
+      }
+      continue;
+    }
     const double mean = step_s[i] / steps[i];
     out.step_s[i] = static_cast<float>(mean);
     if (any_data && data_known[i]) {

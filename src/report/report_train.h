@@ -15,16 +15,21 @@ namespace trainmon::report {
 
 /// Per bucket of the grid (NaN: nothing to draw there).
 struct TrainChartData {
-  /// The job's samples/s: each rank's samples over its step time in the bucket, summed over the ranks
-  /// (a rank with no step ending in a bucket, within its first and last step, counts with its previous
-  /// bucket's rate, so that a step longer than a bucket does not make the sum dip).
+  /// The job's samples/s: each rank's samples over its step time in the bucket, summed over the ranks.
+  /// A bucket in which a rank ended no step, between its first and last step, lies inside a step
+  /// that ended later: the rank counts with that step's rate (samples per step of the next bucket
+  /// with a step, over the longest step there), so a step longer than a bucket does not make the
+  /// sum dip, and a stall of 40 s shows as 40 s at that step's rate.
   std::vector<float> samples_per_s;
   /// Mean per step over every rank's steps that ended in the bucket: data wait, and the rest (compute +
   /// synchronisation); their sum is the mean step time. data_wait_s is all NaN when no rank sent its
-  /// data wait (then step_s holds the whole step time and compute_s is NaN).
+  /// data wait (then step_s holds the whole step time and compute_s is NaN). A bucket in which no rank
+  /// ended a step, inside the job's steps, holds the step in progress: the longest of the steps that
+  /// ended next (per rank; the longest rank's), and its longest data wait as its data part, so a
+  /// stall is drawn as a plateau at its length (no line is drawn across buckets).
   std::vector<float> data_wait_s, compute_s, step_s;
-  /// Each rank's mean step time per bucket, labelled "rank 0" / "pid 4242" (with the host when the
-  /// job spans several), in rank order.
+  /// Each rank's mean step time per bucket (a bucket inside a step: that step's length, as above), labelled
+  /// "rank 0" / "pid 4242" (with the host when the job spans several), in rank order.
   std::vector<std::pair<std::string, std::vector<float>>> rank_step_s;
   std::vector<int> gpus;  ///< NVML indices the ranks use (known ones), ascending
 };

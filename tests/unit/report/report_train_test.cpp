@@ -87,6 +87,41 @@ TEST(ReportTrain, SlowStepsDoNotMakeTheJobThroughputDip) {
   EXPECT_NEAR(d.samples_per_s[6], 40, 1e-3);  // after rank 0's last step only rank 1
 }
 
+TEST(ReportTrain, AStallIsDrawnAsItsOwnLengthNotARampToTheMean) {
+  // One rank: 10 steps of 0.1 s per bucket up to 3 s, then no step until a window at 9 s that
+  // holds the 5 s stall and two steps of 0.1 s. Buckets 4-8 lie inside the stall: 5 s long, at
+  // 8 samples per 5 s; the bucket that ends it has its own mean. Nothing is left NaN in between.
+  diagnose::RunSeries rs;
+  std::vector<double> t;
+  for (int i = 0; i <= 10; ++i) t.push_back(i + 0.5);
+  diagnose::append_empty_rows(rs, t);
+  const auto id = testing::train_rank_id(0, 1);
+  for (int i = 1; i <= 3; ++i)
+    diagnose::append_train_window(rs.train, id, testing::train_row(i, 10, 0.1, 0.02, 10.0 * (i - 1)));
+  for (int i = 4; i <= 8; ++i) {
+    diagnose::TrainWindow hb;
+    hb.t = i;
+    diagnose::append_train_window(rs.train, id, hb);
+  }
+  auto end = testing::train_row(9, 3, 0.1, 0.02, 30);
+  end.step.sum = 5.2f;
+  end.step.max = 5.0f;
+  end.data.max = 0.02f;
+  diagnose::append_train_window(rs.train, id, end);
+  const auto d = train_chart_data(make_grid(rs.t, 2000), rs.train);
+  for (std::size_t b = 4; b <= 8; ++b) {
+    EXPECT_NEAR(d.rank_step_s[0].second[b], 5.0, 1e-6) << b;
+    EXPECT_NEAR(d.step_s[b], 5.0, 1e-6) << b;
+    EXPECT_NEAR(d.data_wait_s[b], 0.02, 1e-6) << b;
+    EXPECT_NEAR(d.compute_s[b], 4.98, 1e-5) << b;
+    EXPECT_NEAR(d.samples_per_s[b], 8.0 / 5.0, 1e-5) << b;
+  }
+  EXPECT_NEAR(d.step_s[9], 5.2 / 3, 1e-6);
+  EXPECT_NEAR(d.step_s[3], 0.1, 1e-6);
+  EXPECT_NEAR(d.samples_per_s[3], 80, 1e-3);
+  EXPECT_TRUE(std::isnan(d.step_s[10]));  // after the last step: nothing
+}
+
 TEST(ReportTrain, ModelHasThroughputStackedStepTimeAndPerRankCharts) {
   json m;
   m["run"] = {{"id", 3}};
