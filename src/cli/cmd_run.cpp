@@ -10,8 +10,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -49,6 +51,43 @@ extern char** environ;
 
 namespace trainmon::cli {
 namespace {
+
+/// What `run` says while a stop signal it passed on (or that the terminal sent to the job) has not
+/// ended the command: at once which signal went where, and after kStillRunningS that the command
+/// still runs, since a job that handles or ignores SIGINT / SIGTERM (a training loop that saves a
+/// checkpoint first, a launcher that waits for its ranks) otherwise looks like a hung trainmon.
+/// trainmon never kills the job itself: it names the commands that would.
+class StopWait {
+ public:
+  static constexpr std::int64_t kStillRunningS = 5;
+  StopWait(int pid, bool quiet) : pid_(pid), quiet_(quiet) {}
+
+  void on_signal(int sig, std::int64_t now_ns) {
+    if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return;
+    if (since_ns_ < 0) since_ns_ = now_ns;
+    sig_ = sig;
+    if (!quiet_)
+      std::fprintf(stderr, "trainmon: SIG%s passed on to the command (pid %d); waiting for it to end\n",
+                   sigabbrev_np(sig), pid_);
+  }
+
+  void check(std::int64_t now_ns) {
+    if (since_ns_ < 0 || told_ || now_ns - since_ns_ < kStillRunningS * 1'000'000'000) return;
+    told_ = true;
+    if (!quiet_)
+      std::fprintf(stderr,
+                   "trainmon: the command (pid %d) still runs %llds after SIG%s: it handles or ignores it; "
+                   "still recording. `kill -KILL %d` ends it (its children: `pkill -KILL -P %d`)\n",
+                   pid_, static_cast<long long>(kStillRunningS), sigabbrev_np(sig_), pid_, pid_);
+  }
+
+ private:
+  int pid_;
+  bool quiet_;
+  int sig_ = 0;
+  std::int64_t since_ns_ = -1;
+  bool told_ = false;
+};
 
 struct RunOptions {
   std::string name;
@@ -346,6 +385,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
   }
 
+  StopWait stop_wait{static_cast<int>(*child), o.quiet};
   runner::ChildExit exit;
   bool told_rejected = false;  // the first rejected training events are said at once, the rest in the summary
   std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
@@ -428,7 +468,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
         done = true;
         break;
       }
-      // signals were forwarded to the command (or reached it from the terminal): wait for it
+      // signals were forwarded to the command (or reached it from the terminal): wait for it, and
+      // say so, since a job that handles or ignores them keeps trainmon (and the terminal) waiting
+      if (ev.kind == runner::Event::signal) stop_wait.on_signal(ev.signal_number, now_ns(CLOCK_MONOTONIC));
+      stop_wait.check(now_ns(CLOCK_MONOTONIC));
       if (ev.kind == runner::Event::timeout && monitoring) break;
     }
     // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed

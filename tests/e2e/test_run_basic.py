@@ -319,3 +319,33 @@ def test_rm_resolves_every_run_first_and_deletes_the_report(tmp_path):
     assert p.stdout.count("deleted run 3") == 1 and f"deleted report {report3}" in p.stdout
     assert not report3.exists() and (tmp_path / "reports" / "t-run-2.html").exists()
     assert [r["id"] for r in runs_json(db)] == [2, 1]
+
+
+def test_a_command_that_ignores_sigterm_is_said_and_still_recorded(tmp_path):
+    # The job ignores SIGTERM and ends by itself 7 s later: run says at once that it passed the
+    # signal on, after 5 s that the command still runs (and how to end it), and records to the end.
+    if os.environ.get("TRAINMON_SANITIZED") == "1":
+        return  # 8 s of waiting; signal forwarding itself is tested above in both passes
+    ready = tmp_path / "ready"
+    script = ("import signal, time, pathlib\n"
+              "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+              "import os\n"
+              f"pathlib.Path({str(ready)!r}).write_text(str(os.getpid()))\n"
+              "time.sleep(7)\n")
+    db = tmp_path / "t.db"
+    proc = subprocess.Popen([trainmon_bin(), "run", "--db", str(db), "--no-report", "--interval", "0.5", "--",
+                             PY, "-c", script], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert wait_for(ready.exists, 30), "the command did not start"
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        kill_quietly(proc)
+    assert proc.returncode == 0, err
+    pid = int(ready.read_text())
+    assert f"SIGTERM passed on to the command (pid {pid})" in err, err
+    assert "still runs 5s after SIGTERM" in err and "kill -KILL " in err, err
+    assert err.index("passed on") < err.index("still runs") < err.index("command exit status 0"), err
+    assert f"kill -KILL {pid}`" in err
+    assert runs_json(db)[0]["status"] == "exited"
