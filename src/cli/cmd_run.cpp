@@ -67,8 +67,8 @@ class StopWait {
     if (since_ns_ < 0) since_ns_ = now_ns;
     sig_ = sig;
     if (!quiet_)
-      std::fprintf(stderr, "trainmon: SIG%s passed on to the command (pid %d); waiting for it to end\n",
-                   sigabbrev_np(sig), pid_);
+      std::fprintf(stderr, "trainmon: the command (pid %d) got SIG%s; waiting for it to end\n", pid_,
+                   sigabbrev_np(sig));
   }
 
   void check(std::int64_t now_ns) {
