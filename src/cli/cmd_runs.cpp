@@ -30,7 +30,8 @@ int list_runs(const RunsOptions& o) {
     if (o.json) {
       std::puts("[]");
     } else {
-      std::printf("no runs recorded yet (no store at %s)\n", path.c_str());
+      // the store's own words: no file at all, or an empty database
+      std::printf("%s\n", st.error().message.c_str());
     }
     return kExitOk;
   }

@@ -259,6 +259,7 @@ def test_an_empty_file_becomes_a_store(tmp_path):
             assert db.stat().st_size > 0
         p = run(["runs"], db)
         assert p.returncode == 0 and "no runs" in p.stdout, p.stderr
+        assert "an empty database" in p.stdout and "no store" not in p.stdout, p.stdout  # it is a store
         assert "no such table" not in p.stderr
         assert tm_run(db, ["true"]).returncode == 0
         assert [r["id"] for r in runs_json(db)] == [1]
