@@ -42,6 +42,11 @@ def _report_step(now):
     mon = _state["monitor"]
     T = _T
     if mon is None or mon.client is None or T.level != _timing.AUTO:
+        # No event to send: look again in a second, and keep the journal bounded meanwhile (a loop
+        # with an optimizer and no DataLoader appends only here).
+        _state["next_report"][0] = now + 1.0
+        if len(T.journal) > _timing._JOURNAL_CAP:
+            T.drain()
         return
     mon._next_batch_event = now + mon.batch_gap_s
     _state["next_report"][0] = mon._next_batch_event
@@ -86,11 +91,15 @@ def _patch_dataloader(torch):
         return
 
     T, nest, mono, loop_level = _T, _tls, _mono, _LOOP
-    J_BATCH, cap, batch_samples = _timing.J_BATCH, _timing._JOURNAL_CAP, _timing.batch_samples
+    J_BATCH, cap, fast_samples = _timing.J_BATCH, _timing._JOURNAL_CAP, _timing.fast_samples
+    journal = T.journal
+    ja = journal.append  # the journal is one list for the life of the process
+    Tensor = getattr(torch, "Tensor", None)
+    train_keys = T.train_keys  # one set for the life of the process, too
 
     @functools.wraps(orig_next)
     def __next__(self):
-        if T.level > loop_level or nest.depth:
+        if nest.depth or T.level > loop_level:
             return orig_next(self)
         t0 = mono()
         T.phase = "data"
@@ -114,21 +123,21 @@ def _patch_dataloader(torch):
         try:
             t1 = mono()
             key = id(self._dataset)
-            # samples (timing.fast_samples, inline: this runs per batch)
+            # samples: timing.fast_samples, with a torch tensor (alone or first in a list / tuple)
+            # read here (this runs per batch)
             tb = type(batch)
-            if tb is dict:
-                n = batch_samples(batch)
-            else:
+            x = batch[0] if (tb is list or tb is tuple) and batch else batch
+            if type(x) is Tensor:
                 try:
-                    n = (batch[0] if tb is tuple or tb is list else batch).shape[0]
-                    if type(n) is not int:
-                        n = batch_samples(batch)
-                except Exception:
-                    n = batch_samples(batch)
-            journal = T.journal
-            journal.append((J_BATCH, key, id(self), t0, t1, n if n is not None and 0 < n <= 10_000_000 else -1))
-            tk = T.train_keys
-            T.phase = "compute" if key in tk or not tk else "idle"
+                    n = x.shape[0]
+                    if not 0 < n <= 10_000_000:
+                        n = -1
+                except Exception:  # a 0-d tensor
+                    n = -1
+            else:
+                n = fast_samples(batch)
+            ja((J_BATCH, key, id(self), t0, t1, n))
+            T.phase = "compute" if key in train_keys or not train_keys else "idle"
             T.phase_mt = t1
             if len(journal) > cap:
                 T.drain()
@@ -168,6 +177,7 @@ def _patch_dataloader(torch):
 
 def _wrap_step(step):
     T, nest, mono, auto, nxt, J_OPT = _T, _tls, _mono, _AUTO, _state["next_report"], _timing.J_OPT
+    ja = T.journal.append  # the journal is one list for the life of the process
 
     @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
     def step_wrapper(self, *args, **kwargs):
@@ -181,7 +191,7 @@ def _wrap_step(step):
         if T.level == auto:
             try:
                 t = mono()
-                T.journal.append((J_OPT, id(self), t))
+                ja((J_OPT, id(self), t))
                 if T.phase != "compute":
                     T.phase = "compute"
                     T.phase_mt = t

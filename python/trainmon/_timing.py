@@ -117,6 +117,20 @@ class _Loader:
 class StepTimer:
     """The process's step timer; see the module docstring. Use ``timer()``."""
 
+    # Slots: the hooks and the drain read and write these per step (a slot is a fixed offset; an
+    # instance dict of this many keys is not specialised by CPython 3.11). __dict__ stays for tests.
+    __slots__ = ("_tls", "_claims", "_frameworks", "level", "framework", "collect", "line_wanted", "_client",
+                 "_pid", "phase", "phase_mt", "steps", "samples", "samples_known", "step_s", "data_s",
+                 "data_known", "last_mt", "ended", "_hb", "_hb_stop",
+                 "_w_step", "_w_data", "_w_n", "_w_sum", "_w_dsum", "_w_data_ok", "_w_samples", "_w_samples_ok",
+                 "_w_start", "_w_end",
+                 "_l_step", "_l_stride", "_l_skip", "_l_n", "_l_sum", "_l_data", "_l_data_ok", "_l_samples",
+                 "_l_samples_ok",
+                 "journal", "train_keys", "_drain_lock", "_loaders", "_log", "_last_loader", "_batch_since",
+                 "_last_opt", "_prev_end", "_armed", "loaders_seen",
+                 "_f_start", "_f_in_batch", "_f_step_start", "_f_data", "_f_samples",
+                 "__dict__", "__weakref__")
+
     def __init__(self):
         self._tls = _tls
         self._claims = [1, 0, 0]
@@ -166,8 +180,20 @@ class StepTimer:
         self._l_samples = 0
         self._l_samples_ok = True
         # loops and the zero-code hook
-        self.journal = []         # appended by the hot paths, applied by drain()
-        self.train_keys = set()   # keys of the loaders known to be training (read by the hooks)
+        # Appended by the hot paths, applied by drain(). The same list for the life of the timer (the
+        # hooks hold its bound append), emptied in place on a reset.
+        journal = getattr(self, "journal", None)
+        if journal is None:
+            self.journal = []
+        else:
+            journal.clear()
+        # Keys of the loaders known to be training (read by the hooks, which hold it: one set for
+        # the life of the timer, emptied in place).
+        train_keys = getattr(self, "train_keys", None)
+        if train_keys is None:
+            self.train_keys = set()
+        else:
+            train_keys.clear()
         self._drain_lock = threading.Lock()
         self._loaders = {}
         self._log = []            # (loader or None, t0, wait_s, samples: >0, 0 none, -1 unknown)
@@ -183,7 +209,6 @@ class StepTimer:
         self._f_step_start = None
         self._f_data = None
         self._f_samples = None
-        self._f_hot_in_batch = False
 
     def _after_fork(self):
         # A forked child is a new sender: no totals, no heartbeat thread (threads do not survive a
@@ -246,7 +271,13 @@ class StepTimer:
 
     def drain(self, block=True):
         """Apply the journal. The heartbeat thread passes block=False (it then skips a drain that
-        the training thread is doing). Never raises."""
+        the training thread is doing). Never raises.
+
+        The steady state is applied inline, in bulk: a batch of a training loader followed by the
+        step that ends with it (zero-code optimizer step or trainmon.step, nothing else in between),
+        and a framework's batch start followed by its batch end. Those steps are gathered in three
+        lists and recorded together (_record_many) at the end; every other entry goes through the
+        general rules below, after what was gathered is recorded, so the order is kept."""
         journal = self.journal
         if not journal:
             return
@@ -255,10 +286,84 @@ class StepTimer:
             return
         try:
             n = len(journal)
-            for k in range(n):
+            ds, ws, ss = [], [], []  # steps gathered: duration, data wait (None: unknown), samples
+            first = last = None      # start of the first gathered step, end of the last
+            loaders = self._loaders
+            k = 0
+            while k < n:
                 e = journal[k]
+                k += 1
                 try:
                     code = e[0]
+                    if k < n:
+                        e2 = journal[k]
+                        c2 = e2[0]
+                        if code == J_BATCH and (c2 == J_OPT or c2 == J_LOOP) and not self._log:
+                            rec = loaders.get(e[1])
+                            prev = self._prev_end
+                            if rec is not None and rec.training and prev is not None:
+                                # _apply_batch, then _apply_opt / _loop_step_end with this one batch
+                                k += 1
+                                rec.steps_seen = self.steps + len(ds)
+                                rec.it = e[2]
+                                nb = e[5]
+                                if c2 == J_OPT:
+                                    self._last_opt = e2[1]
+                                    t = e2[2]
+                                    s = nb if nb > 0 else None
+                                else:
+                                    t = e2[1]
+                                    s = nb if nb > 0 else e2[2]
+                                self._prev_end = t
+                                self._batch_since = False
+                                self._last_loader = None
+                                self.loaders_seen = True
+                                d = t - prev
+                                if not d >= 0.0:
+                                    d = 0.0
+                                w = e[4] - e[3]
+                                if w > d:
+                                    w = d
+                                elif not w >= 0.0:
+                                    w = 0.0
+                                if first is None:
+                                    first = prev
+                                last = t
+                                ds.append(d)
+                                ws.append(w)
+                                ss.append(s)
+                                continue
+                        elif code == J_FSTART and c2 == J_FEND:
+                            # _apply_fstart, then _apply_fend
+                            k += 1
+                            t, t2 = e[1], e2[1]
+                            start = self._f_start
+                            if start is None:
+                                start = t
+                            s = e[2]
+                            if s is None:
+                                s = e2[2]
+                            self._f_start = t2
+                            self._f_in_batch = False
+                            d = t2 - start
+                            if not d >= 0.0:
+                                d = 0.0
+                            w = t - start
+                            if w > d:
+                                w = d
+                            elif not w >= 0.0:
+                                w = 0.0
+                            if first is None:
+                                first = start
+                            last = t2
+                            ds.append(d)
+                            ws.append(w)
+                            ss.append(s)
+                            continue
+                    if ds:  # the general rules read and write the totals: record what was gathered
+                        self._record_many(first, last, ds, ws, ss)
+                        ds, ws, ss = [], [], []
+                        first = last = None
                     if code == J_BATCH:
                         self._apply_batch(e[1], e[2], e[3], e[4], e[5])
                     elif code == J_OPT:
@@ -277,6 +382,11 @@ class StepTimer:
                         self._apply_pause(e[1])
                     elif code == J_RESUME:
                         self._apply_resume(e[1])
+                except Exception:
+                    pass
+            if ds:
+                try:
+                    self._record_many(first, last, ds, ws, ss)
                 except Exception:
                     pass
             del journal[:n]
@@ -424,11 +534,12 @@ class StepTimer:
         """trainmon.step()'s fast form: journaled, applied at the next drain."""
         if self.level > LOOP:
             return
-        self.journal.append((J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
+        journal = self.journal
+        journal.append((J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
         if self.phase != "compute":
             self.phase = "compute"
             self.phase_mt = t
-        if len(self.journal) > _JOURNAL_CAP:
+        if len(journal) > _JOURNAL_CAP:
             self.drain()
 
     def _loop_step_end(self, t, given_samples):
@@ -496,12 +607,12 @@ class StepTimer:
 
     # ---- step ends: framework hooks (journaled too; the phase is set at once) -------------------------
     def batch_start(self, t, samples=None, level=FRAMEWORK):
-        """A framework's batch-start hook at ``t``: the batch has arrived; data wait ends."""
+        """A framework's batch-start hook at ``t``: the batch has arrived; data wait ends. (The
+        callbacks inline this: they append the same entry and set the same phase.)"""
         if level < self.level:
             return
         journal = self.journal
         journal.append((J_FSTART, t, samples))
-        self._f_hot_in_batch = True
         self.phase = "compute"
         self.phase_mt = t
         if len(journal) > _JOURNAL_CAP:
@@ -509,12 +620,11 @@ class StepTimer:
 
     def batch_end(self, t, samples=None, level=FRAMEWORK):
         """A framework's batch-end hook at ``t`` (``samples``: used when the batch-start hook gave
-        none). The step is counted at the next drain."""
+        none). The step is counted at the next drain. (Inlined by the callbacks, as batch_start.)"""
         if level < self.level:
             return
         journal = self.journal
         journal.append((J_FEND, t, samples))
-        self._f_hot_in_batch = False
         self.phase = "data"  # the framework fetches the next batch now
         self.phase_mt = t
         if len(journal) > _JOURNAL_CAP:
@@ -525,16 +635,17 @@ class StepTimer:
         if level < self.level:
             return
         self.journal.append((J_PAUSE, t))
-        self._f_hot_in_batch = False
         self.set_phase("idle", t)
 
     def resume(self, t, level=FRAMEWORK):
         """The framework goes back to training (evaluation done, epoch start): the next step's data
-        wait starts here."""
+        wait starts here (the phase too, unless a batch is in flight)."""
         if level < self.level:
             return
+        self.drain()  # rare (epoch start, end of evaluation): tells whether a batch is in flight
+        in_batch = self._f_in_batch
         self.journal.append((J_RESUME, t))
-        if not self._f_hot_in_batch:
+        if not in_batch:
             self.set_phase("data", t)
 
     def _apply_fstart(self, t, samples):
@@ -568,20 +679,36 @@ class StepTimer:
 
     # ---- recording -----------------------------------------------------------------------------
     def _record(self, start, end, data, samples):
+        """One step from ``start`` to ``end`` (data wait and samples None when unknown)."""
         d = end - start
         if not d >= 0.0:
             d = 0.0
-        self.steps += 1
-        self.step_s += d
         if data is not None:
             if data > d:
                 data = d
             elif not data >= 0.0:
                 data = 0.0
-            self.data_s += data
+        self._record_many(start, end, [d], [data], [samples])
+
+    def _record_many(self, start, end, ds, ws, ss):
+        """Steps in order: durations ``ds`` (s, >= 0), data waits ``ws`` (0..duration, or None),
+        samples ``ss`` (or None); the first starts at ``start``, the last ends at ``end``. The sums
+        are the same additions as one step at a time, in C (sum, extend)."""
+        k = len(ds)
+        total = sum(ds)
+        self.steps += k
+        self.step_s += total
+        data_all = None not in ws
+        datas = ws if data_all else [w for w in ws if w is not None]
+        dsum = sum(datas)
+        if datas:
+            self.data_s += dsum
             self.data_known = True
-        if samples is not None:
-            self.samples += samples
+        samples_all = None not in ss
+        samples = ss if samples_all else [x for x in ss if x is not None]
+        ssum = sum(samples)
+        if samples:
+            self.samples += ssum
             self.samples_known = True
         self.last_mt = end
         self.ended = False
@@ -589,45 +716,46 @@ class StepTimer:
             if self._w_start is None:
                 self._w_start = start
             self._w_end = end
-            self._w_n += 1
-            self._w_sum += d
-            ws = self._w_step
-            if len(ws) < _WINDOW_CAP:
-                ws.append(d)
-            if data is None:
+            self._w_n += k
+            self._w_sum += total
+            wl = self._w_step
+            room = _WINDOW_CAP - len(wl)
+            if room > 0:
+                wl.extend(ds if k <= room else ds[:room])
+            if not data_all:
                 self._w_data_ok = False
-            else:
-                self._w_dsum += data
+            if datas:
+                self._w_dsum += dsum
                 wd = self._w_data
-                if len(wd) < _WINDOW_CAP:
-                    wd.append(data)
-            if samples is None:
+                room = _WINDOW_CAP - len(wd)
+                if room > 0:
+                    wd.extend(datas if len(datas) <= room else datas[:room])
+            if not samples_all:
                 self._w_samples_ok = False
-            else:
-                self._w_samples += samples
+            self._w_samples += ssum
             if self._hb is None and self._client is not None:
                 self._start_heartbeat()
         if self.line_wanted:
-            self._line_add(d, data, samples)
-
-    def _line_add(self, d, data, samples):
-        self._l_n += 1
-        self._l_sum += d
-        if data is None:
-            self._l_data_ok = False
-        else:
-            self._l_data += data
-        if samples is None:
-            self._l_samples_ok = False
-        else:
-            self._l_samples += samples
-        self._l_skip += 1
-        if self._l_skip >= self._l_stride:
-            self._l_skip = 0
-            self._l_step.append(d)
-            if len(self._l_step) >= _LINE_CAP:  # keep every other: the median stays fair
-                del self._l_step[::2]
-                self._l_stride *= 2
+            self._l_n += k
+            self._l_sum += total
+            if not data_all:
+                self._l_data_ok = False
+            self._l_data += dsum
+            if not samples_all:
+                self._l_samples_ok = False
+            self._l_samples += ssum
+            ls = self._l_step
+            if self._l_stride == 1 and len(ls) + k < _LINE_CAP:
+                ls.extend(ds)
+            else:
+                for d in ds:
+                    self._l_skip += 1
+                    if self._l_skip >= self._l_stride:
+                        self._l_skip = 0
+                        ls.append(d)
+                        if len(ls) >= _LINE_CAP:  # keep every other: the median stays fair
+                            del ls[::2]
+                            self._l_stride *= 2
 
     def _common(self):
         total = {"steps": min(self.steps, 10 ** 15), "step_s": _round(self.step_s)}
@@ -748,6 +876,8 @@ def _heartbeat_loop(timer_, client, stop):
 
 
 _timer = StepTimer()
+_journal = _timer.journal  # the same list for the life of the process (reset in place)
+_journal_append = _journal.append
 
 
 def timer():
@@ -793,7 +923,7 @@ class _TimedIterator:
     def __next__(self):
         T = _timer
         nest = _tls
-        if T.level > LOOP or nest.depth:
+        if nest.depth or T.level > LOOP:
             return next(self._inner)
         t0 = _mono()
         T.phase = "data"
@@ -815,11 +945,11 @@ class _TimedIterator:
         try:
             t1 = _mono()
             key = self._key
-            journal = T.journal
-            journal.append((J_BATCH, key, id(self), t0, t1, fast_samples(batch)))
-            T.phase = "compute" if key in T.train_keys or not T.train_keys else "idle"
+            _journal_append((J_BATCH, key, id(self), t0, t1, fast_samples(batch)))
+            tk = T.train_keys
+            T.phase = "compute" if key in tk or not tk else "idle"
             T.phase_mt = t1
-            if len(journal) > _JOURNAL_CAP:
+            if len(_journal) > _JOURNAL_CAP:
                 T.drain()
         except Exception:
             pass

@@ -25,7 +25,7 @@ import sys
 
 from . import _timing
 from ._monitor import Monitor
-from ._timing import fast_samples
+from ._timing import _JOURNAL_CAP, J_FEND, J_FSTART, fast_samples
 from ._values import batch_samples
 
 __all__ = ["TrainmonCallback"]
@@ -86,6 +86,7 @@ class TrainmonCallback(_callback_base()):
         except Exception:
             self.monitor = Monitor(interval=interval, framework="lightning")
         self._timer = self.monitor.timer
+        self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
         self._size = None  # samples of the batch in flight (from on_train_batch_start)
         self._claimed = False
         if self.monitor.enabled:
@@ -117,12 +118,17 @@ class TrainmonCallback(_callback_base()):
         except Exception:
             pass
 
+    # The two per-batch hooks do timer.batch_start / batch_end inline (the same journal entries and
+    # phases): a method call less per hook.
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args, **kwargs):
         try:
             t = _mono()
             n = fast_samples(batch)
             self._size = size = n if n > 0 else None
-            self._timer.batch_start(t, size)
+            self._journal.append((J_FSTART, t, size))
+            T = self._timer
+            T.phase = "compute"
+            T.phase_mt = t
         except Exception:
             pass
 
@@ -133,13 +139,19 @@ class TrainmonCallback(_callback_base()):
             if size is None:
                 size = batch_samples(batch)
             self._size = None
-            self._timer.batch_end(t, size)
+            journal = self._journal
+            journal.append((J_FEND, t, size))
+            T = self._timer
+            T.phase = "data"  # Lightning fetches the next batch now
+            T.phase_mt = t
+            if len(journal) > _JOURNAL_CAP:
+                T.drain()
             mon = self.monitor
             if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due
                 epoch, epochs = self._progress(trainer)
-                self.monitor.batch_end(epoch=epoch, batch=batch_idx, batch_size=size, loss=_loss(outputs),
-                                       step=_get(trainer, "global_step"), epochs=epochs,
-                                       batches=_get(trainer, "num_training_batches"))
+                mon.batch_end(epoch=epoch, batch=batch_idx, batch_size=size, loss=_loss(outputs),
+                              step=_get(trainer, "global_step"), epochs=epochs,
+                              batches=_get(trainer, "num_training_batches"))
         except Exception:
             pass
 
