@@ -149,7 +149,7 @@ def fresh():
     mon = trainmon.Monitor(interval=None, framework="torch", start_agent=False)
     mon.report_level = _timing.AUTO
     _auto._state["monitor"] = mon
-    _auto._state["next_report"][0] = 0.0
+    _timing._tls.report_at = 0.0
 
 
 # CPU time of this thread (time.thread_time): on a shared, loaded machine wall time mostly

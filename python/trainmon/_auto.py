@@ -29,7 +29,7 @@ _mono = _timing._mono
 _tls = _timing._tls
 _T = _timing._timer  # the process's timer (one object for the life of the process)
 _AUTO, _LOOP = _timing.AUTO, _timing.LOOP
-_state = {"installed": False, "monitor": None, "how": None, "next_report": [0.0]}
+_state = {"installed": False, "monitor": None, "how": None}
 
 
 def installed():
@@ -44,12 +44,12 @@ def _report_step(now):
     if mon is None or mon.client is None or T.level != _timing.AUTO:
         # No event to send: look again in a second, and keep the journal bounded meanwhile (a loop
         # with an optimizer and no DataLoader appends only here).
-        _state["next_report"][0] = now + 1.0
+        _tls.report_at = now + 1.0
         if len(T.journal) > _timing._JOURNAL_CAP:
             T.drain()
         return
     mon._next_batch_event = now + mon.batch_gap_s
-    _state["next_report"][0] = mon._next_batch_event
+    _tls.report_at = mon._next_batch_event
     steps = mon._window()  # drains the journal: epoch and step count are current after it
     if steps is None and not T.steps:
         return
@@ -63,10 +63,11 @@ def _on_optimizer_step(optimizer):
         return
     t = _mono()
     T.journal.append((_timing.J_OPT, id(optimizer), t))
-    if T.phase != "compute":
-        T.phase = "compute"
-        T.phase_mt = t
-    if t >= _state["next_report"][0]:
+    hot = _tls
+    if hot.phase != "compute":
+        hot.phase = "compute"
+        hot.phase_mt = t
+    if t >= hot.report_at:
         _report_step(t)
 
 
@@ -95,15 +96,20 @@ def _patch_dataloader(torch):
     journal = T.journal
     ja = journal.append  # the journal is one list for the life of the process
     Tensor = getattr(torch, "Tensor", None)
-    train_keys = T.train_keys  # one set for the life of the process, too
+    # len() of a tensor without torch.Tensor.__len__'s Python frame (the C slot; 0 for a 0-d one)
+    tensor_len = getattr(getattr(getattr(torch, "_C", None), "_TensorBase", None), "__len__", None)
+    if tensor_len is None:
+        def tensor_len(x):
+            return x.shape[0]
 
+    # Per batch this touches the hot object (nest), the journal and what it appends, no more: the
+    # phase goes to "compute" after next() (the drain sets "idle" for a loader that is not training).
     @functools.wraps(orig_next)
     def __next__(self):
-        if nest.depth or T.level > loop_level:
+        if nest.depth or nest.level > loop_level:
             return orig_next(self)
-        t0 = mono()
-        T.phase = "data"
-        T.phase_mt = t0
+        nest.phase = "data"
+        nest.phase_mt = t0 = mono()
         nest.depth = 1
         try:
             batch = orig_next(self)
@@ -129,16 +135,16 @@ def _patch_dataloader(torch):
             x = batch[0] if (tb is list or tb is tuple) and batch else batch
             if type(x) is Tensor:
                 try:
-                    n = x.shape[0]
+                    n = tensor_len(x)
                     if not 0 < n <= 10_000_000:
                         n = -1
-                except Exception:  # a 0-d tensor
+                except Exception:  # a 0-d tensor (shape[0])
                     n = -1
             else:
                 n = fast_samples(batch)
             ja((J_BATCH, key, id(self), t0, t1, n))
-            T.phase = "compute" if key in train_keys or not train_keys else "idle"
-            T.phase_mt = t1
+            nest.phase = "compute"
+            nest.phase_mt = t1
             if len(journal) > cap:
                 T.drain()
         except Exception:
@@ -176,7 +182,7 @@ def _patch_dataloader(torch):
 
 
 def _wrap_step(step):
-    T, nest, mono, auto, nxt, J_OPT = _T, _tls, _mono, _AUTO, _state["next_report"], _timing.J_OPT
+    T, nest, mono, auto, J_OPT = _T, _tls, _mono, _AUTO, _timing.J_OPT
     ja = T.journal.append  # the journal is one list for the life of the process
 
     @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
@@ -188,14 +194,14 @@ def _wrap_step(step):
             result = step(self, *args, **kwargs)
         finally:
             nest.opt_depth = 0
-        if T.level == auto:
+        if nest.level == auto:
             try:
                 t = mono()
                 ja((J_OPT, id(self), t))
-                if T.phase != "compute":
-                    T.phase = "compute"
-                    T.phase_mt = t
-                if t >= nxt[0]:
+                if nest.phase != "compute":
+                    nest.phase = "compute"
+                    nest.phase_mt = t
+                if t >= nest.report_at:
                     _report_step(t)
             except Exception:
                 pass
@@ -266,7 +272,7 @@ def install(torch, env=None):
         return False
     mon = Monitor(interval=None, framework="torch", start_agent=False, env=env)
     mon.report_level = _timing.AUTO
-    _state["next_report"][0] = 0.0
+    _tls.report_at = 0.0
     _patch_dataloader(torch)
     how = _patch_optimizer(torch)
     _state.update(installed=True, monitor=mon, how=how)

@@ -52,20 +52,32 @@ J_BATCH, J_ITER, J_STOP, J_OPT, J_LOOP, J_FSTART, J_FEND, J_PAUSE, J_RESUME = ra
 _MAX_S = 1e7              # the protocol's bound for a duration, seconds
 _PCTS = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 
-class _Nesting:
-    """Whether a timed call is in progress, so that nested ones count once: a trainmon.loader
-    around a DataLoader (both timed), an optimizer step() calling super().step(). One per process,
-    not per thread (a thread-local costs a microsecond per step here): a loader that another thread
-    iterates at the same moment is not timed."""
+class _Hot:
+    """What the per-step hooks read and write, in one small object (a few slots, next to each other
+    in memory: between two hooks the training step evicts the caches, so every other object a hook
+    touches costs a miss). One per StepTimer; the process's timer's is ``_tls``.
 
-    __slots__ = ("depth", "opt_depth")
+    depth, opt_depth: whether a timed call is in progress, so that nested ones count once: a
+    trainmon.loader around a DataLoader (both timed), an optimizer step() calling super().step().
+    One per process, not per thread (a thread-local costs a microsecond per step here): a loader
+    that another thread iterates at the same moment is not timed.
+    level: the timer's level (StepTimer.level reads it). phase, phase_mt: what the loop does since
+    when (StepTimer.phase / phase_mt). report_at: monotonic time of the zero-code hook's next
+    batch event (_auto)."""
+
+    __slots__ = ("depth", "opt_depth", "level", "phase", "phase_mt", "report_at")
 
     def __init__(self):
         self.depth = 0
         self.opt_depth = 0
+        self.level = AUTO
+        self.phase = "idle"
+        self.phase_mt = 0.0
+        self.report_at = 0.0
 
 
-_tls = _Nesting()
+_Nesting = _Hot  # the former name
+_tls = _Hot()
 
 
 def _round(x):
@@ -119,8 +131,8 @@ class StepTimer:
 
     # Slots: the hooks and the drain read and write these per step (a slot is a fixed offset; an
     # instance dict of this many keys is not specialised by CPython 3.11). __dict__ stays for tests.
-    __slots__ = ("_tls", "_claims", "_frameworks", "level", "framework", "collect", "line_wanted", "_client",
-                 "_pid", "phase", "phase_mt", "steps", "samples", "samples_known", "step_s", "data_s",
+    __slots__ = ("_tls", "_hot", "_claims", "_frameworks", "framework", "collect", "line_wanted", "_client",
+                 "_pid", "steps", "samples", "samples_known", "step_s", "data_s",
                  "data_known", "last_mt", "ended", "_hb", "_hb_stop",
                  "_w_step", "_w_data", "_w_n", "_w_sum", "_w_dsum", "_w_data_ok", "_w_samples", "_w_samples_ok",
                  "_w_start", "_w_end",
@@ -131,8 +143,11 @@ class StepTimer:
                  "_f_start", "_f_in_batch", "_f_step_start", "_f_data", "_f_samples",
                  "__dict__", "__weakref__")
 
-    def __init__(self):
-        self._tls = _tls
+    def __init__(self, hot=None):
+        if hot is None:
+            hot = getattr(self, "_hot", None) or _Hot()  # a reset keeps the object the hooks hold
+        self._hot = hot
+        self._tls = hot
         self._claims = [1, 0, 0]
         self._frameworks = [None, None, None]
         self.level = AUTO
@@ -210,6 +225,31 @@ class StepTimer:
         self._f_data = None
         self._f_samples = None
 
+    # level, phase and phase_mt live in the hot object (read and written by the hooks directly)
+    @property
+    def level(self):
+        return self._hot.level
+
+    @level.setter
+    def level(self, value):
+        self._hot.level = value
+
+    @property
+    def phase(self):
+        return self._hot.phase
+
+    @phase.setter
+    def phase(self, value):
+        self._hot.phase = value
+
+    @property
+    def phase_mt(self):
+        return self._hot.phase_mt
+
+    @phase_mt.setter
+    def phase_mt(self, value):
+        self._hot.phase_mt = value
+
     def _after_fork(self):
         # A forked child is a new sender: no totals, no heartbeat thread (threads do not survive a
         # fork), no loader history. Claims and configuration stay (same code, same callbacks).
@@ -273,11 +313,9 @@ class StepTimer:
         """Apply the journal. The heartbeat thread passes block=False (it then skips a drain that
         the training thread is doing). Never raises.
 
-        The steady state is applied inline, in bulk: a batch of a training loader followed by the
-        step that ends with it (zero-code optimizer step or trainmon.step, nothing else in between),
-        and a framework's batch start followed by its batch end. Those steps are gathered in three
-        lists and recorded together (_record_many) at the end; every other entry goes through the
-        general rules below, after what was gathered is recorded, so the order is kept."""
+        The steady state is applied in runs, in bulk (_loader_run, _framework_run): batches of a
+        training loader each followed by the step that ends with it, and framework batch starts
+        each followed by their batch end. Every other entry goes through the general rules."""
         journal = self.journal
         if not journal:
             return
@@ -286,84 +324,23 @@ class StepTimer:
             return
         try:
             n = len(journal)
-            ds, ws, ss = [], [], []  # steps gathered: duration, data wait (None: unknown), samples
-            first = last = None      # start of the first gathered step, end of the last
-            loaders = self._loaders
             k = 0
             while k < n:
                 e = journal[k]
-                k += 1
                 try:
                     code = e[0]
-                    if k < n:
-                        e2 = journal[k]
-                        c2 = e2[0]
-                        if code == J_BATCH and (c2 == J_OPT or c2 == J_LOOP) and not self._log:
-                            rec = loaders.get(e[1])
-                            prev = self._prev_end
-                            if rec is not None and rec.training and prev is not None:
-                                # _apply_batch, then _apply_opt / _loop_step_end with this one batch
-                                k += 1
-                                rec.steps_seen = self.steps + len(ds)
-                                rec.it = e[2]
-                                nb = e[5]
-                                if c2 == J_OPT:
-                                    self._last_opt = e2[1]
-                                    t = e2[2]
-                                    s = nb if nb > 0 else None
-                                else:
-                                    t = e2[1]
-                                    s = nb if nb > 0 else e2[2]
-                                self._prev_end = t
-                                self._batch_since = False
-                                self._last_loader = None
-                                self.loaders_seen = True
-                                d = t - prev
-                                if not d >= 0.0:
-                                    d = 0.0
-                                w = e[4] - e[3]
-                                if w > d:
-                                    w = d
-                                elif not w >= 0.0:
-                                    w = 0.0
-                                if first is None:
-                                    first = prev
-                                last = t
-                                ds.append(d)
-                                ws.append(w)
-                                ss.append(s)
+                    if k + 1 < n:
+                        if code == J_BATCH:
+                            if not self._log and self._prev_end is not None:
+                                k2 = self._loader_run(journal, k, n)
+                                if k2 != k:
+                                    k = k2
+                                    continue
+                        elif code == J_FSTART:
+                            k2 = self._framework_run(journal, k, n)
+                            if k2 != k:
+                                k = k2
                                 continue
-                        elif code == J_FSTART and c2 == J_FEND:
-                            # _apply_fstart, then _apply_fend
-                            k += 1
-                            t, t2 = e[1], e2[1]
-                            start = self._f_start
-                            if start is None:
-                                start = t
-                            s = e[2]
-                            if s is None:
-                                s = e2[2]
-                            self._f_start = t2
-                            self._f_in_batch = False
-                            d = t2 - start
-                            if not d >= 0.0:
-                                d = 0.0
-                            w = t - start
-                            if w > d:
-                                w = d
-                            elif not w >= 0.0:
-                                w = 0.0
-                            if first is None:
-                                first = start
-                            last = t2
-                            ds.append(d)
-                            ws.append(w)
-                            ss.append(s)
-                            continue
-                    if ds:  # the general rules read and write the totals: record what was gathered
-                        self._record_many(first, last, ds, ws, ss)
-                        ds, ws, ss = [], [], []
-                        first = last = None
                     if code == J_BATCH:
                         self._apply_batch(e[1], e[2], e[3], e[4], e[5])
                     elif code == J_OPT:
@@ -384,14 +361,118 @@ class StepTimer:
                         self._apply_resume(e[1])
                 except Exception:
                     pass
-            if ds:
-                try:
-                    self._record_many(first, last, ds, ws, ss)
-                except Exception:
-                    pass
+                k += 1
             del journal[:n]
         finally:
             lock.release()
+
+    def _loader_run(self, journal, k, n):
+        """From journal[k]: pairs (J_BATCH of a training loader, then J_OPT or J_LOOP), with no
+        loader activity left from before (log empty) and a previous step end. Each pair is what
+        _apply_batch then _apply_opt / _loop_step_end do with one clean batch: the step runs from
+        the previous step end to this one, its data wait is the batch's next(), its samples the
+        batch's (else the step's batch size). Returns the index after the last pair applied."""
+        loaders = self._loaders
+        prev = first = self._prev_end
+        steps0 = self.steps
+        last_opt = self._last_opt
+        ds, ws, ss = [], [], []
+        s_none = 0
+        rec = key = it = None
+        while k + 1 < n:
+            e = journal[k]
+            if e[0] != J_BATCH:
+                break
+            e2 = journal[k + 1]
+            c2 = e2[0]
+            if c2 == J_OPT:
+                t = e2[2]
+            elif c2 == J_LOOP:
+                t = e2[1]
+            else:
+                break
+            if e[1] != key or rec is None:
+                r = loaders.get(e[1])
+                if r is None or not r.training:
+                    break
+                if rec is not None:
+                    rec.steps_seen = steps0 + len(ds) - 1
+                    rec.it = it
+                rec, key = r, e[1]
+            it = e[2]
+            nb = e[5]
+            if c2 == J_OPT:
+                last_opt = e2[1]
+                s = nb if nb > 0 else None
+            else:
+                s = nb if nb > 0 else e2[2]
+            if s is None:
+                s_none += 1
+            d = t - prev
+            if not d >= 0.0:
+                d = 0.0
+            w = e[4] - e[3]
+            if w > d:
+                w = d
+            elif not w >= 0.0:
+                w = 0.0
+            ds.append(d)
+            ws.append(w)
+            ss.append(s)
+            prev = t
+            k += 2
+        if ds:
+            rec.steps_seen = steps0 + len(ds) - 1
+            rec.it = it
+            self._last_opt = last_opt
+            self._prev_end = prev
+            self._batch_since = False
+            self._last_loader = None
+            self.loaders_seen = True
+            self._record_many(first, prev, ds, ws, ss, 0, s_none)
+        return k
+
+    def _framework_run(self, journal, k, n):
+        """From journal[k]: pairs (J_FSTART, J_FEND), each what _apply_fstart then _apply_fend do.
+        Returns the index after the last pair applied."""
+        f_start = self._f_start
+        first = None
+        ds, ws, ss = [], [], []
+        s_none = 0
+        while k + 1 < n:
+            e = journal[k]
+            if e[0] != J_FSTART:
+                break
+            e2 = journal[k + 1]
+            if e2[0] != J_FEND:
+                break
+            t, t2 = e[1], e2[1]
+            start = t if f_start is None else f_start
+            s = e[2]
+            if s is None:
+                s = e2[2]
+                if s is None:
+                    s_none += 1
+            d = t2 - start
+            if not d >= 0.0:
+                d = 0.0
+            w = t - start
+            if w > d:
+                w = d
+            elif not w >= 0.0:
+                w = 0.0
+            if first is None:
+                first = start
+            ds.append(d)
+            ws.append(w)
+            ss.append(s)
+            f_start = t2
+            k += 2
+        if ds:
+            self._f_start = f_start
+            self._f_in_batch = False
+            self._record_many(first, f_start, ds, ws, ss, 0, s_none)
+        return k
 
     def _loader(self, key):
         rec = self._loaders.get(key)
@@ -447,6 +528,11 @@ class StepTimer:
         self._last_loader = rec
         self._batch_since = True
         self.loaders_seen = True
+        if not rec.training and self.train_keys:
+            # the hooks said "compute" after this next(): a loader that is not training (evaluation)
+            hot = self._hot
+            if hot.phase_mt == t1 and hot.phase == "compute":
+                hot.phase = "idle"
 
     def _apply_stop(self, key, t0, t1):
         rec = self._loader(key)
@@ -688,23 +774,24 @@ class StepTimer:
                 data = d
             elif not data >= 0.0:
                 data = 0.0
-        self._record_many(start, end, [d], [data], [samples])
+        self._record_many(start, end, [d], [data], [samples], data is None, samples is None)
 
-    def _record_many(self, start, end, ds, ws, ss):
-        """Steps in order: durations ``ds`` (s, >= 0), data waits ``ws`` (0..duration, or None),
-        samples ``ss`` (or None); the first starts at ``start``, the last ends at ``end``. The sums
-        are the same additions as one step at a time, in C (sum, extend)."""
+    def _record_many(self, start, end, ds, ws, ss, w_none, s_none):
+        """Steps in order: durations ``ds`` (s, >= 0), data waits ``ws`` (0..duration, or None:
+        ``w_none`` of them), samples ``ss`` (or None: ``s_none`` of them); the first starts at
+        ``start``, the last ends at ``end``. The same additions as one step at a time, in C (sum,
+        extend): totals, the window (count, sum, values for its percentiles) and the line's."""
         k = len(ds)
         total = sum(ds)
         self.steps += k
         self.step_s += total
-        data_all = None not in ws
+        data_all = not w_none
         datas = ws if data_all else [w for w in ws if w is not None]
         dsum = sum(datas)
         if datas:
             self.data_s += dsum
             self.data_known = True
-        samples_all = None not in ss
+        samples_all = not s_none
         samples = ss if samples_all else [x for x in ss if x is not None]
         ssum = sum(samples)
         if samples:
@@ -875,7 +962,7 @@ def _heartbeat_loop(timer_, client, stop):
                 return
 
 
-_timer = StepTimer()
+_timer = StepTimer(_tls)
 _journal = _timer.journal  # the same list for the life of the process (reset in place)
 _journal_append = _journal.append
 
@@ -892,6 +979,7 @@ def _reset_for_tests():
     _timer._client = None
     StepTimer.__init__(_timer)
     _tls.depth = _tls.opt_depth = 0
+    _tls.report_at = 0.0
     return _timer
 
 
@@ -921,20 +1009,18 @@ class _TimedIterator:
         return self
 
     def __next__(self):
-        T = _timer
         nest = _tls
-        if nest.depth or T.level > LOOP:
+        if nest.depth or nest.level > LOOP:
             return next(self._inner)
-        t0 = _mono()
-        T.phase = "data"
-        T.phase_mt = t0
+        nest.phase = "data"
+        nest.phase_mt = t0 = _mono()
         nest.depth = 1
         try:
             batch = next(self._inner)
         except StopIteration:
             nest.depth = 0
             try:
-                T.loader_stop(self._key, t0, _mono())
+                _timer.loader_stop(self._key, t0, _mono())
             except Exception:
                 pass
             raise
@@ -944,13 +1030,12 @@ class _TimedIterator:
         nest.depth = 0
         try:
             t1 = _mono()
-            key = self._key
-            _journal_append((J_BATCH, key, id(self), t0, t1, fast_samples(batch)))
-            tk = T.train_keys
-            T.phase = "compute" if key in tk or not tk else "idle"
-            T.phase_mt = t1
+            _journal_append((J_BATCH, self._key, id(self), t0, t1, fast_samples(batch)))
+            # compute (a batch of a loader that is not training: set to idle by the drain)
+            nest.phase = "compute"
+            nest.phase_mt = t1
             if len(_journal) > _JOURNAL_CAP:
-                T.drain()
+                _timer.drain()
         except Exception:
             pass
         return batch

@@ -72,6 +72,7 @@ class TrainmonCallback(_callback_base()):
             self.monitor = Monitor(interval=interval, framework="transformers")
         self._timer = self.monitor.timer
         self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
+        self._hot = self._timer._hot  # the phase, as timer.batch_start / batch_end set it
         self._epoch = -1
         self._batch = -1
         self._loss = None
@@ -124,9 +125,9 @@ class TrainmonCallback(_callback_base()):
             size = self._samples_value if args is self._args else self._samples_of(args)
             self._size = size
             self._journal.append((J_FSTART, t, size))
-            T = self._timer
-            T.phase = "compute"
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "compute"
+            hot.phase_mt = t
         except Exception:
             pass
 
@@ -139,11 +140,11 @@ class TrainmonCallback(_callback_base()):
                 size = self._samples_value if args is self._args else self._samples_of(args)
             journal = self._journal
             journal.append((J_FEND, t, size))
-            T = self._timer
-            T.phase = "data"  # the trainer fetches the next batch now
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "data"  # the trainer fetches the next batch now
+            hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:
-                T.drain()
+                self._timer.drain()
             self._batch += 1
             mon = self.monitor
             if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due

@@ -87,6 +87,7 @@ class TrainmonCallback(_callback_base()):
             self.monitor = Monitor(interval=interval, framework="lightning")
         self._timer = self.monitor.timer
         self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
+        self._hot = self._timer._hot  # the phase, as timer.batch_start / batch_end set it
         self._size = None  # samples of the batch in flight (from on_train_batch_start)
         self._claimed = False
         if self.monitor.enabled:
@@ -126,9 +127,9 @@ class TrainmonCallback(_callback_base()):
             n = fast_samples(batch)
             self._size = size = n if n > 0 else None
             self._journal.append((J_FSTART, t, size))
-            T = self._timer
-            T.phase = "compute"
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "compute"
+            hot.phase_mt = t
         except Exception:
             pass
 
@@ -141,11 +142,11 @@ class TrainmonCallback(_callback_base()):
             self._size = None
             journal = self._journal
             journal.append((J_FEND, t, size))
-            T = self._timer
-            T.phase = "data"  # Lightning fetches the next batch now
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "data"  # Lightning fetches the next batch now
+            hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:
-                T.drain()
+                self._timer.drain()
             mon = self.monitor
             if t >= mon._next_batch_event or t >= mon._next_print:  # an event or a line is due
                 epoch, epochs = self._progress(trainer)

@@ -103,6 +103,7 @@ class ResourceMonitor:
             self.monitor = Monitor(interval=interval, framework="ultralytics")
         self._timer = self.monitor.timer
         self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
+        self._hot = self._timer._hot  # the phase, as timer.batch_start / batch_end set it
         self._batch = -1
         self._batch_size = None  # this rank's batch, from the batch-start hook
         self._batch_raw = self._batch_value = None
@@ -170,9 +171,9 @@ class ResourceMonitor:
                 self._batch_raw, self._batch_value = raw, rank_batch_size(trainer)
             self._batch_size = size = self._batch_value
             self._journal.append((J_FSTART, t, size))
-            T = self._timer
-            T.phase = "compute"
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "compute"
+            hot.phase_mt = t
         except Exception:
             pass
 
@@ -185,11 +186,11 @@ class ResourceMonitor:
             self._batch_size = None
             journal = self._journal
             journal.append((J_FEND, t, batch_size))
-            T = self._timer
-            T.phase = "data"  # the trainer fetches the next batch now
-            T.phase_mt = t
+            hot = self._hot
+            hot.phase = "data"  # the trainer fetches the next batch now
+            hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:
-                T.drain()
+                self._timer.drain()
             try:
                 epoch = trainer.epoch
             except Exception:  # missing, or a property that raises: as _attr
