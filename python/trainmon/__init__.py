@@ -99,8 +99,7 @@ def step(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=N
             if not _atexit_registered:
                 atexit.register(_finish_at_exit)
                 _atexit_registered = True
-        mon.loop_step(epoch=epoch, batch=batch, batch_size=batch_size, loss=loss, epochs=epochs, step=step,
-                      lr=lr, imgsz=imgsz)
+        mon.loop_step(epoch, batch, batch_size, loss, epochs, step, lr, imgsz)  # positional: per step
     except Exception:
         pass
 

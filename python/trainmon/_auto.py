@@ -95,12 +95,9 @@ def _patch_dataloader(torch):
     J_BATCH, cap, fast_samples = _timing.J_BATCH, _timing._JOURNAL_CAP, _timing.fast_samples
     journal = T.journal
     ja = journal.append  # the journal is one list for the life of the process
-    Tensor = getattr(torch, "Tensor", None)
-    # len() of a tensor without torch.Tensor.__len__'s Python frame (the C slot; 0 for a 0-d one)
-    tensor_len = getattr(getattr(getattr(torch, "_C", None), "_TensorBase", None), "__len__", None)
-    if tensor_len is None:
-        def tensor_len(x):
-            return x.shape[0]
+    _timing._learn_torch()
+    Tensor = _timing._Tensor  # with it, len() of a tensor through the C slot (_timing.fast_samples)
+    tensor_len = _timing._tensor_len
 
     # Per batch this touches the hot object (nest), the journal and what it appends, no more: the
     # phase goes to "compute" after next() (the drain sets "idle" for a loader that is not training).

@@ -26,6 +26,7 @@ __all__ = ["Monitor"]
 _log = logging.getLogger("trainmon")
 _mono = time.monotonic
 _BIG = 10 ** 15  # batches, steps (the protocol's bound)
+_J_LOOP, _JOURNAL_CAP = _timing.J_LOOP, _timing._JOURNAL_CAP
 
 
 def _int_or_none(value, hi=_BIG):
@@ -93,6 +94,8 @@ class Monitor:
         self.last_line = None
         self._pending = None
         self.timer = _timing.timer()
+        self._journal = self.timer.journal  # one list for the life of the process (loop_step appends)
+        self._hot = self.timer._hot
         self.report_level = None  # the zero-code Monitor reports only while nothing outranks it
         try:
             self._setup(interval, framework, logger, stream, send_events, batch_events_per_s,
@@ -403,7 +406,16 @@ class Monitor:
                     self._loop_epoch = epoch
                     self._loop_batch = -1
                     self.send("epoch_start", epoch=epoch, epochs=epochs, batch_size=batch_size, imgsz=self.imgsz)
-            self.timer.journal_loop_step(t, batch_size)
+            # timer.journal_loop_step, inline (this runs per step)
+            hot = self._hot
+            if hot.level <= _timing.LOOP:
+                journal = self._journal
+                journal.append((_J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
+                if hot.phase != "compute":
+                    hot.phase = "compute"
+                    hot.phase_mt = t
+                if len(journal) > _JOURNAL_CAP:
+                    self.timer.drain()
             if batch is None:
                 self._loop_batch += 1
             else:

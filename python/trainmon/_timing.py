@@ -97,10 +97,41 @@ def _stats(values, total):
     return out
 
 
+# torch.Tensor and the C slot of len() for it (no Python frame, no torch.Size built; 0 for a 0-d
+# tensor), once torch is imported (_learn_torch); None before.
+_Tensor = None
+_tensor_len = None
+
+
+def _learn_torch():
+    """Look for an imported torch (never imports it): fast_samples then reads a tensor's length
+    directly."""
+    global _Tensor, _tensor_len
+    if _Tensor is not None:
+        return
+    try:
+        import sys
+        torch = sys.modules.get("torch")
+        tensor = getattr(torch, "Tensor", None)
+        length = getattr(getattr(getattr(torch, "_C", None), "_TensorBase", None), "__len__", None)
+        if isinstance(tensor, type) and callable(length) and length(tensor([1, 2])) == 2:
+            _tensor_len = length
+            _Tensor = tensor
+    except Exception:
+        pass
+
+
 def fast_samples(batch):
-    """batch_samples() with the common shapes first (a tensor, or a tuple / list that starts with
-    one); -1 when unknown. Never raises."""
+    """batch_samples() with the common shapes first (a torch tensor, or a tuple / list that starts
+    with one); -1 when unknown. Never raises."""
     tb = type(batch)
+    x = batch[0] if (tb is list or tb is tuple) and batch else batch
+    if type(x) is _Tensor:  # (never when torch is not known: _Tensor is None)
+        try:
+            n = _tensor_len(x)
+            return n if 0 < n <= 10_000_000 else -1
+        except Exception:
+            return -1
     if tb is dict:
         n = batch_samples(batch)
     else:
@@ -1046,6 +1077,7 @@ class TimedIterable:
     next() (and iter()) as data wait. Other attributes and len() are the wrapped object's."""
 
     def __init__(self, iterable):
+        _learn_torch()
         object.__setattr__(self, "_iterable", iterable)
         object.__setattr__(self, "_key", ("loader", id(iterable)))
 

@@ -88,6 +88,7 @@ class TrainmonCallback(_callback_base()):
         self._timer = self.monitor.timer
         self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
         self._hot = self._timer._hot  # the phase, as timer.batch_start / batch_end set it
+        _timing._learn_torch()
         self._size = None  # samples of the batch in flight (from on_train_batch_start)
         self._claimed = False
         if self.monitor.enabled:

@@ -104,6 +104,7 @@ class ResourceMonitor:
         self._timer = self.monitor.timer
         self._journal = self._timer.journal  # one list for the life of the process (hot paths append)
         self._hot = self._timer._hot  # the phase, as timer.batch_start / batch_end set it
+        _timing._learn_torch()
         self._batch = -1
         self._batch_size = None  # this rank's batch, from the batch-start hook
         self._batch_raw = self._batch_value = None
