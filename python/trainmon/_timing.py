@@ -800,12 +800,63 @@ class StepTimer:
         d = end - start
         if not d >= 0.0:
             d = 0.0
+        self.steps += 1
+        self.step_s += d
         if data is not None:
             if data > d:
                 data = d
             elif not data >= 0.0:
                 data = 0.0
-        self._record_many(start, end, [d], [data], [samples], data is None, samples is None)
+            self.data_s += data
+            self.data_known = True
+        if samples is not None:
+            self.samples += samples
+            self.samples_known = True
+        self.last_mt = end
+        self.ended = False
+        if self.collect:
+            if self._w_start is None:
+                self._w_start = start
+            self._w_end = end
+            self._w_n += 1
+            self._w_sum += d
+            ws = self._w_step
+            if len(ws) < _WINDOW_CAP:
+                ws.append(d)
+            if data is None:
+                self._w_data_ok = False
+            else:
+                self._w_dsum += data
+                wd = self._w_data
+                if len(wd) < _WINDOW_CAP:
+                    wd.append(data)
+            if samples is None:
+                self._w_samples_ok = False
+            else:
+                self._w_samples += samples
+            if self._hb is None and self._client is not None:
+                self._start_heartbeat()
+        if self.line_wanted:
+            self._line_add(d, data, samples)
+
+    def _line_add(self, d, data, samples):
+        self._l_n += 1
+        self._l_sum += d
+        if data is None:
+            self._l_data_ok = False
+        else:
+            self._l_data += data
+        if samples is None:
+            self._l_samples_ok = False
+        else:
+            self._l_samples += samples
+        self._l_skip += 1
+        if self._l_skip >= self._l_stride:
+            self._l_skip = 0
+            self._l_step.append(d)
+            if len(self._l_step) >= _LINE_CAP:  # keep every other: the median stays fair
+                del self._l_step[::2]
+                self._l_stride *= 2
 
     def _record_many(self, start, end, ds, ws, ss, w_none, s_none):
         """Steps in order: durations ``ds`` (s, >= 0), data waits ``ws`` (0..duration, or None:
@@ -1061,7 +1112,19 @@ class _TimedIterator:
         nest.depth = 0
         try:
             t1 = _mono()
-            _journal_append((J_BATCH, self._key, id(self), t0, t1, fast_samples(batch)))
+            # samples: fast_samples, its torch tensor case inline
+            tb = type(batch)
+            x = batch[0] if (tb is list or tb is tuple) and batch else batch
+            if type(x) is _Tensor:
+                try:
+                    n = _tensor_len(x)
+                    if not 0 < n <= 10_000_000:
+                        n = -1
+                except Exception:  # a tensor whose sizes cannot be read (nested, ...)
+                    n = -1
+            else:
+                n = fast_samples(batch)
+            _journal_append((J_BATCH, self._key, id(self), t0, t1, n))
             # compute (a batch of a loader that is not training: set to idle by the drain)
             nest.phase = "compute"
             nest.phase_mt = t1

@@ -125,8 +125,19 @@ class TrainmonCallback(_callback_base()):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx, *args, **kwargs):
         try:
             t = _mono()
-            n = fast_samples(batch)
-            self._size = size = n if n > 0 else None
+            # samples: fast_samples, its torch tensor case inline
+            tb = type(batch)
+            x = batch[0] if (tb is list or tb is tuple) and batch else batch
+            if type(x) is _timing._Tensor:
+                try:
+                    n = _timing._tensor_len(x)
+                    size = n if 0 < n <= 10_000_000 else None
+                except Exception:  # a tensor whose sizes cannot be read (nested, ...)
+                    size = None
+            else:
+                n = fast_samples(batch)
+                size = n if n > 0 else None
+            self._size = size
             self._journal.append((J_FSTART, t, size))
             hot = self._hot
             hot.phase = "compute"

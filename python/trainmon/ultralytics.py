@@ -108,6 +108,7 @@ class ResourceMonitor:
         self._batch = -1
         self._batch_size = None  # this rank's batch, from the batch-start hook
         self._batch_raw = self._batch_value = None
+        self._bs_raw = self._ws_raw = self  # the figures on_train_batch_start read last (self: none yet)
         self._epoch_seen = None
         self._started = False
         self._claimed = False
@@ -165,11 +166,13 @@ class ResourceMonitor:
         try:
             t = _mono()
             try:
-                raw = (trainer.batch_size, getattr(trainer, "world_size", None))
+                bs, ws = trainer.batch_size, getattr(trainer, "world_size", None)
             except Exception:
-                raw = None
-            if raw is None or raw != self._batch_raw:  # read again only when the figures change
-                self._batch_raw, self._batch_value = raw, rank_batch_size(trainer)
+                bs = ws = self  # never the figures kept: read again
+            if bs is not self._bs_raw or ws is not self._ws_raw:  # read again only when they change
+                self._bs_raw, self._ws_raw, self._batch_value = bs, ws, rank_batch_size(trainer)
+                if bs is self:
+                    self._bs_raw = None
             self._batch_size = size = self._batch_value
             self._journal.append((J_FSTART, t, size))
             hot = self._hot
