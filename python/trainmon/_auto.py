@@ -188,7 +188,13 @@ def _wrap_step(step):
             return step(self, *args, **kwargs)
         nest.opt_depth = 1
         try:
-            result = step(self, *args, **kwargs)
+            # the usual call, step() or step(closure): a plain call (no tuple and dict rebuilt)
+            if kwargs:
+                result = step(self, *args, **kwargs)
+            elif args:
+                result = step(self, *args)
+            else:
+                result = step(self)
         finally:
             nest.opt_depth = 0
         if nest.level == auto:
