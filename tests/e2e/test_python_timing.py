@@ -633,3 +633,106 @@ def test_stacks_file_refuses_a_symlink(tmp_path):
     f.write("new\n")
     f.close()
     assert own.read_text() == "old\nnew\n"
+
+
+# ---- the drain's bulk runs apply the same rules as one entry at a time ------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_OPS = st.lists(st.tuples(st.sampled_from(["batch_a", "batch_b", "opt_d", "opt_g", "loop", "fstart", "fend",
+                                            "pause", "resume", "iter_a", "stop_a", "step"]),
+                          st.floats(0.0, 0.5), st.integers(-1, 64), st.integers(0, 2)),
+                min_size=1, max_size=300)
+
+
+def _journal_of(ops):
+    """Journal entries as the hooks write them, on an increasing clock; "step" repeats the steady
+    state (a training batch then its optimizer step) so that long bulk runs occur."""
+    t = 100.0
+    out = []
+    for op, dt, n, it in ops:
+        t += dt
+        n = n if n > 0 else -1
+        if op == "batch_a" or op == "batch_b":
+            out.append((_timing.J_BATCH, op[-1], it, t, t + dt / 2, n))
+            t += dt / 2
+        elif op == "step":
+            for _ in range(1 + it * 3):
+                out.append((_timing.J_BATCH, "a", it, t, t + dt / 3, n))
+                out.append((_timing.J_OPT, "d", t + dt))
+                t += dt + 0.001
+        elif op.startswith("opt_"):
+            out.append((_timing.J_OPT, op[-1], t))
+        elif op == "loop":
+            out.append((_timing.J_LOOP, t, n if n > 0 else None))
+        elif op == "fstart":
+            out.append((_timing.J_FSTART, t, n if n > 0 else None))
+        elif op == "fend":
+            out.append((_timing.J_FEND, t, n if n > 0 else None))
+        elif op == "pause":
+            out.append((_timing.J_PAUSE, t))
+        elif op == "resume":
+            out.append((_timing.J_RESUME, t))
+        elif op == "iter_a":
+            out.append((_timing.J_ITER, "a", t, t + dt))
+        else:
+            out.append((_timing.J_STOP, "a", t, t + dt))
+    return out
+
+
+def _applied(entries, bulk):
+    T = _timing.StepTimer()
+    T.collect = True
+    T.line_wanted = True
+    windows = []
+    for i, e in enumerate(entries):
+        T.journal.append(e)
+        if not bulk:
+            T.drain()  # one entry at a time: the general rules only
+        elif i % 97 == 96:
+            windows.append(T.take_window())
+    if not bulk:
+        # the same windows, cut at the same entries
+        T2 = _timing.StepTimer()
+        T2.collect = True
+        T2.line_wanted = True
+        for i, e in enumerate(entries):
+            T2.journal.append(e)
+            T2.drain()
+            if i % 97 == 96:
+                windows.append(T2.take_window())
+        T = T2
+    windows.append(T.take_window())
+    return T, windows, T.take_line()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@given(_OPS)
+def test_bulk_drain_equals_one_entry_at_a_time(ops):
+    entries = _journal_of(ops)
+    bulk, bw, bl = _applied(entries, True)
+    one, ow, ol = _applied(entries, False)
+    assert (bulk.steps, bulk.samples, bulk.samples_known, bulk.data_known) == \
+        (one.steps, one.samples, one.samples_known, one.data_known)
+    assert bulk.step_s == pytest.approx(one.step_s, abs=1e-9) and bulk.data_s == pytest.approx(one.data_s, abs=1e-9)
+    assert bulk.last_mt == one.last_mt and bulk._prev_end == one._prev_end and bulk._f_start == one._f_start
+    assert len(bw) == len(ow)
+    for a, b in zip(bw, ow):
+        if a is None or b is None:
+            assert a is b
+            continue
+        assert a["n"] == b["n"] and a.get("samples") == b.get("samples") and a.get("span_s") == b.get("span_s")
+        for key in ("step_s", "data_s"):
+            assert (key in a) == (key in b)
+            if key in a:
+                for stat in ("min", "max", "p50", "p90", "p99"):
+                    assert a[key][stat] == b[key][stat], (key, stat)
+                assert a[key]["sum"] == pytest.approx(b[key]["sum"], abs=2e-6)
+        assert a["total"]["steps"] == b["total"]["steps"]
+    if bl is None or ol is None:
+        assert bl is ol
+    else:
+        assert bl[1] == ol[1]
+        for x, y in ((bl[0], ol[0]), (bl[2], ol[2])):
+            assert (x is None) == (y is None) and (x is None or x == pytest.approx(y, rel=1e-9))
