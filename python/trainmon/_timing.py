@@ -338,7 +338,9 @@ class StepTimer:
     # Entries: (J_BATCH, key, iterator id, t0, t1, samples or -1), (J_ITER, key, t0, t1),
     # (J_STOP, key, t0, t1), (J_OPT, optimizer id, t), (J_LOOP, t, batch size or None), and the
     # framework hooks' (J_FSTART, t, samples), (J_FEND, t, samples), (J_PAUSE, t), (J_RESUME, t).
-    # The phase is kept current by the hooks themselves (it must be right while a step hangs).
+    # The phase is kept current by the hooks themselves in the hot object (it must be right while a
+    # step hangs); after next() they say "compute", and the drain turns that into "idle" when the
+    # batch was a loader's that is not training (an evaluation loop).
 
     def drain(self, block=True):
         """Apply the journal. The heartbeat thread passes block=False (it then skips a drain that
