@@ -335,7 +335,11 @@ void EventServer::loop() {
         if (len == 0) {
           // A zero-length read is either the sender's orderly shutdown or an empty message (SOCK_SEQPACKET
           // has both). Only a hung-up peer ends the stream, and then only when nothing follows.
-          const bool hung_up = (fds[i].revents & (POLLHUP | POLLRDHUP)) != 0;
+          // The poll's answer is stale when the peer closed after it, while its messages were read:
+          // ask again, or every later read of the closed stream counts as one more empty message.
+          pollfd again{c, POLLIN | POLLRDHUP, 0};
+          const bool hung_up = (fds[i].revents & (POLLHUP | POLLRDHUP)) != 0 ||
+                               (::poll(&again, 1, 0) > 0 && (again.revents & (POLLHUP | POLLRDHUP)) != 0);
           if (hung_up) {
             char probe = 0;
             const ssize_t more = ::recv(c, &probe, 1, MSG_DONTWAIT | MSG_PEEK);

@@ -371,6 +371,26 @@ TEST(IpcEventServer, EmptyMessageIsNotTheEndOfTheStream) {
   EXPECT_EQ(st.connections, 1u) << "one connection: the empty messages did not end it";
 }
 
+// Senders that connect, send and close at once (a short-lived process, a bench): the end of each
+// stream is no empty message, however the close falls between the server's poll and its reads
+// (it was counted as a malformed message up to 1024 times per close).
+TEST(IpcEventServer, ClosedStreamsAreNoEmptyMessages) {
+  auto server = EventServer::start({.parent_dir = temp_parent()});
+  ASSERT_TRUE(server.has_value()) << server.error().message;
+  constexpr int kSenders = 200, kEach = 5;
+  for (int i = 0; i < kSenders; ++i) {
+    Sender s((*server)->socket_path());
+    ASSERT_EQ(s.connect_errno(), 0);
+    for (int k = 0; k < kEach; ++k) ASSERT_EQ(s.send(epoch_msg(k)), 0);
+    if (i % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  wait_received(**server, kSenders * kEach);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // any spurious reads after the last close
+  const auto st = (*server)->stats();
+  EXPECT_EQ(st.rejected[static_cast<std::size_t>(RejectReason::not_json)], 0u);
+  EXPECT_EQ(st.received, static_cast<std::uint64_t>(kSenders * kEach));
+}
+
 // A recorder killed with SIGKILL cannot clean up: the next one removes what it left (its socket
 // folder), and only that: a live recorder's folder, another user's or a planted link stay.
 TEST(IpcEventServer, NextStartRemovesWhatAKilledRecorderLeft) {
