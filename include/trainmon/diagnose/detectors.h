@@ -60,5 +60,7 @@ struct XidInfo {
 };
 /// The Xid table row for `xid`, or a generic row (xid 0) for codes not in the table.
 const XidInfo& xid_info(unsigned xid) noexcept;
+/// Every row of the Xid table, the generic row (xid 0) first.
+std::span<const XidInfo> xid_table() noexcept;
 
 }  // namespace trainmon::diagnose

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
@@ -96,21 +97,11 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
           "; GPU{} is the busiest because it is the slowest: {}{}, and the others wait for it every step",
           busy.index, why ? fmt::format("throttled ({})", why) : std::string("clocked below its maximum"),
           !na(clk) && !na(clk_max) ? fmt::format(" at {} of {} MHz", num(clk), num(clk_max)) : "");
-      f.advice = fmt::format(
-          "GPU{} is the straggler: in a synchronous job every GPU waits for the slowest. Fix that GPU, not "
-          "the "
-          "data loader: check its cooling (airflow, fans, blocked intakes) and power (`nvidia-smi -q -d "
-          "PERFORMANCE,POWER,TEMPERATURE` shows why it slows down), or run the job without it.",
-          busy.index);
+      f.advice = fmt::format(advice::kD2Straggler, busy.index);
       // The job runs at the straggler's clock: fixing it gives at most max / now (estimated).
       if (!na(clk) && !na(clk_max) && clk > 0 && clk < clk_max) set_cost(f, 1.0 - clk / clk_max, "estimated");
     } else {
-      f.advice =
-          "Healthy multi-GPU training moves all GPUs together (spread under 15 points). Check that every "
-          "rank "
-          "gets the same share of data (DistributedSampler), that the dataset sits on a local SSD, and tune "
-          "DataLoader workers per rank with pin_memory=True; a single main process near one full core "
-          "points at rank 0 doing extra work (logging, evaluation, data preparation).";
+      f.advice = advice::kD2Imbalance;
       // The GPUs below the busiest one wait: the share of GPU time lost (estimated).
       double sum = 0;
       for (double m : means) sum += m;

@@ -8,6 +8,7 @@
 // MemAvailable reaches zero at the fitted rate; critical within leak_critical_eta_s.
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -77,11 +78,7 @@ std::vector<Finding> detect_host_leak(const RunSeries& s, const Thresholds& th) 
     f.evidence += fmt::format("; MemAvailable {} -> {} MiB", num(avail0), num(avail));
   if (!na(eta_s)) f.evidence += fmt::format("; at this rate available memory runs out in {}", dur(eta_s));
   if (!job) f.evidence += " (no job process tree recorded: fitted MemTotal - MemAvailable)";
-  f.advice =
-      "The training process keeps memory it should release: look for global lists or caches in the Dataset "
-      "(they are copied into every worker), tensors appended to Python lists (call .item() / "
-      ".detach().cpu()), "
-      "and call gc.collect() once per epoch. Until fixed the OOM killer will end the job (`Killed`).";
+  f.advice = advice::kD3Leak;
   f.thresholds = {{"leak_min_slope_mib_h", th.leak_min_slope_mib_h},
                   {"leak_min_r2", th.leak_min_r2},
                   {"leak_min_span_s", th.leak_min_span_s},

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -130,12 +131,7 @@ std::vector<Finding> detect_wrong_device(const RunSeries& s, const Thresholds& t
           "job pid {} holds {} MiB on GPU{} for {} while it stays at {} % utilisation and "
           "another GPU of the job is busy",
           pid_text, num(held), g.index, dur(s.t[ep.i1] - s.t[ep.i0]), num(mu));
-      f.advice =
-          "A GPU the job holds but never uses. Call torch.cuda.set_device(local_rank) before any CUDA work, "
-          "set "
-          "CUDA_VISIBLE_DEVICES per rank, and load checkpoints with map_location; in a multi-GPU job also "
-          "check "
-          "that DDP started on every GPU (see D8).";
+      f.advice = advice::kD7HeldUnused;
       f.thresholds = {{"idle_util_pct", th.idle_util_pct},
                       {"busy_util_pct", th.busy_util_pct},
                       {"held_unused_for_s", th.held_unused_for_s},

@@ -4,6 +4,7 @@
 // count that drops is a reset of the counter (driver reload), and the highest count is kept.
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -56,12 +57,7 @@ std::vector<Finding> detect_ecc(const RunSeries& s, const Thresholds&) {
       f.evidence += fmt::format("; corrected {}", num(corr.highest));
       if (corr.resets > 0) f.evidence += " (highest seen; that counter was reset too)";
     }
-    f.advice =
-        "Uncorrectable memory errors: results on this GPU may be wrong. Stop training on it, save what you "
-        "can, and "
-        "have an administrator check the hardware (`nvidia-smi -q -d ECC,PAGE_RETIREMENT,ROW_REMAPPER`, "
-        "reset "
-        "when idle, RMA if errors return).";
+    f.advice = advice::kD10Ecc;
     out.push_back(std::move(f));
   }
   return out;

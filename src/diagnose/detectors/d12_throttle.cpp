@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -23,21 +24,15 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
     std::uint64_t mask;
     Severity sev;
     std::vector<float> GpuSeries::*viol;
-    const char* advice;
+    std::string_view advice;
   };
   static const std::array<Cause, 3> kCauses{{
       {"power cap", clock_event::sw_power_cap, Severity::info, &GpuSeries::viol_power_s,
-       "The GPU holds its power limit by lowering clocks; normal under full load. If the enforced limit is "
-       "below the default (`nvidia-smi -q -d POWER`) ask an administrator; see also D6."},
+       advice::kD12PowerCap},
       {"thermal", clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown, Severity::warning,
-       &GpuSeries::viol_thermal_s,
-       "The GPU is too hot and slows down: check airflow, fan curves, blocked intakes and the room/rack "
-       "temperature; spread jobs over GPUs that are not packed together."},
+       &GpuSeries::viol_thermal_s, advice::kD12Thermal},
       {"hardware slowdown", clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown,
-       Severity::warning, &GpuSeries::viol_hw_brake_s,
-       "A hardware slowdown (HW slowdown / power brake): the board or the power supply signals a problem. "
-       "Check "
-       "PSU capacity and cables; report to the administrator if it persists."},
+       Severity::warning, &GpuSeries::viol_hw_brake_s, advice::kD12Hardware},
   }};
   const std::size_t n = s.size();
   for (const auto& g : s.gpus) {

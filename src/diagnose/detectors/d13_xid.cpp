@@ -61,6 +61,10 @@ const std::array<XidInfo, 12> kXids{{
 }};
 }  // namespace
 
+std::span<const XidInfo> xid_table() noexcept {
+  return kXids;
+}
+
 const XidInfo& xid_info(unsigned xid) noexcept {
   for (const auto& x : kXids)
     if (x.xid == xid) return x;

@@ -4,6 +4,7 @@
 // such row; the finding runs until the GPU answers again (or the run ends).
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -51,10 +52,7 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
         if (e.gpu == g.index && e.xid == 79 && e.t >= s.t[ep.i0] - th.window_s &&
             e.t <= s.t[ep.i1] + th.window_s)
           f.evidence += "; Xid 79 reported";
-      f.advice =
-          "The GPU needs a reset or a reboot by an administrator; check power, cooling and PCIe seating "
-          "(`dmesg | grep -i xid`). trainmon never resets a GPU. Restart the job from its last checkpoint on "
-          "healthy GPUs.";
+      f.advice = advice::kD14Lost;
       f.thresholds = {{"clear_s", th.clear_s}};
       out.push_back(std::move(f));
     }

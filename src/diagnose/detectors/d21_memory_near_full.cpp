@@ -5,6 +5,7 @@
 // forecast_window_s that reaches full within forecast_horizon_s.
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detail.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -34,9 +35,7 @@ std::vector<Finding> detect_memory_near_full(const RunSeries& s, const Threshold
       f.evidence = fmt::format("GPU{} memory at {} % ({} of {} MiB) for {} (>= {} %)", g.index,
                                num(100.0 * peak / total), num(peak), num(total), dur(s.t[ep.i1] - s.t[ep.i0]),
                                num(th.near_full_pct));
-      f.advice =
-          "An OOM is close: lower the batch (see D22 for the largest safe one), enable AMP, or set "
-          "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.";
+      f.advice = advice::kD21NearFull;
       f.thresholds = {{"near_full_pct", th.near_full_pct}, {"near_full_for_s", th.near_full_for_s}};
       out.push_back(std::move(f));
     }

@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
 #include "trainmon/diagnose/stacks.h"
@@ -336,13 +337,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     if (!at.empty()) f.evidence += "; " + at;
     f.advice =
         f.stacks.empty()
-            ? "The job makes no progress. Look at where each rank is: `py-spy dump --pid PID` (or run with "
-              "the "
-              "trainmon package, which sends its stacks when a hang is found). A rank that sleeps, waits on "
-              "a "
-              "lock or for data while the others sit in a collective holds them all; set a timeout in "
-              "init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails "
-              "instead of holding the GPUs."
+            ? std::string(advice::kD23Hang)
             : "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than "
               "the "
               "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: "

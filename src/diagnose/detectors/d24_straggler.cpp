@@ -17,6 +17,7 @@
 
 #include <fmt/format.h>
 
+#include "diagnose/advice.h"
 #include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -249,11 +250,7 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         for (const auto& x : causes) c += (c.empty() ? "" : "; ") + x;
         f.evidence += "; likely cause: " + c;
       }
-      if (advice.empty())
-        advice =
-            "One rank is slower and every step waits for it. Compare that rank with the others: its GPU "
-            "(clocks, temperature), its data share and loader, extra work it alone does (logging, "
-            "checkpoints, evaluation on rank 0).";
+      if (advice.empty()) advice = diagnose::advice::kD24Straggler;
       f.advice = advice;
       set_cost(f, 1.0 - score, "measured");
       f.thresholds = {{"straggler_score_frac", th.straggler_score_frac},
