@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon rules [--threshold name=value]... [--config FILE] [-o FILE]`: prints Prometheus recording
+// and alerting rules (YAML) for the findings computable across nodes from what `serve` exports, with
+// the local detectors' codes, severities, advice and thresholds (docs/cluster.md).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/command.h"
+#include "cli/exit_codes.h"
+#include "cli/output.h"
+#include "trainmon/diagnose/prom_rules.h"
+#include "trainmon/diagnose/thresholds.h"
+
+namespace trainmon::cli {
+namespace {
+
+struct RulesOptions {
+  std::string config;                   ///< TOML file with a [diagnose] table
+  std::vector<std::string> thresholds;  ///< name=value
+  std::string output;                   ///< file; empty or "-": stdout
+};
+
+int rules(const RulesOptions& o) {
+  diagnose::Thresholds th;
+  if (!o.config.empty()) {
+    std::ifstream in(o.config);
+    if (!in) {
+      std::fprintf(stderr, "trainmon rules: cannot read %s\n", o.config.c_str());
+      return kExitUsage;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    auto t = diagnose::thresholds_from_toml(text.str(), th);
+    if (!t) {
+      std::fprintf(stderr, "trainmon rules: %s: %s\n", o.config.c_str(), t.error().c_str());
+      return kExitUsage;
+    }
+    th = *t;
+  }
+  for (const auto& kv : o.thresholds) {
+    if (auto r = diagnose::set_threshold(th, kv); !r) {
+      std::fprintf(stderr, "trainmon rules: --threshold %s\n", r.error().c_str());
+      return kExitUsage;
+    }
+  }
+  const std::string yaml = diagnose::prometheus_rules_yaml(diagnose::prometheus_rule_groups(th), th);
+  if (o.output.empty() || o.output == "-") {
+    if (write_out(stdout, yaml) == WriteResult::failed) {
+      std::fprintf(stderr, "trainmon rules: cannot write to stdout\n");
+      return kExitFailure;
+    }
+    return kExitOk;
+  }
+  // Written next to the target and renamed over it: a reader (Prometheus reloading) never sees half.
+  const std::string tmp = o.output + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (!f) {
+    std::fprintf(stderr, "trainmon rules: cannot write %s\n", tmp.c_str());
+    return kExitFailure;
+  }
+  const bool ok = write_out(f, yaml) == WriteResult::ok;
+  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    std::fprintf(stderr, "trainmon rules: cannot write %s\n", o.output.c_str());
+    return kExitFailure;
+  }
+  return kExitOk;
+}
+
+const Registrar kRegistrar{CommandSpec{
+    "rules", "Print Prometheus recording and alerting rules for cross-node findings",
+    [](CLI::App& app, const GlobalOptions&) -> Runner {
+      auto o = std::make_shared<RulesOptions>();
+      app.add_option("--threshold", o->thresholds, "Override a threshold: name=value (repeatable)");
+      app.add_option("--config", o->config, "TOML file with a [diagnose] table of thresholds");
+      app.add_option("-o,--output", o->output, "Output file (default: stdout)");
+      return [o] { return rules(*o); };
+    },
+    65}};
+
+}  // namespace
+}  // namespace trainmon::cli

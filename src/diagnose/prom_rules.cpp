@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: Apache-2.0
+// `trainmon rules`: the local detectors' cross-node findings as Prometheus rules. Job identity: the
+// recording rule trainmon:job_node:info gives each node (trainmon_labels_info) a `job_id` label from
+// the first of train_job, slurm_job_id, torchelastic_run_id, pbs_jobid, lsb_jobid, job_id that is set
+// (the run labels serve and run read, include/trainmon/recorder/labels.h); the ranks' series get it
+// the same way from their own run labels. `job` itself is Prometheus' scrape job.
+#include "trainmon/diagnose/prom_rules.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "diagnose/advice.h"
+#include "trainmon/core/gpu_sample.h"
+#include "trainmon/diagnose/detectors.h"
+#include "trainmon/diagnose/finding.h"
+
+namespace trainmon::diagnose {
+namespace {
+
+// Label sources of job_id, lowest precedence first (each label_replace overrides the previous one).
+constexpr std::string_view kJobSources[] = {"job_id",       "lsb_jobid", "pbs_jobid", "torchelastic_run_id",
+                                            "slurm_job_id", "train_job"};
+
+/// `e` with a job_id label from the first job label that is set. torchrun's TORCHELASTIC_RUN_ID is
+/// "none" when no --rdzv-id was given: that is no job id.
+std::string with_job_id(const std::string& e) {
+  std::string out = e;
+  for (auto src : kJobSources) {
+    if (src == "job_id") continue;  // already the label itself
+    out = fmt::format(R"x(label_replace({}, "job_id", "$1", "{}", "(.+)"))x", out, src);
+    if (src == "torchelastic_run_id")
+      out = fmt::format(R"x(label_replace({}, "job_id", "", "job_id", "none"))x", out);
+  }
+  return out;
+}
+
+/// The bit test `reasons & mask != 0` for a mask of one or two bits, in PromQL arithmetic (no bitwise
+/// operators): floor(r / bit) % 2 per bit, summed and capped at 1.
+std::string bit_test(std::string_view reasons, std::uint64_t mask) {
+  std::string sum;
+  for (std::uint64_t bit = 1; bit != 0 && bit <= mask; bit <<= 1) {
+    if (!(mask & bit)) continue;
+    if (!sum.empty()) sum += " + ";
+    sum += bit == 1 ? fmt::format("{} % 2", reasons) : fmt::format("floor({} / {}) % 2", reasons, bit);
+  }
+  return fmt::format("clamp_max({}, 1)", sum);
+}
+
+/// The optional join with the node's job: `e` labelled with job_id where the node is in a job, `e`
+/// unchanged elsewhere. `on` lists the labels that identify a series of `e`.
+std::string job_optional(const std::string& e, std::string_view on) {
+  return fmt::format(
+      "({0}) * on (Hostname) group_left (job_id) trainmon:job_node:info{{job_id!=\"\"}} or on ({1}) ({0})", e,
+      on);
+}
+
+std::string th_list(std::initializer_list<std::pair<std::string_view, double>> items) {
+  std::string s;
+  for (const auto& [k, v] : items) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", k, prom_number(v));
+  return s;
+}
+
+PromRule alert(std::string name, std::string_view code, Severity sev, std::string expr, double for_s,
+               std::string summary, std::string_view advice_text, std::string thresholds) {
+  PromRule r;
+  r.alert = std::move(name);
+  r.expr = std::move(expr);
+  if (for_s > 0) r.for_duration = prom_duration(for_s);
+  const auto* kind = find_kind(code);
+  r.labels["severity"] = std::string(severity_name(sev));
+  r.labels["code"] = std::string(code);
+  r.labels["slug"] = kind ? std::string(kind->slug) : std::string();
+  r.annotations["summary"] = std::move(summary);
+  r.annotations["description"] = std::string(advice_text);
+  r.annotations["code"] = std::string(code);
+  r.annotations["title"] = kind ? std::string(kind->title) : std::string();
+  if (!thresholds.empty()) r.annotations["thresholds"] = std::move(thresholds);
+  return r;
+}
+
+PromRule record(std::string name, std::string expr) {
+  PromRule r;
+  r.record = std::move(name);
+  r.expr = std::move(expr);
+  return r;
+}
+
+std::string yaml_quoted(std::string_view s) {
+  // JSON string escapes are YAML double-quoted escapes; ensure_ascii keeps the file plain ASCII,
+  // replace turns invalid UTF-8 into U+FFFD instead of throwing.
+  return nlohmann::json(std::string(s)).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string prom_number(double v) {
+  if (!std::isfinite(v)) return "0";
+  return fmt::format("{}", v);  // shortest round-trip form; PromQL reads 1e-05 and 1e+20 too
+}
+
+std::string prom_duration(double seconds) {
+  constexpr double kMaxS = 10.0 * 365 * 86400;
+  if (!std::isfinite(seconds) || seconds <= 0) return "1ms";
+  const auto ms = static_cast<long long>(std::llround(std::min(seconds, kMaxS) * 1000.0));
+  if (ms < 1) return "1ms";
+  if (ms % 1000 == 0) return fmt::format("{}s", ms / 1000);
+  return fmt::format("{}ms", ms);
+}
+
+std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
+  const auto n = [](double v) { return prom_number(v); };
+  const auto d = [](double s) { return prom_duration(s); };
+  const std::string W = d(th.window_s);
+  constexpr std::string_view R = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS";
+  constexpr std::string_view kGpu = "Hostname, gpu";
+
+  PromRuleGroup rec{"trainmon-recording", {}};
+  auto& rr = rec.rules;
+  // --- job identity --------------------------------------------------------------------------
+  rr.push_back(record("trainmon:job_node:info",
+                      fmt::format("max by (Hostname, job_id) ({})", with_job_id("trainmon_labels_info"))));
+  // --- GPUs ---------------------------------------------------------------------------------
+  rr.push_back(record("trainmon:gpu_util:avg", fmt::format("avg_over_time(DCGM_FI_DEV_GPU_UTIL[{}])", W)));
+  rr.push_back(
+      record("trainmon:gpu_sm_clock:avg", fmt::format("avg_over_time(DCGM_FI_DEV_SM_CLOCK[{}])", W)));
+  // The job's GPUs: those of a node in a job that hold at least job_gpu_min_mib (D2's "job GPUs").
+  rr.push_back(record(
+      "trainmon:job_gpu_util:avg",
+      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ((trainmon:gpu_util:avg and on ({}) "
+                  "DCGM_FI_DEV_FB_USED >= {}) * on (Hostname) group_left (job_id) "
+                  "trainmon:job_node:info{{job_id!=\"\"}})",
+                  kGpu, n(th.job_gpu_min_mib))));
+  rr.push_back(
+      record("trainmon:job_gpu_sm_clock:avg",
+             fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) (trainmon:gpu_sm_clock:avg * "
+                         "on (Hostname) group_left (job_id) trainmon:job_node:info{{job_id!=\"\"}})")));
+  rr.push_back(record("trainmon:job:gpu_util_max", "max by (job_id) (trainmon:job_gpu_util:avg)"));
+  rr.push_back(record("trainmon:job:gpu_util_min", "min by (job_id) (trainmon:job_gpu_util:avg)"));
+  rr.push_back(record("trainmon:gpu_clock_event_idle:bool", bit_test(R, clock_event::gpu_idle)));
+  rr.push_back(record("trainmon:gpu_clock_event_power_cap:bool", bit_test(R, clock_event::sw_power_cap)));
+  rr.push_back(record("trainmon:gpu_clock_event_thermal:bool",
+                      bit_test(R, clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown)));
+  rr.push_back(record("trainmon:gpu_clock_event_hw_slowdown:bool",
+                      bit_test(R, clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown)));
+  // --- ranks (the training loop's own timing) --------------------------------------------------
+  rr.push_back(record(
+      "trainmon:rank_step:mean_seconds",
+      with_job_id(fmt::format(
+          "(rate(trainmon_train_step_seconds_sum[{0}]) / rate(trainmon_train_step_seconds_count[{0}])) and "
+          "increase(trainmon_train_step_seconds_count[{0}]) >= {1}",
+          d(th.straggler_window_s), n(th.straggler_min_steps)))));
+  rr.push_back(record("trainmon:job:rank_step_min_seconds",
+                      "min by (job_id) (trainmon:rank_step:mean_seconds{job_id!=\"\"})"));
+  rr.push_back(record("trainmon:rank_straggler:score",
+                      "trainmon:job:rank_step_min_seconds / on (job_id) group_right () "
+                      "trainmon:rank_step:mean_seconds{job_id!=\"\"}"));
+  rr.push_back(
+      record("trainmon:rank_step_p90:max_seconds",
+             fmt::format("max without (quantile) (max_over_time(trainmon_train_step_seconds{{quantile="
+                         "\"0.9\"}}[{}]))",
+                         d(th.hang_p90_window_s))));
+  rr.push_back(record("trainmon:rank_hang_after:seconds",
+                      fmt::format("clamp_min({0} * (trainmon:rank_step_p90:max_seconds > 0), {1}) or (0 * "
+                                  "trainmon_train_last_step_timestamp_seconds + {1})",
+                                  n(th.hang_p90_factor), n(th.hang_floor_s))));
+  // D2's straggler (the job's busiest GPU, throttled or clocked below the job's fastest GPU of its
+  // model, while the job's spread exceeds imbalance_spread_pct); jobs with rank timing are D24's.
+  const std::string slow = fmt::format(
+      "avg_over_time(trainmon:gpu_clock_event_thermal:bool[{0}]) >= 0.5 or on ({1}) "
+      "avg_over_time(trainmon:gpu_clock_event_hw_slowdown:bool[{0}]) >= 0.5 or on ({1}) "
+      "trainmon:job_gpu_sm_clock:avg < on (job_id, modelName) group_left () ({2} * max by (job_id, "
+      "modelName) "
+      "(trainmon:job_gpu_sm_clock:avg))",
+      W, kGpu, n(th.throttle_clock_frac));
+  rr.push_back(record(
+      "trainmon:job_gpu_straggler:util_avg",
+      fmt::format("trainmon:job_gpu_util:avg >= on (job_id) group_left () trainmon:job:gpu_util_max and "
+                  "trainmon:job_gpu_util:avg >= {0} and on (job_id) (trainmon:job:gpu_util_max - "
+                  "trainmon:job:gpu_util_min > {1}) and on ({2}) ({3}) unless on (job_id) "
+                  "trainmon:rank_step:mean_seconds",
+                  n(th.imbalance_high_pct), n(th.imbalance_spread_pct), kGpu, slow)));
+
+  PromRuleGroup al{"trainmon-alerts", {}};
+  auto& ar = al.rules;
+  const std::string where = "GPU {{ $labels.gpu }} on {{ $labels.Hostname }}";
+  const std::string job = "{{ with $labels.job_id }} (job {{ . }}){{ end }}";
+  // D7: a job GPU held but idle while another GPU of the job is busy.
+  ar.push_back(alert(
+      "TrainmonGpuIdleInJob", "D7", Severity::warning,
+      fmt::format(
+          "trainmon:job_gpu_util:avg <= {} and on (job_id) (count by (job_id) (trainmon:job_gpu_util:avg "
+          ">= {}) > 0)",
+          n(th.idle_util_pct), n(th.busy_util_pct)),
+      th.held_unused_for_s,
+      where + job + " is held by the job but idle ({{ $value | humanize }} % over " + W +
+          ") while another GPU of the job is busy",
+      advice::kD7HeldUnused,
+      th_list({{"idle_util_pct", th.idle_util_pct},
+               {"busy_util_pct", th.busy_util_pct},
+               {"job_gpu_min_mib", th.job_gpu_min_mib},
+               {"window_s", th.window_s},
+               {"held_unused_for_s", th.held_unused_for_s}})));
+  // D2 straggler and D2 imbalance.
+  ar.push_back(
+      alert("TrainmonGpuStraggler", "D2", Severity::warning, "trainmon:job_gpu_straggler:util_avg",
+            th.imbalance_for_s,
+            where + job +
+                " is the job's straggler: the busiest GPU ({{ $value | humanize }} %) because it is "
+                "throttled or clocked below the job's other GPUs, and the others wait for it",
+            fmt::format(fmt::runtime(advice::kD2Straggler), "{{ $labels.gpu }} on {{ $labels.Hostname }}"),
+            th_list({{"imbalance_spread_pct", th.imbalance_spread_pct},
+                     {"imbalance_high_pct", th.imbalance_high_pct},
+                     {"throttle_clock_frac", th.throttle_clock_frac},
+                     {"window_s", th.window_s},
+                     {"imbalance_for_s", th.imbalance_for_s}})));
+  ar.push_back(alert(
+      "TrainmonJobImbalance", "D2", Severity::warning,
+      fmt::format(
+          "trainmon:job_gpu_util:avg <= on (job_id) group_left () trainmon:job:gpu_util_min and on (job_id) "
+          "(trainmon:job:gpu_util_max >= {}) and on (job_id) (trainmon:job:gpu_util_max - "
+          "trainmon:job:gpu_util_min > {}) unless on (job_id) trainmon:job_gpu_straggler:util_avg unless on "
+          "(job_id) trainmon:rank_step:mean_seconds",
+          n(th.imbalance_high_pct), n(th.imbalance_spread_pct)),
+      th.imbalance_for_s,
+      where + job +
+          " is the job's least busy GPU ({{ $value | humanize }} %): its GPUs differ by more than " +
+          n(th.imbalance_spread_pct) + " points",
+      advice::kD2Imbalance,
+      th_list({{"imbalance_spread_pct", th.imbalance_spread_pct},
+               {"imbalance_high_pct", th.imbalance_high_pct},
+               {"window_s", th.window_s},
+               {"imbalance_for_s", th.imbalance_for_s}})));
+  // D12 throttling under load (thermal, hardware slowdown); the power cap at full clocks is healthy.
+  const auto throttle = [&](std::string name, std::string_view rec_name, std::string_view what,
+                            std::string_view adv) {
+    ar.push_back(alert(
+        std::move(name), "D12", Severity::warning,
+        job_optional(fmt::format("{} == 1 and on ({}) trainmon:gpu_clock_event_idle:bool == 0 and on ({}) "
+                                 "DCGM_FI_DEV_GPU_UTIL >= {}",
+                                 rec_name, kGpu, kGpu, n(th.busy_util_pct)),
+                     kGpu),
+        th.throttle_for_s, where + job + " is throttled under load (" + std::string(what) + ")", adv,
+        th_list({{"busy_util_pct", th.busy_util_pct}, {"throttle_for_s", th.throttle_for_s}})));
+  };
+  throttle("TrainmonGpuThermalThrottle", "trainmon:gpu_clock_event_thermal:bool", "thermal slowdown",
+           advice::kD12Thermal);
+  throttle("TrainmonGpuHardwareSlowdown", "trainmon:gpu_clock_event_hw_slowdown:bool",
+           "hardware slowdown / power brake", advice::kD12Hardware);
+  // D10 uncorrectable ECC errors since the driver loaded.
+  ar.push_back(alert("TrainmonEccUncorrectable", "D10", Severity::critical,
+                     job_optional("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", kGpu), 0,
+                     where + job + " reports {{ $value }} uncorrectable (double-bit) ECC errors",
+                     advice::kD10Ecc, ""));
+  // D13 Xid: one rule per Xid of the table (its severity and advice), then every other code.
+  std::string known;
+  for (const auto& x : xid_table()) {
+    if (x.xid == 0) continue;
+    known += fmt::format(" != {}", x.xid);
+    auto r = alert("TrainmonXidError", "D13", x.severity,
+                   job_optional(fmt::format("DCGM_FI_DEV_XID_ERRORS == {}", x.xid), kGpu), 0,
+                   fmt::format("{}{}: Xid {}: {}", where, job, x.xid, x.meaning), x.advice, "");
+    r.labels["xid"] = std::to_string(x.xid);
+    ar.push_back(std::move(r));
+  }
+  {
+    const auto& x = xid_info(0);
+    ar.push_back(alert("TrainmonXidError", "D13", x.severity,
+                       job_optional("DCGM_FI_DEV_XID_ERRORS > 0" + known, kGpu), 0,
+                       where + job + ": Xid {{ $value }}: " + std::string(x.meaning), x.advice, ""));
+  }
+  // D14 GPU lost.
+  ar.push_back(alert("TrainmonGpuLost", "D14", Severity::critical, job_optional("trainmon_gpu_up == 0", kGpu),
+                     0, where + job + " stopped answering (lost, hung or failing)", advice::kD14Lost, ""));
+  // D21 GPU memory near full: (used + reserved) / total, as the detector.
+  ar.push_back(alert(
+      "TrainmonGpuMemoryNearFull", "D21", Severity::warning,
+      job_optional(
+          fmt::format("100 * (1 - DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + "
+                      "(DCGM_FI_DEV_FB_RESERVED or 0 * DCGM_FI_DEV_FB_USED))) >= {}",
+                      n(th.near_full_pct)),
+          kGpu),
+      th.near_full_for_s, where + job + " memory is {{ $value | humanize }} % full", advice::kD21NearFull,
+      th_list({{"near_full_pct", th.near_full_pct}, {"near_full_for_s", th.near_full_for_s}})));
+  // D3 host memory leak: the least-squares slope of used host memory (deriv) over leak_min_span_s;
+  // critical when available memory runs out within leak_critical_eta_s (predict_linear).
+  const std::string span = d(th.leak_min_span_s);
+  // `offset span`: a sample leak_min_span_s ago exists, so the fit covers the whole span (a slope
+  // over the first minutes of data would extrapolate noise to MiB/h).
+  const std::string slope = fmt::format(
+      "deriv(trainmon_host_memory_used_bytes[{0}]) * 3600 / 1048576 >= {1} and on (Hostname) "
+      "trainmon_host_memory_used_bytes offset {0}",
+      span, n(th.leak_min_slope_mib_h));
+  const std::string runs_out = fmt::format(
+      "predict_linear(trainmon_host_memory_available_bytes[{}], {}) <= 0", span, n(th.leak_critical_eta_s));
+  const std::string leak_thr = th_list({{"leak_min_slope_mib_h", th.leak_min_slope_mib_h},
+                                        {"leak_min_span_s", th.leak_min_span_s},
+                                        {"leak_critical_eta_s", th.leak_critical_eta_s}});
+  const std::string leak_sum = "host memory on {{ $labels.Hostname }}" + job +
+                               " grows by {{ $value | humanize }} MiB/h (least squares over " + span + ")";
+  ar.push_back(alert("TrainmonHostMemoryLeak", "D3", Severity::critical,
+                     job_optional(fmt::format("{} and on (Hostname) {}", slope, runs_out), "Hostname"), 0,
+                     leak_sum + "; available memory runs out within " + d(th.leak_critical_eta_s),
+                     advice::kD3Leak, leak_thr));
+  ar.push_back(alert("TrainmonHostMemoryLeak", "D3", Severity::warning,
+                     job_optional(fmt::format("{} unless on (Hostname) {}", slope, runs_out), "Hostname"), 0,
+                     leak_sum, advice::kD3Leak, leak_thr));
+  // D23 training hang: no step ended for max(hang_p90_factor x p90, hang_floor_s).
+  const std::string rank =
+      "rank {{ $labels.rank }} on {{ $labels.Hostname }}{{ with $labels.gpu }} (GPU {{ . }}){{ end }}";
+  ar.push_back(alert("TrainmonTrainingHang", "D23", Severity::critical,
+                     with_job_id("time() - trainmon_train_last_step_timestamp_seconds > "
+                                 "trainmon:rank_hang_after:seconds"),
+                     0, rank + job + ": no step ended for {{ $value | humanizeDuration }}", advice::kD23Hang,
+                     th_list({{"hang_p90_factor", th.hang_p90_factor},
+                              {"hang_floor_s", th.hang_floor_s},
+                              {"hang_p90_window_s", th.hang_p90_window_s}})));
+  // D24 straggler rank: the job's fastest rank's mean step time / this rank's.
+  ar.push_back(alert(
+      "TrainmonStragglerRank", "D24", Severity::warning,
+      fmt::format("trainmon:rank_straggler:score < {}", n(th.straggler_score_frac)), th.straggler_for_s,
+      rank + job +
+          " is a straggler: relative performance score {{ $value | humanize }} (the fastest rank's mean "
+          "step time / its own)",
+      advice::kD24Straggler,
+      th_list({{"straggler_score_frac", th.straggler_score_frac},
+               {"straggler_window_s", th.straggler_window_s},
+               {"straggler_min_steps", th.straggler_min_steps},
+               {"straggler_for_s", th.straggler_for_s}})));
+  return {std::move(rec), std::move(al)};
+}
+
+std::string prometheus_rules_yaml(const std::vector<PromRuleGroup>& groups, const Thresholds& th) {
+  std::string out =
+      "# Prometheus rules from `trainmon rules` (docs/cluster.md). Thresholds (defaults: the local "
+      "detectors'):\n";
+  std::string line = "#";
+  for (const auto& t : threshold_table()) {
+    auto item = fmt::format(" {}={}", t.name, prom_number(th.*(t.field)));
+    if (line.size() + item.size() > 100) {
+      out += line + "\n";
+      line = "#";
+    }
+    line += item;
+  }
+  out += line + "\ngroups:\n";
+  for (const auto& g : groups) {
+    out += fmt::format("  - name: {}\n    rules:\n", yaml_quoted(g.name));
+    for (const auto& r : g.rules) {
+      if (!r.record.empty())
+        out += fmt::format("      - record: {}\n", yaml_quoted(r.record));
+      else
+        out += fmt::format("      - alert: {}\n", yaml_quoted(r.alert));
+      out += fmt::format("        expr: {}\n", yaml_quoted(r.expr));
+      if (!r.for_duration.empty()) out += fmt::format("        for: {}\n", yaml_quoted(r.for_duration));
+      const auto map = [&](std::string_view key, const std::map<std::string, std::string>& m) {
+        if (m.empty()) return;
+        out += fmt::format("        {}:\n", key);
+        for (const auto& [k, v] : m) out += fmt::format("          {}: {}\n", yaml_quoted(k), yaml_quoted(v));
+      };
+      map("labels", r.labels);
+      map("annotations", r.annotations);
+    }
+  }
+  return out;
+}
+
+}  // namespace trainmon::diagnose
