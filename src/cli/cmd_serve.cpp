@@ -36,6 +36,8 @@ struct ServeOptions {
   std::string token_file;
   int threads = 16;
   std::vector<std::string> allowed_hosts;
+  std::string hostname_label;  ///< --hostname: the Hostname label instead of gethostname()
+  bool hostname_given = false;
   int max_connections = 1024;
   RecordCliOptions common{.name = "serve"};
 };
@@ -73,6 +75,21 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   so.allowed_hosts = o.allowed_hosts;
   char hostname[256] = {};
   if (::gethostname(hostname, sizeof hostname - 1) == 0) so.hostname = hostname;
+  if (!o.hostname_label.empty() || o.hostname_given) {
+    const auto& h = o.hostname_label;
+    const bool ok = !h.empty() && h.size() <= 253 && std::all_of(h.begin(), h.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+             c == '.' || c == '_';
+    });
+    if (!ok) {
+      std::fprintf(
+          stderr,
+          "trainmon serve: --hostname '%s': 1 to 253 letters, digits, '-', '.' or '_' (a host name)\n",
+          text::terminal(h).c_str());
+      return kExitUsage;
+    }
+    so.hostname_label = h;
+  }
   if (!o.token_file.empty()) {
     std::string error;
     auto token = serve::read_token_file(o.token_file, error);
@@ -110,6 +127,7 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
   serve::ServeState state(recorder::collect_labels(lo->labels, env));
+  state.set_hostname_label(so.hostname_label);
 
   // Signals must be blocked before any thread exists, the HTTP server's included.
   runner::prepare_signals();
@@ -149,6 +167,10 @@ const Registrar kRegistrar{CommandSpec{
                      "Host header name to answer besides the listen address (repeatable; '*': any, "
                      "behind a proxy that checks it)")
           ->allow_extra_args(false);
+      app.add_option("--hostname", o->hostname_label,
+                     "Hostname label of every exported series instead of this machine's name (one "
+                     "name per node, e.g. the scheduler's node name)")
+          ->each([o](const std::string&) { o->hostname_given = true; });
       app.add_option("--max-connections", o->max_connections,
                      "Connections open at once, idle ones included (beyond: the longest idle is closed)")
           ->capture_default_str();

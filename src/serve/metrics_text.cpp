@@ -461,7 +461,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
   return out;
 }
 
-std::string render_train_metrics(std::span<const ipc::LiveRunState> runs) {
+std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::string_view hostname) {
   struct Series {
     std::string labels;
     const ipc::LiveRankState* rank;
@@ -471,7 +471,10 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs) {
     if (!run.train) continue;
     for (const auto& r : run.ranks) {
       std::string l;
-      add_label(l, "Hostname", r.host.empty() ? run.host : r.host);
+      add_label(l, "Hostname",
+                !hostname.empty() ? std::string(hostname)
+                : r.host.empty()  ? run.host
+                                  : r.host);
       add_label(l, "run_id", std::to_string(run.run_id));
       add_label(l, "run", run.name);
       add_label(l, "rank", r.rank >= 0 ? std::to_string(r.rank) : "");

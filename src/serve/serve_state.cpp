@@ -121,12 +121,24 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
 
 void ServeState::on_finish() {}
 
+void ServeState::set_hostname_label(std::string name) {
+  std::lock_guard lock(mu_);
+  hostname_label_ = std::move(name);
+  metrics_tick_ = ~std::uint64_t{0};
+}
+
 std::string ServeState::metrics_text() {
   std::lock_guard lock(mu_);
   if (metrics_tick_ != state_.ticks_total) {
     static const Snapshot kEmpty;
-    metrics_cache_ = render_metrics(snap_ ? *snap_ : kEmpty, findings_, state_);
-    metrics_cache_ += render_train_metrics(runs_);
+    if (hostname_label_.empty() || !snap_) {
+      metrics_cache_ = render_metrics(snap_ ? *snap_ : kEmpty, findings_, state_);
+    } else {  // the node's name as told (serve --hostname): a copy once per tick
+      Snapshot named = *snap_;
+      named.host.hostname = hostname_label_;
+      metrics_cache_ = render_metrics(named, findings_, state_);
+    }
+    metrics_cache_ += render_train_metrics(runs_, hostname_label_);
     metrics_tick_ = state_.ticks_total;
   }
   return metrics_cache_;

@@ -336,7 +336,9 @@ void install_routes(Server::Impl& s) {
                  {"body", sp->body_refused.load()},
                  {"unauthorized", sp->unauthorized.load()},
                  {"throttled", sp->throttled.load()}};
-    res.set_content(state->metrics_text() + render_http_metrics(c, sp->options.hostname),
+    res.set_content(state->metrics_text() + render_http_metrics(c, sp->options.hostname_label.empty()
+                                                                       ? sp->options.hostname
+                                                                       : sp->options.hostname_label),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   http.Get("/api/v1/snapshot", [state](const httplib::Request&, httplib::Response& res) {

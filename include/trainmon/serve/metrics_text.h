@@ -90,6 +90,8 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
 /// run_id, run, rank, local_rank, node_rank, gpu (NVML index, when known) and the run's labels (lower
 /// case, as trainmon_labels_info; names we use ourselves win). A figure not known has no sample.
 /// Empty when no run has step timing.
-std::string render_train_metrics(std::span<const ipc::LiveRunState> runs);
+/// `hostname`: when not empty, the Hostname label of every rank (serve --hostname), else the host
+/// each rank reported (its run's host when it reported none).
+std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::string_view hostname = {});
 
 }  // namespace trainmon::serve

@@ -57,6 +57,10 @@ class ServeState : public recorder::TickObserver {
   /// /api/v1/findings body: the live diagnosis's open findings (JSON array).
   std::string findings_json();
 
+  /// The Hostname label of every exported series (serve --hostname); empty: the machine's name.
+  /// Call before the first tick.
+  void set_hostname_label(std::string name);
+
   std::int64_t run_id();
   std::string db_path();
   std::uint64_t ticks();
@@ -69,6 +73,7 @@ class ServeState : public recorder::TickObserver {
   std::shared_ptr<const Snapshot> snap_;
   std::vector<diagnose::Finding> findings_;
   std::string runs_dir_;
+  std::string hostname_label_;
   std::vector<ipc::LiveRunState> runs_;  ///< live runs at the last tick
   std::deque<HistoryRow> history_;
   std::vector<std::pair<unsigned, std::string>> history_gpus_;  ///< index, name of each column

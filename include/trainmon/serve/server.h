@@ -26,6 +26,7 @@ struct ServerOptions {
   int timeout_s = 5;  ///< idle connections, request heads, and each read or write, in seconds
   std::size_t max_connections = 1024;  ///< open at once (idle ones included); see ConnectionHub
   std::string hostname;                ///< this machine's name, allowed as Host on a wildcard listener
+  std::string hostname_label;          ///< Hostname label of the server's own metrics (empty: hostname)
   /// Host header values answered besides the listen address's own (--allowed-host; "*": any).
   std::vector<std::string> allowed_hosts;
 };
