@@ -23,7 +23,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev prometheus-cpp-dev
   python3 python3-pytest python3-psutil python3-torch python3-aiosmtpd python3-hypothesis faketime
-  tmux procps chromium prometheus
+  tmux procps chromium prometheus prometheus-alertmanager
 )
 # Node.js and npm: the machine's own when it has them (Debian's npm conflicts with other builds).
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -43,6 +43,12 @@ if ((${#missing[@]})); then
 else
   echo "setup: all ${#packages[@]} packages already installed"
 fi
+# Debian enables the Alertmanager service; the tests start their own (tests/e2e/test_prom_rules.py).
+for svc in prometheus-alertmanager; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-enabled "$svc" >/dev/null 2>&1; then
+    $SUDO systemctl disable --now "$svc" >/dev/null 2>&1 || true
+  fi
+done
 
 # Front-end packages (uPlot, built into the binary; playwright-core, for the browser tests), pinned
 # by web/package-lock.json.

@@ -1,0 +1,463 @@
+# SPDX-License-Identifier: Apache-2.0
+"""trainmon rules (docs/cluster.md): the generated Prometheus rules pass `promtool check rules`, every
+alert fires on synthetic series of its bad case and stays silent on a near miss (`promtool test
+rules`), hostile --threshold values are refused, and end to end three `serve` nodes playing fake
+scenarios, a real Prometheus with the rules and a real Alertmanager deliver the right alerts, naming
+node and GPU, to a webhook, and none for the healthy node."""
+
+import http.server
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+from test_run_helpers import SOURCE_DIR, env, kill_quietly, trainmon_bin, wait_for
+
+PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+ALERTMANAGER = "/usr/bin/prometheus-alertmanager"
+MIB = 1048576
+
+
+def need(path, package):
+    if not os.access(path, os.X_OK):
+        pytest.skip(f"{path} is not installed (Debian package {package})")
+
+
+def rules_text(*overrides):
+    args = [trainmon_bin(), "rules"]
+    for o in overrides:
+        args += ["--threshold", o]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+def thresholds_of(text):
+    """The thresholds the file was made with, from its header comment (the one source of truth)."""
+    th = {}
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            break
+        for k, v in re.findall(r"(\w+)=(\S+)", line):
+            th[k] = float(v)
+    return th
+
+
+def promtool(*args, cwd=None):
+    return subprocess.run([PROMTOOL, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def default_rules(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rules")
+    path = d / "trainmon-rules.yml"
+    r = subprocess.run([trainmon_bin(), "rules", "-o", str(path)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout == "", r.stderr
+    return path
+
+
+def test_rules_pass_promtool_check(default_rules, tmp_path):
+    need(PROMTOOL, "prometheus")
+    r = promtool("check", "rules", str(default_rules))
+    assert r.returncode == 0, r.stdout + r.stderr
+    doc = yaml.safe_load(default_rules.read_text())
+    alerts = [x for g in doc["groups"] for x in g["rules"] if "alert" in x]
+    codes = {a["labels"]["code"] for a in alerts}
+    assert codes == {"D2", "D3", "D7", "D10", "D12", "D13", "D14", "D21", "D23", "D24"}
+    for a in alerts:
+        assert a["labels"]["severity"] in ("info", "warning", "critical")
+        assert re.fullmatch(r"[a-z0-9-]+", a["labels"]["slug"])
+        assert a["annotations"]["code"] == a["labels"]["code"]
+        assert len(a["annotations"]["description"]) > 40  # the advice
+    # docs/cluster.md's alert table gives the defaults the file was made with.
+    th = thresholds_of(default_rules.read_text())
+    doc_text = open(os.path.join(SOURCE_DIR, "docs", "cluster.md")).read()
+    table = doc_text[doc_text.index("| code | alert |"):doc_text.index("Where they differ")]
+    documented = re.findall(r"`([a-z0-9_]+)` ([0-9.]+) \(", table) + re.findall(r"`([a-z0-9_]+)` ([0-9.]+)[,|]", table)
+    assert len(documented) >= 15
+    for k, v in documented:
+        assert th[k] == float(v), (k, v, th[k])
+    # The advice text survives YAML quoting as written (backticks, quotes, colons).
+    lost = next(a for a in alerts if a["alert"] == "TrainmonGpuLost")
+    assert "(`dmesg | grep -i xid`)" in lost["annotations"]["description"]
+    # Extreme but valid overrides still make a valid file (numbers and durations PromQL reads).
+    extreme = rules_text("window_s=0.0001", "held_unused_for_s=1e9", "near_full_pct=0",
+                         "leak_min_slope_mib_h=1e-9", "imbalance_spread_pct=100", "throttle_clock_frac=0.123456789",
+                         "straggler_min_steps=1000000", "hang_floor_s=86400.5")
+    p = tmp_path / "extreme.yml"
+    p.write_text(extreme)
+    r = promtool("check", "rules", str(p))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert thresholds_of(extreme)["throttle_clock_frac"] == 0.123456789
+    assert 'for: "315360000s"' in extreme  # 1e9 s capped at 10 years
+    assert "[1ms]" in extreme  # 0.1 ms rounds up to the smallest duration
+
+
+@pytest.mark.parametrize("bad", [
+    "near_full_pct=95\"}\n- alert: x", "near_full_pct=95 or vector(1)", "window_s=5s", "window_s=nan",
+    "window_s=inf", "window_s=1e999", "near_full_pct=101", "window_s=0", "no_such_threshold=1",
+    "straggler_min_steps=2.5", "near_full_pct"])
+def test_hostile_thresholds_are_refused(bad, tmp_path):
+    out = tmp_path / "rules.yml"
+    r = subprocess.run([trainmon_bin(), "rules", "--threshold", bad, "-o", str(out)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 2, (bad, r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith("trainmon rules: --threshold "), r.stderr
+    assert "\n" not in r.stderr.strip() or bad.count("\n"), r.stderr
+    assert not out.exists() and not (tmp_path / "rules.yml.tmp").exists()
+
+
+# ---- promtool test rules: every alert, its bad case and a near miss -------------------------------
+
+def gpu(host, idx, job=True):
+    return {"Hostname": host, "gpu": str(idx), "UUID": f"GPU-{host}-{idx}", "modelName": "NVIDIA H100"}
+
+
+def dec(v):
+    """A number in the plain decimal form promtool's series notation reads."""
+    t = f"{v:.6f}".rstrip("0").rstrip(".")
+    return t if t not in ("", "-0") else "0"
+
+
+def series(name, labels, values):
+    inner = ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()))
+    return {"series": f"{name}{{{inner}}}", "values": values}
+
+
+def node_in_job(host, job="77"):
+    return series("trainmon_labels_info", {"Hostname": host, "slurm_job_id": job}, "1x400")
+
+
+def gpu_series(host, idx, util, used_mib=60000, free_mib=20000, reserved_mib=500, clock=1980, reasons=0):
+    g = gpu(host, idx)
+    return [series("DCGM_FI_DEV_GPU_UTIL", g, f"{dec(util)}x400"),
+            series("DCGM_FI_DEV_FB_USED", g, f"{dec(used_mib)}x400"),
+            series("DCGM_FI_DEV_FB_FREE", g, f"{dec(free_mib)}x400"),
+            series("DCGM_FI_DEV_FB_RESERVED", g, f"{dec(reserved_mib)}x400"),
+            series("DCGM_FI_DEV_SM_CLOCK", g, f"{dec(clock)}x400"),
+            series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", g, f"{reasons}x400")]
+
+
+def rank_series(host, rank, gpu_idx, count, total, p90=1.0, last=None, job="77"):
+    """A rank's training series: steps_total / step time sum grow by `count` / `total` per 15 s."""
+    l = {"Hostname": host, "rank": str(rank), "local_rank": str(rank), "gpu": str(gpu_idx), "run_id": "1",
+         "slurm_job_id": job}
+    out = [series("trainmon_train_step_seconds_count", l, f"0+{dec(count)}x400"),
+           series("trainmon_train_step_seconds_sum", l, f"0+{dec(total)}x400"),
+           series("trainmon_train_step_seconds", {**l, "quantile": "0.9"}, f"{dec(p90)}x400")]
+    out.append(series("trainmon_train_last_step_timestamp_seconds", l, last if last else "0+15x400"))
+    return out
+
+
+def fires(alertname, expect, t_s, inputs, name):
+    """One promtool test: at t_s the firing `alertname` alerts are exactly `expect` (dicts of the
+    labels Hostname, gpu, rank, job_id, severity, code, xid that they carry)."""
+    by = "alertname, Hostname, gpu, rank, job_id, severity, code, xid"
+    samples = []
+    for e in expect:
+        lab = ",".join(f'{k}="{v}"' for k, v in sorted({"alertname": alertname, **e}.items()))
+        samples.append({"labels": "{" + lab + "}", "value": 1})
+    return {"name": name, "interval": "15s", "input_series": inputs,
+            "promql_expr_test": [{"expr": f'count by ({by}) (ALERTS{{alertstate="firing",alertname="{alertname}"}})',
+                                  "eval_time": f"{int(t_s)}s", "exp_samples": samples}]}
+
+
+def unit_tests(th):
+    W = th["window_s"]
+    job = {"job_id": "77"}
+    T = []
+    # D7 idle GPU in a job: held and at idle_util_pct; near misses one point above, or not held.
+    t = W + th["held_unused_for_s"] + 120
+    idle = th["idle_util_pct"]
+    held = th["job_gpu_min_mib"]
+    T.append(fires("TrainmonGpuIdleInJob", [{"Hostname": "n1", "gpu": "1", "severity": "warning", "code": "D7", **job}], t,
+                   [node_in_job("n1"), *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)], "D7 fires"))
+    T.append(fires("TrainmonGpuIdleInJob", [], t,
+                   [node_in_job("n1"), *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle + 1, used_mib=held)],
+                   "D7 near miss: util above idle"))
+    T.append(fires("TrainmonGpuIdleInJob", [], t,
+                   [node_in_job("n1"), *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held - 1)],
+                   "D7 near miss: not held by the job"))
+    T.append(fires("TrainmonGpuIdleInJob", [], t,
+                   [*gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)], "D7 near miss: no job"))
+    # D2 straggler across two nodes: the busiest GPU is thermally throttled, the spread just over.
+    t = W + th["imbalance_for_s"] + 120
+    spread, high = th["imbalance_spread_pct"], th["imbalance_high_pct"]
+    hi = max(high, spread) + 10
+    lo_fire, lo_miss = hi - spread - 1, hi - spread
+    thermal = 0x20
+    T.append(fires("TrainmonGpuStraggler", [{"Hostname": "n1", "gpu": "0", "severity": "warning", "code": "D2", **job}], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=1350, reasons=thermal),
+                    *gpu_series("n2", 0, lo_fire)], "D2 straggler fires"))
+    T.append(fires("TrainmonGpuStraggler", [], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=1350, reasons=thermal),
+                    *gpu_series("n2", 0, lo_miss)], "D2 straggler near miss: spread not over"))
+    frac_clock = th["throttle_clock_frac"] * 2000
+    T.append(fires("TrainmonGpuStraggler", [{"Hostname": "n1", "gpu": "0", "severity": "warning", "code": "D2", **job}], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=frac_clock - 1),
+                    *gpu_series("n2", 0, lo_fire, clock=2000)], "D2 straggler by clock fires"))
+    T.append(fires("TrainmonGpuStraggler", [], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=frac_clock),
+                    *gpu_series("n2", 0, lo_fire, clock=2000)], "D2 straggler near miss: clock at the fraction"))
+    # D2 imbalance without a straggler: the least busy GPU is named; near miss: busiest under high.
+    T.append(fires("TrainmonJobImbalance", [{"Hostname": "n2", "gpu": "0", "severity": "warning", "code": "D2", **job}], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi), *gpu_series("n2", 0, lo_fire)],
+                   "D2 imbalance fires"))
+    T.append(fires("TrainmonJobImbalance", [], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, high - 1),
+                    *gpu_series("n2", 0, max(0, high - 1 - spread - 1))], "D2 imbalance near miss: busiest under high"))
+    T.append(fires("TrainmonJobImbalance", [], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=1350, reasons=thermal),
+                    *gpu_series("n2", 0, lo_fire)], "D2 imbalance silent when the straggler explains it"))
+    # D12 throttling under load; near misses just under busy_util_pct, and the power cap alone.
+    t = th["throttle_for_s"] + 120
+    busy = th["busy_util_pct"]
+    for name, bits, miss_bits in (("TrainmonGpuThermalThrottle", 0x40, 0x4), ("TrainmonGpuHardwareSlowdown", 0x80, 0x4)):
+        T.append(fires(name, [{"Hostname": "n3", "gpu": "0", "severity": "warning", "code": "D12"}], t,
+                       gpu_series("n3", 0, busy, reasons=bits), f"D12 {name} fires"))
+        T.append(fires(name, [], t, gpu_series("n3", 0, busy - 1, reasons=bits), f"D12 {name} near miss: util"))
+        T.append(fires(name, [], t, gpu_series("n3", 0, 90, reasons=miss_bits), f"D12 {name} near miss: power cap"))
+    # D10, D13, D14: counters and states, with the job label where the node is in one.
+    g = gpu("n4", 2)
+    T.append(fires("TrainmonEccUncorrectable", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D10", **job}], 60,
+                   [node_in_job("n4"), series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g, "0 0 1x20")], "D10 fires"))
+    T.append(fires("TrainmonEccUncorrectable", [], 60, [series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g, "0x20")], "D10 near miss"))
+    T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D13", "xid": "79"}], 60,
+                   [series("DCGM_FI_DEV_XID_ERRORS", g, "0 79x20")], "D13 Xid 79 fires, critical"))
+    T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13", "xid": "43"}], 60,
+                   [series("DCGM_FI_DEV_XID_ERRORS", g, "0 43x20")], "D13 Xid 43 fires, warning"))
+    T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13"}], 60,
+                   [series("DCGM_FI_DEV_XID_ERRORS", g, "0 77x20")], "D13 an Xid not in the table fires once"))
+    T.append(fires("TrainmonXidError", [], 60, [series("DCGM_FI_DEV_XID_ERRORS", g, "0x20")], "D13 near miss"))
+    T.append(fires("TrainmonGpuLost", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D14"}], 60,
+                   [series("trainmon_gpu_up", {"Hostname": "n4", "gpu": "2"}, "1 0x20")], "D14 fires"))
+    T.append(fires("TrainmonGpuLost", [], 60, [series("trainmon_gpu_up", {"Hostname": "n4", "gpu": "2"}, "1x20")],
+                   "D14 near miss"))
+    # D21: (used + reserved) / total half a point over and under near_full_pct.
+    t = th["near_full_for_s"] + 60
+    nf = th["near_full_pct"]
+    for pct, exp, name in ((min(100, nf + 0.5), True, "D21 fires"), (max(0, nf - 0.5), False, "D21 near miss")):
+        used = pct * 10 - 10
+        T.append(fires("TrainmonGpuMemoryNearFull",
+                       [{"Hostname": "n5", "gpu": "0", "severity": "warning", "code": "D21"}] if exp else [], t,
+                       gpu_series("n5", 0, 90, used_mib=used, reserved_mib=10, free_mib=1000 - pct * 10), name))
+    # D3: host memory used grows at twice / half the slope threshold; critical when available
+    # memory runs out within leak_critical_eta_s.
+    t = th["leak_min_span_s"] + 300
+    slope = th["leak_min_slope_mib_h"] * MIB / 240  # bytes per 15 s
+    hl = {"Hostname": "n6"}
+    eta = th["leak_critical_eta_s"]
+    # critical: at t, available memory is what the leak eats in half of leak_critical_eta_s
+    avail_start = 2 * slope * (t / 15) + 2 * slope * (eta / 15) / 2
+    def used_bytes(mul):
+        if mul > 0:
+            return f"10000000000+{dec(mul * slope)}x400"
+        # twice the slope, but only since 10 min short of leak_min_span_s before the evaluation
+        gap = int((t - th["leak_min_span_s"] + 600) // 15)
+        return f"_x{gap} 10000000000+{dec(-mul * slope)}x400"
+
+    for mul, sev, avail, name in ((2, "warning", "1000000000000000x400", "D3 warning fires"),
+                                  (0.5, None, "1000000000000000x400", "D3 near miss: half the slope"),
+                                  (-2, None, "1000000000000000x400", "D3 near miss: the fit does not cover the span"),
+                                  (2, "critical", f"{dec(avail_start)}-{dec(2 * slope)}x400",
+                                   "D3 critical: available memory runs out")):
+        T.append(fires("TrainmonHostMemoryLeak",
+                       [{"Hostname": "n6", "severity": sev, "code": "D3", **job}] if sev else [], t,
+                       [node_in_job("n6"), series("trainmon_host_memory_used_bytes", hl, used_bytes(mul)),
+                        series("trainmon_host_memory_available_bytes", hl, avail)], name))
+    # D23: rank 0 (p90 1 s: limit hang_floor_s) stopped at t=400 s; rank 1 with a p90 that makes
+    # its limit longer than its stall stays silent.
+    floor, fac = th["hang_floor_s"], th["hang_p90_factor"]
+    t_eval = 400 + floor + 60
+    p90_long = (floor + 120) / fac
+    last = f"0+15x{400 // 15} {400 // 15 * 15}x300"
+    T.append(fires("TrainmonTrainingHang", [{"Hostname": "n7", "gpu": "0", "rank": "0", "severity": "critical", "code": "D23", **job}],
+                   t_eval, [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last),
+                            *rank_series("n8", 1, 0, 15, 15, p90=p90_long, last=last)], "D23 fires for rank 0 only"))
+    T.append(fires("TrainmonTrainingHang", [], t_eval, rank_series("n7", 0, 0, 15, 15, p90=1), "D23 near miss: steps go on"))
+    # D24: rank 1 on another node is just under / over the score threshold.
+    t = th["straggler_window_s"] + th["straggler_for_s"] + 120
+    frac = th["straggler_score_frac"]
+    steps_fire = 15 * frac * 0.97  # score = steps_rank1 / steps_rank0 at equal time per 15 s
+    steps_miss = 15 * frac * 1.03
+    T.append(fires("TrainmonStragglerRank", [{"Hostname": "n8", "gpu": "0", "rank": "1", "severity": "warning", "code": "D24", **job}],
+                   t, [*rank_series("n7", 0, 0, 15, 15), *rank_series("n8", 1, 0, steps_fire, 15)], "D24 fires"))
+    T.append(fires("TrainmonStragglerRank", [], t, [*rank_series("n7", 0, 0, 15, 15), *rank_series("n8", 1, 0, steps_miss, 15)],
+                   "D24 near miss"))
+    return T
+
+
+def one_group(tests):
+    """The cases as one promtool test group (one evaluation pass instead of one per case: ~20x
+    faster): case i's hosts become c<i>n..., its job j<i>, and its query looks at its hosts only."""
+    group = {"name": "every alert", "interval": "15s", "input_series": [], "promql_expr_test": []}
+    for i, t in enumerate(tests):
+        def rename(text, i=i):
+            text = re.sub(r'Hostname="(n\d+)"', lambda m: f'Hostname="c{i}{m.group(1)}"', text)
+            return text.replace('slurm_job_id="77"', f'slurm_job_id="j{i}"').replace('job_id="77"', f'job_id="j{i}"')
+        group["input_series"] += [{**x, "series": rename(x["series"])} for x in t["input_series"]]
+        for e in t["promql_expr_test"]:
+            expr = e["expr"].replace('ALERTS{', f'ALERTS{{Hostname=~"c{i}n.*",')
+            group["promql_expr_test"].append({**e, "expr": expr, "exp_samples": [
+                {**x, "labels": rename(x["labels"])} for x in e["exp_samples"]]})
+    return group
+
+
+@pytest.mark.parametrize("overrides", [(), ("window_s=30", "held_unused_for_s=90", "near_full_pct=80",
+                                            "idle_util_pct=10", "straggler_score_frac=0.5", "hang_floor_s=60")])
+def test_every_alert_fires_and_near_misses_stay_silent(overrides, tmp_path):
+    need(PROMTOOL, "prometheus")
+    text = rules_text(*overrides)
+    (tmp_path / "rules.yml").write_text(text)
+    th = thresholds_of(text)
+    for o in overrides:
+        k, v = o.split("=")
+        assert th[k] == float(v)
+    tests = unit_tests(th)
+    doc = yaml.safe_load(text)
+    alertnames = {x["alert"] for g in doc["groups"] for x in g["rules"] if "alert" in x}
+    tested = {t["promql_expr_test"][0]["expr"].split('alertname="')[1].split('"')[0] for t in tests
+              if t["promql_expr_test"][0]["exp_samples"]}
+    assert tested == alertnames  # every alert has a firing case
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(
+        {"rule_files": ["rules.yml"], "evaluation_interval": "30s", "tests": [one_group(tests)]}, sort_keys=False))
+    r = promtool("test", "rules", "tests.yml", cwd=tmp_path)
+    names = "\n".join(f"c{i}: {t['name']}" for i, t in enumerate(tests))
+    assert r.returncode == 0, (r.stdout + r.stderr)[-6000:] + "\ncases:\n" + names
+
+
+# ---- end to end: three nodes, Prometheus, Alertmanager, a webhook -------------------------------
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Hook(http.server.BaseHTTPRequestHandler):
+    received = []
+    lock = threading.Lock()
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        with Hook.lock:
+            Hook.received.append(json.loads(body))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+NODES = {"node-a": "cluster-node-idle-gpu.json", "node-b": "cluster-node-straggler.json",
+         "node-c": "cluster-node-healthy.json"}
+
+
+def test_three_nodes_alerts_reach_alertmanager(tmp_path):
+    if os.environ.get("TRAINMON_SANITIZED") == "1":
+        pytest.skip("real-process Prometheus/Alertmanager test: release pass only")
+    need(PROMETHEUS, "prometheus")
+    need(ALERTMANAGER, "prometheus-alertmanager")
+    procs = []
+    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=hook.serve_forever, daemon=True).start()
+    Hook.received = []
+    try:
+        ports = {}
+        for host, scen in NODES.items():
+            err = open(tmp_path / f"{host}.stderr", "w")
+            p = subprocess.Popen([trainmon_bin(), "serve", "--listen", "127.0.0.1:0", "--hostname", host,
+                                  "--db", str(tmp_path / f"{host}.db"), "--interval", "0.5"],
+                                 env=env(scen, SLURM_JOB_ID="4242"), stdout=subprocess.DEVNULL, stderr=err)
+            procs.append(p)
+
+            def port(host=host, p=p):
+                m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", (tmp_path / f"{host}.stderr").read_text())
+                return int(m.group(1)) if m else (p.poll() is not None and -1)
+            ports[host] = wait_for(port, timeout=60)
+            assert ports[host] and ports[host] > 0, (tmp_path / f"{host}.stderr").read_text()
+        # every node exports its GPUs under its own name before Prometheus starts
+        for host, port in ports.items():
+            def ready(host=host, port=port):
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+                    m = r.read().decode()
+                return f'Hostname="{host}"' in m and "DCGM_FI_DEV_GPU_UTIL{" in m and 'slurm_job_id="4242"' in m
+            assert wait_for(ready, timeout=30), host
+
+        rules = tmp_path / "trainmon-rules.yml"
+        quick = ["window_s=3", "held_unused_for_s=3", "imbalance_for_s=3", "throttle_for_s=3"]
+        r = subprocess.run([trainmon_bin(), "rules", "-o", str(rules), *sum((["--threshold", q] for q in quick), [])],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        am_port, prom_port = free_port(), free_port()
+        (tmp_path / "am.yml").write_text(
+            "route:\n  receiver: hook\n  group_by: [alertname, Hostname, gpu]\n  group_wait: 1s\n"
+            "  group_interval: 1s\n  repeat_interval: 1h\n"
+            f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook.server_port}/\n")
+        am_log = open(tmp_path / "alertmanager.log", "w")
+        procs.append(subprocess.Popen([ALERTMANAGER, f"--config.file={tmp_path / 'am.yml'}",
+                                       f"--storage.path={tmp_path / 'am-data'}",
+                                       f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="],
+                                      stdout=am_log, stderr=am_log))
+        targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports.values())
+        (tmp_path / "prometheus.yml").write_text(
+            "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
+            f"rule_files: ['{rules}']\n"
+            f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n"
+            f"scrape_configs:\n  - job_name: trainmon\n    static_configs:\n      - targets: [{targets}]\n")
+        prom_log = open(tmp_path / "prometheus.log", "w")
+        procs.append(subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
+                                       f"--storage.tsdb.path={tmp_path / 'prom-data'}",
+                                       f"--web.listen-address=127.0.0.1:{prom_port}"],
+                                      stdout=prom_log, stderr=prom_log))
+
+        def alerts():
+            with Hook.lock:
+                got = {}
+                for msg in Hook.received:
+                    for a in msg["alerts"]:
+                        if a["status"] == "firing":
+                            lab = a["labels"]
+                            got[(lab["alertname"], lab.get("Hostname"), lab.get("gpu"))] = a
+                return got
+
+        want = {("TrainmonGpuIdleInJob", "node-a", "1"), ("TrainmonGpuStraggler", "node-b", "0"),
+                ("TrainmonGpuThermalThrottle", "node-b", "0")}
+        got = wait_for(lambda: want <= set(alerts()) and alerts(), timeout=60, step=0.5)
+        assert got, (f"received {sorted(alerts())}\n" + (tmp_path / "prometheus.log").read_text()[-3000:] +
+                     (tmp_path / "alertmanager.log").read_text()[-2000:])
+        time.sleep(3)  # anything else that was pending by now has had its `for:`
+        got = alerts()
+        assert set(got) == want, sorted(got)
+        assert not [k for k in got if k[1] == "node-c"]
+        for (name, host, idx), a in got.items():
+            lab, ann = a["labels"], a["annotations"]
+            assert lab["job_id"] == "4242" and lab["severity"] == "warning", lab
+            assert lab["UUID"].startswith("GPU-c1a57e00-"), lab
+            assert f"GPU {idx} on {host} (job 4242)" in ann["summary"], ann
+            assert ann["code"] == lab["code"] and ann["description"]
+        assert got[("TrainmonGpuIdleInJob", "node-a", "1")]["labels"]["code"] == "D7"
+        straggler = got[("TrainmonGpuStraggler", "node-b", "0")]
+        assert straggler["labels"]["code"] == "D2"
+        assert straggler["annotations"]["description"].startswith("GPU0 on node-b is the straggler")
+        assert got[("TrainmonGpuThermalThrottle", "node-b", "0")]["labels"]["code"] == "D12"
+    finally:
+        for p in reversed(procs):
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                kill_quietly(p)
+                p.wait()
+        hook.shutdown()
