@@ -116,6 +116,16 @@ def test_hostile_thresholds_are_refused(bad, tmp_path):
     assert not out.exists() and not (tmp_path / "rules.yml.tmp").exists()
 
 
+@pytest.mark.parametrize("bad", ["", "node a", "node\x1b[2J", "a" * 254, 'x"} 1\nDCGM_FI_DEV_GPU_UTIL{'])
+def test_serve_refuses_a_bad_hostname(bad, tmp_path):
+    r = subprocess.run([trainmon_bin(), "serve", "--listen", "127.0.0.1:0", "--hostname", bad, "--db",
+                        str(tmp_path / "s.db")], env=env("healthy-1gpu.json"), capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("trainmon serve: --hostname "), r.stderr
+    assert "\x1b" not in r.stderr
+
+
 # ---- promtool test rules: every alert, its bad case and a near miss -------------------------------
 
 def gpu(host, idx, job=True):

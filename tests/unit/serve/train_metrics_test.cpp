@@ -49,6 +49,15 @@ const std::string kRank1 =
     R"(Hostname="node-a",run_id="12",run="train.py",rank="1",local_rank="1",node_rank="0",gpu="1",)"
     R"(slurm_job_id="77")";
 
+TEST(TrainMetrics, HostnameOverrideNamesEveryRank) {
+  const std::vector<ipc::LiveRunState> runs{live_run()};
+  const std::string m = render_train_metrics(runs, "gpu-node-07");
+  auto renamed = [](std::string l) { return l.replace(l.find("node-a"), 6, "gpu-node-07"); };
+  EXPECT_NEAR(value(m, "trainmon_train_steps_total{" + renamed(kRank0) + "}"), 100, 1e-6) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_steps_total{" + renamed(kRank1) + "}"), 50, 1e-6) << m;
+  EXPECT_EQ(m.find("node-a"), std::string::npos) << m;
+}
+
 TEST(TrainMetrics, PerRankCountersSummaryAndLastStep) {
   const std::vector<ipc::LiveRunState> runs{live_run()};
   const std::string m = render_train_metrics(runs);
