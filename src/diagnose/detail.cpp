@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "diagnose/detail.h"
 
+#include <memory>
+
+#include "diagnose/train_columns.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -92,8 +96,11 @@ struct Memo {
   std::vector<const float*> columns;  ///< float_columns(*series)
   std::vector<std::pair<RollKey, std::vector<float>>> roll;
   std::vector<std::pair<UseKey, GpuUse>> use;
+  std::shared_ptr<TrainColumns> train;  ///< train_columns(*series), built on first use
 };
 thread_local Memo* t_memo = nullptr;
+/// The last memo's training columns, refilled by the next (train_columns.h "Memory").
+thread_local std::unique_ptr<TrainColumns> t_spare_train;
 
 std::vector<float> compute_rolling_mean(std::span<const double> t, std::span<const float> col,
                                         double window_s);
@@ -111,6 +118,8 @@ RunAllMemo::RunAllMemo(const RunSeries& series) {
 
 RunAllMemo::~RunAllMemo() {
   if (!active_) return;
+  if (t_memo->train && t_memo->train.use_count() == 1)  // nobody holds it: keep its vectors' room
+    t_spare_train = std::make_unique<TrainColumns>(std::move(*t_memo->train));
   delete t_memo;
   t_memo = nullptr;
 }
@@ -224,6 +233,21 @@ ProcPresence proc_presence(const RunSeries& s) {
   p.job = has_job_processes(s);
   for (const auto& g : s.gpus) p.any = p.any || !g.procs.empty();
   return p;
+}
+
+std::shared_ptr<const TrainColumns> train_columns(const RunSeries& s) {
+  if (t_memo == nullptr || &s != t_memo->series) {
+    auto fresh = std::make_shared<TrainColumns>();
+    compute_train_columns(s, *fresh);
+    return fresh;
+  }
+  if (!t_memo->train) {
+    t_memo->train = t_spare_train ? std::make_shared<TrainColumns>(std::move(*t_spare_train))
+                                  : std::make_shared<TrainColumns>();
+    t_spare_train.reset();
+    compute_train_columns(s, *t_memo->train);
+  }
+  return t_memo->train;
 }
 
 GpuUse gpu_use(const RunSeries& s, const GpuSeries& g, const Thresholds& th) {

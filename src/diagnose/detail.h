@@ -56,7 +56,8 @@ std::vector<const float*> float_columns(const RunSeries& s);
 
 /// Within one DiagnosisEngine::run_all the series does not change, and several detectors ask for the
 /// same rolling means and GPU uses (a third of an evaluation's CPU time was these, recomputed): while
-/// a RunAllMemo lives on this thread, rolling_mean() and gpu_use() remember their results for the
+/// a RunAllMemo lives on this thread, rolling_mean(), gpu_use() and train_columns() (train_columns.h:
+/// the training rows as compact per-rank columns, read by D23-D26) remember their results for the
 /// columns and GPUs of `series` (and only those: a column a detector computed itself is never
 /// remembered, so a later one at the same address cannot be mistaken for it), keyed by address and
 /// parameters. Outside one (a detector called alone, the tests) nothing is remembered. `series`

@@ -27,7 +27,7 @@ namespace {
 struct RankHang {
   const RankSeries* r = nullptr;
   std::vector<std::uint8_t> cond;
-  std::vector<double> since;   ///< per grid row: when the stall began (NaN when not stalled)
+  std::vector<double> since;   ///< per grid row: when the stall began (NaN when not stalled; empty: never)
   std::vector<double> window;  ///< per grid row: the window it was judged with
   std::vector<double> p90;     ///< per grid row: the recent p90 step time (NaN when unknown)
 };
@@ -51,10 +51,7 @@ RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const 
   RankHang h;
   h.r = &r;
   const std::size_t n = grid.size();
-  h.cond.assign(n, 0);
-  h.since.assign(n, NAN);
-  h.window.assign(n, NAN);
-  h.p90.assign(n, NAN);
+  h.cond.assign(n, 0);  // since / window / p90 only once a row stalls (a healthy run needs none)
   const JobProcess* proc = r.id.pid ? s.job.proc(r.id.pid) : nullptr;
   std::size_t j = 0;  // rows with t <= grid[i]
   double last_step = NAN, last_row_t = NAN, phase_t = NAN, idle_after_step = NAN;
@@ -92,6 +89,11 @@ RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const 
     const double win = std::max(na(cached_p90) ? 0.0 : th.hang_p90_factor * cached_p90, th.hang_floor_s);
     if (T - since <= win) continue;
     h.cond[i] = 1;
+    if (h.since.empty()) {
+      h.since.assign(n, NAN);
+      h.window.assign(n, NAN);
+      h.p90.assign(n, NAN);
+    }
     h.since[i] = since;
     h.window[i] = win;
     h.p90[i] = cached_p90;
@@ -161,7 +163,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     }
   }
 
-  const auto jg = job_gpus(s, th);
+  const auto tg = train_gpus(s, th);
   for (const auto& grp : groups) {
     std::size_t i0 = grp.front().i0, i1 = grp.front().i1;
     double since = 1e300, win_max = 0;
@@ -291,9 +293,11 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                       "holding the GIL, or the process is stopped)",
                       d, silent.size() == 1 ? "its" : "each"));
     }
-    // The GPUs: busy without progress, or idle.
+    // The GPUs: busy without progress, or idle; only those the job is known to compute on (a GPU
+    // another program keeps busy says nothing of a job on the CPU).
     std::vector<unsigned> hg(f.gpus.begin(), f.gpus.end());
-    if (hg.empty()) hg = jg;
+    if (hg.empty()) hg = tg.gpus;
+    if (hg.empty()) kinds.push_back(train_gpus_unknown_text(tg));
     const std::size_t r0 = row_at(s, since), r1 = s.size() ? std::min(row_at(s, t_end), s.size() - 1) : 0;
     double util_sum = 0, util_min = 1e9;
     int util_n = 0;

@@ -58,32 +58,18 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
   // step-weighted medians of its rows' p50 step time and data wait (rank_window's figures), each row
   // with steps added and removed once.
   struct Slide {
-    std::vector<double> t, steps;  // the rows with steps
+    const RankStepColumns* c = nullptr;  // the rows with steps (train_columns.h, shared with D23, D25, D26)
     std::size_t lo = 0, hi = 0;
     double in_steps = 0;
     std::optional<SlidingWeightedMedian> step_med, data_med;
   };
+  const auto cols = train_columns(s);
   std::vector<Slide> slide(R);
-  {
-    std::vector<double> step_v, data_v;  // per row with steps: the value rank_window weighs
-    for (std::size_t k = 0; k < R; ++k) {
-      auto& z = slide[k];
-      const auto& rows = ranks[k].rows;
-      for (auto* v : {&z.t, &z.steps, &step_v, &data_v}) v->resize(rows.size());
-      std::size_t m = 0;
-      for (const auto& row : rows) {
-        if (row.steps == 0) continue;
-        const double n_steps = row.steps;
-        z.t[m] = row.t;
-        z.steps[m] = n_steps;
-        step_v[m] = na(row.step.p50) ? (na(row.step.sum) ? NAN : row.step.sum / n_steps) : row.step.p50;
-        data_v[m] = na(row.data.p50) ? (na(row.data.sum) ? NAN : row.data.sum / n_steps) : row.data.p50;
-        ++m;
-      }
-      for (auto* v : {&z.t, &z.steps, &step_v, &data_v}) v->resize(m);
-      z.step_med.emplace(step_v);
-      z.data_med.emplace(data_v);
-    }
+  for (std::size_t k = 0; k < R; ++k) {
+    auto& z = slide[k];
+    z.c = &cols->ranks[k];
+    z.step_med.emplace(z.c->step_v);  // the values rank_window weighs
+    z.data_med.emplace(z.c->data_v);
   }
   std::vector<RankWindow> w(R);
   std::vector<double> data;
@@ -93,15 +79,17 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
     const double t0 = grid[i] - th.straggler_window_s, t1 = grid[i];
     for (std::size_t k = 0; k < R; ++k) {
       auto& z = slide[k];
-      for (; z.hi < z.t.size() && z.t[z.hi] <= t1; ++z.hi) {
-        z.in_steps += z.steps[z.hi];
-        z.step_med->add(z.hi, z.steps[z.hi]);
-        z.data_med->add(z.hi, z.steps[z.hi]);
+      const auto& zt = z.c->t;
+      const auto& zs = z.c->steps;
+      for (; z.hi < zt.size() && zt[z.hi] <= t1; ++z.hi) {
+        z.in_steps += zs[z.hi];
+        z.step_med->add(z.hi, zs[z.hi]);
+        z.data_med->add(z.hi, zs[z.hi]);
       }
-      for (; z.lo < z.hi && z.t[z.lo] <= t0; ++z.lo) {
-        z.in_steps -= z.steps[z.lo];
-        z.step_med->add(z.lo, z.steps[z.lo], -1);
-        z.data_med->add(z.lo, z.steps[z.lo], -1);
+      for (; z.lo < z.hi && zt[z.lo] <= t0; ++z.lo) {
+        z.in_steps -= zs[z.lo];
+        z.step_med->add(z.lo, zs[z.lo], -1);
+        z.data_med->add(z.lo, zs[z.lo], -1);
       }
       w[k].steps = z.in_steps;
       w[k].step_median_s = z.step_med->median();

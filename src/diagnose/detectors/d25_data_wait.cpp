@@ -22,11 +22,16 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
   std::vector<Finding> out;
   const auto& ranks = s.train.ranks;
   if (ranks.empty()) return out;
-  // Judged at the ranks' own report times (every row of every rank), trailing window_s.
-  const std::vector<double> grid = rank_row_times(ranks, true);
+  // Judged at the ranks' own report times (every row with steps of every rank), trailing window_s;
+  // the rows read as compact columns (train_columns.h), shared with D23, D24, D26.
+  const auto cols = train_columns(s);
+  const std::vector<double>& grid = cols->step_times;
   if (grid.empty()) return out;
   const std::size_t n = grid.size(), R = ranks.size();
-  std::vector<double> share(n, NAN);
+  // The condition: the typical rank's share (the lower median over the ranks with a share) at or above
+  // data_wait_share_pct. The lower median of m shares is the ((m - 1) / 2)-th smallest, so it is at or
+  // above the threshold exactly when at most (m - 1) / 2 shares are below it: counted, not selected.
+  std::vector<std::uint8_t> cond(n, 0);
   // Running sums per rank over the trailing window (two pointers per rank).
   struct Run {
     std::size_t lo = 0, hi = 0;
@@ -34,40 +39,32 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     bool known = false;
   };
   std::vector<Run> run(R);
-  std::vector<double> shares;
-  shares.reserve(R);
   for (std::size_t i = 0; i < n; ++i) {
-    shares.clear();
+    std::size_t with_share = 0, below = 0;
     for (std::size_t k = 0; k < R; ++k) {
       auto& rr = run[k];
-      const auto& rows = ranks[k].rows;
-      while (rr.hi < rows.size() && rows[rr.hi].t <= grid[i] + 1e-9) {
-        const auto& w = rows[rr.hi++];
-        if (w.steps == 0) continue;
-        if (!na(w.step.sum)) rr.step += w.step.sum;
-        if (!na(w.data.sum)) {
-          rr.data += w.data.sum;
+      const auto& c = cols->ranks[k];
+      while (rr.hi < c.size() && c.t[rr.hi] <= grid[i] + 1e-9) {
+        const std::size_t j = rr.hi++;
+        if (!na(c.step_sum[j])) rr.step += c.step_sum[j];
+        if (!na(c.data_sum[j])) {
+          rr.data += c.data_sum[j];
           rr.known = true;
         }
       }
-      while (rr.lo < rr.hi && rows[rr.lo].t <= grid[i] - th.window_s) {
-        const auto& w = rows[rr.lo++];
-        if (w.steps == 0) continue;
-        if (!na(w.step.sum)) rr.step -= w.step.sum;
-        if (!na(w.data.sum)) rr.data -= w.data.sum;
+      while (rr.lo < rr.hi && c.t[rr.lo] <= grid[i] - th.window_s) {
+        const std::size_t j = rr.lo++;
+        if (!na(c.step_sum[j])) rr.step -= c.step_sum[j];
+        if (!na(c.data_sum[j])) rr.data -= c.data_sum[j];
       }
       if (!rr.known || rr.step <= 1e-12) continue;
-      shares.push_back(std::clamp(rr.data / rr.step, 0.0, 1.0));
+      ++with_share;
+      below += !(100.0 * std::clamp(rr.data / rr.step, 0.0, 1.0) >= th.data_wait_share_pct);
     }
-    if (shares.empty()) continue;
-    const auto mid = shares.begin() + static_cast<std::ptrdiff_t>((shares.size() - 1) / 2);  // lower median
-    std::nth_element(shares.begin(), mid, shares.end());
-    share[i] = *mid;
+    cond[i] = with_share > 0 && below <= (with_share - 1) / 2;
   }
-  std::vector<std::uint8_t> cond(n, 0);
-  for (std::size_t i = 0; i < n; ++i) cond[i] = !na(share[i]) && 100.0 * share[i] >= th.data_wait_share_pct;
 
-  const auto jg = job_gpus(s, th);
+  const auto tg = train_gpus(s, th);  // the GPUs the job is known to use, never inferred
   for (const auto& ep : episodes(grid, cond, th.data_wait_for_s, th.clear_s)) {
     const double t0 = std::max(grid.front(), grid[ep.i0] - th.window_s), t1 = grid[ep.i1];
     Finding f = make_finding("D25", Severity::warning, t0, t1);
@@ -79,7 +76,7 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     std::set<unsigned> gpus;
     std::set<std::uint32_t> pids;
     for (std::size_t k = 0; k < R; ++k) {
-      const auto w = rank_window(ranks[k], t0, t1);
+      const auto w = rank_window(cols->ranks[k], t0, t1);
       if (!w.data_known || w.step_s <= 0) continue;
       rank_share[k] = std::clamp(w.data_s / w.step_s, 0.0, 1.0);
       all_steps += w.steps;
@@ -100,7 +97,7 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     std::sort(sorted.begin(), sorted.end());
     const double sh = sorted[(sorted.size() - 1) / 2];
     f.gpus.assign(gpus.begin(), gpus.end());
-    if (f.gpus.empty()) f.gpus = jg;
+    if (f.gpus.empty()) f.gpus = tg.gpus;
     f.pids.assign(pids.begin(), pids.end());
     put(f.numbers, "data_share_pct", 100 * sh);
     if (all_steps > 0) {

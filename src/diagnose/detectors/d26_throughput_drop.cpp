@@ -46,14 +46,15 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
   std::vector<Finding> out;
   const auto& ranks = s.train.ranks;
   if (ranks.empty()) return out;
+  // The rows with steps as compact columns (train_columns.h, shared with D23, D24, D25).
+  const auto cols = train_columns(s);
   bool samples_known = true;
   double first_step = 1e300;
-  for (const auto& r : ranks)
-    for (const auto& w : r.rows)
-      if (w.steps > 0) {
-        samples_known = samples_known && !na(w.samples);
-        first_step = std::min(first_step, w.t);
-      }
+  for (const auto& c : cols->ranks)
+    for (std::size_t j = 0; j < c.size(); ++j) {
+      samples_known = samples_known && !na(c.samples[j]);
+      first_step = std::min(first_step, c.t[j]);
+    }
   if (first_step == 1e300) return out;
   std::vector<double> grid = s.t;
   if (grid.empty()) grid = rank_row_times(ranks, false);
@@ -74,15 +75,10 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
     bool excluded = T0 < start;
     for (std::size_t k = 0; k < R; ++k) {
       auto& rr = run[k];
-      const auto& rows = ranks[k].rows;
-      while (rr.hi < rows.size() && rows[rr.hi].t <= T + 1e-9) {
-        const auto& w = rows[rr.hi++];
-        if (w.steps) rr.amount += samples_known ? w.samples : w.steps;
-      }
-      while (rr.lo < rr.hi && rows[rr.lo].t <= T0) {
-        const auto& w = rows[rr.lo++];
-        if (w.steps) rr.amount -= samples_known ? w.samples : w.steps;
-      }
+      const auto& c = cols->ranks[k];
+      const auto& amount = samples_known ? c.samples : c.steps;
+      while (rr.hi < c.size() && c.t[rr.hi] <= T + 1e-9) rr.amount += amount[rr.hi++];
+      while (rr.lo < rr.hi && c.t[rr.lo] <= T0) rr.amount -= amount[rr.lo++];
       total += std::max(0.0, rr.amount);
       // outside the loop at some point of the window: an evaluation or a checkpoint, not a drop
       auto& iv = idle[k];
@@ -103,7 +99,7 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
   std::vector<std::uint8_t> cond(n, 0);
   for (std::size_t i = 0; i < n; ++i) cond[i] = usable[i] && rate[i] < th.throughput_drop_frac * steady;
 
-  const auto jg = job_gpus(s, th);
+  const auto tg = train_gpus(s, th);  // the GPUs the job is known to use, never inferred
   const char* unit = samples_known ? "samples/s" : "steps/s";
   for (const auto& ep : episodes(grid, cond, th.throughput_for_s, th.clear_s)) {
     std::vector<double> lv;
@@ -121,7 +117,7 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
       if (r.id.pid) pids.insert(r.id.pid);
     }
     f.gpus.assign(gpus.begin(), gpus.end());
-    if (f.gpus.empty()) f.gpus = jg;
+    if (f.gpus.empty()) f.gpus = tg.gpus;
     f.pids.assign(pids.begin(), pids.end());
     put(f.numbers, "rate", level);
     put(f.numbers, "steady_rate", steady);
@@ -132,9 +128,9 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
     std::vector<std::string> changes;
     {
       double dd = 0, ds = 0, bd = 0, bs = 0;
-      for (const auto& r : ranks) {
-        const auto in = rank_window(r, t0, t1);
-        const auto before = rank_window(r, start, t0);
+      for (const auto& c : cols->ranks) {
+        const auto in = rank_window(c, t0, t1);
+        const auto before = rank_window(c, start, t0);
         if (in.data_known) {
           dd += in.data_s;
           ds += in.step_s;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
 #include <string>
 #include <utility>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/train_columns.h"
 
 namespace trainmon::diagnose::detail {
 
@@ -75,18 +77,19 @@ inline double weighted_median(std::vector<std::pair<double, double>>& v) {
 class SlidingWeightedMedian {
  public:
   /// `values`: the series' values by position (a NaN one is never counted).
-  explicit SlidingWeightedMedian(const std::vector<double>& values) : slot_(values.size(), kNone) {
+  explicit SlidingWeightedMedian(const std::vector<double>& values)
+      : slot_(values.size() < UINT32_MAX ? values.size() : 0, kNone) {
     sorted_.reserve(values.size());
     for (const double x : values)  // a value repeating the one before needs no place of its own
       if (!na(x) && (sorted_.empty() || sorted_.back() != x)) sorted_.push_back(x);
     std::sort(sorted_.begin(), sorted_.end());
     sorted_.erase(std::unique(sorted_.begin(), sorted_.end()), sorted_.end());
-    std::size_t last = kNone;  // consecutive rows often repeat a value
-    for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t last = kNone;  // consecutive rows often repeat a value
+    for (std::size_t i = 0; i < slot_.size(); ++i) {
       if (na(values[i])) continue;
       if (last == kNone || sorted_[last - 1] != values[i])
-        last = static_cast<std::size_t>(std::lower_bound(sorted_.begin(), sorted_.end(), values[i]) -
-                                        sorted_.begin()) +
+        last = static_cast<std::uint32_t>(std::lower_bound(sorted_.begin(), sorted_.end(), values[i]) -
+                                          sorted_.begin()) +
                1;
       slot_[i] = last;  // 1-based
     }
@@ -116,10 +119,12 @@ class SlidingWeightedMedian {
   }
 
  private:
-  static constexpr std::size_t kNone = 0;
-  std::vector<std::size_t> slot_;  ///< per position: its value's place in sorted_ + 1, kNone for NaN
-  std::vector<double> sorted_;     ///< the distinct values, ascending
-  std::vector<double> tree_;       ///< 1-based Fenwick tree of the window's weights per distinct value
+  static constexpr std::uint32_t kNone = 0;
+  /// Per position: its value's place in sorted_ + 1, kNone for NaN. 32 bits: an hour of 8 ranks' rows
+  /// is 29k positions; a series of 2^32 rows or more gets none (every add ignored).
+  std::vector<std::uint32_t> slot_;
+  std::vector<double> sorted_;  ///< the distinct values, ascending
+  std::vector<double> tree_;    ///< 1-based Fenwick tree of the window's weights per distinct value
   double total_ = 0;
 };
 
@@ -154,28 +159,83 @@ struct RankWindow {
   double step_median_s = NAN;
   double data_median_s = NAN;
 };
-inline RankWindow rank_window(const RankSeries& r, double t0, double t1) {
+/// Over the rank's rows with steps as columns (train_columns.h).
+inline RankWindow rank_window(const RankStepColumns& c, double t0, double t1) {
   RankWindow w;
-  const auto [a, b] = rows_in(r, t0, t1);
+  const auto a = static_cast<std::size_t>(std::upper_bound(c.t.begin(), c.t.end(), t0) - c.t.begin());
+  const auto b = static_cast<std::size_t>(
+      std::upper_bound(c.t.begin() + static_cast<std::ptrdiff_t>(a), c.t.end(), t1) - c.t.begin());
   std::vector<std::pair<double, double>> step, data;
+  step.reserve(b - a);
+  data.reserve(b - a);
   for (std::size_t i = a; i < b; ++i) {
-    const auto& row = r.rows[i];
-    if (row.steps == 0) continue;
-    const double n = row.steps;
+    const double n = c.steps[i];
     w.steps += n;
-    w.samples = na(row.samples) ? NAN : w.samples + row.samples;
-    const double mean = na(row.step.sum) ? NAN : row.step.sum / n;
-    if (!na(row.step.sum)) w.step_s += row.step.sum;
-    if (!na(row.data.sum)) {
-      w.data_s += row.data.sum;
+    w.samples = na(c.samples[i]) ? NAN : w.samples + c.samples[i];
+    if (!na(c.step_sum[i])) w.step_s += c.step_sum[i];
+    if (!na(c.data_sum[i])) {
+      w.data_s += c.data_sum[i];
       w.data_known = true;
     }
-    step.emplace_back(na(row.step.p50) ? mean : row.step.p50, n);
-    data.emplace_back(na(row.data.p50) ? (na(row.data.sum) ? NAN : row.data.sum / n) : row.data.p50, n);
+    step.emplace_back(c.step_v[i], n);
+    data.emplace_back(c.data_v[i], n);
   }
   w.step_median_s = weighted_median(step);
   w.data_median_s = weighted_median(data);
   return w;
+}
+
+/// What is known of the GPUs the training job computes on: D23-D26 speak of "the job's GPUs" only
+/// from this, never from GPUs inferred from memory in use (job_gpus without a job process on a list,
+/// or the run's facts): a CPU-only job (gloo) on a machine whose GPU another program keeps busy must
+/// not be told its GPUs are busy.
+struct TrainGpus {
+  enum class Basis : std::uint8_t {
+    ranks,         ///< the ranks' own GPU (resolve_rank_gpu: the driver's process list, the CUDA device)
+    process_list,  ///< GPUs whose process list holds a process of the job
+    cpu,           ///< process lists recorded, none holds a job process, no rank told a CUDA device
+    unknown,       ///< nothing says (no process list, no CUDA device)
+  };
+  std::vector<unsigned> gpus;  ///< ascending; empty for cpu and unknown
+  Basis basis = Basis::unknown;
+};
+inline TrainGpus train_gpus(const RunSeries& s, const Thresholds& th) {
+  TrainGpus out;
+  bool cuda_told = false;
+  for (const auto& r : s.train.ranks) {
+    if (r.id.gpu >= 0) out.gpus.push_back(static_cast<unsigned>(r.id.gpu));
+    cuda_told = cuda_told || r.id.cuda_device >= 0 || !r.id.gpu_uuid.empty();
+  }
+  if (!out.gpus.empty()) {
+    std::sort(out.gpus.begin(), out.gpus.end());
+    out.gpus.erase(std::unique(out.gpus.begin(), out.gpus.end()), out.gpus.end());
+    out.basis = TrainGpus::Basis::ranks;
+    return out;
+  }
+  const ProcPresence presence = proc_presence(s);
+  if (presence.job) {  // gpu_use then counts only the job's own processes
+    for (const auto& g : s.gpus)
+      if (gpu_use(s, g, th, presence).used_rows > 0) out.gpus.push_back(g.index);
+    if (!out.gpus.empty()) {
+      out.basis = TrainGpus::Basis::process_list;
+      return out;
+    }
+  }
+  out.basis = presence.any && !cuda_told ? TrainGpus::Basis::cpu : TrainGpus::Basis::unknown;
+  return out;
+}
+/// "; no process of the job is on a GPU ...": what train_gpus() knows when it names no GPU (empty for
+/// a known GPU).
+inline std::string train_gpus_unknown_text(const TrainGpus& g) {
+  switch (g.basis) {
+    case TrainGpus::Basis::cpu:
+      return "the job uses no GPU (none of its processes is on a GPU's process list and no rank reported "
+             "a CUDA device): it runs on the CPU";
+    case TrainGpus::Basis::unknown:
+      return "which GPU the job uses is unknown (no rank reported a CUDA device and no GPU process list "
+             "shows the job): GPU load is not evidence here";
+    default: return {};
+  }
 }
 
 /// "rank 1 (pid 4242 on node3, GPU1)": who a rank is, with what is known.
@@ -197,11 +257,11 @@ inline std::string rank_short(const TrainRank& id) {
 /// GPU-side inferences of D4 / D18 / D19 stand back, so one problem gives one finding.
 inline std::vector<std::uint8_t> timed_rows(const RunSeries& s, double window_s) {
   std::vector<std::uint8_t> out(s.size(), 0);
-  for (const auto& r : s.train.ranks) {
+  if (s.train.empty()) return out;
+  const auto cols = train_columns(s);
+  for (const auto& c : cols->ranks) {
     std::size_t k = 0;  // first step row with t > s.t[i] - window_s
-    std::vector<double> step_t;
-    for (const auto& row : r.rows)
-      if (row.steps > 0) step_t.push_back(row.t);
+    const std::vector<double>& step_t = c.t;
     if (step_t.empty()) continue;
     for (std::size_t i = 0; i < s.size(); ++i) {
       while (k < step_t.size() && step_t[k] <= s.t[i] - window_s) ++k;

@@ -53,6 +53,61 @@ TEST(DiagD23Hang, NoStepForTheWindowWhileAliveIsCritical) {
   EXPECT_EQ(f[0].cost->speedup, 0.0);
 }
 
+/// hung_job's ranks without a GPU of their own (no CUDA device told, nothing resolved); `procs`: the GPUs'
+/// process lists as Synth makes them (the job's pids 1000 / 1001), or held by another program, or none.
+enum class Lists { job, foreign, none };
+Synth hung_cpu_job(Lists procs) {
+  Synth x(2, 400, 1.0, procs != Lists::none);
+  RankFeed r0(0, 1000), r1(1, 1001);
+  r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+  r1.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+  job_process(x.s, 1000, 0, 400);
+  job_process(x.s, 1001, 0, 400);
+  if (procs == Lists::foreign)
+    for (auto& g : x.s.gpus)
+      for (auto& p : g.procs) {
+        p.pid += 4000;
+        p.in_job = false;
+      }
+  return x;
+}
+
+TEST(DiagD23Hang, SpeaksOfTheJobsGpusOnlyWhenTheJobIsKnownToUseThem) {
+  // Every GPU at 90 % in all three; only in the first does the job hold them (its pids on the lists).
+  {
+    const auto f = detect_training_hang(hung_cpu_job(Lists::job).s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("every job GPU is busy"), std::string::npos) << f[0].evidence;
+    EXPECT_TRUE(f[0].numbers.contains("gpu_mean_util_pct"));
+  }
+  {  // a CPU-only job (gloo) while another program keeps the GPUs busy
+    const auto f = detect_training_hang(hung_cpu_job(Lists::foreign).s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].evidence.find("GPU is busy"), std::string::npos) << f[0].evidence;
+    EXPECT_EQ(f[0].evidence.find("GPUs are idle"), std::string::npos) << f[0].evidence;
+    EXPECT_NE(f[0].evidence.find("the job uses no GPU"), std::string::npos) << f[0].evidence;
+    EXPECT_FALSE(f[0].numbers.contains("gpu_mean_util_pct"));
+    EXPECT_TRUE(f[0].gpus.empty());
+  }
+  {  // no process list at all: GPU memory in use is no sign of the job
+    const auto f = detect_training_hang(hung_cpu_job(Lists::none).s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].evidence.find("GPU is busy"), std::string::npos) << f[0].evidence;
+    EXPECT_NE(f[0].evidence.find("which GPU the job uses is unknown"), std::string::npos) << f[0].evidence;
+    EXPECT_FALSE(f[0].numbers.contains("gpu_mean_util_pct"));
+  }
+  {  // a rank that told its CUDA device is not "on the CPU", even when no list shows it
+    auto x = hung_cpu_job(Lists::foreign);
+    x.s.train.ranks[0].id.cuda_device = 0;
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].evidence.find("the job uses no GPU"), std::string::npos) << f[0].evidence;
+    EXPECT_NE(f[0].evidence.find("which GPU the job uses is unknown"), std::string::npos) << f[0].evidence;
+  }
+}
+
 TEST(DiagD23Hang, FoundOnlyOnceTheWindowHasPassed) {
   auto x = hung_job(100, 400, 400);
   EXPECT_TRUE(detect_training_hang(slice(x.s, 0, 219), kTh).empty());  // 119 s: inside the window
@@ -388,6 +443,40 @@ TEST(DiagD26ThroughputDrop, NamesTheFindingsThatOverlapIt) {
   EXPECT_NE(drops[0].evidence.find("overlapping: D12 clock-throttle"), std::string::npos)
       << drops[0].evidence;
   EXPECT_NE(drops[0].evidence.find("GPU0 slowed down"), std::string::npos) << drops[0].evidence;
+}
+
+TEST(DiagD26ThroughputDrop, ACpuJobIsNotToldAboutAGpuItDoesNotUse) {
+  // The drop of NamesTheFindingsThatOverlapIt, but the rank runs on the CPU: GPU0 belongs to another
+  // program (pid 5000 on its list), which slows down meanwhile. Neither D26 nor D25 speak of it.
+  Synth x(1, 2400);
+  for (auto& p : x.gpu(0).procs) {
+    p.pid = 5000;
+    p.in_job = false;
+  }
+  RankFeed r0(0, 1000);
+  r0.steps(x.s, 0, 1200, 1.0, 0.1, 0.005);
+  r0.steps(x.s, 1200, 1500, 1.0, 0.2, 0.1);
+  r0.steps(x.s, 1500, 2400, 1.0, 0.1, 0.005);
+  job_process(x.s, 1000, 0, 2400);
+  for (std::size_t i = 0; i < x.rows(); ++i)
+    if (x.s.t[i] >= 1200 && x.s.t[i] <= 1500) x.gpu(0).clock_reasons[i] = clock_event::hw_thermal_slowdown;
+  const auto drops = detect_throughput_drop(x.s, kTh);
+  ASSERT_EQ(drops.size(), 1u);
+  EXPECT_TRUE(drops[0].gpus.empty());
+  EXPECT_EQ(drops[0].evidence.find("GPU0"), std::string::npos) << drops[0].evidence;
+  EXPECT_EQ(drops[0].evidence.find("process 5000"), std::string::npos) << drops[0].evidence;
+  EXPECT_NE(drops[0].evidence.find("the data wait rose"), std::string::npos) << drops[0].evidence;
+  const auto waits = detect_data_wait(x.s, kTh);
+  ASSERT_EQ(waits.size(), 1u);
+  EXPECT_TRUE(waits[0].gpus.empty());
+  EXPECT_EQ(waits[0].evidence.find("GPU utilisation"), std::string::npos) << waits[0].evidence;
+  // the same rank known to run on GPU0 (its CUDA device resolved): now GPU0 is its
+  x.s.train.ranks[0].id.gpu = 0;
+  const auto on_gpu = detect_throughput_drop(x.s, kTh);
+  ASSERT_EQ(on_gpu.size(), 1u);
+  EXPECT_NE(on_gpu[0].evidence.find("GPU0 slowed down"), std::string::npos) << on_gpu[0].evidence;
+  EXPECT_NE(on_gpu[0].evidence.find("process 5000 (not the job's) runs on GPU0"), std::string::npos)
+      << on_gpu[0].evidence;
 }
 
 // ---- the live path --------------------------------------------------------------------------------
