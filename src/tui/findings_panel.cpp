@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Findings panel of `trainmon top`: the live diagnosis's open findings and the active run.
+// Findings panel of `trainmon top`: the open findings of top's own live diagnosis merged with those of
+// every run going on (their live state files: the run's diagnosis sees its training loop, D23-D26,
+// which top cannot), the line each rank of a hang is stuck on, and the active run.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -8,26 +10,65 @@
 #include "trainmon/tui/panels.h"
 
 namespace trainmon::tui {
+namespace {
+
+/// The same fault seen by top and by a run: the same code about the same GPUs and processes.
+bool same_fault(const diagnose::Finding& a, const diagnose::Finding& b) {
+  return a.code == b.code && a.gpus == b.gpus && (a.pids.empty() || b.pids.empty() || a.pids == b.pids);
+}
+
+/// "rank 1 (pid 4242 on node3) at hang.py:64 in run (called from ...)": a stuck line of a hang.
+std::string stack_line(const diagnose::RankStack& st) {
+  std::string who = st.rank >= 0 ? fmt::format("rank {}", st.rank) : "process";
+  who += fmt::format(" (pid {}{})", st.pid, st.host.empty() ? "" : " on " + st.host);
+  std::string line = fmt::format("{} at {}", who, st.where.empty() ? "(no Python frame)" : st.where);
+  if (!st.caller.empty()) line += fmt::format(" (called from {})", st.caller);
+  return line;
+}
+
+}  // namespace
+
+std::vector<PanelFinding> panel_findings(const LiveInfo& live) {
+  std::vector<PanelFinding> out;
+  std::size_t runs_with = 0;
+  for (const auto& run : live.runs) runs_with += run.findings.empty() ? 0 : 1;
+  for (const auto& run : live.runs)
+    for (const auto& f : run.findings) out.push_back({&f, runs_with > 1 ? run.name : std::string{}});
+  const std::size_t from_runs = out.size();
+  for (const auto& f : live.findings) {
+    bool seen = false;
+    for (std::size_t i = 0; i < from_runs && !seen; ++i) seen = same_fault(*out[i].finding, f);
+    if (!seen) out.push_back({&f, {}});
+  }
+  // Most severe first, in their order otherwise (the runs list theirs in the order to fix them).
+  std::stable_sort(out.begin(), out.end(), [](const PanelFinding& a, const PanelFinding& b) {
+    return a.finding->severity > b.finding->severity;
+  });
+  return out;
+}
+
+int findings_panel_rows(const LiveInfo& live) {
+  const auto fs = panel_findings(live);
+  int stacks = 0;
+  for (const auto& f : fs) stacks += static_cast<int>(f.finding->stacks.size());
+  return (live.active_run.empty() ? 0 : 1) + std::min<int>(3, static_cast<int>(fs.size())) +
+         std::min(stacks, 8);
+}
 
 int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live) {
   if (max_rows <= 0) return 0;
   int row = top;
+  const int end = top + max_rows;
   if (!live.active_run.empty()) {
     cv.put(row, 0, cv.utf8() ? "● " : "* ", Style::bad);
     cv.put(row, 2, "recording " + live.active_run, Style::label);
     ++row;
   }
-  // Most severe first, in their order otherwise (pointers: a finding holds strings and series).
-  std::vector<const diagnose::Finding*> findings;
-  findings.reserve(live.findings.size());
-  for (const auto& f : live.findings) findings.push_back(&f);
-  std::stable_sort(
-      findings.begin(), findings.end(),
-      [](const diagnose::Finding* a, const diagnose::Finding* b) { return a->severity > b->severity; });
-  for (std::size_t i = 0; i < findings.size() && row < top + max_rows; ++i) {
-    const auto& f = *findings[i];
-    const bool last_row = row + 1 == top + max_rows && i + 1 < findings.size();
-    if (last_row) {
+  const auto findings = panel_findings(live);
+  for (std::size_t i = 0; i < findings.size() && row < end; ++i) {
+    const auto& f = *findings[i].finding;
+    const bool last_row = row + 1 == end && i + 1 < findings.size();
+    if (last_row && i > 0) {
       cv.put(row++, 0, fmt::format("+{} more findings", findings.size() - i), Style::dim);
       break;
     }
@@ -35,9 +76,21 @@ int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live)
                     : f.severity == diagnose::Severity::warning ? Style::warn
                                                                 : Style::normal;
     int col = cv.put(row, 0, fmt::format("{} {} ", f.code, diagnose::severity_name(f.severity)), s);
+    if (!findings[i].run.empty()) col = cv.put(row, col, "[" + findings[i].run + "] ", Style::dim);
     col = cv.put(row, col, f.title + ": ", Style::label);
     cv.put(row, col, f.evidence);
+    if (last_row) {  // one row for them all: the most severe, and how many more at its end
+      const std::string more = fmt::format(" +{} more", findings.size() - 1);
+      cv.put(row, std::max(0, cv.width() - static_cast<int>(more.size())), more, Style::dim);
+      ++row;
+      break;
+    }
     ++row;
+    // A hang's stacks: the line each rank is stuck on, while rows are left (the next finding's line,
+    // or its "+N more", keeps one).
+    const int keep = i + 1 < findings.size() ? 1 : 0;
+    for (std::size_t k = 0; k < f.stacks.size() && row < end - keep; ++k)
+      cv.put(row++, 2, stack_line(f.stacks[k]), Style::normal);
   }
   return row - top;
 }

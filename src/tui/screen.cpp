@@ -85,8 +85,7 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   const LiveInfo& live = in.live ? *in.live : no_live;
   const int avail = cv.height() - 2;
   const int proc_min = std::max(3, avail / 3);
-  const int live_rows =
-      (live.active_run.empty() ? 0 : 1) + std::min<int>(3, static_cast<int>(live.findings.size()));
+  const int live_rows = findings_panel_rows(live);
   const int find_budget = std::min(live_rows, std::max(0, (avail - proc_min) / 4));
   // The training panel: a job line per run always (when any), ranks as the height allows.
   const int train_rows = train_panel_rows(live.runs);

@@ -17,6 +17,7 @@ processes, tens of seconds): skipped in the sanitizer pass (TRAINMON_SANITIZED=1
 import json
 import os
 import re
+import shutil
 import sqlite3
 import subprocess
 import textwrap
@@ -26,6 +27,7 @@ import time
 import pytest
 
 from test_run_helpers import PY, env, trainmon_bin
+from test_top import Tmux, top_env
 
 pytestmark = pytest.mark.skipif(os.environ.get("TRAINMON_SANITIZED") == "1",
                                 reason="slow real-process test: release pass only")
@@ -124,7 +126,7 @@ def line_of(script, marker):
 class Job:
     """One `trainmon run` whose stderr lines are timestamped as they arrive."""
 
-    def __init__(self, tmp_path, name, script, args):
+    def __init__(self, tmp_path, name, script, args, **extra_env):
         self.dir = tmp_path / name
         self.dir.mkdir()
         self.db = str(self.dir / "runs.db")
@@ -138,6 +140,7 @@ class Job:
         for k in ("TRAINMON_EVENTS_SOCKET", "TRAINMON_SNAPSHOT_FILE", "TRAINMON_RUN_ID", "RANK", "WORLD_SIZE",
                   "LOCAL_RANK", "TRAINMON_DISABLE"):
             e.pop(k, None)
+        e.update({k: str(v) for k, v in extra_env.items()})
         self.env = e
         self.t0 = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -171,12 +174,32 @@ class Job:
 @pytest.fixture(scope="module")
 def jobs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("train")
+    runtime = tmp / "rt"
+    runtime.mkdir(mode=0o700)
+    # The hang job runs on the CPU (gloo) while the fake GPU is busy with another program (this test's
+    # own process on its process list, not the job's): its GPU load is no evidence about the hang.
+    # `top` runs beside it and shows the run's findings from its live state file.
     js = {
-        "hang": Job(tmp, "hang", DDP, [tmp / "rdv-hang", "hang", 120]),
+        "hang": Job(tmp, "hang", DDP, [tmp / "rdv-hang", "hang", 120], TRAINMON_TEST_PID=os.getpid(),
+                    XDG_RUNTIME_DIR=runtime),
         "straggler": Job(tmp, "straggler", DDP, [tmp / "rdv-straggler", "straggler", 400]),
         "even": Job(tmp, "even", DDP, [tmp / "rdv-even", "even", 400]),
         "starve": Job(tmp, "starve", STARVE, []),
     }
+    hang_line = line_of(DDP, "HANG-LINE")
+    js["hang"].top = None
+    if shutil.which("tmux"):
+        tmux = Tmux(tmp)
+        try:
+            tmux.start(top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp, XDG_RUNTIME_DIR=runtime,
+                               TRAINMON_TEST_PID=os.getpid()), [trainmon_bin(), "top", "-i", "0.5"], 120, 40)
+            try:
+                js["hang"].top = tmux.wait(lambda s: "D23 critical" in s and f"hang.py:{hang_line} in run" in s,
+                                           timeout=120)
+            except AssertionError as e:  # the test says what the screen showed
+                js["hang"].top = str(e)
+        finally:
+            tmux.kill()
     for j in js.values():
         j.finish()
     return js
@@ -196,6 +219,9 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     assert ranks == "rank 0, rank 1", live[0][1]
     # (the detector needs strictly more than the window; the line rounds to whole seconds)
     assert window_s == 10 and window_s <= stalled_s <= 2 * window_s, live[0][1]
+    # a CPU-only job: the busy GPU (another program's) is not its; the kind comes from the ranks
+    assert "GPU is busy" not in live[0][1] and "GPUs are idle" not in live[0][1], live[0][1]
+    assert "the job uses no GPU" in live[0][1] and "it runs on the CPU" in live[0][1], live[0][1]
     print("\nhang: detected after %d s of no progress (window %d s, p90 step %s s)"
           % (stalled_s, window_s, m.group(4)))
     # the stacks, asked for when the finding opened: the sleeping line and the collective
@@ -266,3 +292,19 @@ def test_real_starvation_gives_the_measured_share(jobs):
     assert not [x for x in found if x["code"] == "D4"], "one problem, one finding"
     print("\nstarvation: measured %.1f %% of each step waiting for data, injected %.1f %% (mean step %.0f ms)"
           % (share, injected, 1e3 * step_s))
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_top_shows_the_runs_hang_with_the_line_each_rank_is_stuck_on(jobs):
+    """top's own diagnosis cannot see the training loop: the run's findings come from its live state file,
+    with the stacks stored with the hang."""
+    screen = jobs["hang"].top
+    hang_line, coll_line = line_of(DDP, "HANG-LINE"), line_of(DDP, "COLLECTIVE-LINE")
+    lines = screen.splitlines()
+    hang = [i for i, l in enumerate(lines) if l.startswith("D23 critical")]
+    assert hang, screen
+    r1 = [i for i, l in enumerate(lines) if re.match(rf"^  rank 1 \(pid \d+[^)]*\) at hang\.py:{hang_line} in run", l)]
+    r0 = [i for i, l in enumerate(lines) if re.match(r"^  rank 0 \(pid \d+[^)]*\) at .*all_reduce", l)]
+    assert r0 and r1 and hang[0] < r0[0] < r1[0], screen
+    assert f"called from hang.py:{coll_line} in run" in lines[r0[0]] or len(lines[r0[0]]) >= 119, screen
+    print("\ntop, while the job hung:\n" + "\n".join(lines[hang[0]:r1[0] + 1]))

@@ -52,8 +52,22 @@ int train_panel_rows(const std::vector<ipc::LiveRunState>& runs) noexcept;
 int draw_train_panel(Canvas& canvas, int top, int max_rows, const std::vector<ipc::LiveRunState>& runs,
                      double now_unix_s);
 
-/// Findings (one line each, most severe first) and the active run, at most max_rows. Returns rows used
-/// (0 when there is nothing to show).
+/// One line of the findings panel: a finding (pointing into LiveInfo) and the run it is from (empty:
+/// top's own diagnosis, or the only run with findings).
+struct PanelFinding {
+  const diagnose::Finding* finding = nullptr;
+  std::string run;
+};
+/// The findings the panel shows: every live run's open findings (their state files; the run's own
+/// diagnosis sees its training loop, D23-D26) and top's own, less those a run already gives (same
+/// code, GPUs and processes); most severe first, their order otherwise. Pointers into `live`.
+std::vector<PanelFinding> panel_findings(const LiveInfo& live);
+/// Rows the findings panel wants: the active run, up to 3 findings, and up to 8 stuck lines of hangs.
+int findings_panel_rows(const LiveInfo& live);
+
+/// Findings (one line each, most severe first; after a hang one line per rank with the line it is stuck
+/// on, from the stacks stored with it) and the active run, at most max_rows. Returns rows used (0 when
+/// there is nothing to show).
 int draw_findings_panel(Canvas& canvas, int top, int max_rows, const LiveInfo& live);
 
 }  // namespace trainmon::tui

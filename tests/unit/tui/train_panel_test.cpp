@@ -119,5 +119,74 @@ TEST(TuiTrainPanel, OneRankOneLineAndNoRunsNoPanel) {
   EXPECT_TRUE(find_line(s.lines(120, 30), "(state 10s old)"));
 }
 
+/// A run's open hang (D23, its two ranks' stacks) through the state document, and top's own D4 and
+/// a D12 that the run gives too.
+void add_hang(Screen& s) {
+  auto hang = diagnose::make_finding("D23", diagnose::Severity::critical, 5, 40);
+  hang.evidence = "no step completed on rank 0, rank 1 for 35 s";
+  hang.pids = {4242, 4243};
+  diagnose::RankStack r0, r1;
+  r0.rank = 0;
+  r0.pid = 4242;
+  r0.where = "torch/distributed/distributed_c10d.py:1536 in all_reduce";
+  r0.caller = "hang.py:64 in run";
+  r1.rank = 1;
+  r1.pid = 4243;
+  r1.where = "hang.py:62 in run";
+  hang.stacks = {r0, r1};
+  auto throttle = diagnose::make_finding("D12", diagnose::Severity::warning, 5, 40);
+  throttle.gpus = {0};
+  throttle.evidence = "GPU0 thermal slowdown (the run's)";
+  ipc::RunStateHeader h;
+  h.run_id = 12;
+  h.name = "hang.py";
+  h.pid = 99;
+  h.start_unix_s = kStart;
+  const std::vector<diagnose::Finding> fs = {hang, throttle};
+  auto run = ipc::parse_run_state(ipc::run_state_json(h, testing::two_rank_series(), 10.5, fs));
+  ASSERT_TRUE(run);
+  s.live.runs = {*run};
+  auto d4 = diagnose::make_finding("D4", diagnose::Severity::warning, 10, 70);
+  d4.evidence = "GPU0 util 12 % (top's own)";
+  auto own_throttle = throttle;
+  own_throttle.evidence = "GPU0 thermal slowdown (top's own)";
+  s.live.findings = {d4, own_throttle};
+}
+
+TEST(TuiFindingsPanel, RunsFindingsAndEachRanksStuckLineMergedWithTopsOwn) {
+  Screen s;
+  add_hang(s);
+  const auto lines = s.lines(120, 40);
+  const auto* hang = find_line(lines, "D23 critical");
+  ASSERT_TRUE(hang) << ::testing::PrintToString(lines);
+  EXPECT_NE(hang->find("no step completed on rank 0, rank 1"), std::string::npos) << *hang;
+  const auto* r0 = find_line(lines, "  rank 0 (pid 4242) at ");
+  const auto* r1 = find_line(lines, "  rank 1 (pid 4243) at hang.py:62 in run");
+  ASSERT_TRUE(r0 && r1) << ::testing::PrintToString(lines);
+  EXPECT_NE(r0->find("all_reduce (called from hang.py:64 in run)"), std::string::npos) << *r0;
+  // the stuck lines follow their finding; critical first
+  EXPECT_LT(hang, r0);
+  EXPECT_LT(r0, r1);
+  EXPECT_TRUE(find_line(lines, "GPU0 util 12 % (top's own)")) << ::testing::PrintToString(lines);
+  // one fault, one line: the run's D12, not top's copy of it
+  EXPECT_TRUE(find_line(lines, "thermal slowdown (the run's)")) << ::testing::PrintToString(lines);
+  EXPECT_FALSE(find_line(lines, "thermal slowdown (top's own)")) << ::testing::PrintToString(lines);
+}
+
+TEST(TuiFindingsPanel, NarrowAndShortTerminalsKeepTheHangFirst) {
+  Screen s;
+  add_hang(s);
+  for (auto [w, h] : {std::pair{40, 12}, std::pair{60, 16}, std::pair{80, 24}}) {
+    const auto lines = s.lines(w, h);
+    ASSERT_EQ(lines.size(), static_cast<std::size_t>(h));
+    for (const auto& l : lines) EXPECT_LE(l.size(), static_cast<std::size_t>(4 * w)) << l;
+    EXPECT_TRUE(find_line(lines, "D23 critical")) << w << "x" << h << ::testing::PrintToString(lines);
+  }
+  // room for it: the stuck lines too, cut to the width
+  const auto lines = s.lines(60, 30);
+  const auto* r1 = find_line(lines, "  rank 1 (pid 4243) at hang.py:62");
+  ASSERT_TRUE(r1) << ::testing::PrintToString(lines);
+}
+
 }  // namespace
 }  // namespace trainmon::tui
