@@ -239,6 +239,9 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     assert st[1]["where"] == f"hang.py:{hang_line} in run", st
     assert "all_reduce" in st[0]["where"] and st[0]["caller"] == f"hang.py:{coll_line} in run", st
     assert f[0]["cost"]["share"] == 1.0
+    # offline as live: no word of the busy GPU that is not the job's
+    assert "the job uses no GPU" in f[0]["evidence"] and "GPU is busy" not in f[0]["evidence"], f[0]["evidence"]
+    assert "gpu_mean_util_pct" not in f[0]["numbers"] and f[0]["gpus"] == [], f[0]
     # the end summary ranks it first and shows the lines
     summary = err[err.rindex("trainmon: command"):]
     first = [line for line in summary.splitlines() if line.startswith("  [")][0]
