@@ -34,6 +34,12 @@ void link_related(std::vector<Finding>& findings) {
     for (const auto& o : findings) {
       if (std::find(std::begin(kCauses), std::end(kCauses), o.code) == std::end(kCauses)) continue;
       if (o.end_s < f.start_s || o.start_s > f.end_s) continue;
+      // A finding about GPUs explains the drop only on a GPU the job is known to use (D26's own
+      // GPUs, train_gpus): a throttled GPU of another program says nothing of a job on the CPU.
+      if (!o.gpus.empty() && std::none_of(o.gpus.begin(), o.gpus.end(), [&](unsigned g) {
+            return std::find(f.gpus.begin(), f.gpus.end(), g) != f.gpus.end();
+          }))
+        continue;
       if (std::find(f.related.begin(), f.related.end(), o.code) != f.related.end()) continue;
       f.related.push_back(o.code);
       also += (also.empty() ? "" : ", ") + o.code + " " + o.slug;

@@ -24,7 +24,8 @@ class DiagnosisEngine {
 
 /// Adds to every D26 throughput drop the codes of the findings that overlap it in time and can explain
 /// it (data loading, clocks, power, PCIe, host memory, another GPU process, a straggler) as `related`,
-/// named in its evidence. run_all does it; live and offline alike.
+/// named in its evidence; a finding about GPUs only when one of them is the drop's (the GPUs the job is
+/// known to use: none for a job on the CPU). run_all does it; live and offline alike.
 void link_related(std::vector<Finding>& findings);
 
 /// Settings of the live wrapper.

@@ -470,6 +470,11 @@ TEST(DiagD26ThroughputDrop, ACpuJobIsNotToldAboutAGpuItDoesNotUse) {
   ASSERT_EQ(waits.size(), 1u);
   EXPECT_TRUE(waits[0].gpus.empty());
   EXPECT_EQ(waits[0].evidence.find("GPU utilisation"), std::string::npos) << waits[0].evidence;
+  // the throttled foreign GPU's D12 overlaps the drop in time but does not explain it
+  const auto all = DiagnosisEngine{}.run_all(x.s, kTh);
+  ASSERT_FALSE(with_code(all, "D12").empty());
+  ASSERT_EQ(with_code(all, "D26").size(), 1u);
+  EXPECT_EQ(with_code(all, "D26")[0].related, std::vector<std::string>{"D25"});
   // the same rank known to run on GPU0 (its CUDA device resolved): now GPU0 is its
   x.s.train.ranks[0].id.gpu = 0;
   const auto on_gpu = detect_throughput_drop(x.s, kTh);
@@ -477,6 +482,11 @@ TEST(DiagD26ThroughputDrop, ACpuJobIsNotToldAboutAGpuItDoesNotUse) {
   EXPECT_NE(on_gpu[0].evidence.find("GPU0 slowed down"), std::string::npos) << on_gpu[0].evidence;
   EXPECT_NE(on_gpu[0].evidence.find("process 5000 (not the job's) runs on GPU0"), std::string::npos)
       << on_gpu[0].evidence;
+  const auto all_on_gpu = DiagnosisEngine{}.run_all(x.s, kTh);
+  const auto drops_on_gpu = with_code(all_on_gpu, "D26");
+  ASSERT_EQ(drops_on_gpu.size(), 1u);
+  const auto& rel = drops_on_gpu[0].related;
+  EXPECT_NE(std::find(rel.begin(), rel.end(), "D12"), rel.end()) << ::testing::PrintToString(rel);
 }
 
 // ---- the live path --------------------------------------------------------------------------------
