@@ -150,6 +150,7 @@ std::string format_samples_per_s(double v) {
 
 std::string format_step_s(double s) {
   if (!std::isfinite(s) || s < 0) return {};
+  if (s < 0.00095) return fmt::format("{:.0f}us", s * 1e6);  // a tiny step read "0.0ms"
   if (s < 0.01) return fmt::format("{:.1f}ms", s * 1e3);
   if (s < 10) return fmt::format("{:.3f}s", s);
   if (s < 100) return fmt::format("{:.2f}s", s);

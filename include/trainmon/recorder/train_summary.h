@@ -68,7 +68,7 @@ std::optional<TrainSummary> train_summary_from_json(const nlohmann::json& j);
 
 /// Samples per second: "1234.5", "123456" from 100,000 on; "" for NaN or negative.
 std::string format_samples_per_s(double v);
-/// A step time: "4.2ms" under 10 ms, "0.412s" under 10 s, "12.34s" under 100 s, "123.4s" under
+/// A step time: "32us" under 1 ms (ASCII u, as perf and ping print), "4.2ms" under 10 ms, "0.412s" under 10 s, "12.34s" under 100 s, "123.4s" under
 /// 1000 s, "1234s"; "" for NaN or negative. At most 6 columns up to 99,999 s.
 std::string format_step_s(double seconds);
 /// A 0..1 share as "12.3%" (at most 6 columns); "" for NaN.

@@ -105,6 +105,9 @@ TEST(TrainSummary, NumberFormats) {
   EXPECT_EQ(format_samples_per_s(123456.7), "123457");
   EXPECT_EQ(format_samples_per_s(NAN), "");
   EXPECT_EQ(format_step_s(0.0042), "4.2ms");
+  EXPECT_EQ(format_step_s(0.0000317), "32us");
+  EXPECT_EQ(format_step_s(0.00094), "940us");
+  EXPECT_EQ(format_step_s(0.00096), "1.0ms");
   EXPECT_EQ(format_step_s(0.412), "0.412s");
   EXPECT_EQ(format_step_s(12.345), "12.35s");
   EXPECT_EQ(format_step_s(123.45), "123.5s");
