@@ -53,8 +53,8 @@ Snapshot Sampler::sample() {
     if (host_) host_->collect_system(snap.host);
   };
   if (backend_) {
-    snap.driver = backend_->driver_info();
     backend_->sample(snap.gpus, snap.gpu_processes, host_wide);
+    snap.driver = backend_->driver_info();  // after: a driver that just finished starting says so
     snap.events = backend_->drain_events();
   } else {
     host_wide();

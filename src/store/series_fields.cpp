@@ -121,6 +121,13 @@ const Field<GpuSample> kGpu[] = {
      [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_width_max) : kNull; }},
     // Why a GPU does not answer (kDeviceState*), so offline diagnosis tells "lost" from "hung".
     {{"device_state"}, [](const GpuSample& g) { return device_state_value(g); }},
+    // The NVML code with which the GPU's process lists failed (GpuSample::process_count); NULL when
+    // they were read, not asked for, or the whole GPU did not answer (device_state says so).
+    {{"processes_unknown_nvml_code"},
+     [](const GpuSample& g) {
+       const auto& c = g.process_count;
+       return !c.ok() && c.status != ReadStatus::not_collected && c.code != 0 ? std::int64_t{c.code} : kNull;
+     }},
 };
 
 // ---- host -----------------------------------------------------------------------------------

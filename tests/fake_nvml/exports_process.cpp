@@ -48,6 +48,12 @@ int list(const Call& c, Kind kind, Layout layout, unsigned int* infoCount, void*
     return rows.empty() ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE;
   }
   const auto rows = rows_of(c, kind, true);
+  if (kind == Kind::kCompute && c.mig == nullptr && c.dev->process_list_never_settles) {
+    // Processes come and go faster than the caller can ask: the list has always just outgrown the
+    // buffer (a count larger than the one given, and larger than the last).
+    *infoCount = *infoCount * 2 + static_cast<unsigned>(rows.size()) + 1;
+    return NVML_ERROR_INSUFFICIENT_SIZE;
+  }
   if (*infoCount < rows.size()) {
     *infoCount = static_cast<unsigned>(rows.size());
     return NVML_ERROR_INSUFFICIENT_SIZE;

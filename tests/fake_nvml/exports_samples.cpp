@@ -12,15 +12,16 @@ namespace {
 constexpr unsigned long long kTickUs = 166667;  // 1/6 s
 constexpr unsigned long long kRingSize = 120;
 
-/// The sample ticks (wall µs) newer than lastSeen, oldest first, at most kRingSize.
-std::vector<unsigned long long> ticks_after(unsigned long long lastSeen) {
+/// The sample ticks (wall µs, one every `tick_us`) newer than lastSeen, oldest first, at most kRingSize.
+std::vector<unsigned long long> ticks_after(unsigned long long lastSeen,
+                                            unsigned long long tick_us = kTickUs) {
   const unsigned long long origin = origin_wall_us();
   const unsigned long long now = wall_now_us();
-  const unsigned long long kmax = now > origin ? (now - origin) / kTickUs : 0;
+  const unsigned long long kmax = now > origin ? (now - origin) / tick_us : 0;
   const unsigned long long kmin = kmax >= kRingSize ? kmax - kRingSize + 1 : 0;
   std::vector<unsigned long long> out;
   for (unsigned long long k = kmin; k <= kmax; ++k) {
-    const unsigned long long ts = origin + k * kTickUs;
+    const unsigned long long ts = origin + k * tick_us;
     if (ts > lastSeen) out.push_back(ts);
   }
   return out;
@@ -53,7 +54,11 @@ struct ProcSample {
 /// Returns NOT_FOUND (as the driver does) when there is no newer tick or no busy process.
 int proc_samples(const Call& c, unsigned long long lastSeen, std::vector<ProcSample>* out) {
   if (c.mig != nullptr || c.dev->mig_enabled()) return NVML_ERROR_NOT_SUPPORTED;
-  const auto ticks = ticks_after(lastSeen);
+  // The driver refreshes per-process samples on its own period (process_util_period_ms): a read
+  // sooner than that after the previous one finds nothing newer (NOT_FOUND).
+  const unsigned long long period_us =
+      c.dev->process_util_period_ms > 0 ? 1000ULL * c.dev->process_util_period_ms : kTickUs;
+  const auto ticks = ticks_after(lastSeen, period_us);
   if (ticks.empty()) return NVML_ERROR_NOT_FOUND;
   const unsigned long long ts = ticks.back();
   const double t = scenario_at_wall_us(*c.sc, ts);

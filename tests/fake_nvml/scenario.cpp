@@ -277,10 +277,13 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
   if (j.contains("not_supported"))
     for (const auto& f : j.at("not_supported")) d.not_supported.insert(f.get<std::string>());
   if (j.contains("metrics")) d.metrics = parse_metrics(j.at("metrics"), seed, where);
+  if (j.contains("process_util_period_ms"))
+    d.process_util_period_ms = to_u(j.at("process_util_period_ms"), where + ".process_util_period_ms");
   if (j.contains("process_list_growth")) {
     const json& g = j.at("process_list_growth");
     d.process_growth_extra = to_u(g.value("extra", json(1)), where + ".process_list_growth.extra");
     d.process_growth_times = to_u(g.value("times", json(1)), where + ".process_list_growth.times");
+    d.process_list_never_settles = g.value("never_settles", false);
   }
   return d;
 }

@@ -63,6 +63,8 @@ struct Device {
   std::map<std::string, Timeline> metrics;  // dynamic metrics by key (docs: "Metrics")
   unsigned process_growth_extra = 0;        // processes added between count and buffer calls
   unsigned process_growth_times = 0;        // how many buffer calls grow the list
+  bool process_list_never_settles = false;  // every buffer call: INSUFFICIENT_SIZE, a larger count
+  unsigned process_util_period_ms = 0;      // per-process utilization sample period (0: 1/6 s)
 
   /// The timeline of a metric, or nullptr when the scenario does not give it.
   [[nodiscard]] const Timeline* metric(const std::string& key) const {

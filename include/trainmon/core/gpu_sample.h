@@ -163,6 +163,13 @@ struct GpuSample {
   Reading<unsigned> mig_mode_pending;
   std::vector<MigDeviceSample> mig_devices;
 
+  /// Processes the driver listed on this GPU this tick (compute and graphics lists, each pid once),
+  /// or why they are unknown: a list call failed (`code`: its NVML error, e.g. 4 NO_PERMISSION), its
+  /// size never settled (`code` 7 INSUFFICIENT_SIZE after the retries), or the whole GPU did not
+  /// answer (the device status). Views then say "processes unknown: <reason>"
+  /// (trainmon/export/processes_unknown.h), never an empty list. not_collected: not asked for.
+  Reading<unsigned> process_count;
+
   // GPM (Hopper+), percent over the interval between two GPM samples
   Reading<double> gpm_sm_util_pct;
   Reading<double> gpm_sm_occupancy_pct;
@@ -173,6 +180,20 @@ struct GpuSample {
   Reading<double> gpm_nvlink_tx_mib_s;
   Reading<double> gpm_nvlink_rx_mib_s;
 };
+
+/// One MIG instance a process is listed on (nvmlProcessInfo_t gpuInstanceId / computeInstanceId).
+struct MigInstanceRef {
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  friend bool operator==(const MigInstanceRef&, const MigInstanceRef&) = default;
+};
+
+/// How long a per-process utilisation sample is shown when the driver has none newer (seconds).
+/// nvitop asks for the samples of the last second at every read (libnvml.py, lastSeenTimeStamp =
+/// now - 1 s), so it shows a value for 1 s; 2 s also covers a driver that refreshes once a second
+/// read once a second (sample and tick out of phase). An idle process gets no samples (NVML lists
+/// only processes with non-zero utilisation), so after this its values are N/A, as in nvidia-smi.
+inline constexpr double kProcessUtilHoldS = 2.0;
 
 /// How a GPU process is seen from the /proc trainmon reads (the join with host processes; the rules
 /// and the evidence for each value are in include/trainmon/sampler/gpu_process_join.h). Stored as
@@ -217,12 +238,21 @@ struct GpuProcessSample {
   /// Listed by both the compute and the graphics list (pmon shows "C+G"); `type` is then 'C'.
   bool compute_and_graphics = false;
   Reading<std::uint64_t> used_memory_bytes;  ///< not_available under WDDM / without permission
-  Reading<unsigned> gpu_instance_id;         ///< MIG only (not_available when MIG is off)
-  Reading<unsigned> compute_instance_id;
+  Reading<unsigned> gpu_instance_id;         ///< MIG only (not_available when MIG is off); the first of
+  Reading<unsigned> compute_instance_id;     ///< mig_instances
+  /// Every MIG instance the driver lists the pid on, in its order (a pid can hold memory on several
+  /// instances, and be listed more than once); empty when MIG is off. used_memory_bytes is the sum
+  /// over them (an entry listed by both the compute and the graphics list counts once).
+  std::vector<MigInstanceRef> mig_instances;
   Reading<unsigned> sm_util_pct;  ///< nvmlDeviceGetProcessUtilization, last ~1 s
   Reading<unsigned> mem_util_pct;
   Reading<unsigned> enc_util_pct;
   Reading<unsigned> dec_util_pct;
+  /// Seconds since the driver took the utilisation sample above (its timeStamp, µs since the epoch).
+  /// The driver refreshes per-process samples on its own period; a tick that finds no newer one
+  /// keeps the previous values for up to kProcessUtilHoldS, with their age here, instead of showing
+  /// N/A every other read. not_available when the values are N/A.
+  Reading<double> util_age_s;
   Reading<std::string> process_name;  ///< nvmlSystemGetProcessName or /proc comm
   HostVisibility host = HostVisibility::unknown;
 };

@@ -15,7 +15,10 @@ namespace trainmon {
 
 /// State of the GPU backend as a whole (one per snapshot).
 struct DriverInfo {
-  bool loaded = false;                  ///< NVML library loaded and initialised
+  bool loaded = false;  ///< NVML library loaded and initialised
+  /// nvmlInit (or the device count) has not returned yet: a slow or hung driver. `loaded` is false
+  /// and `error` says for how long; the GPUs are sampled from the first tick after it answers.
+  bool starting = false;
   std::string library_path;             ///< what dlopen() opened
   std::string error;                    ///< one clear line when !loaded (what was tried)
   Reading<std::string> driver_version;  ///< "590.48.01"

@@ -4,6 +4,7 @@
 // an Error. One failing or hung device never blanks the others.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -20,15 +21,51 @@ namespace trainmon {
 struct BackendOptions {
   /// Library to dlopen. Empty: $TRAINMON_NVML_LIBRARY, then "libnvidia-ml.so.1", then "libnvidia-ml.so".
   std::string library_path;
-  /// Deadline for one device's sample; a device whose NVML calls take longer is reported as
-  /// ReadStatus::timeout for that tick and sampled on its own worker from then on.
+  /// A device whose NVML calls have not returned after this long (its handle look-up and event
+  /// registration included) is reported as ReadStatus::timeout ("not responding") and sampled on a
+  /// worker of its own from then on.
   std::chrono::milliseconds device_timeout{2000};
+  /// The longest one sample() waits for the devices, counted from its start; 0: device_timeout.
+  /// A looping caller sets it below its interval (kTickWaitShare of it) so that a device that hangs
+  /// never stretches a tick. A device still inside younger calls at that point is reported as not
+  /// collected this tick (every Reading not_collected, `responsive` too), and its answer, when it
+  /// comes later, is the next tick's sample.
+  std::chrono::milliseconds tick_wait{0};
+  /// How long open_nvml_backend() waits for nvmlInit and the device count before it returns with
+  /// the driver still starting (DriverInfo::starting; sample() then reports no GPUs, and picks the
+  /// devices up at the first tick after the driver answered). Device handles and event registration
+  /// are not part of it: each device does them in its own first tick, under device_timeout.
+  std::chrono::milliseconds init_wait{2000};
+  /// Polled about every kStopPollInterval while open_nvml_backend() or sample() waits for the driver:
+  /// when it returns true the wait ends at once (a SIGTERM does not wait for a hung GPU); the devices
+  /// that have not answered are reported as for tick_wait. Empty: never. Called on the waiting thread.
+  std::function<bool()> stop_requested;
   bool collect_processes = true;         ///< compute/graphics process lists + per-process utilisation
   bool collect_high_res_samples = true;  ///< nvmlDeviceGetSamples since the previous tick
   bool collect_pcie_throughput = true;   ///< byte counters; else a ~20 ms blocking call per direction
   bool collect_gpm = true;               ///< Hopper+ GPM metrics
   bool watch_events = true;              ///< poll Xid/ECC/clock events at each tick
 };
+
+/// The share of a looping caller's interval that sample() may wait for the devices (tick_wait): the
+/// rest is left for the host reads after it, so the loop keeps its interval.
+inline constexpr double kTickWaitShare = 0.75;
+/// How often a wait polls BackendOptions::stop_requested (only while waiting for a slow driver).
+inline constexpr std::chrono::milliseconds kStopPollInterval{50};
+
+/// BackendOptions::init_wait of the commands that show only GPUs (dmon, pmon, query, status): they
+/// have nothing to show without the driver, so they wait for a slow nvmlInit (seconds on a machine
+/// without persistence mode, where the driver sets up every GPU first) before saying it does not
+/// answer. Monitoring loops (record, serve, run, top, agent) wait only their tick_wait: the host is
+/// sampled meanwhile and the GPUs join when the driver answers.
+inline constexpr std::chrono::milliseconds kGpuCommandInitWait{10000};
+
+/// tick_wait for a loop sampling every `interval`: kTickWaitShare of it, at most device_timeout.
+inline std::chrono::milliseconds tick_wait_for(std::chrono::nanoseconds interval,
+                                               std::chrono::milliseconds device_timeout) {
+  const auto share = std::chrono::duration_cast<std::chrono::milliseconds>(interval * kTickWaitShare);
+  return std::max(std::chrono::milliseconds(1), std::min(share, device_timeout));
+}
 
 class DeviceBackend {
  public:

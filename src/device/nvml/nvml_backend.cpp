@@ -5,6 +5,8 @@
 // GPUs) each on its own.
 #include "device/nvml/nvml_backend.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <exception>
@@ -53,42 +55,114 @@ NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
   }
   lib_ = std::make_shared<NvmlLibrary>(std::move(*loaded));
   driver_.library_path = lib_->path();
-  const NvmlApi& a = lib_->api();
+  if (options_.watch_events) events_ = std::make_unique<EventWatcher>(lib_);
 
-  if (int rc = a.init(); rc != NVML_SUCCESS) {
-    driver_.error = init_failure_line(*lib_, rc);
-    driver_.device_count = nvml_fail<unsigned>(rc);
-    lib_.reset();  // dlclose: nothing of it is used
+  // nvmlInit and the device count run on a worker: a driver that hangs in them (a GPU stuck in a
+  // reset, a wedged kernel module) must not block the caller, whose host monitoring goes on.
+  startup_ = std::make_shared<Startup>();
+  startup_worker_ = std::make_unique<device::DeviceWorker>();
+  startup_began_ = std::chrono::steady_clock::now();
+  (void)startup_worker_->try_submit(
+      startup_job(lib_, startup_, events_ ? events_->create_set_job() : nullptr));
+  const auto deadline = startup_began_ + options_.init_wait;
+  if (wait_startup(deadline)) {
+    // The event set is created right after the count: give it the rest of the wait too, so that a
+    // quick driver leaves no start-up thread behind.
+    (void)startup_worker_->wait_until(
+        std::min(deadline, std::chrono::steady_clock::now() + options_.device_timeout));
+    finish_startup();
+  }
+}
+
+std::function<void()> NvmlBackend::startup_job(std::shared_ptr<NvmlLibrary> lib, std::shared_ptr<Startup> st,
+                                               std::function<void()> then) {
+  return [lib = std::move(lib), st = std::move(st), then = std::move(then)] {
+    const NvmlApi& a = lib->api();
+    const int rc = a.init();
+    if (rc != NVML_SUCCESS) {
+      {
+        std::lock_guard lock(st->mu);
+        st->init_rc = rc;
+        st->done = true;
+      }
+      st->cv.notify_all();
+      return;
+    }
+    std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> dv{};
+    auto driver_version =
+        read_version(a.system_get_driver_version ? a.system_get_driver_version(dv.data(), unsigned{dv.size()})
+                                                 : NVML_ERROR_FUNCTION_NOT_FOUND,
+                     dv);
+    std::array<char, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE> nv{};
+    auto nvml_version =
+        read_version(a.system_get_nvml_version ? a.system_get_nvml_version(nv.data(), unsigned{nv.size()})
+                                               : NVML_ERROR_FUNCTION_NOT_FOUND,
+                     nv);
+    int cuda = 0;
+    const int crc = a.system_get_cuda_driver_version ? a.system_get_cuda_driver_version(&cuda)
+                                                     : NVML_ERROR_FUNCTION_NOT_FOUND;
+    unsigned count = 0;
+    const int count_rc = a.device_get_count(&count);
+    {
+      std::lock_guard lock(st->mu);
+      st->driver_version = std::move(driver_version);
+      st->nvml_version = std::move(nvml_version);
+      st->cuda_rc = crc;
+      st->cuda = cuda;
+      st->count_rc = count_rc;
+      st->count = count_rc == NVML_SUCCESS ? count : 0;
+      st->done = true;
+    }
+    st->cv.notify_all();
+    if (then) then();  // the event set (the devices register in their own first ticks)
+  };
+}
+
+bool NvmlBackend::wait_startup(std::chrono::steady_clock::time_point deadline) {
+  std::unique_lock lock(startup_->mu);
+  for (;;) {
+    auto step = deadline;
+    if (options_.stop_requested)
+      step = std::min(deadline, std::chrono::steady_clock::now() + kStopPollInterval);
+    if (startup_->cv.wait_until(lock, step, [&] { return startup_->done; })) return true;
+    if (step >= deadline) return false;
+    lock.unlock();
+    const bool stop = options_.stop_requested();
+    lock.lock();
+    if (stop) return startup_->done;
+  }
+}
+
+void NvmlBackend::finish_startup() {
+  std::shared_ptr<Startup> st = std::move(startup_);
+  std::unique_lock lock(st->mu);
+  const NvmlApi& a = lib_->api();
+  if (st->init_rc != NVML_SUCCESS) {
+    driver_.error = init_failure_line(*lib_, st->init_rc);
+    driver_.device_count = nvml_fail<unsigned>(st->init_rc);
+    lock.unlock();
+    // The job returned right after init failed: nothing of the library is used any more.
+    if (startup_worker_ && startup_worker_->stop(std::chrono::milliseconds(1000))) {
+      startup_worker_.reset();
+      events_.reset();
+      lib_.reset();  // dlclose
+    }
     return;
   }
   initialised_ = true;
   driver_.loaded = true;
-
-  std::array<char, NVML_SYSTEM_DRIVER_VERSION_BUFFER_SIZE> dv{};
-  driver_.driver_version =
-      read_version(a.system_get_driver_version ? a.system_get_driver_version(dv.data(), unsigned{dv.size()})
-                                               : NVML_ERROR_FUNCTION_NOT_FOUND,
-                   dv);
-  std::array<char, NVML_SYSTEM_NVML_VERSION_BUFFER_SIZE> nv{};
-  driver_.nvml_version =
-      read_version(a.system_get_nvml_version ? a.system_get_nvml_version(nv.data(), unsigned{nv.size()})
-                                             : NVML_ERROR_FUNCTION_NOT_FOUND,
-                   nv);
-  int cuda = 0;
-  int crc = a.system_get_cuda_driver_version ? a.system_get_cuda_driver_version(&cuda)
-                                             : NVML_ERROR_FUNCTION_NOT_FOUND;
+  driver_.driver_version = st->driver_version;
+  driver_.nvml_version = st->nvml_version;
   driver_.cuda_driver_version =
-      crc != NVML_SUCCESS
-          ? nvml_fail<int>(crc)
-          : (cuda > 0 ? Reading<int>::of(cuda) : Reading<int>::fail(ReadStatus::invalid_value));
-
-  unsigned count = 0;
-  if (int rc = a.device_get_count(&count); rc != NVML_SUCCESS) {
-    driver_.device_count = nvml_fail<unsigned>(rc);
+      st->cuda_rc != NVML_SUCCESS
+          ? nvml_fail<int>(st->cuda_rc)
+          : (st->cuda > 0 ? Reading<int>::of(st->cuda) : Reading<int>::fail(ReadStatus::invalid_value));
+  unsigned count = st->count;
+  if (st->count_rc != NVML_SUCCESS) {
+    driver_.device_count = nvml_fail<unsigned>(st->count_rc);
     driver_.error = "NVML loaded from " + lib_->path() + " but " +
-                    nvml_error(rc, lib_->bound_name("nvmlDeviceGetCount_v2")).message +
+                    nvml_error(st->count_rc, lib_->bound_name("nvmlDeviceGetCount_v2")).message +
                     "; check `nvidia-smi -L`";
-    count = 0;
   } else {
     driver_.device_count = Reading<unsigned>::of(count);
     if (count == 0) {
@@ -98,37 +172,66 @@ NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
           "and in a container the --gpus option";
     }
   }
+  lock.unlock();
+  (void)a;
   if (count > 1024) count = 1024;  // a corrupt count must not allocate the world
-
-  std::vector<nvmlDevice_t> handles(count, nullptr);
+  std::function<bool(nvmlDevice_t, unsigned)> register_events;
+  if (events_) {
+    events_->expect_devices(count);
+    register_events = events_->register_job();
+    if (count > 0) event_poll_ = events_->poll_job();
+  }
   for (unsigned i = 0; i < count; ++i) {
-    nvmlDevice_t h = nullptr;
-    if (a.device_get_handle_by_index(i, &h) != NVML_SUCCESS) h = nullptr;  // retried by its worker
-    handles[i] = h;
+    // The handle is looked up by the device's own first tick (under device_timeout): a GPU that
+    // hangs there holds up nothing else.
     Device d;
-    d.ctx = std::make_shared<DeviceContext>(lib_, h, i, options_);
+    d.ctx = std::make_shared<DeviceContext>(lib_, nullptr, i, options_);
+    d.ctx->register_events = register_events;
+    d.ctx->events_done = !register_events;
+    d.ctx->options.stop_requested = nullptr;  // the workers never call it
     d.own = std::make_unique<device::DeviceWorker>();
     auto info = std::make_shared<GpuStaticInfo>();
     info->index = i;
     d.last_info = std::move(info);
     devices_.push_back(std::move(d));
   }
-  if (options_.watch_events && count > 0) {
-    events_ = std::make_unique<EventWatcher>(lib_, handles);
-    event_poll_ = events_->poll_job();
-  }
+  if (startup_worker_ && !startup_worker_->busy()) startup_worker_.reset();
+}
+
+DriverInfo NvmlBackend::driver_info() const {
+  if (!startup_) return driver_;
+  DriverInfo d = driver_;
+  d.starting = true;
+  const double waited_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - startup_began_).count();
+  d.error = fmt::format(
+      "NVML is not answering: {} has not returned for {:.0f} s (library {}); the GPUs are not monitored "
+      "until it "
+      "does. A hung driver: check `nvidia-smi` and `dmesg` for Xid errors",
+      lib_->bound_name("nvmlInit_v2"), waited_s, lib_->path());
+  return d;
 }
 
 NvmlBackend::~NvmlBackend() {
+  const auto now = std::chrono::steady_clock::now();
   const auto grace =
       std::clamp(options_.device_timeout, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
-  const auto deadline = std::chrono::steady_clock::now() + grace;
+  auto deadline = now + grace;
+  // A worker inside one call for longer than device_timeout (or in nvmlInit) is hung: then the
+  // library stays mapped and NVML initialised anyway, so nothing is worth waiting for.
+  bool stuck = startup_worker_ && startup_worker_->busy() && now - startup_began_ >= options_.device_timeout;
+  for (const auto& d : devices_) {
+    if (d.own && d.own->busy() && now - d.job_started >= options_.device_timeout) stuck = true;
+  }
+  if (stuck) deadline = now;
   bool all_joined = true;
+  if (startup_worker_) startup_worker_->request_stop();
   for (auto& d : devices_) {
     if (d.own) d.own->request_stop();
   }
   if (shared_worker_) shared_worker_->request_stop();
-  if (events_) all_joined = events_->stop(deadline) && all_joined;
+  if (events_) all_joined = events_->stop(deadline, options_.device_timeout) && all_joined;
+  if (startup_worker_) all_joined = startup_worker_->stop_until(deadline) && all_joined;
   for (auto& d : devices_) {
     if (d.own) all_joined = d.own->stop_until(deadline) && all_joined;
   }
@@ -145,13 +248,15 @@ NvmlBackend::~NvmlBackend() {
 
 void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
   const NvmlApi& a = *ctx.api;
-  if (ctx.handle == nullptr) {  // the lookup at open failed: try again
+  const bool processes = ctx.options.collect_processes;
+  if (ctx.handle == nullptr) {  // the first tick, or the look-up failed: look it up (again)
     nvmlDevice_t h = nullptr;
     int rc = a.device_get_handle_by_index(ctx.index, &h);
     if (rc != NVML_SUCCESS || h == nullptr) {
       out.sample.index = ctx.index;
       out.sample.info = ctx.info;
-      set_all_status(out.sample, nvml_read_status(rc == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : rc), rc);
+      set_all_status(out.sample, nvml_read_status(rc == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : rc), rc,
+                     processes);
       if (out.sample.responsive.status == ReadStatus::not_supported)
         out.sample.responsive.status = ReadStatus::failed;
       return;
@@ -166,14 +271,14 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
     if (static_call.fatal() != 0) {
       out.sample.index = ctx.index;
       out.sample.info = ctx.info;
-      set_all_status(out.sample, ReadStatus::gpu_lost, static_call.fatal());
+      set_all_status(out.sample, ReadStatus::gpu_lost, static_call.fatal(), processes);
       return;
     }
   }
   Call call;
   out.sample = read_sample(ctx, call);
   if (call.fatal() != 0) {
-    set_all_status(out.sample, ReadStatus::gpu_lost, call.fatal());
+    set_all_status(out.sample, ReadStatus::gpu_lost, call.fatal(), processes);
     return;
   }
   if (call.ok_count() == 0 && call.failed_count() > 0) {
@@ -181,9 +286,9 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
   } else {
     out.sample.responsive = Reading<bool>::of(true);
   }
-  if (ctx.options.collect_processes) {
+  if (processes) {
     Call pcall;
-    out.processes = read_processes(ctx, pcall);
+    out.processes = read_processes(ctx, pcall, out.sample.process_count);
   }
 }
 
@@ -191,7 +296,11 @@ void NvmlBackend::run_into(DeviceContext& ctx, TickResult& out) {
   const auto start = std::chrono::steady_clock::now();
   run_tick(ctx, out);
   out.slow = std::chrono::steady_clock::now() - start > kQuickTick;
-  out.done.store(true, std::memory_order_release);
+  out.done.store(true, std::memory_order_release);  // `out` is the sampler's from here on
+  // Event registration after the tick's values are handed over: one that hangs keeps this worker
+  // busy (the device's next ticks report it as not answering), not this tick's values.
+  if (!ctx.events_done.load(std::memory_order_relaxed) && ctx.handle != nullptr)
+    ctx.events_done.store(ctx.register_events(ctx.handle, ctx.index), std::memory_order_release);
 }
 
 std::function<void()> NvmlBackend::shared_job(std::shared_ptr<SharedTick> t) {
@@ -231,20 +340,45 @@ void NvmlBackend::start_on_own_worker(std::size_t i, const std::shared_ptr<TickR
                                       const std::shared_ptr<device::TickLatch>& latch) {
   Device& d = devices_[i];
   d.own = std::make_unique<device::DeviceWorker>();
-  d.calm_ticks = 0;
+  d.calm_ticks = 0;  // its job_started stays the tick's start: the tick asked for it then
   latch->expect();
   if (!d.own->try_submit([ctx = d.ctx, slot] { run_into(*ctx, *slot); }, [latch] { latch->arrive(); }))
     latch->arrive();
 }
 
+bool NvmlBackend::wait_latch(device::TickLatch& latch, std::chrono::steady_clock::time_point deadline) {
+  if (!options_.stop_requested) return latch.wait_until(deadline);
+  for (;;) {
+    const auto step = std::min(deadline, std::chrono::steady_clock::now() + kStopPollInterval);
+    if (latch.wait_until(step)) return true;
+    if (step >= deadline || options_.stop_requested()) return false;
+  }
+}
+
 void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
                          const std::function<void()>& meanwhile) {
+  if (startup_) {
+    bool done = false;
+    {
+      std::lock_guard lock(startup_->mu);
+      done = startup_->done;
+    }
+    if (done) {
+      finish_startup();  // the devices are sampled from the next tick
+    }
+    if (meanwhile) meanwhile();  // nothing to overlap with: the caller's own work, and the tick is over
+    return;
+  }
+  if (startup_worker_ && !startup_worker_->busy()) startup_worker_.reset();
   const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + options_.device_timeout;
-  const auto handover = start + options_.device_timeout / 2;
+  const auto wait = options_.tick_wait.count() > 0 ? std::min(options_.tick_wait, options_.device_timeout)
+                                                   : options_.device_timeout;
+  const auto deadline = start + wait;
+  const auto handover = start + wait / 2;
   // Every job owns what it touches (context, result slot, latch): a job that outlives this tick, or
   // the backend, writes only into memory it keeps alive itself.
   std::vector<std::shared_ptr<TickResult>> slots(devices_.size());
+  std::vector<bool> submitted(devices_.size(), false);
   for (auto& slot : slots) slot = std::make_shared<TickResult>();
   // One wake-up for the whole tick: every worker arrives at the latch when its job is done.
   auto latch = std::make_shared<device::TickLatch>();
@@ -256,12 +390,18 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       shared->ctx.push_back(d.ctx);
       shared->slots.push_back(slots[i]);
       shared->claimed.push_back(false);
+      submitted[i] = true;
+      d.job_started = start;
       continue;
     }
     latch->expect();
-    if (!d.own->try_submit([ctx = d.ctx, slot = slots[i]] { run_into(*ctx, *slot); },
-                           [latch] { latch->arrive(); }))
+    if (d.own->try_submit([ctx = d.ctx, slot = slots[i]] { run_into(*ctx, *slot); },
+                          [latch] { latch->arrive(); })) {
+      submitted[i] = true;
+      d.job_started = start;
+    } else {
       latch->arrive();  // still inside an earlier tick's call: nothing to wait for
+    }
   }
   // Events pending in the driver join this tick's snapshot (drain_events() after sample()): polled
   // by the shared worker after its devices, else (no shared job this tick) on the watcher's worker.
@@ -280,9 +420,14 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       for (std::size_t i : shared->devices) start_on_own_worker(i, slots[i], latch);
     }
   }
+  // While devices still register for events (their first ticks), the poll waits for them: events
+  // pending since before the start arrive in the first tick, for every device.
+  const bool registering = events_ && std::any_of(devices_.begin(), devices_.end(), [](const Device& d) {
+                             return !d.ctx->events_done.load(std::memory_order_acquire);
+                           });
   if (events_) {
     if (!shared_started) {
-      start_poll_on_watcher(latch);
+      if (!registering) start_poll_on_watcher(latch);
     } else {
       events_->release_idle_workers();  // the poll has a home without a wake-up of its own
     }
@@ -300,7 +445,7 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
   // The shared worker has half the budget: the devices it has not started by then run on workers of
   // their own in the other half, so the tick still ends by the deadline even when it hangs (and when
   // more GPUs hang in the same tick).
-  if (shared_started && !latch->wait_until(handover)) {
+  if (shared_started && !wait_latch(*latch, handover)) {
     int stuck = -1;
     std::vector<std::size_t> taken;  // devices the shared worker did not reach in time
     bool take_poll = false;
@@ -327,7 +472,7 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
       if (!shared->arrived.exchange(true)) latch->arrive();
     } else if (stuck >= 0) {
       // The shared worker is inside this device's calls: it becomes that device's own worker (while
-      // busy, the device reports "timeout"), and a new one serves the quick devices from now on.
+      // busy, the device does not answer), and a new one serves the quick devices from now on.
       Device& d = devices_[static_cast<std::size_t>(stuck)];
       d.own = std::move(shared_worker_);
       d.calm_ticks = 0;
@@ -335,23 +480,41 @@ void NvmlBackend::sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSam
     for (std::size_t i : taken) start_on_own_worker(i, slots[i], latch);
     if (take_poll) start_poll_on_watcher(latch);  // a hung GPU does not cost this tick its events
   }
-  latch->wait_until(deadline);
+  if (wait_latch(*latch, deadline) && registering && !shared_started) {
+    auto poll_latch = std::make_shared<device::TickLatch>();
+    start_poll_on_watcher(poll_latch);
+    (void)wait_latch(*poll_latch, deadline);
+  }
+  const auto end = std::chrono::steady_clock::now();
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     Device& d = devices_[i];
     TickResult& r = *slots[i];
     const bool answered = r.done.load(std::memory_order_acquire);
     const bool calm = answered && !r.slow && r.sample.responsive.ok();
+    // This tick's answer, else the answer of an earlier tick's job that came after its tick ended.
+    std::shared_ptr<TickResult> late;
+    if (!answered && d.pending && d.pending->done.load(std::memory_order_acquire))
+      late = std::move(d.pending);
     if (answered) {
-      if (r.sample.info) d.last_info = r.sample.info;
-      r.sample.info = d.last_info;
-      gpus.push_back(std::move(r.sample));
-      for (auto& p : r.processes) processes.push_back(std::move(p));
+      d.pending.reset();
+    } else if (submitted[i]) {
+      d.pending = slots[i];  // its answer, if it comes, is a later tick's
+    }
+    TickResult* use = answered ? &r : late.get();
+    if (use != nullptr) {
+      if (use->sample.info) d.last_info = use->sample.info;
+      use->sample.info = d.last_info;
+      gpus.push_back(std::move(use->sample));
+      for (auto& p : use->processes) processes.push_back(std::move(p));
     } else {
-      // Still inside an NVML call (this tick's, or one from an earlier tick): report and move on.
+      // Still inside NVML calls (this tick's, or an earlier tick's): past device_timeout the device
+      // does not respond; before that it is only slower than this tick (nothing collected yet).
       GpuSample s;
       s.index = static_cast<unsigned>(i);
       s.info = d.last_info;
-      set_all_status(s, ReadStatus::timeout, 0);
+      const bool hung = end - d.job_started >= options_.device_timeout;
+      set_all_status(s, hung ? ReadStatus::timeout : ReadStatus::not_collected, 0,
+                     options_.collect_processes && hung);
       gpus.push_back(std::move(s));
     }
     // Where the device is sampled next tick: a device that was slow (e.g. the 20 ms PCIe call) or did

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -21,13 +22,18 @@ namespace trainmon::nvml {
 
 class NvmlBackend final : public DeviceBackend {
  public:
+  /// Loads the library, then runs nvmlInit, the driver versions and the device count (and creates
+  /// the event set) on a start-up worker, waiting up to BackendOptions::init_wait for the count:
+  /// a driver that hangs there leaves the backend starting (DriverInfo::starting) instead of
+  /// blocking its caller. Device handles and event registration happen in each device's own ticks.
   explicit NvmlBackend(const BackendOptions& options);
   /// Stops the workers and the event thread with a bounded wait (clamp(device_timeout, 100 ms,
-  /// 1 s)); a worker still stuck in NVML is detached, and then nvmlShutdown is skipped and the
-  /// library is never dlclose()d (the stuck call may still return into it).
+  /// 1 s)), none at all when a worker is known to be stuck (inside one call for longer than
+  /// device_timeout, or in nvmlInit): then every worker still inside NVML is detached, nvmlShutdown
+  /// is skipped and the library is never dlclose()d (the stuck call may still return into it).
   ~NvmlBackend() override;
 
-  DriverInfo driver_info() const override { return driver_; }
+  DriverInfo driver_info() const override;
   unsigned device_count() const override { return static_cast<unsigned>(devices_.size()); }
   using DeviceBackend::sample;
   void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
@@ -75,7 +81,31 @@ class NvmlBackend final : public DeviceBackend {
     std::unique_ptr<device::DeviceWorker> own;       ///< nullptr: sampled by shared_worker_
     unsigned calm_ticks = 0;                         ///< quick, answered ticks in a row on `own`
     std::shared_ptr<const GpuStaticInfo> last_info;  ///< what a timed-out tick shows
+    /// The job still running (or done after its tick ended) whose answer no tick has shown yet: the
+    /// next tick shows it when that tick's own job is not done by then.
+    std::shared_ptr<TickResult> pending;
+    std::chrono::steady_clock::time_point job_started;  ///< when the job `pending` began
   };
+  /// What the start-up job found; shared with it (it may outlive the backend when init hangs).
+  struct Startup {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;  ///< init, versions and count are in
+    int init_rc = NVML_SUCCESS;
+    int count_rc = NVML_SUCCESS;
+    unsigned count = 0;
+    Reading<std::string> driver_version, nvml_version;
+    int cuda_rc = NVML_SUCCESS;
+    int cuda = 0;
+  };
+  static std::function<void()> startup_job(std::shared_ptr<NvmlLibrary> lib, std::shared_ptr<Startup> st,
+                                           std::function<void()> then);
+  /// Waits for the start-up job until `deadline` (polling options_.stop_requested); true when done.
+  bool wait_startup(std::chrono::steady_clock::time_point deadline);
+  /// The start-up job is done: the driver's facts and the devices (no driver call here).
+  void finish_startup();
+  /// Waits on `latch` until `deadline`, polling options_.stop_requested; true when all arrived.
+  bool wait_latch(device::TickLatch& latch, std::chrono::steady_clock::time_point deadline);
   /// One tick of the shared worker: which devices it may still start (claimed under `mu`, so that a
   /// device is never sampled by two threads) and which one it is inside.
   struct SharedTick {
@@ -108,6 +138,9 @@ class NvmlBackend final : public DeviceBackend {
   DriverInfo driver_;
   std::shared_ptr<NvmlLibrary> lib_;
   bool initialised_ = false;
+  std::shared_ptr<Startup> startup_;                      ///< null once finished (or never started)
+  std::unique_ptr<device::DeviceWorker> startup_worker_;  ///< runs startup_job; kept while busy
+  std::chrono::steady_clock::time_point startup_began_;
   std::vector<Device> devices_;
   std::unique_ptr<device::DeviceWorker> shared_worker_;
   std::unique_ptr<EventWatcher> events_;

@@ -5,7 +5,10 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <utility>
@@ -25,8 +28,9 @@ namespace trainmon::nvml {
 /// same code without calling the driver (a lost GPU is not hammered, and every field says lost).
 class Call {
  public:
+  /// `fn` is a plain entry point or a Versioned one (by reference: its choice of version persists).
   template <class Fn, class... A>
-  int operator()(Fn fn, A&&... args) {
+  int operator()(const Fn& fn, A&&... args) {
     if (fatal_ != 0) return fatal_;
     if (fn == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
     int rc = fn(std::forward<A>(args)...);
@@ -78,9 +82,12 @@ struct DeviceContext {
 
   std::shared_ptr<NvmlLibrary> lib;  ///< keeps the entry points alive while a job runs
   const NvmlApi* api;
-  nvmlDevice_t handle;
+  nvmlDevice_t handle;  ///< null until the device's first tick looks it up (and after a failed look-up)
   unsigned index;
   BackendOptions options;
+  /// Registers the device for NVML events (EventWatcher::register_job); true once done. Empty: none.
+  std::function<bool(nvmlDevice_t, unsigned)> register_events;
+  std::atomic<bool> events_done{false};  ///< written by the worker, read by the sampler
 
   // static info (nvml_static_info.cpp)
   std::shared_ptr<const GpuStaticInfo> info;
@@ -96,8 +103,13 @@ struct DeviceContext {
   std::array<std::optional<std::uint64_t>, 4> prev_ecc;        // cor/unc × volatile/aggregate
   std::array<std::optional<std::uint64_t>, 5> prev_violation;  // 74, 75, 269, 270, 271
 
-  // process lists (nvml_processes.cpp): stride of _v3 entries once known (24 or 32)
+  // process lists (nvml_processes.cpp): stride of _v3 entries once known (24 or 32); per list
+  // (compute, graphics) how many of the newest versions (_v3, _v2) answered that they are not
+  // implemented (nvml_answer_means_try_older) while an older one worked: skipped from then on
   std::optional<std::size_t> v3_stride;
+  std::array<unsigned, 2> process_list_versions_skipped{};
+  // the newest utilisation sample seen per pid (kept for kProcessUtilHoldS while the pid is listed)
+  std::map<std::uint32_t, nvmlProcessUtilizationSample_t> last_process_util;
 
   GpmState gpm;
 
@@ -122,10 +134,14 @@ void read_gpm(DeviceContext& ctx, Call& call, GpuSample& s);
 void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s);
 /// Release GPM samples (on context destruction).
 void free_gpm(DeviceContext& ctx);
-/// Processes on ctx's device: compute and graphics lists, utilisation, names.
-std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call);
+/// Processes on ctx's device: compute and graphics lists, utilisation, names. One entry per pid
+/// (its memory summed over the entries listing it: MIG instances, duplicates). `count` gets the
+/// number of pids, or why the lists are unknown (GpuSample::process_count); the entries of a list
+/// that did answer are returned all the same.
+std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count);
 
-/// Give every Reading of `s` (and its MIG rows) the same status: a lost or hung device.
-void set_all_status(GpuSample& s, ReadStatus status, std::int32_t code);
+/// Give every Reading of `s` (and its MIG rows) the same status: a lost or hung device. The
+/// process_count too when `processes` (the processes were asked for: they are unknown as well).
+void set_all_status(GpuSample& s, ReadStatus status, std::int32_t code, bool processes = false);
 
 }  // namespace trainmon::nvml

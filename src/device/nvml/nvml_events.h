@@ -46,26 +46,39 @@ inline constexpr std::size_t kMaxQueuedEvents = 10000;
 
 class EventWatcher {
  public:
-  /// Registers every handle (index = position in `handles`; null handles are skipped); no thread is
-  /// started yet. `status()` says why nothing is watched when no device could be registered.
-  EventWatcher(std::shared_ptr<NvmlLibrary> lib, const std::vector<nvmlDevice_t>& handles);
+  /// Makes no driver call: the event set is created by create_set_job() (on the backend's start-up
+  /// worker) and each device is registered by register_device() (in that device's own tick), so a
+  /// driver that hangs there holds up nothing else. `status()` says why nothing is watched.
+  explicit EventWatcher(std::shared_ptr<NvmlLibrary> lib);
   /// Stops with a bounded wait; see stop().
   ~EventWatcher();
   EventWatcher(const EventWatcher&) = delete;
   EventWatcher& operator=(const EventWatcher&) = delete;
 
+  /// nvmlEventSetCreate as a job for another thread; it holds what it touches, so it may outlive the
+  /// watcher (a set created after stop() is freed at once). Empty when the driver lacks the
+  /// nvmlEventSet entry points.
+  std::function<void()> create_set_job() const;
+  /// Registers device `index` for the wanted types it supports (nvmlDeviceGetSupportedEventTypes,
+  /// nvmlDeviceRegisterEvents), for the device's own worker. True when done with the device
+  /// (registered, or it supports none of the types, or registration failed); false when the set does
+  /// not exist yet (call again at a later tick). The job holds what it touches.
+  std::function<bool(nvmlDevice_t, unsigned)> register_job() const;
+  /// The GPU count, once known (for status(): every device tried and none registered).
+  void expect_devices(unsigned count);
+
   /// Starts one poll on the watcher's own worker thread (started on first use): nvmlEventSetWait with
   /// a zero timeout until it answers NVML_ERROR_TIMEOUT (or an error, or kMaxEventsPerPoll events),
   /// each event queued for drain() with the poll's wall-clock time. `on_done` runs on the worker
   /// thread when the poll is over (see DeviceWorker::try_submit). False, and `on_done` not called,
-  /// when nothing is watched, the watcher is stopped, or an earlier poll (on any thread) is still
+  /// when nothing is watched yet, the watcher is stopped, or an earlier poll (on any thread) is still
   /// inside the driver (a hung call: this tick gets no new events).
   bool poll(std::function<void()> on_done = {});
   /// The same poll as a job for a thread of the caller's (the backend's shared worker). Calling it
-  /// polls and returns true, or returns false at once, polling nothing, when the watcher is stopped
-  /// or another poll is still inside the driver. It holds what it touches (library, queue; the event
-  /// set is freed only once no poll runs), so it may outlive the watcher. Empty when nothing is
-  /// watched.
+  /// polls and returns true, or returns false at once, polling nothing, when nothing is registered
+  /// yet, the watcher is stopped, or another poll is still inside the driver. It holds what it
+  /// touches (library, queue; the event set is freed only once no call uses it), so it may outlive
+  /// the watcher. Empty when the driver lacks the nvmlEventSet entry points.
   std::function<bool()> poll_job() const;
   /// `worker` is stuck inside a poll_job() call (a hung nvmlEventSetWait): it becomes the watcher's
   /// own, so that stop() waits for it (with its bound) and polls are skipped while it is busy.
@@ -78,38 +91,49 @@ class EventWatcher {
   std::vector<GpuEvent> drain();
   /// Events dropped because kMaxQueuedEvents were waiting (no drain() for a long time).
   std::uint64_t dropped() const;
-  /// Stop the workers and wait until `deadline` for them and for a poll running on another thread.
-  /// False when a poll is still inside nvmlEventSetWait at the deadline (a worker of ours stuck in it
-  /// is detached, the library stays mapped, and that poll frees the event set if it ever returns).
-  bool stop(std::chrono::steady_clock::time_point deadline);
+  /// Stop the workers and wait until `deadline` for them and for any call using the set on another
+  /// thread (a poll, a registration, the set's creation); a poll inside the driver for longer than
+  /// `stuck_after` is not waited for at all (it is hung: a shutdown must not wait for it). False
+  /// when such a call is still inside the driver (a worker of ours stuck in it is detached, the
+  /// library stays mapped, and the last such call frees the event set if it ever returns).
+  bool stop(std::chrono::steady_clock::time_point deadline,
+            std::chrono::steady_clock::duration stuck_after = std::chrono::steady_clock::duration::max());
   /// "" when watching; otherwise one line saying why not (no symbols, no supported types ...).
-  const std::string& status() const noexcept { return status_; }
+  std::string status() const;
   /// Devices registered (for tests and doctor output).
-  unsigned registered_devices() const noexcept { return registered_; }
+  unsigned registered_devices() const;
 
  private:
+  enum class SetState : std::uint8_t { pending, ready, failed };
   struct Shared {
-    std::mutex mu;
-    std::condition_variable idle;  ///< notified when a poll ends
+    mutable std::mutex mu;
+    std::condition_variable idle;  ///< notified when a call using the set ends
     std::vector<GpuEvent> queue;
     std::uint64_t dropped = 0;
-    bool polling = false;  ///< a poll is inside the driver (on whichever thread)
-    bool stopped = false;  ///< no poll may start: the set is being (or was) freed
-    /// stop() gave up waiting for a stuck poll: that poll frees the set when it returns (NVML is
-    /// then still initialised and the library mapped: the owner skips nvmlShutdown and dlclose).
-    bool free_set_after_poll = false;
+    SetState set_state = SetState::pending;
+    nvmlEventSet_t set = nullptr;
+    std::string set_error;  ///< why the set could not be created
+    bool polling = false;   ///< a poll is inside the driver (on whichever thread)
+    std::chrono::steady_clock::time_point poll_started;
+    unsigned users = 0;    ///< calls using the set now (polls, registrations, its creation)
+    bool stopped = false;  ///< no call may start: the set is being (or was) freed
+    /// stop() gave up waiting for a stuck call: the last one to return frees the set (NVML is then
+    /// still initialised and the library mapped: the owner skips nvmlShutdown and dlclose).
+    bool free_set_after_use = false;
+    unsigned expected = 0;  ///< GPUs in the system (0 until the count is known)
+    unsigned tried = 0;     ///< devices done with (registered or not)
     std::vector<std::pair<nvmlDevice_t, unsigned>> index_of;  // registered handle -> GPU index
   };
   /// One poll (see poll()); false when skipped.
-  static bool run_poll(const NvmlLibrary& lib, nvmlEventSet_t set, Shared& shared);
+  static bool run_poll(const NvmlLibrary& lib, Shared& shared);
+  /// A call using the set is over: frees the set when stop() left that to it.
+  static void release_set(const NvmlLibrary& lib, Shared& shared, std::unique_lock<std::mutex>& lock);
   std::shared_ptr<NvmlLibrary> lib_;
-  nvmlEventSet_t set_ = nullptr;
   std::shared_ptr<Shared> shared_;
   std::unique_ptr<device::DeviceWorker> thread_;  ///< runs poll(); nullptr until needed
   /// Adopted workers stuck in a poll, and an own worker replaced while busy: stopped with the rest.
   std::vector<std::unique_ptr<device::DeviceWorker>> retired_;
-  std::string status_;
-  unsigned registered_ = 0;
+  bool has_symbols_ = false;
   bool stopped_ = false;
 };
 

@@ -5,6 +5,9 @@
 // driver: pointer types are `decltype(&nvmlX)` of our own declarations (nvml_api.h).
 #pragma once
 
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,25 +17,100 @@
 
 namespace trainmon::nvml {
 
+/// The NVML codes with which an exported entry point says that it does not implement itself:
+/// NVML_ERROR_FUNCTION_NOT_FOUND (a newer name exported by a library whose driver lacks it, e.g. a
+/// container's libnvidia-ml newer than the host's kernel module) and NVML_ERROR_NOT_SUPPORTED.
+/// Where an older version of the entry point exists, these answers make trainmon use it, exactly
+/// as if the newer name were not exported at all (NVML-NOTES §6.1, design implication 1).
+constexpr bool nvml_answer_means_try_older(int rc) noexcept {
+  return rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_NOT_SUPPORTED;
+}
+
+/// An entry point whose versions share one signature (nvmlInit_v2 / nvmlInit, nvmlDeviceGetPciInfo
+/// _v3 / _v2 / plain, ...): the loader adds every version the library exports, newest first. A call
+/// goes to the newest one in use; when it answers nvml_answer_means_try_older(), the older ones are
+/// called in turn. A version that answered NVML_ERROR_FUNCTION_NOT_FOUND, or NOT_SUPPORTED where an
+/// older one then succeeded, is skipped from then on (for every device and thread of this library).
+/// When every version declines, the answer is NOT_SUPPORTED if any said so, else FUNCTION_NOT_FOUND.
+/// `== nullptr` when the library exports none of the names. Thread-safe (the choice is an atomic).
+template <class Fn>
+class Versioned;
+template <class... A>
+class Versioned<nvmlReturn_t (*)(A...)> {
+ public:
+  using Fn = nvmlReturn_t (*)(A...);
+  static constexpr unsigned kMaxVersions = 3;
+
+  Versioned() = default;
+  Versioned(const Versioned& o) noexcept : fns_(o.fns_), count_(o.count_), first_(o.first_.load()) {}
+  Versioned& operator=(const Versioned& o) noexcept {
+    fns_ = o.fns_;
+    count_ = o.count_;
+    first_.store(o.first_.load());
+    return *this;
+  }
+  /// Appends an older version (the loader adds them in order of preference); null is ignored.
+  void add(Fn f) noexcept {
+    if (f != nullptr && count_ < kMaxVersions) fns_[count_++] = f;
+  }
+  /// Which of the added versions calls go to first now (0 = the newest exported).
+  unsigned in_use() const noexcept { return first_.load(std::memory_order_relaxed); }
+  unsigned versions() const noexcept { return count_; }
+
+  nvmlReturn_t operator()(A... args) const {
+    const unsigned first = in_use();
+    bool not_supported = false;
+    for (unsigned i = first; i < count_; ++i) {
+      const nvmlReturn_t rc = fns_[i](args...);
+      if (!nvml_answer_means_try_older(rc)) {
+        // An older version answered where the newer ones declined: use it directly from now on,
+        // unless a newer one only said NOT_SUPPORTED and this one failed too (a device that lacks
+        // the feature: keep asking the newest, it may be the one that knows).
+        if (i != first && (rc == NVML_SUCCESS || !not_supported)) raise_first(i);
+        return rc;
+      }
+      if (rc == NVML_ERROR_NOT_SUPPORTED) {
+        not_supported = true;
+      } else if (!not_supported && i + 1 < count_) {
+        raise_first(i + 1);  // FUNCTION_NOT_FOUND: this version is not implemented here
+      }
+    }
+    return not_supported ? NVML_ERROR_NOT_SUPPORTED : NVML_ERROR_FUNCTION_NOT_FOUND;
+  }
+  friend bool operator==(const Versioned& v, std::nullptr_t) noexcept { return v.count_ == 0; }
+  explicit operator bool() const noexcept { return count_ != 0; }
+
+ private:
+  void raise_first(unsigned i) const noexcept {
+    unsigned cur = first_.load(std::memory_order_relaxed);
+    while (cur < i && !first_.compare_exchange_weak(cur, i, std::memory_order_relaxed)) {
+    }
+  }
+  std::array<Fn, kMaxVersions> fns_{};
+  unsigned count_ = 0;
+  mutable std::atomic<unsigned> first_{0};
+};
+
 /// Bound entry points; a null pointer means the driver does not export any of the names tried.
 /// Functions whose versions take different structs (process lists, memory) have one slot per
-/// version; the others have one slot bound to the best name found.
+/// version, and their readers fall back from one to the next on nvml_answer_means_try_older(); the
+/// others are one Versioned slot holding every version found.
 struct NvmlApi {
-  decltype(&nvmlInit_v2) init = nullptr;
+  Versioned<decltype(&nvmlInit_v2)> init;
   decltype(&nvmlShutdown) shutdown = nullptr;
   decltype(&nvmlErrorString) error_string = nullptr;
   decltype(&nvmlSystemGetDriverVersion) system_get_driver_version = nullptr;
   decltype(&nvmlSystemGetNVMLVersion) system_get_nvml_version = nullptr;
-  decltype(&nvmlSystemGetCudaDriverVersion_v2) system_get_cuda_driver_version = nullptr;
+  Versioned<decltype(&nvmlSystemGetCudaDriverVersion_v2)> system_get_cuda_driver_version;
   decltype(&nvmlSystemGetProcessName) system_get_process_name = nullptr;
 
-  decltype(&nvmlDeviceGetCount_v2) device_get_count = nullptr;
-  decltype(&nvmlDeviceGetHandleByIndex_v2) device_get_handle_by_index = nullptr;
+  Versioned<decltype(&nvmlDeviceGetCount_v2)> device_get_count;
+  Versioned<decltype(&nvmlDeviceGetHandleByIndex_v2)> device_get_handle_by_index;
   decltype(&nvmlDeviceGetName) device_get_name = nullptr;
   decltype(&nvmlDeviceGetUUID) device_get_uuid = nullptr;
   decltype(&nvmlDeviceGetSerial) device_get_serial = nullptr;
   decltype(&nvmlDeviceGetVbiosVersion) device_get_vbios_version = nullptr;
-  decltype(&nvmlDeviceGetPciInfo_v3) device_get_pci_info = nullptr;
+  Versioned<decltype(&nvmlDeviceGetPciInfo_v3)> device_get_pci_info;
   decltype(&nvmlDeviceGetCudaComputeCapability) device_get_cuda_compute_capability = nullptr;
   decltype(&nvmlDeviceGetBrand) device_get_brand = nullptr;
   decltype(&nvmlDeviceGetArchitecture) device_get_architecture = nullptr;
@@ -69,8 +147,8 @@ struct NvmlApi {
 
   decltype(&nvmlDeviceGetClockInfo) device_get_clock_info = nullptr;
   decltype(&nvmlDeviceGetMaxClockInfo) device_get_max_clock_info = nullptr;
-  decltype(&nvmlDeviceGetCurrentClocksEventReasons) device_get_current_clocks_event_reasons = nullptr;
-  decltype(&nvmlDeviceGetSupportedClocksEventReasons) device_get_supported_clocks_event_reasons = nullptr;
+  Versioned<decltype(&nvmlDeviceGetCurrentClocksEventReasons)> device_get_current_clocks_event_reasons;
+  Versioned<decltype(&nvmlDeviceGetSupportedClocksEventReasons)> device_get_supported_clocks_event_reasons;
   decltype(&nvmlDeviceGetFieldValues) device_get_field_values = nullptr;
 
   decltype(&nvmlDeviceGetEccMode) device_get_ecc_mode = nullptr;
@@ -101,7 +179,7 @@ struct NvmlApi {
   decltype(&nvmlEventSetCreate) event_set_create = nullptr;
   decltype(&nvmlDeviceGetSupportedEventTypes) device_get_supported_event_types = nullptr;
   decltype(&nvmlDeviceRegisterEvents) device_register_events = nullptr;
-  decltype(&nvmlEventSetWait_v2) event_set_wait = nullptr;
+  Versioned<decltype(&nvmlEventSetWait_v2)> event_set_wait;
   decltype(&nvmlEventSetFree) event_set_free = nullptr;
 
   decltype(&nvmlGpmQueryDeviceSupport) gpm_query_device_support = nullptr;
@@ -114,8 +192,11 @@ struct NvmlApi {
 /// Which name one table entry was bound to (for `trainmon doctor` and JSON output).
 struct SymbolBinding {
   std::string entry;  ///< the preferred name, e.g. "nvmlInit_v2"
-  std::string bound;  ///< the name dlsym found, e.g. "nvmlInit"; empty when none was found
+  /// The name calls go to now, e.g. "nvmlInit" (the newest exported one, or an older one once the
+  /// newer answered that it is not implemented: Versioned); empty when none was found.
+  std::string bound;
   bool required = false;
+  std::vector<std::string> exported;  ///< every name of the entry the library exports, newest first
 };
 
 /// An opened NVML library with its bound entry points. Move-only; dlclose()s in the destructor
@@ -131,7 +212,8 @@ class NvmlLibrary {
 
   const NvmlApi& api() const noexcept { return api_; }
   const std::string& path() const noexcept { return path_; }
-  const std::vector<SymbolBinding>& bindings() const noexcept { return bindings_; }
+  /// Every table entry with the names exported and the one calls go to now.
+  std::vector<SymbolBinding> bindings() const;
   /// The name bound for the entry whose preferred name is `entry` ("" when unbound or unknown).
   std::string bound_name(std::string_view entry) const;
   /// Never dlclose this library (called when a hung NVML call may still return into it).

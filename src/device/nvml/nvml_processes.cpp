@@ -67,29 +67,52 @@ ListResult two_call(CallFn call_fn, std::size_t stride_hint, DeviceContext* prob
   return out;
 }
 
+/// One list (compute or graphics) through the newest version that implements itself: _v3 (unless
+/// it turned out to write the 535.43–535.86 32-byte layout and _v2 exists), then _v2, then the
+/// plain v1 name. A version that is not exported, or answers nvml_answer_means_try_older() (or
+/// NVML_ERROR_ARGUMENT_VERSION_MISMATCH), hands over to the next older one, as a missing symbol
+/// does; one that declined while an older one answered is skipped from then on (`skipped`).
 template <class V3, class V2, class V1>
-ListResult read_list(Call& call, DeviceContext& ctx, V3 v3, V2 v2, V1 v1) {
+ListResult read_list(Call& call, DeviceContext& ctx, unsigned& skipped, const V3& v3, const V2& v2,
+                     const V1& v1) {
   nvmlDevice_t h = ctx.handle;
   // A _v3 that turned out to write the 535.43–535.86 32-byte layout: prefer _v2 from then on.
   const bool v3_broken = ctx.v3_stride && *ctx.v3_stride == 32 && v2 != nullptr;
-  if (v3 != nullptr && !v3_broken) {
-    return two_call(
-        [&](unsigned* n, void* buf) { return call(v3, h, n, static_cast<nvmlProcessInfo_v2_t*>(buf)); }, 24,
-        &ctx);
-  }
-  if (v2 != nullptr) {
-    return two_call(
-        [&](unsigned* n, void* buf) { return call(v2, h, n, static_cast<nvmlProcessInfo_v2_t*>(buf)); }, 24,
-        nullptr);
-  }
-  if (v1 != nullptr) {
-    return two_call(
-        [&](unsigned* n, void* buf) { return call(v1, h, n, static_cast<nvmlProcessInfo_v1_t*>(buf)); }, 16,
-        nullptr);
-  }
-  ListResult r;
-  r.rc = NVML_ERROR_FUNCTION_NOT_FOUND;
-  return r;
+  ListResult declined;
+  declined.rc = NVML_ERROR_FUNCTION_NOT_FOUND;
+  auto declines = [](const ListResult& r) {
+    return nvml_answer_means_try_older(r.rc) || r.rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  };
+  bool only_not_found = true;  // every newer version declined with FUNCTION_NOT_FOUND
+  auto keep = [&](ListResult r, unsigned level) {
+    if (declines(r)) {
+      if (declined.rc != NVML_ERROR_NOT_SUPPORTED) declined.rc = r.rc;  // the most telling answer
+      only_not_found = only_not_found && r.rc == NVML_ERROR_FUNCTION_NOT_FOUND;
+      return false;
+    }
+    if (r.rc == NVML_SUCCESS || only_not_found) skipped = std::max(skipped, level);
+    declined = std::move(r);
+    return true;
+  };
+  if (v3 != nullptr && !v3_broken && skipped < 1 &&
+      keep(two_call([&](unsigned* n,
+                        void* buf) { return call(v3, h, n, static_cast<nvmlProcessInfo_v2_t*>(buf)); },
+                    24, &ctx),
+           0))
+    return declined;
+  if (v2 != nullptr && skipped < 2 &&
+      keep(two_call([&](unsigned* n,
+                        void* buf) { return call(v2, h, n, static_cast<nvmlProcessInfo_v2_t*>(buf)); },
+                    24, nullptr),
+           1))
+    return declined;
+  if (v1 != nullptr &&
+      keep(two_call([&](unsigned* n,
+                        void* buf) { return call(v1, h, n, static_cast<nvmlProcessInfo_v1_t*>(buf)); },
+                    16, nullptr),
+           2))
+    return declined;
+  return declined;
 }
 
 /// Newest utilisation sample per pid since the previous tick. Returns the NVML code of the call
@@ -134,59 +157,143 @@ Reading<unsigned> pid_or_instance(bool has_ids, unsigned v) {
   return checked_u32(v);
 }
 
+/// One pid's entries while the lists are merged: memory per (instance, list) entry.
+struct PidEntries {
+  GpuProcessSample s;
+  /// memory per MIG instance (kNotAvailableU32 pair when MIG is off): summed within one list (the
+  /// driver listing the pid twice), the larger of the compute and the graphics list's sums (one
+  /// allocation seen by both lists), then summed over the instances.
+  std::vector<std::pair<MigInstanceRef, std::array<Reading<std::uint64_t>, 2>>> memory;
+  bool in_list[2] = {false, false};
+};
+
+Reading<std::uint64_t> add_memory(const Reading<std::uint64_t>& a, const Reading<std::uint64_t>& b) {
+  if (a.status == ReadStatus::not_collected) return b;
+  if (b.status == ReadStatus::not_collected) return a;
+  if (!a.ok()) return a;  // a part unknown: the total is unknown
+  if (!b.ok()) return b;
+  return Reading<std::uint64_t>::of(*a + *b);
+}
+
 }  // namespace
 
-std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call) {
+std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count) {
   const NvmlApi& a = *ctx.api;
-  ListResult compute =
-      read_list(call, ctx, a.device_get_compute_running_processes_v3,
-                a.device_get_compute_running_processes_v2, a.device_get_compute_running_processes_v1);
-  ListResult graphics =
-      read_list(call, ctx, a.device_get_graphics_running_processes_v3,
-                a.device_get_graphics_running_processes_v2, a.device_get_graphics_running_processes_v1);
+  ListResult lists[2] = {
+      read_list(call, ctx, ctx.process_list_versions_skipped[0], a.device_get_compute_running_processes_v3,
+                a.device_get_compute_running_processes_v2, a.device_get_compute_running_processes_v1),
+      read_list(call, ctx, ctx.process_list_versions_skipped[1], a.device_get_graphics_running_processes_v3,
+                a.device_get_graphics_running_processes_v2, a.device_get_graphics_running_processes_v1)};
+  // A list that failed leaves the processes unknown (its entries are not all there); one that a
+  // driver does not implement at all (no graphics list on a compute-only board) does not.
+  int list_rc = NVML_SUCCESS;
+  for (const ListResult& l : lists) {
+    if (l.rc == NVML_SUCCESS || l.rc == NVML_ERROR_NOT_SUPPORTED || l.rc == NVML_ERROR_FUNCTION_NOT_FOUND)
+      continue;
+    if (list_rc == NVML_SUCCESS) list_rc = l.rc;
+  }
+  if (lists[0].rc == NVML_ERROR_NOT_SUPPORTED || lists[0].rc == NVML_ERROR_FUNCTION_NOT_FOUND) {
+    if (list_rc == NVML_SUCCESS) list_rc = lists[0].rc;  // no compute list: nothing is known
+  }
 
-  std::map<std::uint32_t, GpuProcessSample> by_pid;
+  std::vector<PidEntries> by_pid;  // in the driver's order (compute list first)
   const std::uint64_t total = ctx.info ? ctx.info->memory_total_bytes.value_or(0) : 0;
-  auto add = [&](const ListResult& list, char type) {
+  for (int k = 0; k < 2; ++k) {
+    const ListResult& list = lists[k];
     for (const RawProcess& p : list.entries) {
       if (p.pid == 0 || p.pid > kMaxLinuxPid) continue;  // garbage entry: never a row
-      auto [it, inserted] = by_pid.try_emplace(p.pid);
-      GpuProcessSample& s = it->second;
-      if (!inserted) {  // already listed by the compute list
-        s.compute_and_graphics = true;
-        continue;
+      auto it =
+          std::find_if(by_pid.begin(), by_pid.end(), [&](const PidEntries& e) { return e.s.pid == p.pid; });
+      if (it == by_pid.end()) {
+        PidEntries e;
+        e.s.gpu_index = ctx.index;
+        e.s.pid = p.pid;
+        e.s.type = k == 0 ? 'C' : 'G';
+        e.s.gpu_instance_id = pid_or_instance(list.has_instance_ids, p.gpu_instance_id);
+        e.s.compute_instance_id = pid_or_instance(list.has_instance_ids, p.compute_instance_id);
+        by_pid.push_back(std::move(e));
+        it = std::prev(by_pid.end());
       }
-      s.gpu_index = ctx.index;
-      s.pid = p.pid;
-      s.type = type;
-      s.used_memory_bytes = checked_u64(p.used_memory);
-      if (s.used_memory_bytes.ok() && total != 0 && *s.used_memory_bytes > total) {
-        s.used_memory_bytes = Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+      PidEntries& e = *it;
+      e.in_list[k] = true;
+      const MigInstanceRef inst{p.gpu_instance_id, p.compute_instance_id};
+      const bool mig = list.has_instance_ids && p.gpu_instance_id != kNotAvailableU32;
+      if (mig &&
+          std::find(e.s.mig_instances.begin(), e.s.mig_instances.end(), inst) == e.s.mig_instances.end())
+        e.s.mig_instances.push_back(inst);
+      Reading<std::uint64_t> used = checked_u64(p.used_memory);
+      if (used.ok() && total != 0 && *used > total)
+        used = Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+      auto m = std::find_if(e.memory.begin(), e.memory.end(), [&](const auto& x) { return x.first == inst; });
+      if (m == e.memory.end()) {
+        e.memory.push_back({inst, {}});
+        m = std::prev(e.memory.end());
       }
-      s.gpu_instance_id = pid_or_instance(list.has_instance_ids, p.gpu_instance_id);
-      s.compute_instance_id = pid_or_instance(list.has_instance_ids, p.compute_instance_id);
+      m->second[k] = add_memory(m->second[k], used);
     }
-  };
-  add(compute, 'C');
-  add(graphics, 'G');
-  if (by_pid.empty()) return {};
+  }
+  for (PidEntries& e : by_pid) {
+    e.s.compute_and_graphics = e.in_list[0] && e.in_list[1];
+    Reading<std::uint64_t> sum;
+    for (const auto& [inst, per_list] : e.memory) {
+      const auto& c = per_list[0];
+      const auto& g = per_list[1];
+      Reading<std::uint64_t> one =
+          c.status == ReadStatus::not_collected ? g
+          : g.status == ReadStatus::not_collected
+              ? c
+              : (c.ok() && g.ok() ? Reading<std::uint64_t>::of(std::max(*c, *g)) : c);
+      sum = add_memory(sum, one);
+    }
+    if (sum.ok() && total != 0 && *sum > total) sum = Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+    e.s.used_memory_bytes = sum;
+  }
+  count = list_rc == NVML_SUCCESS ? Reading<unsigned>::of(static_cast<unsigned>(by_pid.size()))
+                                  : nvml_fail<unsigned>(list_rc);
+  if (by_pid.empty()) {
+    ctx.last_process_util.clear();
+    return {};
+  }
 
   // ---- per-process utilisation since the previous tick ----
   std::map<std::uint32_t, nvmlProcessUtilizationSample_t> util;
   const int urc = read_process_utilization(call, ctx, util);
-  for (auto& [pid, s] : by_pid) {
-    auto it = util.find(pid);
-    if (urc == NVML_SUCCESS && it != util.end()) {
+  const std::uint64_t now_us = now_unix_us();
+  // Remember the newest sample of every listed pid; forget pids no longer listed.
+  std::map<std::uint32_t, nvmlProcessUtilizationSample_t> kept;
+  for (const PidEntries& e : by_pid) {
+    if (auto it = util.find(e.s.pid); urc == NVML_SUCCESS && it != util.end()) {
+      kept[e.s.pid] = it->second;
+    } else if (auto old = ctx.last_process_util.find(e.s.pid); old != ctx.last_process_util.end()) {
+      kept[e.s.pid] = old->second;
+    }
+  }
+  ctx.last_process_util = kept;
+  for (PidEntries& e : by_pid) {
+    GpuProcessSample& s = e.s;
+    const std::uint32_t pid = s.pid;
+    auto it = kept.find(pid);
+    const bool fresh = urc == NVML_SUCCESS && util.contains(pid);
+    // No newer sample (the driver refreshes on its own period, NOT_FOUND): the last one, while young.
+    const double age_s = it == kept.end() ? 0
+                         : it->second.timeStamp >= now_us
+                             ? 0.0
+                             : static_cast<double>(now_us - it->second.timeStamp) / 1e6;
+    const bool held = !fresh && it != kept.end() && (urc == NVML_SUCCESS || urc == NVML_ERROR_NOT_FOUND) &&
+                      age_s <= kProcessUtilHoldS;
+    if (fresh || held) {
       s.sm_util_pct = checked_percent(it->second.smUtil);
       s.mem_util_pct = checked_percent(it->second.memUtil);
       s.enc_util_pct = checked_percent(it->second.encUtil);
       s.dec_util_pct = checked_percent(it->second.decUtil);
+      s.util_age_s = Reading<double>::of(age_s);
     } else {
-      // No sample for this process since the last tick: nvidia-smi pmon prints "-".
+      // No sample for this process lately: nvidia-smi pmon prints "-".
       const int code = urc == NVML_SUCCESS ? NVML_ERROR_NOT_FOUND : urc;
       auto r = code == NVML_ERROR_NOT_FOUND ? Reading<unsigned>::fail(ReadStatus::not_available, code)
                                             : nvml_fail<unsigned>(code);
       s.sm_util_pct = s.mem_util_pct = s.enc_util_pct = s.dec_util_pct = r;
+      s.util_age_s = Reading<double>::fail(r.status, r.code);
     }
 
     // ---- name ----
@@ -203,7 +310,9 @@ std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call) {
 
   std::vector<GpuProcessSample> out;
   out.reserve(by_pid.size());
-  for (auto& [pid, s] : by_pid) out.push_back(std::move(s));
+  for (auto& e : by_pid) out.push_back(std::move(e.s));
+  // by gpu then pid (Snapshot::gpu_processes), as the map this replaced gave
+  std::sort(out.begin(), out.end(), [](const auto& x, const auto& y) { return x.pid < y.pid; });
   return out;
 }
 

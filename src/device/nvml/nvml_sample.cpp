@@ -20,10 +20,11 @@ MemoryReadings read_memory(Call& call, const NvmlApi& a, nvmlDevice_t h) {
   m2.version = TRAINMON_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2);
   int rc = call(a.device_get_memory_info_v2, h, &m2);
   if (rc == NVML_SUCCESS) return checked_memory(m2.total, m2.reserved, m2.used, m2.free);
-  if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+  if (nvml_answer_means_try_older(rc) || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
     nvmlMemory_t m1{};
-    rc = call(a.device_get_memory_info_v1, h, &m1);
-    if (rc == NVML_SUCCESS) return checked_memory(m1.total, std::nullopt, m1.used, m1.free);
+    const int rc1 = call(a.device_get_memory_info_v1, h, &m1);
+    if (rc1 == NVML_SUCCESS) return checked_memory(m1.total, std::nullopt, m1.used, m1.free);
+    if (rc1 != NVML_ERROR_FUNCTION_NOT_FOUND) rc = rc1;  // else the newer one's answer says more
   }
   auto f = nvml_fail<std::uint64_t>(rc);
   return {f, f, f, f};
@@ -318,7 +319,8 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
   return s;
 }
 
-void set_all_status(GpuSample& s, ReadStatus st, std::int32_t code) {
+void set_all_status(GpuSample& s, ReadStatus st, std::int32_t code, bool processes) {
+  if (processes) s.process_count = Reading<unsigned>::fail(st, code);
   auto set = [&](auto&... r) { ((r.status = st, r.code = code, r.value = {}), ...); };
   set(s.responsive, s.memory_total_bytes, s.memory_reserved_bytes, s.memory_used_bytes, s.memory_free_bytes,
       s.bar1_used_bytes, s.bar1_free_bytes, s.utilization_gpu_pct, s.utilization_memory_pct,

@@ -113,10 +113,13 @@ void read_static_info(DeviceContext& ctx, Call& call) {
     m2.version = TRAINMON_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2);
     int rc = call(a.device_get_memory_info_v2, h, &m2);
     std::uint64_t total = m2.total;
-    if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+    if (nvml_answer_means_try_older(rc) || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
       nvmlMemory_t m1{};
-      rc = call(a.device_get_memory_info_v1, h, &m1);
-      total = m1.total;
+      const int rc1 = call(a.device_get_memory_info_v1, h, &m1);
+      if (rc1 != NVML_ERROR_FUNCTION_NOT_FOUND) {  // else the newer one's answer says more
+        rc = rc1;
+        total = m1.total;
+      }
     }
     info.memory_total_bytes = checked(rc, total, [](const std::uint64_t& t) {
       return t == 0 ? Reading<std::uint64_t>::fail(ReadStatus::not_available) : checked_u64(t);

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// Process lists as the driver gives them: a list that fails (any error, or a size that never
+// settles) leaves the GPU's processes unknown, with the reason (GpuSample::process_count), never an
+// empty list; a pid listed twice (two MIG instances, twice in one list, both lists) keeps all of its
+// memory and every instance; per-process utilisation the driver has not refreshed keeps its last
+// value with its age. Through open_nvml_backend() into the fake driver.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "nvml_test_util.h"
+#include "trainmon/export/processes_unknown.h"
+
+namespace trainmon {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::device_scenario;
+using testing::open_fake;
+using testing::tick;
+
+std::string write_scenario(const std::string& text) {
+  static int n = 0;
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("trainmon-plist-" + std::to_string(::getpid()) + "-" + std::to_string(n++) + ".json");
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+/// One GPU with 40 GiB used; `device_extra` goes into the device object, `rest` after "devices".
+std::string one_gpu(const std::string& device_extra, const std::string& rest) {
+  return write_scenario(R"({"name": "plist", "devices": [{"name": "NVIDIA H100 80GB HBM3", "uuid": "GPU-p-0",
+      "memory_total": 85520809984, "metrics": {"utilization_gpu": 90, "memory_used": 42949672960})" +
+                        device_extra + "}], " + rest + "}");
+}
+
+TEST(NvmlProcessList, ReproFailingListIsUnknownWithItsReason) {
+  // /work/shared/repro/process-list-error.json: every compute list version answers NO_PERMISSION.
+  auto b = open_fake(device_scenario("process-list-error.json"), 30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  const GpuSample& g = t.gpus[0];
+  EXPECT_EQ(g.memory_used_bytes.value, 42949672960u);
+  EXPECT_EQ(g.process_count.status, ReadStatus::no_permission);
+  EXPECT_EQ(g.process_count.code, 4);
+  EXPECT_TRUE(t.processes.empty());
+  EXPECT_EQ(exp::processes_unknown_text(g.process_count),
+            "processes unknown: NVML_ERROR_NO_PERMISSION: the query needs more privileges (root)");
+  EXPECT_TRUE(g.responsive.ok());  // the GPU itself answers
+}
+
+TEST(NvmlProcessList, AnyErrorOfEitherListLeavesThemUnknown) {
+  for (const char* fn :
+       {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3"}) {
+    for (const char* code : {"NVML_ERROR_UNKNOWN", "NVML_ERROR_NO_PERMISSION", "NVML_ERROR_MEMORY"}) {
+      auto b = open_fake(one_gpu("", R"("processes": [{"pid": 1001, "gpu": 0, "used_memory": 2147483648}],
+          "errors": [{"function": ")" + std::string(fn) +
+                                         R"(", "return": ")" + code + "\"}]"),
+                         30);
+      auto t = tick(*b);
+      ASSERT_EQ(t.gpus.size(), 1u);
+      EXPECT_FALSE(t.gpus[0].process_count.ok()) << fn << " " << code;
+      EXPECT_NE(t.gpus[0].process_count.code, 0) << fn << " " << code;
+      EXPECT_NE(exp::processes_unknown_reason(t.gpus[0].process_count), "") << fn << " " << code;
+      if (std::string(fn).find("Graphics") != std::string::npos) {
+        // The compute list answered: its process is still shown, next to "unknown".
+        ASSERT_EQ(t.processes.size(), 1u);
+        EXPECT_EQ(t.processes[0].pid, 1001u);
+      }
+    }
+  }
+}
+
+TEST(NvmlProcessList, SizeThatNeverSettlesIsUnknown) {
+  // Every buffer call finds the list grown past the buffer: INSUFFICIENT_SIZE on every retry.
+  auto b = open_fake(one_gpu(R"(, "process_list_growth": {"never_settles": true})",
+                             R"("processes": [{"pid": 1001, "gpu": 0, "used_memory": 2147483648}])"),
+                     30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_EQ(t.gpus[0].process_count.code, 7);  // NVML_ERROR_INSUFFICIENT_SIZE
+  EXPECT_EQ(exp::processes_unknown_reason(t.gpus[0].process_count),
+            "the list kept changing size while it was read (NVML_ERROR_INSUFFICIENT_SIZE on every retry)");
+}
+
+TEST(NvmlProcessList, ListsThatAnswerAreCounted) {
+  auto b = open_fake(
+      one_gpu(
+          "",
+          R"("processes": [{"pid": 1001, "gpu": 0, "used_memory": 1}, {"pid": 1002, "gpu": 0, "type": "G", "used_memory": 1}])"),
+      30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_TRUE(t.gpus[0].process_count.ok());
+  EXPECT_EQ(t.gpus[0].process_count.value, 2u);
+  EXPECT_EQ(exp::processes_unknown_text(t.gpus[0].process_count), "");
+  BackendOptions off;
+  off.collect_processes = false;
+  auto c = open_fake(device_scenario("process-list-error.json"), 30, off);
+  auto u = tick(*c);
+  EXPECT_EQ(u.gpus[0].process_count.status, ReadStatus::not_collected);  // not asked: nothing to say
+}
+
+TEST(NvmlProcessList, ReproSamePidOnTwoMigInstancesKeepsAllItsMemory) {
+  // /work/shared/repro/same-pid-two-mig-instances.json: pid 3300 holds 1 GiB on GI 1 and 2 GiB on GI
+  // 2; the parent handle's list names it twice.
+  auto b = open_fake(device_scenario("same-pid-two-mig-instances.json"), 30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.processes.size(), 1u);
+  const GpuProcessSample& p = t.processes[0];
+  EXPECT_EQ(p.pid, 3300u);
+  EXPECT_EQ(p.used_memory_bytes.value, 3221225472u);
+  ASSERT_EQ(p.mig_instances.size(), 2u);
+  EXPECT_EQ(p.mig_instances[0], (MigInstanceRef{1, 0}));
+  EXPECT_EQ(p.mig_instances[1], (MigInstanceRef{2, 0}));
+  EXPECT_EQ(p.gpu_instance_id.value, 1u);
+  EXPECT_EQ(t.gpus[0].process_count.value, 1u);
+}
+
+TEST(NvmlProcessList, PidTwiceInOneListAndInBothLists) {
+  // Twice in the compute list (same instance: two entries, both counted), and one pid in both the
+  // compute and the graphics list (one allocation seen by both: counted once, "C+G").
+  auto b = open_fake(one_gpu("", R"("processes": [
+      {"pid": 1001, "gpu": 0, "type": "C", "used_memory": 1073741824},
+      {"pid": 1001, "gpu": 0, "type": "C", "used_memory": 536870912},
+      {"pid": 1002, "gpu": 0, "type": "C+G", "used_memory": 268435456}])"),
+                     30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.processes.size(), 2u);
+  EXPECT_EQ(t.processes[0].pid, 1001u);
+  EXPECT_EQ(t.processes[0].used_memory_bytes.value, 1610612736u);
+  EXPECT_TRUE(t.processes[0].mig_instances.empty());
+  EXPECT_EQ(t.processes[1].pid, 1002u);
+  EXPECT_TRUE(t.processes[1].compute_and_graphics);
+  EXPECT_EQ(t.processes[1].used_memory_bytes.value, 268435456u);
+  EXPECT_EQ(t.gpus[0].process_count.value, 2u);
+}
+
+TEST(NvmlProcessList, ReproUtilisationNotRefreshedKeepsTheLastValueWithItsAge) {
+  // /work/shared/repro/process-util-not-refreshed.json, read faster than the driver refreshes its
+  // per-process samples (1/6 s): the read in between finds none newer.
+  auto b = open_fake(device_scenario("process-util-not-refreshed.json"), 30);
+  // Find a tick with a fresh sample, then read again at once (before the next refresh).
+  testing::Tick t1;
+  for (int i = 0; i < 20; ++i) {
+    t1 = tick(*b);
+    if (t1.processes.size() == 2 && t1.processes[0].sm_util_pct.ok() &&
+        t1.processes[0].util_age_s.value < 0.05)
+      break;
+    std::this_thread::sleep_for(30ms);
+  }
+  ASSERT_EQ(t1.processes.size(), 2u);
+  ASSERT_TRUE(t1.processes[0].sm_util_pct.ok());
+  EXPECT_EQ(t1.processes[0].sm_util_pct.value, 60u);
+  EXPECT_EQ(t1.processes[1].sm_util_pct.value, 70u);
+  for (int i = 0; i < 6; ++i) {
+    auto t = tick(*b);
+    ASSERT_EQ(t.processes.size(), 2u);
+    for (const auto& p : t.processes) {
+      ASSERT_TRUE(p.sm_util_pct.ok()) << "read " << i << " pid " << p.pid << ": N/A between refreshes";
+      EXPECT_EQ(p.sm_util_pct.value, p.pid == 1001 ? 60u : 70u);
+      EXPECT_EQ(p.mem_util_pct.value, 20u);
+      ASSERT_TRUE(p.util_age_s.ok());
+      EXPECT_GE(p.util_age_s.value, 0.0);
+      EXPECT_LT(p.util_age_s.value, 0.5);
+    }
+    std::this_thread::sleep_for(20ms);
+  }
+}
+
+TEST(NvmlProcessList, HeldUtilisationExpiresAfterTheHoldTime) {
+  // A driver that refreshed once and then no more (a process gone idle: NVML lists only processes
+  // with non-zero utilisation): the last value is shown with its growing age, then N/A.
+  // A private copy: its sample clock starts now (the first sample is taken at load).
+  auto b = open_fake(one_gpu(R"(, "process_util_period_ms": 60000)",
+                             R"("processes": [{"pid": 1001, "gpu": 0, "used_memory": 1, "sm_util": 80}])"),
+                     30, {}, testing::isolated_fake_copy("fake_nvml"));
+  auto t = tick(*b);
+  ASSERT_EQ(t.processes.size(), 1u);
+  ASSERT_TRUE(t.processes[0].sm_util_pct.ok());  // the sample taken at load (the first period)
+  EXPECT_EQ(t.processes[0].sm_util_pct.value, 80u);
+  const double first_age = t.processes[0].util_age_s.value;
+  std::this_thread::sleep_for(300ms);
+  t = tick(*b);
+  ASSERT_TRUE(t.processes[0].sm_util_pct.ok());
+  EXPECT_GT(t.processes[0].util_age_s.value, first_age + 0.25);
+  std::this_thread::sleep_for(std::chrono::milliseconds(static_cast<int>(kProcessUtilHoldS * 1000)));
+  t = tick(*b);
+  EXPECT_EQ(t.processes[0].sm_util_pct.status, ReadStatus::not_available);
+  EXPECT_EQ(t.processes[0].util_age_s.status, ReadStatus::not_available);
+}
+
+}  // namespace
+}  // namespace trainmon
