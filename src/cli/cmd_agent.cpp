@@ -99,6 +99,9 @@ int run_agent(const AgentOptions& o) {
   bo.collect_pcie_throughput = false;
   bo.collect_gpm = false;
   bo.watch_events = false;
+  bo.tick_wait = tick_wait_for(std::chrono::milliseconds(o.interval_ms), bo.device_timeout);
+  bo.init_wait = bo.tick_wait;
+  bo.stop_requested = [] { return g_stop.load(); };
   auto backend = open_nvml_backend(bo);
   HostOptions ho;
   ho.disks = false;
@@ -117,8 +120,8 @@ int run_agent(const AgentOptions& o) {
     Snapshot snap;
     snap.time_unix_ns = now_ns(CLOCK_REALTIME);
     snap.monotonic_ns = now_ns(CLOCK_MONOTONIC);
-    snap.driver = backend->driver_info();
     backend->sample(snap.gpus, snap.gpu_processes);
+    snap.driver = backend->driver_info();
     host.collect(snap.host, no_processes, {});
     if (auto w = ipc::write_file_atomic(path, ipc::snapshot_json(snap, "agent", o.interval_ms)); !w) {
       std::fprintf(stderr, "trainmon agent: %s\n", w.error().message.c_str());

@@ -21,7 +21,9 @@ Registrar reg{
                 },
             .header = [](const exp::MonitorOptions& mo) { return exp::pmon_header(mo); },
             .rows = [](const exp::MonitorOptions& mo, const Snapshot& snap, const Snapshot*,
-                       std::span<const std::size_t> order) { return exp::pmon_rows(mo, snap, order); }});
+                       std::span<const std::size_t> order) { return exp::pmon_rows(mo, snap, order); },
+            .warnings = [](const Snapshot& snap,
+                           std::span<const std::size_t> order) { return exp::pmon_warnings(snap, order); }});
      },
      31}};
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 #include "cli/option_checks.h"
 #include "cli/output.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/sampler/sampler.h"
 
@@ -94,14 +96,19 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   so.host.sys_root = global.sys_root;
   so.host.disks = so.host.nets = false;
   so.collect_host = false;
-  Sampler sampler(so);
   const std::chrono::milliseconds period =
       o.loop_ms > 0 ? std::chrono::milliseconds(o.loop_ms)
                     : std::chrono::milliseconds(static_cast<long>(o.loop_s * 1000.0));
+  if (period.count() > 0) so.backend.tick_wait = tick_wait_for(period, so.backend.device_timeout);
+  so.backend.init_wait = kGpuCommandInitWait;
+  so.backend.stop_requested = [] { return g_stop.load(); };
+  // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  Sampler sampler(so);
   bool first = true;
   int rc = kExitOk;
+  std::map<unsigned, std::string> reported_unknown;  // per GPU: said once while it stays the same
   while (!g_stop) {
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
@@ -132,6 +139,16 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
         rc = kExitFailure;
       }
       break;
+    }
+    if (!o.query_apps.empty()) {
+      // The CSV row of a GPU whose process lists failed says only "[N/A]"-style words: why, here.
+      for (std::size_t pos : *order) {
+        const auto& g = snap.gpus[pos];
+        std::string why = exp::processes_unknown_text(g.process_count);
+        if (why.empty() || why == reported_unknown[g.index]) continue;
+        std::fprintf(stderr, "trainmon query: GPU %u: %s\n", g.index, why.c_str());
+        reported_unknown[g.index] = std::move(why);
+      }
     }
     first = false;
     if (period.count() <= 0) break;

@@ -257,6 +257,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     so.backend.library_path = global.nvml_library;
     so.host.proc_root = global.proc_root;
     so.host.sys_root = global.sys_root;
+    // A hung GPU or driver never stretches a tick, nor delays a signal.
+    so.backend.tick_wait = tick_wait_for(std::chrono::nanoseconds(*interval), so.backend.device_timeout);
+    so.backend.init_wait = so.backend.tick_wait;
+    so.backend.stop_requested = runner::stop_signal_pending;
     sampler = std::make_unique<Sampler>(so);
     if (const DriverInfo d = sampler->driver_info(); !d.loaded && !o.quiet)
       std::fprintf(stderr, "trainmon: GPUs not monitored: %s\n", text::terminal(d.error).c_str());

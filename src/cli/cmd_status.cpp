@@ -65,9 +65,16 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   so.host.sys_root = global.sys_root;
   so.host.all_processes = o.all_processes;
   so.host.disks = so.host.nets = false;
-  Sampler sampler(so);
+  if (o.interval_s > 0)
+    so.backend.tick_wait = tick_wait_for(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.interval_s)),
+        so.backend.device_timeout);
+  so.backend.init_wait = kGpuCommandInitWait;
+  so.backend.stop_requested = [] { return g_stop.load(); };
+  // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  Sampler sampler(so);
   const bool redraw = o.interval_s > 0 && term.is_tty && !o.json;
   int rc = kExitOk;
   std::string reported_error;

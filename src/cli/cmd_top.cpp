@@ -56,9 +56,16 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
   view.show_power = view.show_pid = true;
   view.utf8 = term.utf8 && !o.ascii;
   view.columns = term.is_tty ? term.columns : 0;
-  Sampler sampler(sampler_options(global));
+  SamplerOptions so = sampler_options(global);
+  so.backend.tick_wait = tick_wait_for(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.interval_s)),
+      so.backend.device_timeout);
+  so.backend.init_wait = so.backend.tick_wait;
+  so.backend.stop_requested = [] { return g_stop.load(); };
+  // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  Sampler sampler(so);
   for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
@@ -88,6 +95,9 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
   tui::TopOptions t;
   t.sampler = sampler_options(global);
   t.interval_ms = static_cast<int>(o.interval_s * 1000 + 0.5);
+  t.sampler.backend.tick_wait =
+      tick_wait_for(std::chrono::milliseconds(t.interval_ms), t.sampler.backend.device_timeout);
+  t.sampler.backend.init_wait = t.sampler.backend.tick_wait;
   t.utf8 = term.utf8 && !o.ascii;
   t.color = exp::use_color(o.no_color ? exp::ColorMode::never : exp::ColorMode::automatic, term);
   t.diagnose = !o.no_diagnose;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -60,9 +61,14 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   so.backend.watch_events = false;
   so.collect_host = false;
   spec.configure(so, mo);
-  Sampler sampler(so);
+  so.backend.tick_wait = tick_wait_for(std::chrono::seconds(o.delay_s), so.backend.device_timeout);
+  so.backend.init_wait = kGpuCommandInitWait;
+  so.backend.stop_requested = [] { return g_stop.load(); };
+  // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  Sampler sampler(so);
+  std::map<std::string, bool> warned;  // spec.warnings lines said while they last
   std::optional<Snapshot> prev;
   long printed = 0;
   while (!g_stop && (o.count <= 0 || printed < o.count)) {
@@ -89,6 +95,14 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     if (write_out(stdout, text) != WriteResult::ok) return kExitOk;
     // A tick may print nothing (pmon --json on idle GPUs): notice a reader that left all the same.
     if (text.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
+    if (spec.warnings) {
+      std::map<std::string, bool> now;
+      for (auto& line : spec.warnings(snap, *order)) {
+        if (!warned.contains(line)) std::fprintf(stderr, "trainmon %s: %s\n", name, line.c_str());
+        now[std::move(line)] = true;
+      }
+      warned = std::move(now);
+    }
     prev = std::move(snap);
     ++printed;
     if (o.count > 0 && printed >= o.count) break;

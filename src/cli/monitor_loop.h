@@ -10,6 +10,7 @@
 #include <functional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "trainmon/export/monitor_format.h"
@@ -30,6 +31,9 @@ struct MonitorSpec {
   std::function<std::string(const exp::MonitorOptions&, const Snapshot& snap, const Snapshot* prev,
                             std::span<const std::size_t> order)>
       rows;
+  /// Lines for stderr about this sample (e.g. pmon's "GPU 0: processes unknown: ..."), each said
+  /// once while it stays the same. Empty function: none.
+  std::function<std::vector<std::string>(const Snapshot& snap, std::span<const std::size_t> order)> warnings;
 };
 
 /// Adds the shared options (-s -d -c -i -o --json --csv) to `app` and returns its runner.

@@ -21,6 +21,7 @@
 #include "export/monitor_common.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/monitor_format.h"
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/units.h"
 
 namespace trainmon::exp {
@@ -108,7 +109,30 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
     for (const auto& p : cur.gpu_processes)
       if (p.gpu_index == g.index) procs.push_back(&p);
     std::stable_sort(procs.begin(), procs.end(), [](auto* a, auto* b) { return a->pid < b->pid; });
-    if (procs.empty()) procs.push_back(nullptr);  // one line of '-' for an idle GPU
+    // Lists that failed: a row of '?' (never the idle GPU's row of '-'); the reason on stderr
+    // (pmon_warnings) and in the JSON row.
+    const std::string unknown = processes_unknown_reason(g.process_count);
+    if (!unknown.empty()) {
+      if (opt.format == MonitorFormat::json) {
+        nlohmann::ordered_json row;
+        row["time"] = iso_local_time(cur.time_unix_ns);
+        row["gpu"] = g.index;
+        row["processes_unknown"] = unknown;
+        out += row.dump() + '\n';
+      } else if (opt.format == MonitorFormat::csv) {
+        out += monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}, ?, ?", g.index);
+        for (std::size_t i = 0; i < cols.size(); ++i) out += ", ?";
+        out += ", processes unknown\n";
+      } else {
+        out += monitor_row_lead(opt, cur.time_unix_ns, g.index);
+        append_cell(out, "?", 11);
+        append_cell(out, "?", 6);
+        for (std::size_t i = 0; i < cols.size(); ++i) append_cell(out, "?", 7);
+        out += "    unknown        \n";
+      }
+    } else if (procs.empty()) {
+      procs.push_back(nullptr);  // one line of '-' for an idle GPU
+    }
     for (const GpuProcessSample* p : procs) {
       if (opt.format == MonitorFormat::json) {
         if (!p) continue;  // JSON lists processes only
@@ -141,6 +165,16 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
       const std::size_t w = display_width(command);
       out += "    " + command + std::string(w < 15 ? 15 - w : 0, ' ') + '\n';
     }
+  }
+  return out;
+}
+
+std::vector<std::string> pmon_warnings(const Snapshot& cur, std::span<const std::size_t> order) {
+  std::vector<std::string> out;
+  for (std::size_t pos : order) {
+    const GpuSample& g = cur.gpus.at(pos);
+    if (std::string why = processes_unknown_text(g.process_count); !why.empty())
+      out.push_back(fmt::format("GPU {}: {}", g.index, why));
   }
   return out;
 }

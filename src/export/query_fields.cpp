@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/units.h"
 
 namespace trainmon::exp {
@@ -830,6 +831,19 @@ std::string csv_query_apps(const AppQuery& q, const CsvOptions& opt, const Snaps
       for (std::size_t i = 0; i < q.fields.size(); ++i) {
         if (i) out += ", ";
         append_value(out, q.fields[i]->format(snap, gpu, p), q.fields[i]->unit, opt);
+      }
+      out += '\n';
+    }
+    // Lists that failed: one row for the GPU whose process fields say why, in nvidia-smi's words
+    // ("[Insufficient Permissions]"), never no row next to the memory those processes hold.
+    if (!processes_unknown_reason(gpu.process_count).empty()) {
+      const GpuProcessSample none{};
+      const FieldValue unknown{std::string(nvidia_smi_na_text(gpu.process_count.status)), true};
+      for (std::size_t i = 0; i < q.fields.size(); ++i) {
+        if (i) out += ", ";
+        const auto& f = *q.fields[i];
+        const bool gpu_field = f.name.starts_with("gpu_") || f.name == "timestamp";
+        append_value(out, gpu_field ? f.format(snap, gpu, none) : unknown, f.unit, opt);
       }
       out += '\n';
     }

@@ -4,8 +4,10 @@
 #include <nlohmann/json.hpp>
 #include "trainmon/core/text_escape.h"
 
+#include <cmath>
 #include <sstream>
 
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/units.h"
 
@@ -86,8 +88,17 @@ Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
   put(o, reasons, "mem_util", p.mem_util_pct);
   put(o, reasons, "enc_util", p.enc_util_pct);
   put(o, reasons, "dec_util", p.dec_util_pct);
+  // Utilisation the driver has not refreshed since the last read is the last sample, this old.
+  put(o, reasons, "util_age_s", p.util_age_s, [](double s) { return std::round(s * 1000) / 1000; });
   if (p.gpu_instance_id.ok()) o["gpu_instance_id"] = *p.gpu_instance_id;
   if (p.compute_instance_id.ok()) o["compute_instance_id"] = *p.compute_instance_id;
+  if (!p.mig_instances.empty()) {
+    Json inst = Json::array();
+    for (const auto& m : p.mig_instances)
+      inst.push_back(
+          Json{{"gpu_instance_id", m.gpu_instance_id}, {"compute_instance_id", m.compute_instance_id}});
+    o["mig_instances"] = inst;  // every instance the pid is on; gpu_memory_usage is their sum
+  }
   o["host_visibility"] = std::string(host_visibility_name(p.host));
   if (hp) {
     o["host_rss_bytes"] = hp->rss_bytes.ok() ? Json(*hp->rss_bytes) : Json(nullptr);
@@ -139,7 +150,16 @@ Json gpu_json(const Snapshot& snap, const GpuSample& g) {
   Json procs = Json::array();
   for (const auto& p : snap.gpu_processes)
     if (p.gpu_index == g.index) procs.push_back(process_json(snap, p));
-  o["processes"] = procs;
+  // Lists that failed: null, as gpustat does, never [] next to the memory they hold; the reason in
+  // "processes_unknown" (and the entries of a list that did answer in "processes_listed").
+  if (const std::string why = processes_unknown_reason(g.process_count); !why.empty()) {
+    o["processes"] = nullptr;
+    r["processes"] = std::string(read_status_name(g.process_count.status));
+    o["processes_unknown"] = why;
+    if (!procs.empty()) o["processes_listed"] = procs;
+  } else {
+    o["processes"] = procs;
+  }
   // trainmon additions (nvidia-smi --query-gpu names where one exists).
   o["responsive"] = g.responsive.ok() || g.responsive.status == ReadStatus::not_collected
                         ? std::string("ok")

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/units.h"
 
@@ -116,6 +117,9 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
          ")";
     line += " " + r;
   }
+  // A failed list is not an empty one: the memory above is held by processes nobody could name.
+  if (const std::string unknown = processes_unknown_text(g.process_count); !unknown.empty())
+    line += " " + paint(kBoldRed, terminal_text(unknown, opt.utf8));
   return line;
 }
 

@@ -140,6 +140,10 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   // Not every process: only the trees below the GPU processes of the previous tick, found from the
   // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
   so.host.all_processes = false;
+  // A hung GPU or driver never stretches a tick, nor delays a signal (docs/fake-nvml.md hangs).
+  so.backend.tick_wait = tick_wait_for(std::chrono::nanoseconds(o.interval_ns), so.backend.device_timeout);
+  so.backend.init_wait = so.backend.tick_wait;
+  so.backend.stop_requested = runner::stop_signal_pending;
   Sampler sampler(so);
   if (const DriverInfo d = sampler.driver_info(); !d.loaded && !o.quiet)
     std::fprintf(stderr, "trainmon %s: GPUs not monitored: %s\n", o.tool.c_str(),

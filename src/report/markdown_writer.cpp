@@ -198,9 +198,18 @@ std::string write_markdown(const json& m) {
     }
   }
 
+  const bool unknown = m.contains("processes_unknown") && !m["processes_unknown"].empty();
+  if (!m["processes"].empty() || unknown) out += "\n## Processes\n\n";
+  if (unknown) {
+    // The driver's lists failed: the table below (if any) is not every process that held a GPU.
+    for (const auto& u : m["processes_unknown"])
+      out += fmt::format("- GPU {}: processes unknown in {} of {} samples: {}\n", u.value("gpu", 0),
+                         u.value("samples_unknown", 0), u.value("samples", 0), cell(str(u, "reason")));
+    out += "\n";
+  }
   if (!m["processes"].empty()) {
     out +=
-        "\n## Processes\n\n| PID | Command | In job | Peak RSS | CPU time | Peak GPU memory | GPUs |\n"
+        "| PID | Command | In job | Peak RSS | CPU time | Peak GPU memory | GPUs |\n"
         "|---|---|---|---|---|---|---|\n";
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");

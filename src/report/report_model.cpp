@@ -130,6 +130,12 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
     model["processes"] = json::array();
     notes.push_back("processes could not be read: " + p.error().message);
   }
+  if (auto u = processes_unknown(st, run_id)) {
+    model["processes_unknown"] = std::move(*u);
+  } else {
+    model["processes_unknown"] = json::array();
+    notes.push_back("process list failures could not be read: " + u.error().message);
+  }
   if (series.size() == 0) notes.push_back("no samples were recorded for this run");
   model["notes"] = std::move(notes);
   return model;

@@ -6,9 +6,12 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/store/series_fields.h"
 
 namespace trainmon::report {
@@ -178,6 +181,40 @@ Expected<nlohmann::json> process_table(store::Store& st, std::int64_t run_id, st
                    {"cpu_time_s", opt(r.cpu_time_s)},
                    {"peak_gpu_mem_mib", opt(r.peak_gpu_mem_mib)},
                    {"gpus", r.gpus}});
+  }
+  return out;
+}
+
+Expected<nlohmann::json> processes_unknown(store::Store& st, std::int64_t run_id) {
+  auto series = st.list_series(run_id);
+  if (!series) return std::unexpected(series.error());
+  using store::SeriesKind;
+  const auto col = store::field_index(SeriesKind::gpu, "processes_unknown_nvml_code");
+  std::map<unsigned, std::tuple<std::int64_t, std::int64_t, std::int64_t>> by_gpu;  // unknown, all, last code
+  for (const auto& s : *series) {
+    if (s.kind != SeriesKind::gpu || !s.gpu_index || !col) continue;
+    auto& [unknown, all, last] = by_gpu[*s.gpu_index];
+    auto r = st.read_series(s.id, [&](const store::Chunk& c, bool aggregated) {
+      const std::size_t cols = aggregated ? c.columns / 3 : c.columns;
+      const std::size_t at = aggregated ? 2 * cols + *col : *col;  // aggregated: the max column
+      for (std::size_t row = 0; row < c.rows(); ++row) {
+        ++all;
+        if (*col >= cols || at >= c.columns) continue;  // written before the column existed
+        const auto v = c.at(row, at);
+        if (v == store::kNull) continue;
+        ++unknown;
+        last = v;
+      }
+    });
+    if (!r) return std::unexpected(r.error());
+  }
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [gpu, t] : by_gpu) {
+    const auto& [unknown, all, last] = t;
+    if (unknown == 0) continue;
+    const int code = static_cast<int>(last);
+    const std::string why = exp::processes_unknown_reason(Reading<unsigned>::fail(ReadStatus::failed, code));
+    out.push_back({{"gpu", gpu}, {"samples_unknown", unknown}, {"samples", all}, {"reason", why}});
   }
   return out;
 }

@@ -20,4 +20,10 @@ namespace trainmon::report {
 /// At most `limit` rows. Errors: the store cannot be read.
 Expected<nlohmann::json> process_table(store::Store& store, std::int64_t run_id, std::size_t limit = 100);
 
+/// The GPUs whose process lists failed during the run (column processes_unknown_nvml_code): one
+/// object {gpu, samples_unknown, samples, reason} each, by GPU index; `reason` is the last failure's
+/// (trainmon/export/processes_unknown.h). Empty when every list was read. Errors: the store cannot
+/// be read.
+Expected<nlohmann::json> processes_unknown(store::Store& store, std::int64_t run_id);
+
 }  // namespace trainmon::report

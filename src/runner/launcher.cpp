@@ -47,6 +47,15 @@ void prepare_signals() {
   ::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 }
 
+bool stop_signal_pending() {
+  sigset_t pending;
+  sigemptyset(&pending);
+  if (::sigpending(&pending) != 0) return false;
+  for (int s : kForwarded)
+    if (sigismember(&pending, s) == 1) return true;
+  return false;
+}
+
 Expected<pid_t> launch(const LaunchOptions& options) {
   if (options.argv.empty()) {
     return std::unexpected(

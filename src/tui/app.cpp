@@ -127,7 +127,8 @@ struct Shared {
   int interval_ms = 1000;
   bool all_processes = false;  ///< the table lists every process (else only the GPU processes)
   bool stop = false;
-  bool sampler_exited = false;  ///< set by the sampling thread as it returns
+  std::atomic<bool> stopping{false};  ///< `stop`, readable without the lock (the backend's waits poll it)
+  bool sampler_exited = false;        ///< set by the sampling thread as it returns
   // The screen.
   const TopOptions* opt = nullptr;
   CursesOutput* out = nullptr;  ///< nullptr once the terminal is given back: nothing is drawn
@@ -184,6 +185,8 @@ void sampling_thread(const TopOptions& opt, Shared& sh) {
   so.host.cpu_frequency = false;
   so.host.requested_process_details = false;
   so.host.process_status_every_tick = false;
+  // A wait for a hung GPU or driver ends as soon as the user quits.
+  so.backend.stop_requested = [&sh] { return g_stop.load() || sh.stopping.load(); };
   Sampler sampler(so);
   HostOptions all_opts = so.host;
   all_opts.all_processes = true;
@@ -352,6 +355,7 @@ int run_top(const TopOptions& opt) {
   {
     std::lock_guard lk(sh.mu);
     sh.stop = true;
+    sh.stopping = true;
     out.close();
     sh.out = nullptr;  // the sampling thread draws no more
   }

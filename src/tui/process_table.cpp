@@ -259,8 +259,8 @@ std::string fit(std::string s, int width, bool right) {
 
 }  // namespace
 
-void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows,
-                        UiState& ui) {
+void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows, UiState& ui,
+                        std::string_view empty_text) {
   if (height <= 0) return;
   std::vector<Column> cols = {
       {SortKey::pid, 7, true, 0},        {SortKey::user, 8, false, 3},   {SortKey::gpu, 3, false, 4},
@@ -297,7 +297,9 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
   if (body <= 0) return;
   if (rows.empty()) {
     canvas.put(top + 1, 1,
-               ui.view == ProcessView::gpu ? "no GPU processes (a: all processes)" : "no processes match",
+               !empty_text.empty()           ? std::string(empty_text)
+               : ui.view == ProcessView::gpu ? "no GPU processes (a: all processes)"
+                                             : "no processes match",
                Style::dim);
     return;
   }

@@ -6,7 +6,11 @@
 
 #include <algorithm>
 #include <ctime>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "trainmon/export/processes_unknown.h"
 #include "trainmon/tui/overlays.h"
 
 namespace trainmon::tui {
@@ -102,8 +106,29 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   row += draw_findings_panel(cv, row, std::min(find_budget, avail - (row - 1)), live);
 
   const auto rows = build_process_rows(snap, ui, utf8);
+  // GPUs whose process lists failed: one line per reason above the table, which lists what is known
+  // (never "no GPU processes" next to the memory those processes hold).
+  std::vector<std::pair<std::string, std::string>> unknown;  // reason, GPU list
+  for (const auto& g : snap.gpus) {
+    const std::string why = exp::processes_unknown_text(g.process_count);
+    if (why.empty()) continue;
+    auto it = std::find_if(unknown.begin(), unknown.end(), [&](const auto& u) { return u.first == why; });
+    if (it == unknown.end()) {
+      unknown.emplace_back(why, std::to_string(g.index));
+    } else {
+      it->second += "," + std::to_string(g.index);
+    }
+  }
+  const int unknown_rows = std::min(static_cast<int>(unknown.size()), std::max(0, cv.height() - 1 - row - 2));
+  for (int i = 0; i < unknown_rows; ++i) {
+    const auto& [why, gpus] = unknown[static_cast<std::size_t>(i)];
+    cv.put(row + i, 1, "GPU " + gpus + ": " + why, Style::warn);
+  }
+  row += unknown_rows;
   const int table_h = cv.height() - 1 - row;
-  draw_process_table(cv, row, table_h, rows, ui);
+  draw_process_table(
+      cv, row, table_h, rows, ui,
+      unknown.empty() ? std::string_view{} : std::string_view{"no other GPU processes listed"});
   out.keys.page_rows = std::max(1, table_h - 1);
   out.keys.pids.reserve(rows.size());
   for (const auto& r : rows) {

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "trainmon/core/snapshot.h"
 
@@ -52,5 +53,8 @@ std::string pmon_header(const MonitorOptions& opt);
 /// `-`. The command column is the basename of the process name, cut and padded to 15 columns. In
 /// the text view a utilisation of 0 prints `-`, as nvidia-smi 590 does; JSON and CSV keep the 0.
 std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<const std::size_t> order);
+/// One line per GPU of `order` whose process lists failed this tick ("GPU 0: processes unknown:
+/// <reason>"; its pmon row shows `?`), for stderr. Empty when every list was read.
+std::vector<std::string> pmon_warnings(const Snapshot& cur, std::span<const std::size_t> order);
 
 }  // namespace trainmon::exp

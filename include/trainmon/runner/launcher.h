@@ -24,6 +24,11 @@ namespace trainmon::runner {
 /// this process a child subreaper. wait_for_event() then receives those signals synchronously.
 void prepare_signals();
 
+/// True when SIGINT, SIGTERM, SIGHUP or SIGQUIT is pending: blocked by prepare_signals() and not yet
+/// taken by wait_for_event(). For BackendOptions::stop_requested: a wait for a hung GPU ends as soon
+/// as the user asks to stop, and the next wait_for_event() takes the signal.
+bool stop_signal_pending();
+
 struct LaunchOptions {
   std::vector<std::string> argv;                               ///< argv[0] is looked up in PATH
   std::vector<std::pair<std::string, std::string>> extra_env;  ///< added to the inherited environment

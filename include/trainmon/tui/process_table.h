@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainmon/core/snapshot.h"
@@ -53,8 +54,9 @@ int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcep
 
 /// Draws the header and as many rows as fit into rows [top, top + height) of `canvas`, scrolled so
 /// the selected row is visible (updates ui.scroll). Columns that do not fit the width are dropped
-/// (SM %, elapsed, user, GPU, RSS in that order); the command takes what is left.
-void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows,
-                        UiState& ui);
+/// (SM %, elapsed, user, GPU, RSS in that order); the command takes what is left. `empty_text`, when
+/// given, replaces the "no GPU processes" line of an empty table (e.g. some GPUs' lists failed).
+void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows, UiState& ui,
+                        std::string_view empty_text = {});
 
 }  // namespace trainmon::tui

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // D14 gpu-lost: a GPU stops answering (NVML_ERROR_GPU_IS_LOST, hung calls past the deadline, whole-
-// device failures, or missing from the snapshot after having been there). Critical from the first
-// such row; the finding runs until the GPU answers again (or the run ends).
+// device failures, or missing from the snapshot after having been there), or never answered at all
+// (hung from the first tick). Critical from the first such row; the finding runs until the GPU
+// answers again (or the run ends).
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "diagnose/advice.h"
 #include "diagnose/detail.h"
@@ -11,16 +14,35 @@
 namespace trainmon::diagnose {
 using namespace detail;
 
+namespace {
+
+/// Whether the GPU answered in any row before `i`: state ok with a value (a row the sampler did not
+/// judge, a GPU slower than the tick, reads as ok without any).
+bool answered_before(const GpuSeries& g, std::size_t i) {
+  for (std::size_t k = 0; k < i && k < g.state.size(); ++k) {
+    if (g.state[k] != GpuState::ok) continue;
+    const bool util = k < g.util_gpu_pct.size() && !std::isnan(g.util_gpu_pct[k]);
+    const bool mem = k < g.mem_used_mib.size() && !std::isnan(g.mem_used_mib[k]);
+    if (util || mem) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
   std::vector<Finding> out;
   const std::size_t n = s.size();
   for (const auto& g : s.gpus) {
+    // A GPU that never answered at all (hung from the start: its rows are timeouts from the first
+    // one) is as unresponsive as one that stopped; only "absent" needs an earlier row (a GPU added
+    // to the system later is absent before, not lost).
     std::vector<std::uint8_t> cond(n, 0);
     bool seen = false;
     for (std::size_t i = 0; i < n; ++i) {
       const auto st = g.state[i];
-      if (st == GpuState::ok) seen = true;
-      cond[i] = seen && st != GpuState::ok;
+      if (st != GpuState::absent) seen = true;
+      cond[i] = st == GpuState::absent ? seen : st != GpuState::ok;
     }
     for (const auto& ep : episodes(s.t, cond, 0, th.clear_s)) {
       Finding f = make_finding("D14", Severity::critical, s.t[ep.i0], s.t[ep.i1]);
@@ -44,9 +66,15 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
       const char* why = lost      ? "NVML reports the GPU is lost (fallen off the bus)"
                         : timeout ? "NVML calls hang past the deadline"
                                   : "the device fails every query";
+      const bool never = !answered_before(g, ep.i0);
+      f.numbers["never_answered"] = never ? 1 : 0;
       f.evidence =
-          fmt::format("GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
-                      dur(s.t[ep.i1] - s.t[ep.i0]), recovered ? " (then answered again)" : " until the end");
+          never ? fmt::format("GPU{} has not responded since {} ({:.0f} s): {}, for {}{}", g.index,
+                              ep.i0 == 0 ? "the start" : "it appeared", s.t[ep.i0], why,
+                              dur(s.t[ep.i1] - s.t[ep.i0]), recovered ? " (then answered)" : " until the end")
+                : fmt::format("GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
+                              dur(s.t[ep.i1] - s.t[ep.i0]),
+                              recovered ? " (then answered again)" : " until the end");
       if (!na(before)) f.evidence += fmt::format("; utilisation before: {} %", num(before));
       for (const auto& e : s.gpu_events)
         if (e.gpu == g.index && e.xid == 79 && e.t >= s.t[ep.i0] - th.window_s &&

@@ -117,7 +117,9 @@ function renderGpus(status) {
     f.mem_bar.style.width = (total ? 100 * used / total : 0) + '%';
     f.power.textContent = fmt.num(g['power.draw']) + ' / ' + fmt.num(g['enforced.power.limit']) + ' W';
     f.temp.textContent = fmt.num(g['temperature.gpu']) + ' °C';
-    f.procs.textContent = String((g.processes || []).length);
+    // processes null: the driver's lists failed (never shown as 0 next to the memory they hold)
+    f.procs.textContent = g.processes === null ? 'unknown' : String((g.processes || []).length);
+    f.procs.title = g.processes_unknown ? 'processes unknown: ' + g.processes_unknown : '';
   }
 }
 
@@ -138,8 +140,14 @@ function renderHost(status) {
 function renderProcs(status) {
   const body = document.querySelector('#procs tbody');
   body.replaceChildren();
+  let unknown = 0;
   for (const g of status.gpus || []) {
-    for (const p of g.processes || []) {
+    if (g.processes_unknown) {
+      unknown++;
+      body.append(el('tr', {}, el('td', {text: String(g.index)}),
+                      el('td', {colspan: '7', class: 'warn', text: 'processes unknown: ' + g.processes_unknown})));
+    }
+    for (const p of g.processes || g.processes_listed || []) {
       body.append(
           el('tr', {}, el('td', {text: String(g.index)}), el('td', {text: String(p.pid)}),
              el('td', {text: p.username || ''}),
@@ -148,7 +156,7 @@ function renderProcs(status) {
              el('td', {text: fmt.num(p.cpu_percent, 1)}), el('td', {text: fmt.bytes(p.cpu_memory_usage)})));
     }
   }
-  if (!body.children.length)
+  if (!body.children.length && !unknown)
     body.append(el('tr', {}, el('td', {colspan: '8', class: 'muted', text: 'no GPU processes'})));
 }
 

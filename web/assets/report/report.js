@@ -306,7 +306,11 @@
   // ---- processes, batch size ----
   const procs = model.processes || [];
   const psec = el('section', { class: 'processes' }, el('h2', {}, 'Processes'));
-  if (!procs.length) psec.append(el('p', {}, 'No processes recorded.'));
+  // The driver's process lists failed: the table is not every process that held a GPU.
+  const unknown = model.processes_unknown || [];
+  for (const u of unknown)
+    psec.append(el('p', { class: 'warn' }, `GPU ${u.gpu}: processes unknown in ${u.samples_unknown} of ${u.samples} samples: ${u.reason}`));
+  if (!procs.length && !unknown.length) psec.append(el('p', {}, 'No processes recorded.'));
   else {
     const t = el('table', { class: 'procs' }, el('tr', {}, ...['PID', 'Command', 'In job', 'Peak RSS', 'CPU time',
       'Peak GPU memory', 'GPUs'].map((h) => el('th', {}, h))));
