@@ -45,7 +45,15 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
       cond[i] = st == GpuState::absent ? seen : st != GpuState::ok;
     }
     for (const auto& ep : episodes(s.t, cond, 0, th.clear_s)) {
-      Finding f = make_finding("D14", Severity::critical, s.t[ep.i0], s.t[ep.i1]);
+      // A GPU with no value in any row before the episode never answered: its rows before were only
+      // "not collected yet" (slower than the tick), so the finding starts with its first row.
+      const bool never = !answered_before(g, ep.i0);
+      std::size_t first = ep.i0;
+      if (never) {
+        first = 0;
+        while (first < ep.i0 && g.state[first] == GpuState::absent) ++first;
+      }
+      Finding f = make_finding("D14", Severity::critical, s.t[first], s.t[ep.i1]);
       f.gpus = {g.index};
       int lost = 0, timeout = 0, other = 0;
       for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
@@ -66,12 +74,11 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
       const char* why = lost      ? "NVML reports the GPU is lost (fallen off the bus)"
                         : timeout ? "NVML calls hang past the deadline"
                                   : "the device fails every query";
-      const bool never = !answered_before(g, ep.i0);
       f.numbers["never_answered"] = never ? 1 : 0;
       f.evidence =
           never ? fmt::format("GPU{} has not responded since {} ({:.0f} s): {}, for {}{}", g.index,
-                              ep.i0 == 0 ? "the start" : "it appeared", s.t[ep.i0], why,
-                              dur(s.t[ep.i1] - s.t[ep.i0]), recovered ? " (then answered)" : " until the end")
+                              first == 0 ? "the start" : "it appeared", s.t[first], why,
+                              dur(s.t[ep.i1] - s.t[first]), recovered ? " (then answered)" : " until the end")
                 : fmt::format("GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
                               dur(s.t[ep.i1] - s.t[ep.i0]),
                               recovered ? " (then answered again)" : " until the end");

@@ -2,6 +2,8 @@
 // D9, D10, D12-D16: detectors on NVML health data, each with a trigger and near misses.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include "trainmon/diagnose/detectors.h"
 #include "unit/diagnose/synth.h"
 
@@ -222,6 +224,42 @@ TEST(DiagD14GpuLost, AbsentBeforeFirstSeenIsNotLost) {
   Synth x(1, 600);
   for (std::size_t i = 0; i < 100; ++i) x.gpu(0).state[i] = GpuState::absent;
   EXPECT_TRUE(detect_gpu_lost(x.s, kTh).empty());
+}
+
+TEST(DiagD14GpuLost, NeverAnsweredIsNotRespondingToo) {
+  // GPU 1 hangs from the first call: its first rows are "not collected yet" (state ok, no value:
+  // slower than the tick), then timeouts. GPU 2 appears at 100 s and never answers. Both are D14,
+  // from their first row; GPU 0 answers throughout.
+  Synth x(3, 600);
+  const float na = std::numeric_limits<float>::quiet_NaN();
+  for (std::size_t i = 0; i < x.rows(); ++i) {
+    x.gpu(1).util_gpu_pct[i] = x.gpu(1).mem_used_mib[i] = na;
+    x.gpu(1).state[i] = i < 2 ? GpuState::ok : GpuState::timeout;
+    x.gpu(2).util_gpu_pct[i] = x.gpu(2).mem_used_mib[i] = na;
+    x.gpu(2).state[i] = i < 100 ? GpuState::absent : GpuState::failed;
+  }
+  const auto f = detect_gpu_lost(x.s, kTh);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].gpus, std::vector<unsigned>{1});
+  EXPECT_EQ(f[0].severity, Severity::critical);
+  EXPECT_DOUBLE_EQ(f[0].start_s, 0);
+  EXPECT_EQ(f[0].numbers.at("never_answered"), 1);
+  EXPECT_EQ(f[0].numbers.at("timeout_rows"), static_cast<double>(x.rows() - 2));
+  EXPECT_NE(f[0].evidence.find("GPU1 has not responded since the start (0 s): NVML calls hang"),
+            std::string::npos)
+      << f[0].evidence;
+  EXPECT_EQ(f[1].gpus, std::vector<unsigned>{2});
+  EXPECT_DOUBLE_EQ(f[1].start_s, 100);
+  EXPECT_NE(f[1].evidence.find("GPU2 has not responded since it appeared (100 s)"), std::string::npos)
+      << f[1].evidence;
+  // One that answered first: "stopped responding", from its first bad row.
+  Synth y(1, 600);
+  for (std::size_t i = 200; i < y.rows(); ++i) y.gpu(0).state[i] = GpuState::timeout;
+  const auto g = detect_gpu_lost(y.s, kTh);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_DOUBLE_EQ(g[0].start_s, 200);
+  EXPECT_EQ(g[0].numbers.at("never_answered"), 0);
+  EXPECT_NE(g[0].evidence.find("GPU0 stopped responding at 200 s"), std::string::npos) << g[0].evidence;
 }
 
 TEST(DiagD15Retirement, PendingFailureAndPages) {
