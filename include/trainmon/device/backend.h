@@ -77,15 +77,17 @@ class DeviceBackend {
   virtual unsigned device_count() const = 0;
   /// Sample every device: dynamic metrics and, if enabled, processes. Appends to `gpus` and
   /// `processes` in index order. Never throws; a lost or hung device yields a GpuSample whose
-  /// `responsive` says so.
+  /// `responsive` says so (not_collected while its calls are younger than device_timeout). Returns
+  /// within tick_wait (device_timeout when 0), at once when stop_requested; while the driver is still
+  /// starting (DriverInfo::starting) it appends nothing and only runs `meanwhile`.
   void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes) {
     sample(gpus, processes, {});
   }
   /// The same, calling `meanwhile` (when set) once on the caller's thread while the devices are
   /// sampled: after their jobs are submitted, before waiting for them, so the caller's own work (the
   /// host's /proc reads) overlaps the driver calls and, when they are done by then, the caller does
-  /// not sleep at all. The tick's deadlines (BackendOptions::device_timeout) count from the start of
-  /// the call, so a slow `meanwhile` shortens the wait that follows; it does not extend the tick.
+  /// not sleep at all. The tick's deadlines (BackendOptions::tick_wait) count from the start of the
+  /// call, so a slow `meanwhile` shortens the wait that follows; it does not extend the tick.
   /// `meanwhile` must not call back into the backend; an exception from it is rethrown once the
   /// tick is over.
   virtual void sample(std::vector<GpuSample>& gpus, std::vector<GpuProcessSample>& processes,
