@@ -348,6 +348,7 @@ ErrorRule parse_rule(const json& j, const std::string& where) {
   if (r.call_from > 0 && r.call_to == 0) r.call_to = ~0ULL;
   if (j.contains("return")) r.ret = parse_return_code(j.at("return"));
   if (j.contains("hang_ms")) r.hang_ms = to_u(j.at("hang_ms"), where + ".hang_ms");
+  if (j.contains("mig_handle")) r.mig_handle = j.at("mig_handle").get<bool>();
   if (!r.ret && r.hang_ms == 0) throw std::runtime_error(where + " needs \"return\" or \"hang_ms\"");
   return r;
 }

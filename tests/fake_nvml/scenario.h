@@ -104,6 +104,7 @@ struct ErrorRule {
   unsigned long long call_from = 0, call_to = 0;  // inclusive range when call_to > 0
   std::optional<int> ret;
   unsigned hang_ms = 0;
+  std::optional<bool> mig_handle;  // true: MIG device handles only; false: never them
 };
 
 /// A whole scenario file.

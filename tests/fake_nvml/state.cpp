@@ -187,6 +187,7 @@ Call enter(const char* fn, nvmlDevice_t device, bool needs_device) {
       const ErrorRule& r = c.sc->errors[i];
       if (!rule_matches_fn(r, fn)) continue;
       if (r.gpu && (!needs_device || *r.gpu != c.gpu)) continue;
+      if (r.mig_handle && (!needs_device || *r.mig_handle != (c.mig_index >= 0))) continue;
       const unsigned long long n = ++gl.rule_calls[i];
       if (c.t < r.from_s || c.t >= r.to_s) continue;
       if (!r.calls.empty() && !r.calls.contains(n)) continue;

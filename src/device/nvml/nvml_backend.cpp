@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <exception>
 
 #include "device/nvml/nvml_error.h"
@@ -62,6 +63,7 @@ NvmlBackend::NvmlBackend(const BackendOptions& options) : options_(options) {
   startup_ = std::make_shared<Startup>();
   startup_worker_ = std::make_unique<device::DeviceWorker>();
   startup_began_ = std::chrono::steady_clock::now();
+  startup_began_wall_ = std::chrono::system_clock::now();
   (void)startup_worker_->try_submit(
       startup_job(lib_, startup_, events_ ? events_->create_set_job() : nullptr));
   const auto deadline = startup_began_ + options_.init_wait;
@@ -136,7 +138,6 @@ bool NvmlBackend::wait_startup(std::chrono::steady_clock::time_point deadline) {
 void NvmlBackend::finish_startup() {
   std::shared_ptr<Startup> st = std::move(startup_);
   std::unique_lock lock(st->mu);
-  const NvmlApi& a = lib_->api();
   if (st->init_rc != NVML_SUCCESS) {
     driver_.error = init_failure_line(*lib_, st->init_rc);
     driver_.device_count = nvml_fail<unsigned>(st->init_rc);
@@ -173,7 +174,6 @@ void NvmlBackend::finish_startup() {
     }
   }
   lock.unlock();
-  (void)a;
   if (count > 1024) count = 1024;  // a corrupt count must not allocate the world
   std::function<bool(nvmlDevice_t, unsigned)> register_events;
   if (events_) {
@@ -202,13 +202,17 @@ DriverInfo NvmlBackend::driver_info() const {
   if (!startup_) return driver_;
   DriverInfo d = driver_;
   d.starting = true;
-  const double waited_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - startup_began_).count();
+  // The same line on every tick while it lasts (views say a changed message again): the time it
+  // began, not for how long.
+  const std::time_t began = std::chrono::system_clock::to_time_t(startup_began_wall_);
+  std::tm tm{};
+  localtime_r(&began, &tm);
+  char at[16];
+  std::strftime(at, sizeof at, "%H:%M:%S", &tm);
   d.error = fmt::format(
-      "NVML is not answering: {} has not returned for {:.0f} s (library {}); the GPUs are not monitored "
-      "until it "
-      "does. A hung driver: check `nvidia-smi` and `dmesg` for Xid errors",
-      lib_->bound_name("nvmlInit_v2"), waited_s, lib_->path());
+      "NVML is not answering: {} has not returned since {} (library {}); the GPUs are not monitored until "
+      "it does. A hung driver: check `nvidia-smi` and `dmesg` for Xid errors",
+      lib_->bound_name("nvmlInit_v2"), at, lib_->path());
   return d;
 }
 
@@ -288,7 +292,8 @@ void NvmlBackend::run_tick(DeviceContext& ctx, TickResult& out) {
   }
   if (processes) {
     Call pcall;
-    out.processes = read_processes(ctx, pcall, out.sample.process_count);
+    const bool mig = out.sample.mig_mode_current.ok() && *out.sample.mig_mode_current == 1;
+    out.processes = read_processes(ctx, pcall, out.sample.process_count, mig);
   }
 }
 

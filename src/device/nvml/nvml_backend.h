@@ -141,6 +141,7 @@ class NvmlBackend final : public DeviceBackend {
   std::shared_ptr<Startup> startup_;                      ///< null once finished (or never started)
   std::unique_ptr<device::DeviceWorker> startup_worker_;  ///< runs startup_job; kept while busy
   std::chrono::steady_clock::time_point startup_began_;
+  std::chrono::system_clock::time_point startup_began_wall_;  ///< for the "not answering" line
   std::vector<Device> devices_;
   std::unique_ptr<device::DeviceWorker> shared_worker_;
   std::unique_ptr<EventWatcher> events_;

@@ -137,8 +137,10 @@ void free_gpm(DeviceContext& ctx);
 /// Processes on ctx's device: compute and graphics lists, utilisation, names. One entry per pid
 /// (its memory summed over the entries listing it: MIG instances, duplicates). `count` gets the
 /// number of pids, or why the lists are unknown (GpuSample::process_count); the entries of a list
-/// that did answer are returned all the same.
-std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count);
+/// that did answer are returned all the same. `mig_enabled`: a list the GPU's own handle refuses is
+/// read from each MIG device handle instead.
+std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count,
+                                             bool mig_enabled);
 
 /// Give every Reading of `s` (and its MIG rows) the same status: a lost or hung device. The
 /// process_count too when `processes` (the processes were asked for: they are unknown as well).

@@ -73,9 +73,8 @@ ListResult two_call(CallFn call_fn, std::size_t stride_hint, DeviceContext* prob
 /// NVML_ERROR_ARGUMENT_VERSION_MISMATCH), hands over to the next older one, as a missing symbol
 /// does; one that declined while an older one answered is skipped from then on (`skipped`).
 template <class V3, class V2, class V1>
-ListResult read_list(Call& call, DeviceContext& ctx, unsigned& skipped, const V3& v3, const V2& v2,
-                     const V1& v1) {
-  nvmlDevice_t h = ctx.handle;
+ListResult read_list(Call& call, DeviceContext& ctx, nvmlDevice_t h, unsigned& skipped, const V3& v3,
+                     const V2& v2, const V1& v1) {
   // A _v3 that turned out to write the 535.43–535.86 32-byte layout: prefer _v2 from then on.
   const bool v3_broken = ctx.v3_stride && *ctx.v3_stride == 32 && v2 != nullptr;
   ListResult declined;
@@ -177,13 +176,46 @@ Reading<std::uint64_t> add_memory(const Reading<std::uint64_t>& a, const Reading
 
 }  // namespace
 
-std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count) {
+std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Reading<unsigned>& count,
+                                             bool mig_enabled) {
   const NvmlApi& a = *ctx.api;
-  ListResult lists[2] = {
-      read_list(call, ctx, ctx.process_list_versions_skipped[0], a.device_get_compute_running_processes_v3,
-                a.device_get_compute_running_processes_v2, a.device_get_compute_running_processes_v1),
-      read_list(call, ctx, ctx.process_list_versions_skipped[1], a.device_get_graphics_running_processes_v3,
-                a.device_get_graphics_running_processes_v2, a.device_get_graphics_running_processes_v1)};
+  auto list_of = [&](int k, nvmlDevice_t h, unsigned& skipped) {
+    return k == 0 ? read_list(call, ctx, h, skipped, a.device_get_compute_running_processes_v3,
+                              a.device_get_compute_running_processes_v2,
+                              a.device_get_compute_running_processes_v1)
+                  : read_list(call, ctx, h, skipped, a.device_get_graphics_running_processes_v3,
+                              a.device_get_graphics_running_processes_v2,
+                              a.device_get_graphics_running_processes_v1);
+  };
+  ListResult lists[2] = {list_of(0, ctx.handle, ctx.process_list_versions_skipped[0]),
+                         list_of(1, ctx.handle, ctx.process_list_versions_skipped[1])};
+  // A MIG GPU whose own list failed (on the parent handle it needs privileges: NVML-NOTES §6.1, MIG
+  // caveats): each MIG instance lists its processes on its own MIG device handle. Known only if
+  // every instance answers.
+  for (int k = 0; mig_enabled && k < 2; ++k) {
+    if (lists[k].rc == NVML_SUCCESS || lists[k].rc == NVML_ERROR_FUNCTION_NOT_FOUND) continue;
+    unsigned max_count = 0;
+    if (call(a.device_get_max_mig_device_count, ctx.handle, &max_count) != NVML_SUCCESS) continue;
+    ListResult merged;
+    for (unsigned i = 0; i < max_count && i < 64 && merged.rc == NVML_SUCCESS; ++i) {
+      nvmlDevice_t mh = nullptr;
+      const int rc = call(a.device_get_mig_device_handle_by_index, ctx.handle, i, &mh);
+      if (rc == NVML_ERROR_NOT_FOUND) continue;  // an empty slot
+      if (rc != NVML_SUCCESS || mh == nullptr) {
+        merged.rc = rc == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : rc;
+        break;
+      }
+      unsigned skipped = ctx.process_list_versions_skipped[k];
+      ListResult one = list_of(k, mh, skipped);
+      if (one.rc != NVML_SUCCESS) {
+        merged.rc = one.rc;
+        break;
+      }
+      merged.has_instance_ids = merged.has_instance_ids && one.has_instance_ids;
+      merged.entries.insert(merged.entries.end(), one.entries.begin(), one.entries.end());
+    }
+    if (merged.rc == NVML_SUCCESS) lists[k] = std::move(merged);
+  }
   // A list that failed leaves the processes unknown (its entries are not all there); one that a
   // driver does not implement at all (no graphics list on a compute-only board) does not.
   int list_rc = NVML_SUCCESS;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "nvml_test_util.h"
@@ -100,6 +101,7 @@ TEST(NvmlProcessList, ListsThatAnswerAreCounted) {
   EXPECT_EQ(exp::processes_unknown_text(t.gpus[0].process_count), "");
   BackendOptions off;
   off.collect_processes = false;
+  b.reset();  // the fake reads a scenario at its first init
   auto c = open_fake(device_scenario("process-list-error.json"), 30, off);
   auto u = tick(*c);
   EXPECT_EQ(u.gpus[0].process_count.status, ReadStatus::not_collected);  // not asked: nothing to say
@@ -119,6 +121,41 @@ TEST(NvmlProcessList, ReproSamePidOnTwoMigInstancesKeepsAllItsMemory) {
   EXPECT_EQ(p.mig_instances[1], (MigInstanceRef{2, 0}));
   EXPECT_EQ(p.gpu_instance_id.value, 1u);
   EXPECT_EQ(t.gpus[0].process_count.value, 1u);
+}
+
+/// same-pid-two-mig-instances with the compute lists refused (every version), on the parent handle
+/// only (`parent_only`) or on every handle.
+std::string mig_refused(bool parent_only) {
+  std::ifstream in(device_scenario("same-pid-two-mig-instances.json"));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string rules;
+  for (const char* fn : {"nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2",
+                         "nvmlDeviceGetComputeRunningProcesses"})
+    rules += std::string(rules.empty() ? "" : ",") + R"({"function": ")" + fn +
+             R"(", "return": "NVML_ERROR_NO_PERMISSION")" + (parent_only ? R"(, "mig_handle": false})" : "}");
+  const auto at = text.rfind(R"("errors": [])");
+  text.replace(at, std::string(R"("errors": [])").size(), R"("errors": [)" + rules + "]");
+  return write_scenario(text);
+}
+
+TEST(NvmlProcessList, MigParentListRefusedReadsEachInstancesOwnList) {
+  // The parent handle's list needs privileges; each MIG device handle lists its own processes (two
+  // lists naming pid 3300): all its memory, both instances.
+  auto b = open_fake(mig_refused(true), 30);
+  auto t = tick(*b);
+  ASSERT_EQ(t.gpus.size(), 1u);
+  EXPECT_TRUE(t.gpus[0].process_count.ok()) << exp::processes_unknown_text(t.gpus[0].process_count);
+  ASSERT_EQ(t.processes.size(), 1u);
+  EXPECT_EQ(t.processes[0].pid, 3300u);
+  EXPECT_EQ(t.processes[0].used_memory_bytes.value, 3221225472u);
+  ASSERT_EQ(t.processes[0].mig_instances.size(), 2u);
+  EXPECT_EQ(t.processes[0].mig_instances[1], (MigInstanceRef{2, 0}));
+  // Refused there too: unknown, with the parent's reason.
+  b.reset();  // the fake reads a scenario at its first init
+  auto c = open_fake(mig_refused(false), 30);
+  auto u = tick(*c);
+  EXPECT_EQ(u.gpus[0].process_count.code, 4);
+  EXPECT_TRUE(u.processes.empty());
 }
 
 TEST(NvmlProcessList, PidTwiceInOneListAndInBothLists) {
