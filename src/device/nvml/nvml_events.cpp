@@ -198,7 +198,8 @@ std::string EventWatcher::status() const {
   std::lock_guard lock(shared_->mu);
   if (!shared_->index_of.empty()) return "";
   if (shared_->set_state == SetState::failed) return "events not watched: " + shared_->set_error;
-  if (shared_->set_state == SetState::ready && shared_->expected > 0 && shared_->tried >= shared_->expected)
+  if (shared_->expected && *shared_->expected == 0) return "events not watched: no devices";
+  if (shared_->set_state == SetState::ready && shared_->expected && shared_->tried >= *shared_->expected)
     return "events not watched: no device supports Xid/ECC/clock events";
   return "events not watched yet: no device has answered its event registration";
 }

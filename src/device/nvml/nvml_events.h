@@ -24,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -120,8 +121,8 @@ class EventWatcher {
     /// stop() gave up waiting for a stuck call: the last one to return frees the set (NVML is then
     /// still initialised and the library mapped: the owner skips nvmlShutdown and dlclose).
     bool free_set_after_use = false;
-    unsigned expected = 0;  ///< GPUs in the system (0 until the count is known)
-    unsigned tried = 0;     ///< devices done with (registered or not)
+    std::optional<unsigned> expected;                         ///< GPUs in the system, once the count is known
+    unsigned tried = 0;                                       ///< devices done with (registered or not)
     std::vector<std::pair<nvmlDevice_t, unsigned>> index_of;  // registered handle -> GPU index
   };
   /// One poll (see poll()); false when skipped.

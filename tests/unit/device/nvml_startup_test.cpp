@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "nvml_test_util.h"
@@ -183,6 +184,26 @@ TEST(NvmlStartup, HungEventSetCreationHoldsUpNoGpu) {
   start = Clock::now();
   b.reset();
   EXPECT_LT(seconds_since(start), 0.15);
+}
+
+TEST(NvmlStartup, EventStatusSaysWhyNothingIsWatched) {
+  {
+    auto b = open_fake(testing::device_scenario("zero-gpus.json"), 30, quick(300ms));
+    EXPECT_EQ(as_nvml(*b).events_status(), "events not watched: no devices");
+  }
+  std::string scn = three_gpus("[]");
+  {
+    // Registration waits for each GPU's first tick; none supports the wanted types.
+    std::ifstream in(scn);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (auto at = text.find("\"0x1F\""); at != std::string::npos; at = text.find("\"0x1F\""))
+      text.replace(at, 6, "\"0x4\"");  // PState only
+    std::ofstream(scn) << text;
+  }
+  auto b = open_fake(scn, 30, quick(300ms));
+  EXPECT_NE(as_nvml(*b).events_status().find("not watched yet"), std::string::npos);
+  (void)tick(*b);
+  EXPECT_EQ(as_nvml(*b).events_status(), "events not watched: no device supports Xid/ECC/clock events");
 }
 
 TEST(NvmlStartup, StopRequestedCutsATickShort) {
