@@ -218,9 +218,13 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
       std::fprintf(stderr, "trainmon %s: tick failed: %s\n", o.tool.c_str(), e.what());
     }
     next += o.interval_ns;
-    if (o.stop_after_ns && next - start_mono > *o.stop_after_ns) break;
+    // --duration D lasts D from the start, whatever the set-up took: the last tick is the one at or
+    // before start + D, then the rest of D is waited out (a signal still ends it at once).
+    std::int64_t wake = next;
+    const bool last = o.stop_after_ns && next - start_mono > *o.stop_after_ns;
+    if (last) wake = start_mono + *o.stop_after_ns;
     for (;;) {
-      std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
+      std::int64_t left = wake - now_ns(CLOCK_MONOTONIC);
       if (left <= 0) break;
       auto ev = runner::wait_for_event(0, std::chrono::nanoseconds(left));
       if (ev.kind == runner::Event::signal) {
@@ -228,6 +232,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
         break;
       }
     }
+    if (last) break;
     // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
     // are skipped and recorded as a gap, not replayed as a burst of stale rows.
     if (const NextTick step = catch_up(next, o.interval_ns, now_ns(CLOCK_MONOTONIC)); step.skipped > 0) {
