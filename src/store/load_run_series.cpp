@@ -64,6 +64,11 @@ struct RowView {
     return chunk->at(row, *i);
   }
   bool has(std::string_view name) const { return raw(name) != kNull; }
+  /// Whether this row's chunk holds the column at all (chunks written before it have fewer).
+  bool holds(std::string_view name) const {
+    auto i = columns->index(name);
+    return i && *i < stride && *i < chunk->columns;
+  }
   float scaled(std::string_view name, double factor) const {
     auto v = raw(name);
     return v == kNull ? kNA : static_cast<float>(static_cast<double>(v) * factor);
@@ -178,6 +183,10 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
                          : device_state == kDeviceStateLost    ? diagnose::GpuState::lost
                          : device_state == kDeviceStateTimeout ? diagnose::GpuState::timeout
                                                                : diagnose::GpuState::failed;
+          } else if (v.holds("device_state") && responsive == kNull) {
+            // The sampler did not judge the GPU this tick (its answer came after the tick, which
+            // waits at most 3/4 of the interval): as the live diagnosis does, not a failure.
+            g.state[i] = diagnose::GpuState::ok;
           } else if (responsive == 1) {
             g.state[i] = diagnose::GpuState::ok;
           } else if (responsive == 0) {

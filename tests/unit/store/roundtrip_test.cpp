@@ -5,7 +5,9 @@
 
 #include <memory>
 
+#include "trainmon/diagnose/detectors.h"
 #include "trainmon/recorder/session.h"
+#include "trainmon/store/load_run_series.h"
 #include "trainmon/store/store.h"
 #include "trainmon/store/writer.h"
 #include "unit/store/store_test_util.h"
@@ -181,4 +183,58 @@ TEST(StoreRetention, DownsamplesOldChunksAndDeletesOldRuns) {
 }
 
 }  // namespace
+// A tick whose GPU answer came after the tick (the sampler waits at most 3/4 of the interval) is
+// "not judged": no fields, responsive not collected. Read back from the store it is a GPU that
+// answers, as the live diagnosis takes it, never a failure (an offline D14 the live one never had,
+// seen under load); a GPU past the deadline is still a timeout.
+TEST(StoreRoundTrip, AGpuNotJudgedInATickIsNoFailureOffline) {
+  testing::TempDir dir;
+  const auto path = dir.file("t.db");
+  std::int64_t run_id = 0;
+  {
+    auto s = Store::open(path, OpenMode::read_write);
+    ASSERT_TRUE(s);
+    RunInfo run;
+    run.name = "late";
+    run.start_unix_ns = 1'700'000'000'000'000'000;
+    run_id = *s->create_run(run);
+    StoreWriter w(std::move(*s), run_id, WriterOptions{4, 100});
+    std::vector<std::uint32_t> pids;
+    for (int i = 0; i < 40; ++i) {
+      Snapshot snap = make_snapshot(i);
+      snap.processes.clear();
+      GpuSample& g = snap.gpus[0];
+      g.responsive = Reading<bool>::of(true);
+      if (i == 5 || i == 6 || i == 20) {  // late: nothing but the index and the static info
+        GpuSample late;
+        late.index = 0;
+        late.info = g.info;
+        late.responsive = Reading<bool>::fail(ReadStatus::not_collected);
+        g = late;
+      } else if (i >= 30) {
+        GpuSample hung;
+        hung.index = 0;
+        hung.info = g.info;
+        hung.responsive = Reading<bool>::fail(ReadStatus::timeout);
+        g = hung;
+      }
+      w.push(recorder::make_tick_batch(snap, pids, pids));
+    }
+    ASSERT_TRUE(w.finish(RunEnd{1'700'000'040'000'000'000, "exited", 0, {}, "{}"}));
+  }
+  auto s = Store::open(path, OpenMode::read_only);
+  ASSERT_TRUE(s) << s.error().message;
+  auto series = load_run_series(*s, run_id);
+  ASSERT_TRUE(series) << series.error().message;
+  ASSERT_EQ(series->gpus.size(), 1u);
+  const auto& state = series->gpus[0].state;
+  ASSERT_EQ(state.size(), 40u);
+  EXPECT_EQ(state[5], diagnose::GpuState::ok);
+  EXPECT_EQ(state[20], diagnose::GpuState::ok);
+  EXPECT_EQ(state[31], diagnose::GpuState::timeout);
+  const auto found = diagnose::detect_gpu_lost(*series, diagnose::Thresholds{});
+  ASSERT_EQ(found.size(), 1u);  // the hang from 30 s on, not the late ticks
+  EXPECT_NEAR(found[0].start_s, 30, 1.01);
+}
+
 }  // namespace trainmon::store
