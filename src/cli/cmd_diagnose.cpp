@@ -5,9 +5,7 @@
 // (stored when trainmon asked the ranks) come with it: the line each rank is stuck on.
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
+#include "cli/threshold_options.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/diagnose/thresholds.h"
@@ -37,28 +36,9 @@ struct DiagnoseOptions {
 };
 
 int diagnose(const DiagnoseOptions& o) {
-  diagnose::Thresholds th;
-  if (!o.config.empty()) {
-    std::ifstream in(o.config);
-    if (!in) {
-      std::fprintf(stderr, "trainmon diagnose: cannot read %s\n", o.config.c_str());
-      return kExitUsage;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto t = diagnose::thresholds_from_toml(text.str(), th);
-    if (!t) {
-      std::fprintf(stderr, "trainmon diagnose: %s: %s\n", o.config.c_str(), t.error().c_str());
-      return kExitUsage;
-    }
-    th = *t;
-  }
-  for (const auto& kv : o.thresholds) {
-    if (auto r = diagnose::set_threshold(th, kv); !r) {
-      std::fprintf(stderr, "trainmon diagnose: --threshold %s\n", r.error().c_str());
-      return kExitUsage;
-    }
-  }
+  const auto loaded = thresholds_from_options("diagnose", o.config, o.thresholds);
+  if (!loaded) return kExitUsage;
+  const diagnose::Thresholds& th = *loaded;
   diagnose::Severity min = diagnose::Severity::info;
   if (!diagnose::parse_severity(o.min_severity, min)) {
     std::fprintf(stderr, "trainmon diagnose: --min-severity: info, warning or critical\n");

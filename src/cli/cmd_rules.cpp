@@ -3,15 +3,14 @@
 // and alerting rules (YAML) for the findings computable across nodes from what `serve` exports, with
 // the local detectors' codes, severities, advice and thresholds (docs/cluster.md).
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/output.h"
+#include "cli/threshold_options.h"
 #include "trainmon/diagnose/prom_rules.h"
 #include "trainmon/diagnose/thresholds.h"
 
@@ -25,28 +24,9 @@ struct RulesOptions {
 };
 
 int rules(const RulesOptions& o) {
-  diagnose::Thresholds th;
-  if (!o.config.empty()) {
-    std::ifstream in(o.config);
-    if (!in) {
-      std::fprintf(stderr, "trainmon rules: cannot read %s\n", o.config.c_str());
-      return kExitUsage;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    auto t = diagnose::thresholds_from_toml(text.str(), th);
-    if (!t) {
-      std::fprintf(stderr, "trainmon rules: %s: %s\n", o.config.c_str(), t.error().c_str());
-      return kExitUsage;
-    }
-    th = *t;
-  }
-  for (const auto& kv : o.thresholds) {
-    if (auto r = diagnose::set_threshold(th, kv); !r) {
-      std::fprintf(stderr, "trainmon rules: --threshold %s\n", r.error().c_str());
-      return kExitUsage;
-    }
-  }
+  const auto loaded = thresholds_from_options("rules", o.config, o.thresholds);
+  if (!loaded) return kExitUsage;
+  const diagnose::Thresholds& th = *loaded;
   const std::string yaml = diagnose::prometheus_rules_yaml(diagnose::prometheus_rule_groups(th), th);
   if (o.output.empty() || o.output == "-") {
     if (write_out(stdout, yaml) == WriteResult::failed) {
