@@ -11,6 +11,7 @@
 #include "cli/exit_codes.h"
 #include "cli/output.h"
 #include "cli/threshold_options.h"
+#include "trainmon/core/private_files.h"
 #include "trainmon/diagnose/prom_rules.h"
 #include "trainmon/diagnose/thresholds.h"
 
@@ -35,17 +36,10 @@ int rules(const RulesOptions& o) {
     }
     return kExitOk;
   }
-  // Written next to the target and renamed over it: a reader (Prometheus reloading) never sees half.
-  const std::string tmp = o.output + ".tmp";
-  std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) {
-    std::fprintf(stderr, "trainmon rules: cannot write %s\n", tmp.c_str());
-    return kExitFailure;
-  }
-  const bool ok = write_out(f, yaml) == WriteResult::ok;
-  if (std::fclose(f) != 0 || !ok || std::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    std::fprintf(stderr, "trainmon rules: cannot write %s\n", o.output.c_str());
+  // Replaced atomically (a reader such as Prometheus reloading never sees half of it), keeping its
+  // mode; a device or FIFO is written into, a link of ours written through (core/private_files.h).
+  if (auto w = files::write_output_file(o.output, yaml, files::default_file_mode()); !w) {
+    std::fprintf(stderr, "trainmon rules: %s\n", w.error().message.c_str());
     return kExitFailure;
   }
   return kExitOk;

@@ -52,7 +52,8 @@ int finish_stdout(int rc, const char* tool) {
   const WriteResult r = check_out(stdout);
   if (r != WriteResult::failed) return rc;
   const int err = g_failed_errno != 0 ? g_failed_errno : errno;
-  std::fprintf(stderr, "trainmon %s: cannot write the output: %s\n", tool, std::strerror(err));
+  std::fprintf(stderr, "trainmon %s: cannot write the output: %s\n", tool,
+               err != 0 ? std::strerror(err) : "the write failed");
   return rc == kExitOk ? kExitFailure : rc;
 }
 

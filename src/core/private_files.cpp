@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -190,6 +192,49 @@ Expected<void> write_file_atomic(const std::string& path, std::string_view conte
     ::unlink(tmp.c_str());
     return std::unexpected(os_error_at(err, "cannot rename " + tmp + " to " + path));
   }
+  return {};
+}
+
+Expected<void> write_output_file(const std::string& path, std::string_view content, mode_t mode) {
+  struct stat link {};
+  if (::lstat(path.c_str(), &link) != 0) {
+    if (errno != ENOENT) return std::unexpected(os_error_at(errno, "cannot write " + path));
+    return write_file_atomic(path, content, mode);
+  }
+  std::string target = path;
+  struct stat st = link;
+  if (S_ISLNK(link.st_mode)) {
+    // Another user's link is replaced, never followed (it may point at any file of ours).
+    if (link.st_uid != ::geteuid() && link.st_uid != 0) return write_file_atomic(path, content, mode);
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno != ENOENT) return std::unexpected(os_error_at(errno, "cannot write " + path));
+      return std::unexpected(os_error_at(ENOENT, "cannot write " + path + ": it is a link to nothing"));
+    }
+    if (S_ISREG(st.st_mode)) {
+      std::error_code ec;
+      target = std::filesystem::canonical(path, ec).string();
+      if (ec) return std::unexpected(os_error_at(ec.value(), "cannot resolve " + path));
+    }
+  }
+  if (S_ISREG(st.st_mode)) return write_file_atomic(target, content, st.st_mode & 07777);
+  if (S_ISDIR(st.st_mode)) return std::unexpected(os_error_at(EISDIR, "cannot write " + path));
+  // A device, FIFO or socket: written into as it is, never replaced.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::unexpected(os_error_at(errno, "cannot write " + path));
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // a reader is there: wait for it as a pipe does
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd);
+      return std::unexpected(os_error_at(err, "cannot write " + path));
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0 && errno != EINTR) return std::unexpected(os_error_at(errno, "cannot write " + path));
   return {};
 }
 

@@ -47,9 +47,10 @@ Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const
     std::filesystem::create_directories(target.parent_path(), ec);
     if (ec) return std::unexpected(os_error(ec.value(), "cannot create " + target.parent_path().string()));
   }
-  // A fresh temporary name (O_EXCL | O_NOFOLLOW) and rename(2): a link planted in the reports folder
-  // is replaced, never followed. Reports keep the mode a plain file would get (0666 & ~umask).
-  if (auto w = files::write_file_atomic(path, *text, files::default_file_mode()); !w) {
+  // A fresh temporary name (O_EXCL | O_NOFOLLOW) and rename(2): a link another user planted in the
+  // reports folder is replaced, never followed; `-o /dev/stdout` or a device is written into, never
+  // replaced. Reports keep the mode a plain file would get (0666 & ~umask), or the existing file's.
+  if (auto w = files::write_output_file(path, *text, files::default_file_mode()); !w) {
     return std::unexpected(w.error());
   }
   return {};

@@ -51,6 +51,18 @@ Expected<int> open_private_dir(const std::string& dir);
 /// removed on any error.
 Expected<void> write_file_atomic(const std::string& path, std::string_view content, mode_t mode = 0600);
 
+/// Writes `content` to `path`, a file the user named (`-o FILE`), the way a shell redirection would
+/// treat what is there, without its risks:
+/// - nothing, or a regular file: write_file_atomic, keeping an existing file's mode (`mode` for a
+///   new one);
+/// - a device, FIFO or socket (`-o /dev/null`, `-o /dev/stdout` at a terminal or pipe): written
+///   into, never replaced (a FIFO without a reader: ENXIO, no wait);
+/// - a symbolic link owned by this user or by root: written through, to what it points at, by the
+///   same two rules (a rules file linked into /etc/prometheus stays a link);
+/// - a symbolic link owned by another user (planted in a shared folder): replaced, never followed.
+/// Errors: the OS error with the path; nothing is left half-written in place of a regular file.
+Expected<void> write_output_file(const std::string& path, std::string_view content, mode_t mode);
+
 /// The mode a new file gets from open(2) with 0666 under the process's umask (for files meant to be
 /// shared as before, such as HTML reports).
 mode_t default_file_mode();

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "trainmon/core/private_files.h"
 
@@ -51,6 +53,79 @@ TEST(PrivateFiles, AtomicWriteReplacesAPlantedLinkInsteadOfFollowingIt) {
   int n = 0;
   for (const auto& e : fs::directory_iterator(d)) n += e.path().filename().string().starts_with(".") ? 1 : 0;
   EXPECT_EQ(n, 0);
+}
+
+TEST(PrivateFiles, OutputFileIsWrittenIntoDevicesAndFifosAndThroughOurLinks) {
+  // `-o FILE` as a shell redirection treats what is there: /dev/null stays a device (root replacing
+  // it with a regular file broke the machine), a FIFO with a reader gets the text, a rules file
+  // linked from elsewhere stays a link and keeps its mode.
+  const auto d = scratch("output");
+  // A private copy of /dev/null (never the machine's own: a wrong writer would replace it).
+  const std::string dev_null = (d / "null").string();
+  if (::mknod(dev_null.c_str(), S_IFCHR | 0666, ::makedev(1, 3)) == 0) {
+    ASSERT_TRUE(files::write_output_file(dev_null, "rules\n", 0644));
+    struct stat st {};
+    ASSERT_EQ(::stat(dev_null.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced by a file";
+    fs::create_symlink(dev_null, d / "to-null");
+    ASSERT_TRUE(files::write_output_file((d / "to-null").string(), "x", 0644));
+    EXPECT_TRUE(fs::is_symlink(d / "to-null"));
+    ASSERT_EQ(::stat(dev_null.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+  }
+  struct stat st {};
+
+  // A regular file behind our own link: the link stays, the file gets the text and keeps its mode.
+  std::ofstream(d / "real.yml") << "old";
+  ::chmod((d / "real.yml").c_str(), 0640);
+  fs::create_symlink(d / "real.yml", d / "linked.yml");
+  ASSERT_TRUE(files::write_output_file((d / "linked.yml").string(), "new", 0644));
+  EXPECT_TRUE(fs::is_symlink(d / "linked.yml"));
+  EXPECT_EQ(slurp(d / "real.yml"), "new");
+  ASSERT_EQ(::stat((d / "real.yml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  // A new file gets the mode asked for.
+  ASSERT_TRUE(files::write_output_file((d / "fresh.yml").string(), "y", 0604));
+  ASSERT_EQ(::stat((d / "fresh.yml").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0604u);
+
+  // A FIFO without a reader: an error at once, no wait; with one: the reader gets every byte.
+  ASSERT_EQ(::mkfifo((d / "fifo").c_str(), 0600), 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto none = files::write_output_file((d / "fifo").string(), "z", 0644);
+  ASSERT_FALSE(none);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(1));
+  std::string got;
+  std::thread reader([&] { got = slurp(d / "fifo"); });
+  const std::string big(200'000, 'q');  // more than a pipe holds: the writer waits for the reader
+  bool ok = false;
+  for (int i = 0; i < 200 && !ok; ++i) {  // until the reader has opened its end
+    ok = files::write_output_file((d / "fifo").string(), big, 0644).has_value();
+    if (!ok) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  reader.join();
+  EXPECT_TRUE(ok);
+  EXPECT_EQ(got.size(), big.size());
+  struct stat fst {};
+  ASSERT_EQ(::lstat((d / "fifo").c_str(), &fst), 0);
+  EXPECT_TRUE(S_ISFIFO(fst.st_mode));
+
+  // A link to nothing, a directory: errors, nothing created.
+  fs::create_symlink(d / "missing", d / "dangling");
+  EXPECT_FALSE(files::write_output_file((d / "dangling").string(), "x", 0644));
+  EXPECT_FALSE(fs::exists(d / "missing"));
+  EXPECT_FALSE(files::write_output_file(d.string(), "x", 0644));
+
+  // Another user's link (planted in a shared folder) is replaced, never followed.
+  if (::geteuid() == 0) {
+    std::ofstream(d / "victim") << "precious";
+    fs::create_symlink(d / "victim", d / "planted");
+    ASSERT_EQ(::lchown((d / "planted").c_str(), 65534, 65534), 0);
+    ASSERT_TRUE(files::write_output_file((d / "planted").string(), "report", 0644));
+    EXPECT_EQ(slurp(d / "victim"), "precious");
+    EXPECT_FALSE(fs::is_symlink(d / "planted"));
+    EXPECT_EQ(slurp(d / "planted"), "report");
+  }
 }
 
 TEST(PrivateFiles, ReadRefusesFifosLinksAndDevicesWithoutWaiting) {
