@@ -54,8 +54,7 @@ std::string bit_test(std::string_view reasons, std::uint64_t mask) {
 /// unchanged elsewhere. `on` lists the labels that identify a series of `e`.
 std::string job_optional(const std::string& e, std::string_view on) {
   return fmt::format(
-      "({0}) * on (Hostname) group_left (job_id) trainmon:job_node:info{{job_id!=\"\"}} or on ({1}) ({0})", e,
-      on);
+      "({0}) * on (Hostname) group_left (job_id) trainmon:job_node_single:info or on ({1}) ({0})", e, on);
 }
 
 std::string th_list(std::initializer_list<std::pair<std::string_view, double>> items) {
@@ -123,6 +122,13 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   // --- job identity --------------------------------------------------------------------------
   rr.push_back(record("trainmon:job_node:info",
                       fmt::format("max by (Hostname, job_id) ({})", with_job_id("trainmon_labels_info"))));
+  // The nodes in exactly one job: a GPU there is that job's. A node that two jobs share (each with
+  // its own serve) cannot tell from these series which GPU is whose: its GPUs join no job (their
+  // alerts come without job_id, the job rules leave them out) instead of a many-to-many error that
+  // would stop every rule joined with the job.
+  rr.push_back(record("trainmon:job_node_single:info",
+                      "trainmon:job_node:info{job_id!=\"\"} and on (Hostname) "
+                      "(count by (Hostname) (trainmon:job_node:info{job_id!=\"\"}) == 1)"));
   // --- GPUs ---------------------------------------------------------------------------------
   rr.push_back(record("trainmon:gpu_util:avg", fmt::format("avg_over_time(DCGM_FI_DEV_GPU_UTIL[{}])", W)));
   rr.push_back(
@@ -132,12 +138,12 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
       "trainmon:job_gpu_util:avg",
       fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ((trainmon:gpu_util:avg and on ({}) "
                   "DCGM_FI_DEV_FB_USED >= {}) * on (Hostname) group_left (job_id) "
-                  "trainmon:job_node:info{{job_id!=\"\"}})",
+                  "trainmon:job_node_single:info)",
                   kGpu, n(th.job_gpu_min_mib))));
   rr.push_back(
       record("trainmon:job_gpu_sm_clock:avg",
              fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) (trainmon:gpu_sm_clock:avg * "
-                         "on (Hostname) group_left (job_id) trainmon:job_node:info{{job_id!=\"\"}})")));
+                         "on (Hostname) group_left (job_id) trainmon:job_node_single:info)")));
   rr.push_back(record("trainmon:job:gpu_util_max", "max by (job_id) (trainmon:job_gpu_util:avg)"));
   rr.push_back(record("trainmon:job:gpu_util_min", "min by (job_id) (trainmon:job_gpu_util:avg)"));
   rr.push_back(record("trainmon:gpu_clock_event_idle:bool", bit_test(R, clock_event::gpu_idle)));

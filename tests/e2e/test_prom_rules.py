@@ -241,6 +241,21 @@ def unit_tests(th):
     T.append(fires("TrainmonEccUncorrectable", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D10", **job}], 60,
                    [node_in_job("n4"), series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g, "0 0 1x20")], "D10 fires"))
     T.append(fires("TrainmonEccUncorrectable", [], 60, [series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g, "0x20")], "D10 near miss"))
+    # A node two jobs share (each with its own serve): its GPUs' alerts come without job_id, a node
+    # in one job keeps it, and nothing fails to evaluate (a many-to-many join stopped every rule).
+    g5 = gpu("n5", 0)
+    T.append(fires("TrainmonEccUncorrectable",
+                   [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D10", **job},
+                    {"Hostname": "n5", "gpu": "0", "severity": "critical", "code": "D10"}], 60,
+                   [node_in_job("n4"), node_in_job("n5", "77"), node_in_job("n5", "78"),
+                    series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g, "0 0 1x20"),
+                    series("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", g5, "0 0 1x20")], "D10 on a node two jobs share"))
+    t7 = W + th["held_unused_for_s"] + 120
+    T.append(fires("TrainmonGpuIdleInJob", [{"Hostname": "n1", "gpu": "1", "severity": "warning", "code": "D7", **job}], t7,
+                   [node_in_job("n1"), node_in_job("n5", "77"), node_in_job("n5", "78"),
+                    *gpu_series("n1", 0, 92), *gpu_series("n1", 1, th["idle_util_pct"], used_mib=th["job_gpu_min_mib"]),
+                    *gpu_series("n5", 0, 92), *gpu_series("n5", 1, 0, used_mib=th["job_gpu_min_mib"])],
+                   "D7 still fires elsewhere while a node is shared; the shared node is left out"))
     T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D13", "xid": "79"}], 60,
                    [series("DCGM_FI_DEV_XID_ERRORS", g, "0 79x20")], "D13 Xid 79 fires, critical"))
     T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13", "xid": "43"}], 60,
