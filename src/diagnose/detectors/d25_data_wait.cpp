@@ -109,7 +109,19 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     // The CPU side: workers, the ranks' main processes, the job against the cores, the disks.
     const std::size_t r0 = row_at(s, t0), r1 = s.size() ? std::min(row_at(s, t1), s.size() - 1) : 0;
     const bool rows_ok = s.size() > 0 && r0 <= r1;
-    const double workers = rows_ok ? max_of(s.job.workers, r0, r1) : NAN;
+    double workers = rows_ok ? max_of(s.job.workers, r0, r1) : NAN;
+    // The ranks' own processes are no loader workers: under torch.multiprocessing or a launcher they
+    // are the root's children too (2 ranks with num_workers=0 read "2 worker processes").
+    if (!na(workers)) {
+      double rank_procs = 0;
+      for (const auto& r : ranks) {
+        if (r.id.pid == 0 || r.id.pid == s.facts.root_pid) continue;
+        const auto p = std::lower_bound(s.job.procs.begin(), s.job.procs.end(), r.id.pid,
+                                        [](const JobProcess& j, std::uint32_t pid) { return j.pid < pid; });
+        if (p != s.job.procs.end() && p->pid == r.id.pid && p->first_t <= t1 && p->last_t >= t0) ++rank_procs;
+      }
+      workers = std::max(0.0, workers - rank_procs);
+    }
     const double cores = rows_ok ? last_of(s.host.cpu_count, r0, r1) : NAN;
     const double job_cpu = rows_ok ? mean(s.job.cpu_pct, r0, r1) : NAN;
     double main_cpu = NAN;

@@ -369,6 +369,22 @@ TEST(DiagD25DataWait, MeasuredShareIsTheEvidenceAndTheCost) {
   EXPECT_NE(f[0].advice.find("num_workers"), std::string::npos);
 }
 
+TEST(DiagD25DataWait, TheRanksThemselvesAreNoLoaderWorkers) {
+  // torch.multiprocessing: the root (1000) spawned two ranks (1001, 1002) and a resource tracker,
+  // with num_workers=0; the tree holds 3 processes besides the root, 1 of them no rank.
+  Synth x(1, 900);
+  for (std::uint32_t i = 0; i < x.rows(); ++i) x.s.job.workers[i] = 3.f;
+  for (int k = 0; k < 2; ++k) {
+    RankFeed r(k, 1001 + static_cast<std::uint32_t>(k), 0);
+    r.steps(x.s, 0, 900, 1.0, 0.1, 0.041);
+    job_process(x.s, 1001 + static_cast<std::uint32_t>(k), 0, 900);
+  }
+  const auto f = detect_data_wait(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(f[0].evidence.find("; 1 worker process"), std::string::npos) << f[0].evidence;
+  EXPECT_EQ(f[0].numbers.at("workers"), 1);
+}
+
 TEST(DiagD25DataWait, NearMisses) {
   Synth low(1, 900);
   RankFeed a(0, 1000, 0);
