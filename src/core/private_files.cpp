@@ -216,7 +216,7 @@ Expected<void> write_output_file(const std::string& path, std::string_view conte
       if (ec) return std::unexpected(os_error_at(ec.value(), "cannot resolve " + path));
     }
   }
-  if (S_ISREG(st.st_mode)) return write_file_atomic(target, content, st.st_mode & 07777);
+  if (S_ISREG(st.st_mode)) return write_file_atomic(target, content, st.st_mode & 0777);  // no set-id bits
   if (S_ISDIR(st.st_mode)) return std::unexpected(os_error_at(EISDIR, "cannot write " + path));
   // A device, FIFO or socket: written into as it is, never replaced.
   const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
