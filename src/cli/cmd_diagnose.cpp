@@ -37,8 +37,7 @@ struct DiagnoseOptions {
 
 int diagnose(const DiagnoseOptions& o) {
   const auto loaded = thresholds_from_options("diagnose", o.config, o.thresholds);
-  if (!loaded) return kExitUsage;
-  const diagnose::Thresholds& th = *loaded;
+  if (!loaded) return kExitUsage;  // checked before the store is opened: a usage error first
   diagnose::Severity min = diagnose::Severity::info;
   if (!diagnose::parse_severity(o.min_severity, min)) {
     std::fprintf(stderr, "trainmon diagnose: --min-severity: info, warning or critical\n");
@@ -53,6 +52,30 @@ int diagnose(const DiagnoseOptions& o) {
   if (!id) {
     std::fprintf(stderr, "trainmon diagnose: %s\n", id.error().message.c_str());
     return run_lookup_exit(id.error());
+  }
+  // The run is judged with the thresholds it ran with (stored with it), under --config and
+  // --threshold given here.
+  diagnose::Thresholds th = *loaded;
+  if (auto info = st->get_run(*id); info && !info->thresholds.empty()) {
+    diagnose::Thresholds base;
+    (void)diagnose::apply_threshold_changes(base, info->thresholds);
+    if (auto again = thresholds_from_options("diagnose", o.config, o.thresholds, base)) th = *again;
+    std::vector<std::string> used;
+    for (const auto& [name, value] : info->thresholds) {
+      const bool overridden =
+          std::any_of(o.thresholds.begin(), o.thresholds.end(), [&](const std::string& kv) {
+            std::string key = kv.substr(0, kv.find('='));
+            std::erase_if(key, [](char c) { return c == ' ' || c == '\t'; });
+            return key == name;
+          });
+      if (!overridden) used.push_back(fmt::format("{}={}", name, value));
+    }
+    if (!used.empty())
+      std::fprintf(stderr,
+                   "trainmon diagnose: run %lld was recorded with --threshold %s: judged with %s here too "
+                   "(--threshold NAME=VALUE overrides)\n",
+                   static_cast<long long>(*id), fmt::format("{}", fmt::join(used, " --threshold ")).c_str(),
+                   used.size() == 1 ? "it" : "them");
   }
   auto series = store::load_run_series(*st, *id);
   if (!series) {
@@ -71,8 +94,8 @@ int diagnose(const DiagnoseOptions& o) {
   } else {
     for (const auto& f : findings) std::puts(diagnose::to_text(f).c_str());
   }
-  // The run's own diagnosis, stored at its end, used the thresholds it ran with (`run --threshold`,
-  // not stored); this pass uses these. Say which stored findings it did not find again, so that
+  // The run's own diagnosis, stored at its end (or so far, while it runs), used the thresholds it ran
+  // with; this pass may override them. Say which stored findings it did not find again, so that
   // "nothing found" never contradicts the runs table.
   if (auto stored = st->findings(*id); stored) {
     std::vector<std::string> missing;

@@ -180,6 +180,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   store::RunInfo info = recorder::this_process_run_info("run", name, start_unix, start_mono);
   info.command = o.command;
   info.labels = recorder::collect_labels(given, env);
+  info.thresholds = diagnose::threshold_changes(th);  // `diagnose` of this run judges it as the run did
   info.interval_ms = *interval / 1'000'000;
   const std::string db_path = store::resolve_db_path(o.db);
   std::optional<recorder::Recording> recording;
@@ -366,6 +367,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     x.on_start(recorder::StartContext{"run", run_id, run_name, db_path, start_unix});
   });
   std::vector<diagnose::Finding> active;
+  double stored_eval_s = -1e300;  ///< the live evaluation whose findings were last given to the store
   std::vector<diagnose::NvmlGpuRef> gpu_refs;  ///< the GPUs as last seen (for job_gpus' UUID match)
 
   // ---- the live state file for `top` and `serve` (docs/top.md): failure only loses it ----
@@ -437,6 +439,17 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           if (!o.quiet) std::fprintf(stderr, "trainmon: %s\n", diagnose::to_text(found).c_str());
         }
         if (hang_opened) ask_for_stacks(job_pids);
+        // What was found so far goes into the store with the next tick (at most once per evaluation),
+        // so that `runs`, `show`, `report` of the running run, and a run whose recorder is killed,
+        // list it; the final diagnosis replaces it at the end.
+        if (live.last_evaluation_s() != stored_eval_s && !live.history().empty()) {
+          stored_eval_s = live.last_evaluation_s();
+          std::vector<diagnose::Finding> so_far;
+          so_far.reserve(live.history().size());
+          for (const auto& h : live.history()) so_far.push_back(h.finding);
+          diagnose::rank_findings(so_far, static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9);
+          session->set_live_findings(std::move(so_far));
+        }
         if (!observers.empty() || state_file) {
           active = live.active();  // in the order to fix them, as diagnose and the summary list them
           diagnose::rank_findings(active, static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9);

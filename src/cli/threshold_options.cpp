@@ -8,9 +8,10 @@
 namespace trainmon::cli {
 
 std::optional<diagnose::Thresholds> thresholds_from_options(std::string_view cmd, const std::string& config,
-                                                            const std::vector<std::string>& overrides) {
+                                                            const std::vector<std::string>& overrides,
+                                                            const diagnose::Thresholds& base) {
   const std::string name(cmd);
-  diagnose::Thresholds th;
+  diagnose::Thresholds th = base;
   if (!config.empty()) {
     std::ifstream in(config);
     if (!in) {

@@ -167,6 +167,30 @@ std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view 
   return {};
 }
 
+std::vector<std::pair<std::string, double>> threshold_changes(const Thresholds& th) {
+  const Thresholds defaults;
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& info : kTable) {
+    if (th.*(info.field) != defaults.*(info.field))
+      out.emplace_back(std::string(info.name), th.*(info.field));
+  }
+  return out;
+}
+
+std::vector<std::string> apply_threshold_changes(Thresholds& th,
+                                                 const std::vector<std::pair<std::string, double>>& changes) {
+  std::vector<std::string> skipped;
+  for (const auto& [name, value] : changes) {
+    const auto* info = lookup(name);
+    if (!info || !checked(name, value, fmt::format("{}", value))) {
+      skipped.push_back(name);
+      continue;
+    }
+    th.*(info->field) = value;
+  }
+  return skipped;
+}
+
 std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view text, const Thresholds& base) {
   Thresholds th = base;
   toml::table doc;

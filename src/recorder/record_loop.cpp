@@ -112,6 +112,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   const Timeline timeline{start_unix, start_mono};  // every stored time: core/timeline.h
   store::RunInfo info = this_process_run_info(o.kind, o.name, start_unix, start_mono);
   info.labels = collect_labels(o.labels, env);
+  info.thresholds = diagnose::threshold_changes(o.thresholds);  // `diagnose` of the run judges it alike
   info.interval_ms = o.interval_ns / 1'000'000;
   // A store that can never be written ends here (status 1); one that is locked or full now is
   // retried by the writer while sampling starts.
@@ -175,6 +176,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   // Every finding seen while recording (the live diagnosis keeps only the last hour): stored with
   // the run at the end, so `runs`, `show` and reports of a record / serve run list them.
   std::vector<diagnose::Finding> seen;
+  double stored_eval_s = -1e300;  // the live evaluation whose findings were last given to the store
   auto remember = [&seen](const std::vector<diagnose::Finding>& found) {
     for (const auto& f : found) {
       auto it = std::find_if(seen.begin(), seen.end(), [&](const diagnose::Finding& g) {
@@ -210,6 +212,13 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
           active = live.active();  // evidence and end times refresh while findings stay open
         }
         remember(active);
+        // The findings so far go into the store with the next tick (once per evaluation).
+        if (live.last_evaluation_s() != stored_eval_s && !seen.empty()) {
+          stored_eval_s = live.last_evaluation_s();
+          auto so_far = seen;
+          std::stable_sort(so_far.begin(), so_far.end(), diagnose::finding_less);
+          session.set_live_findings(std::move(so_far));
+        }
       }
       const TickContext ctx{snap, active, session.run_id(),
                             static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};

@@ -276,6 +276,10 @@ bool RecorderSession::report_store_notices() {
   return !notices.empty();
 }
 
+void RecorderSession::set_live_findings(std::vector<diagnose::Finding> findings) {
+  if (writer_) writer_->set_live_findings(std::move(findings));
+}
+
 std::optional<Error> RecorderSession::finish(const store::RunEnd& end,
                                              std::optional<std::vector<diagnose::Finding>> findings,
                                              std::chrono::nanoseconds wait,

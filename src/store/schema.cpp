@@ -151,6 +151,16 @@ CREATE INDEX gaps_run ON gaps(run_id, t0_ns);
 ALTER TABLE runs ADD COLUMN boot_id TEXT NOT NULL DEFAULT '';   -- /proc/sys/kernel/random/boot_id
 ALTER TABLE runs ADD COLUMN start_monotonic_ns INTEGER;         -- CLOCK_MONOTONIC at start_ns
 )sql"},
+    // 4: the diagnosis thresholds a run was given (`run --threshold`, `record --threshold`) where they
+    // differ from the defaults, so that `trainmon diagnose` of the run judges it as the run did.
+    {4, R"sql(
+CREATE TABLE run_thresholds (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name   TEXT NOT NULL,                -- a threshold's name (docs/diagnosis.md), e.g. hang_floor_s
+  value  TEXT NOT NULL,                -- its value, as the shortest decimal that reads back exactly
+  PRIMARY KEY (run_id, name)
+) WITHOUT ROWID;
+)sql"},
 };
 
 }  // namespace

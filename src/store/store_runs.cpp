@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
 
 #include "store/store_impl.h"
 #include "trainmon/core/text_escape.h"
@@ -62,12 +64,25 @@ RunInfo read_run_row(const Stmt& q) {
   return r;
 }
 
-Expected<void> fill_details(sqlite3* db, RunInfo& run) {
+Expected<void> fill_details(sqlite3* db, int schema, RunInfo& run) {
   Stmt l(db, "SELECT key, value FROM labels WHERE run_id = ? ORDER BY key");
   l.bind(1, run.id);
   int rc;
   while ((rc = l.step()) == SQLITE_ROW) run.labels.emplace_back(l.text(0), l.text(1));
   if (rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "reading labels"));
+  if (schema >= 4) {
+    Stmt t(db, "SELECT name, value FROM run_thresholds WHERE run_id = ? ORDER BY name");
+    t.bind(1, run.id);
+    while ((rc = t.step()) == SQLITE_ROW) {
+      const std::string text = t.text(1);
+      char* end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      // A value that is no number (written by hand) is left out rather than guessed.
+      if (!text.empty() && end == text.c_str() + text.size() && std::isfinite(v))
+        run.thresholds.emplace_back(t.text(0), v);
+    }
+    if (rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "reading thresholds"));
+  }
   Stmt g(db,
          "SELECT gpu_index, uuid, name, pci_bus_id, memory_total_bytes, power_limit_mw, used_by_job "
          "FROM gpus WHERE run_id = ? ORDER BY gpu_index");
@@ -124,6 +139,15 @@ Expected<std::int64_t> Store::create_run(const RunInfo& run) {
     l.bind(1, id).bind(2, k).bind(3, v);
     if (int rc = l.step(); rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "storing labels"));
   }
+  if (!run.thresholds.empty()) {
+    Stmt t(db, "INSERT OR REPLACE INTO run_thresholds (run_id, name, value) VALUES (?,?,?)");
+    for (const auto& [name, value] : run.thresholds) {
+      t.reset();
+      t.bind(1, id).bind(2, name).bind(3, fmt::format("{}", value));
+      if (int rc = t.step(); rc != SQLITE_DONE)
+        return std::unexpected(step_error(db, rc, "storing thresholds"));
+    }
+  }
   if (!run.gpus.empty()) {
     if (auto r = put_gpus(id, run.gpus); !r) return std::unexpected(r.error());
   }
@@ -165,7 +189,7 @@ Expected<std::vector<RunInfo>> Store::list_runs() {
   while ((rc = q.step()) == SQLITE_ROW) out.push_back(read_run_row(q));
   if (rc != SQLITE_DONE) return std::unexpected(step_error(db, rc, "listing runs"));
   for (auto& r : out) {
-    if (auto d = fill_details(db, r); !d) return std::unexpected(d.error());
+    if (auto d = fill_details(db, impl_->schema, r); !d) return std::unexpected(d.error());
     auto g = gaps(r.id);
     if (!g) return std::unexpected(g.error());
     r.gaps = std::move(*g);
@@ -183,7 +207,7 @@ Expected<RunInfo> Store::get_run(std::int64_t run_id) {
         Error{ErrorDomain::store, 0, std::string(kErrNotFound), fmt::format("no run {}", run_id)});
   if (rc != SQLITE_ROW) return std::unexpected(step_error(db, rc, "reading the run"));
   RunInfo r = read_run_row(q);
-  if (auto d = fill_details(db, r); !d) return std::unexpected(d.error());
+  if (auto d = fill_details(db, impl_->schema, r); !d) return std::unexpected(d.error());
   auto g = gaps(run_id);
   if (!g) return std::unexpected(g.error());
   r.gaps = std::move(*g);

@@ -211,6 +211,13 @@ WriterStats StoreWriter::stats() const {
   return stats_;
 }
 
+void StoreWriter::set_live_findings(std::vector<diagnose::Finding> findings) {
+  std::lock_guard lock(mu_);
+  if (finishing_) return;  // the end's findings replace them
+  live_findings_ = std::move(findings);
+  ++live_findings_gen_;
+}
+
 void StoreWriter::request_finish(RunEnd end, std::optional<std::vector<diagnose::Finding>> findings) {
   {
     std::lock_guard lock(mu_);
@@ -391,11 +398,14 @@ void StoreWriter::loop() {
       queue_.pop_front();
     }
     queued_bytes_ -= std::min(queued_bytes_, bytes);
+    const std::optional<std::vector<diagnose::Finding>> live = live_findings_;
+    const std::uint64_t live_gen = live_findings_gen_;
     lock.unlock();
-    auto r = write(batches, gaps);
+    auto r = write(batches, gaps, live ? &*live : nullptr);
     lock.lock();
     gaps_in_flight_ = 0;
     if (r) {
+      if (live_findings_gen_ == live_gen) live_findings_.reset();
       stats_.ticks_written += batches.size();
       ++stats_.transactions;
       gaps_.erase(gaps_.begin(),
@@ -527,7 +537,8 @@ Expected<void> StoreWriter::persist(Open& o) {
   return {};
 }
 
-Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps) {
+Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps,
+                                  const std::vector<diagnose::Finding>* live_findings) {
   const std::uint64_t counter_before = batch_counter_;
   ++batch_counter_;
   if (auto r = begin_transaction(false); !r) {
@@ -585,6 +596,9 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::ve
   for (auto& [key, o] : open_) {
     if (!o.dirty || o.last_batch != batch_counter_) continue;
     if (auto r = persist(o); !r) return fail(r.error());
+  }
+  if (live_findings) {
+    if (auto r = store_->insert_findings(run_id_, *live_findings); !r) return fail(r.error());
   }
   if (auto r = commit_transaction(false); !r) return fail(r.error());
   // Forget series not seen for a while (exited processes): their rows are on disk.

@@ -188,6 +188,11 @@ def jobs(tmp_path_factory):
     }
     hang_line = line_of(DDP, "HANG-LINE")
     js["hang"].top = None
+    # Beside top: what the store says of the run while it hangs (`runs`, and `diagnose` without the
+    # run's --threshold values: they are stored with the run).
+    js["hang"].live = {}
+    watcher = threading.Thread(target=watch_store_while_running, args=(js["hang"],), daemon=True)
+    watcher.start()
     if shutil.which("tmux"):
         tmux = Tmux(tmp)
         try:
@@ -200,9 +205,28 @@ def jobs(tmp_path_factory):
                 js["hang"].top = str(e)
         finally:
             tmux.kill()
+    watcher.join(timeout=150)
     for j in js.values():
         j.finish()
     return js
+
+
+def watch_store_while_running(job, timeout=120):
+    """Polls the running hang job's store until it lists D23, then records `runs --json` and
+    `diagnose --json` (thresholds not given: the run's are used) as they were at that moment."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and job.proc.poll() is None:
+        r = subprocess.run([trainmon_bin(), "runs", "--json", "--db", job.db], env=job.env, capture_output=True,
+                           text=True, timeout=60)
+        if r.returncode == 0 and r.stdout.strip().startswith("["):
+            runs = json.loads(r.stdout)
+            if runs and runs[0].get("finding_count", 0) > 0:
+                d = subprocess.run([trainmon_bin(), "diagnose", "last", "--json", "--db", job.db], env=job.env,
+                                   capture_output=True, text=True, timeout=60)
+                job.live = {"runs": runs[0], "diagnose": d.stdout, "diagnose_err": d.stderr,
+                            "running": job.proc.poll() is None}
+                return
+        time.sleep(0.5)
 
 
 def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs):
@@ -251,6 +275,19 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     d = subprocess.run([trainmon_bin(), "diagnose", "last", "--db", j.db] + sum((["--threshold", t] for t in SCALED), []),
                        env=j.env, capture_output=True, text=True, timeout=60)
     assert f"hang.py:{hang_line} in run" in d.stdout and d.stdout.startswith("[critical] D23"), d.stdout
+
+
+def test_a_running_runs_findings_and_thresholds_are_in_the_store(jobs):
+    """While the job still hangs, `runs` counts the live finding and `diagnose`, given no threshold,
+    judges the run with the --threshold values it was recorded with (else the 120 s default hang floor
+    would find nothing yet)."""
+    live = jobs["hang"].live
+    assert live and live["running"], (live, jobs["hang"].stderr()[-3000:])
+    assert live["runs"]["status"] == "running" and live["runs"]["finding_count"] >= 1, live["runs"]
+    found = json.loads(live["diagnose"])
+    assert [f["code"] for f in found if f["code"] == "D23"] == ["D23"], (found, live["diagnose_err"])
+    assert "was recorded with --threshold" in live["diagnose_err"] and "hang_floor_s=10" in live["diagnose_err"], \
+        live["diagnose_err"]
 
 
 def test_real_straggler_is_named_with_its_score_and_the_even_job_gives_nothing(jobs):

@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace trainmon::diagnose {
 
@@ -138,6 +140,16 @@ std::optional<std::string> threshold_range(std::string_view name);
 /// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem
 /// (unknown name, not a number, or outside threshold_range, naming the key and the range).
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view name_eq_value);
+
+/// The thresholds of `th` that differ from the defaults, as (name, value) in threshold_table()
+/// order: what a run stores (RunInfo::thresholds). Empty when all are the defaults.
+std::vector<std::pair<std::string, double>> threshold_changes(const Thresholds& th);
+
+/// Applies (name, value) pairs as stored with a run over `th`. A pair with an unknown name or a
+/// value outside threshold_range is skipped (a store written by another version, or by hand); the
+/// return value names those skipped.
+std::vector<std::string> apply_threshold_changes(Thresholds& th,
+                                                 const std::vector<std::pair<std::string, double>>& changes);
 
 /// Reads the `[diagnose]` table of a TOML document over `base`: each key a threshold name with a
 /// number value. A document without `[diagnose]` gives `base`. Error: parse error, unknown key or a

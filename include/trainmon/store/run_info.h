@@ -62,7 +62,11 @@ struct RunInfo {
   std::int64_t recorder_pid = 0;
   std::int64_t interval_ms = 1000;
   std::vector<std::pair<std::string, std::string>> labels;  ///< sorted by key
-  std::string summary_json;                                 ///< written when the run finishes; empty before
+  /// The diagnosis thresholds the run was given where they differ from the defaults, as (name,
+  /// value) sorted by name (schema 4; empty in older stores and for runs given none). A name this
+  /// trainmon does not know (a newer one's) is kept as read.
+  std::vector<std::pair<std::string, double>> thresholds;
+  std::string summary_json;  ///< written when the run finishes; empty before
   std::int64_t finding_count = 0;
   std::vector<RunGpu> gpus;  ///< by index
   /// Time of the newest stored sample row (Unix epoch, ms), read only for a run without end_unix_ns

@@ -104,6 +104,11 @@ class StoreWriter {
   /// Waits up to `timeout` until the run exists or the writer stopped for good; returns run_id().
   std::int64_t wait_for_run(std::chrono::nanoseconds timeout);
 
+  /// The run's findings so far (a running run's live diagnosis), replacing those stored: written
+  /// with the next tick's transaction, so that `runs`, `show`, `report` and a run whose recorder
+  /// dies keep what was found. Only the newest set is kept while the store refuses writes.
+  void set_live_findings(std::vector<diagnose::Finding> findings);
+
   /// Ask for the end: everything held is written, then `end` and `findings` (replacing the run's
   /// findings; nullopt: left as they are) in one durable transaction, retried like the ticks.
   /// Further pushes are dropped. Returns at once.
@@ -149,7 +154,8 @@ class StoreWriter {
   void start();
   void loop();
   bool open_and_create();
-  Expected<void> write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps);
+  Expected<void> write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps,
+                       const std::vector<diagnose::Finding>* live_findings);
   Expected<void> write_end(const std::vector<RecordingGap>& gaps);
   Expected<void> begin_transaction(bool durable);
   Expected<void> commit_transaction(bool durable);
@@ -190,8 +196,10 @@ class StoreWriter {
   bool end_recorded_ = false;
   RunEnd end_;
   std::optional<std::vector<diagnose::Finding>> end_findings_;
-  std::optional<Error> error_;     ///< stopped for good
-  std::optional<Error> retrying_;  ///< the current transient failure
+  std::optional<std::vector<diagnose::Finding>> live_findings_;  ///< not yet written
+  std::uint64_t live_findings_gen_ = 0;                          ///< set_live_findings() calls
+  std::optional<Error> error_;                                   ///< stopped for good
+  std::optional<Error> retrying_;                                ///< the current transient failure
   std::chrono::steady_clock::time_point retrying_since_{};
   std::uint64_t dropped_while_retrying_ = 0;
   std::chrono::milliseconds backoff_{0};

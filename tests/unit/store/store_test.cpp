@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/store/store.h"
+#include "trainmon/diagnose/thresholds.h"
 
 #include <gtest/gtest.h>
 #include <linux/capability.h>
@@ -102,6 +103,35 @@ TEST(StoreRuns, CreateFinishListAndGet) {
   ASSERT_TRUE(all);
   ASSERT_EQ(all->size(), 1u);
   EXPECT_EQ((*all)[0].summary_json, R"({"gpus":[]})");
+}
+
+TEST(StoreRuns, ARunsThresholdsComeBackExactlyAndUnknownOnesAreSkippedWhenApplied) {
+  TempDir dir;
+  auto s = Store::open(dir.file("t.db"), OpenMode::read_write);
+  ASSERT_TRUE(s);
+  diagnose::Thresholds given;
+  ASSERT_TRUE(diagnose::set_threshold(given, "hang_floor_s=15"));
+  ASSERT_TRUE(diagnose::set_threshold(given, "idle_util_pct=0.1"));  // no exact binary value
+  RunInfo r = sample_run("with-thresholds");
+  r.thresholds = diagnose::threshold_changes(given);
+  ASSERT_EQ(r.thresholds.size(), 2u);
+  r.thresholds.emplace_back("zz_from_a_newer_trainmon_s", 3);
+  auto id = s->create_run(r);
+  ASSERT_TRUE(id) << id.error().message;
+  auto back = s->get_run(*id);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->thresholds.size(), 3u);  // sorted by name
+  EXPECT_EQ(back->thresholds[0], (std::pair<std::string, double>{"hang_floor_s", 15}));
+  EXPECT_EQ(back->thresholds[1], (std::pair<std::string, double>{"idle_util_pct", 0.1}));
+  diagnose::Thresholds applied;
+  const auto skipped = diagnose::apply_threshold_changes(applied, back->thresholds);
+  EXPECT_EQ(skipped, std::vector<std::string>{"zz_from_a_newer_trainmon_s"});
+  EXPECT_TRUE(applied == given);
+  // A run given none stores none, and reads back none.
+  auto plain = s->create_run(sample_run("plain"));
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(s->get_run(*plain)->thresholds.empty());
+  EXPECT_TRUE(diagnose::threshold_changes(diagnose::Thresholds{}).empty());
 }
 
 TEST(StoreRuns, ResolveByIdNameLastAndAmbiguity) {

@@ -301,6 +301,49 @@ TEST(StoreWriterFaults, TheEndIsRecordedWhenTheStoreComesBackOnlyAtTheEnd) {
   EXPECT_EQ(gpu_rows(path, run_id).size(), 3u);
 }
 
+TEST(StoreWriterFaults, LiveFindingsAreStoredWithTheNextTickAndTheNewestSetWinsAfterALock) {
+  testing::TempDir dir;
+  const auto path = dir.file("t.db");
+  const auto run_id = new_run(path);
+  auto s = Store::open(path, OpenMode::read_write);
+  ASSERT_TRUE(s);
+  StoreWriter w(std::move(*s), run_id, fast_retry());
+  auto codes = [&] {
+    std::vector<std::string> out;
+    auto st = Store::open(path, OpenMode::read_only);
+    if (auto f = st->findings(run_id))
+      for (const auto& x : *f) out.push_back(x.code);
+    return out;
+  };
+  std::vector<diagnose::Finding> one(1);
+  one[0].code = "D23";
+  w.set_live_findings(one);
+  w.push(tick(0));
+  ASSERT_TRUE(eventually([&] { return codes() == std::vector<std::string>{"D23"}; })) << codes().size();
+  {
+    // While the store refuses writes, only the newest set is kept, and written once it accepts them.
+    Locker lock(path);
+    w.push(tick(1));
+    ASSERT_TRUE(eventually([&] { return w.retrying_error().has_value(); }));
+    auto two = one;
+    two.emplace_back().code = "D25";
+    w.set_live_findings(two);
+    two.back().code = "D24";
+    w.set_live_findings(two);
+  }
+  w.push(tick(2));
+  ASSERT_TRUE(eventually([&] {
+    return codes() == std::vector<std::string>{"D23", "D24"};
+  })) << codes().size();
+  // The end's findings replace the live ones.
+  std::vector<diagnose::Finding> end(1);
+  end[0].code = "D10";
+  w.request_finish(RunEnd{kT0 + 5'000'000'000, "exited", 0, {}, "{}"}, end);
+  ASSERT_TRUE(w.wait_finished(10s));
+  EXPECT_EQ(codes(), std::vector<std::string>{"D10"});
+  EXPECT_EQ(gpu_rows(path, run_id).size(), 3u);
+}
+
 TEST(StoreWriterFaults, GivingUpSaysWhyAndLeavesTheRunRunning) {
   testing::TempDir dir;
   const auto path = dir.file("t.db");
