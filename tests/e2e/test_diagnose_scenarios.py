@@ -117,18 +117,24 @@ def runs(tmp_path_factory):
             h.wait()
 
 
-def test_diagnose_with_other_thresholds_names_the_findings_the_run_recorded(runs):
-    # The run found D4 with its windows scaled to 8 s; the defaults (minutes) do not find it in a 20-s
-    # run. diagnose says so instead of a bare "nothing found" that the runs table contradicts.
+def test_diagnose_judges_a_run_with_its_thresholds_and_names_what_others_miss(runs):
+    # The run found D4 with its windows scaled to 8 s (--threshold, stored with the run): diagnose
+    # without options judges it the same way and says with what.
     db, env = DBS["d4-dataloader-starved"]
     d = subprocess.run([BIN, "diagnose", "last", "--db", db], env=env, capture_output=True, text=True, timeout=60)
     assert d.returncode == 0, d.stderr
-    assert "D4" not in d.stdout, d.stdout
-    assert re.search(r"run 1 recorded (\S+, )*D4(, \S+)* when it ran, with the thresholds it ran with", d.stderr), d.stderr
-    same = subprocess.run([BIN, "diagnose", "last", "--db", db] + [a for t in SCALED + EXTRA["d4-dataloader-starved"]
-                                                                    for a in ("--threshold", t)],
-                          env=env, capture_output=True, text=True, timeout=60)
-    assert "D4" in same.stdout and "recorded" not in same.stderr, same.stdout + same.stderr
+    assert d.stdout.count(" D4 ") == 1, d.stdout
+    assert re.search(r"run 1 was recorded with --threshold \S+=\S+( --threshold \S+=\S+)*: judged with them", d.stderr), d.stderr
+    assert "main_pinned_pct=0" in d.stderr and "starved_for_s=8" in d.stderr, d.stderr
+    # Other thresholds, given here, win: a 20-s run cannot starve for 10 minutes. diagnose says that
+    # the run recorded D4, instead of a bare "nothing found" that the runs table contradicts.
+    other = subprocess.run([BIN, "diagnose", "last", "--db", db, "--threshold", "starved_for_s=600"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0, other.stderr
+    assert " D4 " not in other.stdout, other.stdout
+    assert re.search(r"run 1 recorded (\S+, )*D4(, \S+)* when it ran, with the thresholds it ran with", other.stderr), \
+        other.stderr
+    assert "starved_for_s=8" not in other.stderr, other.stderr  # overridden: not claimed as used
 
 
 @pytest.mark.parametrize("name", list(CASES))

@@ -191,7 +191,7 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(
         sqlite3_exec(db,
-                     "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; "
+                     "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
                      "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
                      "PRAGMA user_version = 1",
                      nullptr, nullptr, nullptr),
@@ -218,10 +218,11 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     EXPECT_TRUE(got->gaps.empty());
     EXPECT_EQ(got->boot_id, "");
     EXPECT_FALSE(got->start_monotonic_ns);
+    EXPECT_TRUE(got->thresholds.empty());  // nor schema 4's
     ASSERT_TRUE(s->list_runs());
     EXPECT_EQ(s->list_runs()->size(), 1u);
   }
-  // Opening for writing migrates 1 -> 2 -> 3 in one transaction: both steps' tables work.
+  // Opening for writing migrates 1 -> 2 -> 3 -> 4 in one transaction: the steps' tables work.
   auto s = Store::open(path, OpenMode::read_write);
   ASSERT_TRUE(s);
   EXPECT_EQ(*s->schema_version(), latest_schema_version());
