@@ -132,9 +132,15 @@ std::string to_text(const Finding& f) {
 }
 
 void to_json(nlohmann::json& j, const RankStack& s) {
-  j = nlohmann::json{
-      {"t", s.t},       {"rank_key", s.rank_key}, {"rank", s.rank},     {"pid", s.pid},
-      {"host", s.host}, {"where", s.where},       {"caller", s.caller}, {"main_stack", s.main_stack}};
+  j = nlohmann::json{{"t", s.t},
+                     {"rank_key", s.rank_key},
+                     {"rank", s.rank},
+                     {"pid", s.pid},
+                     {"host", s.host},
+                     {"where", s.where},
+                     {"caller", s.caller},
+                     {"main_stack", s.main_stack},
+                     {"collective", s.collective}};
 }
 
 void from_json(const nlohmann::json& j, RankStack& s) {
@@ -146,6 +152,7 @@ void from_json(const nlohmann::json& j, RankStack& s) {
   s.where = j.value("where", std::string{});
   s.caller = j.value("caller", std::string{});
   s.main_stack = j.value("main_stack", std::string{});
+  s.collective = j.value("collective", std::string{});
 }
 
 void to_json(nlohmann::json& j, const Finding& f) {

@@ -112,9 +112,40 @@ bool library_file(std::string_view f) {
   return false;
 }
 
+namespace {
+
+/// The file as frame_text() names it (see there).
+std::string_view display_path(std::string_view f) {
+  for (std::string_view marker : {"/site-packages/", "/dist-packages/"}) {
+    if (const auto p = f.rfind(marker); p != std::string_view::npos && p + marker.size() < f.size())
+      return f.substr(p + marker.size());
+  }
+  if (const auto p = f.find("/lib/python3"); p != std::string_view::npos) {
+    if (const auto slash = f.find('/', p + 5); slash != std::string_view::npos && slash + 1 < f.size())
+      return f.substr(slash + 1);
+  }
+  return base_name(f);
+}
+
+}  // namespace
+
 std::string frame_text(const StackFrame& f) {
-  return f.line > 0 ? fmt::format("{}:{} in {}", base_name(f.file), f.line, f.func)
-                    : fmt::format("{} in {}", base_name(f.file), f.func);
+  const auto file = display_path(f.file);
+  return f.line > 0 ? fmt::format("{}:{} in {}", file, f.line, f.func)
+                    : fmt::format("{} in {}", file, f.func);
+}
+
+std::string collective_of(const ThreadStack& t) {
+  for (const auto& f : t.frames) {
+    const std::string_view file = f.file;
+    const std::string_view path = display_path(file);
+    const bool comm =
+        path.starts_with("torch/distributed/") || path.starts_with("torch/nn/parallel/distributed") ||
+        path.starts_with("torch/autograd/") || path.starts_with("deepspeed/comm/") ||
+        path.starts_with("horovod/") || (path.starts_with("torch/cuda/") && f.func == "synchronize");
+    if (comm) return f.func;
+  }
+  return {};
 }
 
 StuckAt stuck_at(const ThreadStack& t) {

@@ -263,6 +263,9 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     assert st[1]["where"] == f"hang.py:{hang_line} in run", st
     assert "all_reduce" in st[0]["where"] and st[0]["caller"] == f"hang.py:{coll_line} in run", st
     assert f[0]["cost"]["share"] == 1.0
+    # the sleeping rank is named as the one that holds the other (rank 0 waits in the all-reduce)
+    assert f[0]["numbers"]["holding_rank"] == 1 and "rank 1 holds the job" in f[0]["evidence"], f[0]["evidence"]
+    assert f[0]["advice"].startswith("Look at rank 1 first"), f[0]["advice"]
     # offline as live: no word of the busy GPU that is not the job's
     assert "the job uses no GPU" in f[0]["evidence"] and "GPU is busy" not in f[0]["evidence"], f[0]["evidence"]
     assert "gpu_mean_util_pct" not in f[0]["numbers"] and f[0]["gpus"] == [], f[0]

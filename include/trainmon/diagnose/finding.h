@@ -55,6 +55,9 @@ struct RankStack {
   std::string caller;      ///< its innermost frame outside Python's and installed packages' files
                            ///< (the user's line); empty when that is `where` itself or none
   std::string main_stack;  ///< the main thread's frames as faulthandler wrote them (at most 16 KiB)
+  /// The collective the main thread waits in (collective_of(): "all_reduce", "backward", ...);
+  /// empty when it is elsewhere (the rank that holds the others, in a hang).
+  std::string collective;
   friend bool operator==(const RankStack&, const RankStack&) = default;
 };
 

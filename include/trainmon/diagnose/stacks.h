@@ -47,8 +47,19 @@ const ThreadStack* main_thread(const std::vector<ThreadStack>& threads);
 /// dist-packages, <frozen …>, <string>) or to trainmon's own package files.
 bool library_file(std::string_view file);
 
-/// "train.py:42 in step" (the file's base name).
+/// "train.py:42 in step": a user's file by its base name; an installed package's file by its path
+/// inside site-packages / dist-packages ("torch/autograd/__init__.py:197 in backward"), Python's own
+/// by its path inside lib/python3.N ("multiprocessing/connection.py:930 in wait"), so that the many
+/// `__init__.py` are told apart.
 std::string frame_text(const StackFrame& f);
+
+/// The function of the innermost frame that waits in a collective operation: a frame in
+/// torch.distributed (distributed_c10d: all_reduce, barrier, ...), DistributedDataParallel
+/// (torch/nn/parallel/distributed.py), autograd's backward (DDP's all-reduce runs inside it), a
+/// CUDA synchronize (a hung NCCL kernel blocks it), or DeepSpeed's / Horovod's communication
+/// modules. Empty when no frame does (the thread is elsewhere: the user's code, a sleep, a lock,
+/// the data loader). A heuristic over file paths and names, documented in docs/diagnosis.md (D23).
+std::string collective_of(const ThreadStack& t);
 
 /// Where a thread is: its innermost frame; and the innermost frame outside library_file() (the
 /// user's line that called into the library), empty when the innermost frame is already the user's

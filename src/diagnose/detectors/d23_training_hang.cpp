@@ -122,8 +122,65 @@ std::optional<RankStack> stack_of(const RunSeries& s, const TrainRank& id, doubl
     rs.where = at.where;
     rs.caller = at.caller;
     rs.main_stack = thread_text(*m);
+    rs.collective = collective_of(*m);
   }
   return rs;
+}
+
+std::string who(const RankStack& st) {
+  return st.rank >= 0 ? fmt::format("rank {}", st.rank) : fmt::format("process {}", st.pid);
+}
+
+/// "rank 1", "rank 0, rank 2", or "7 ranks" beyond four.
+std::string ranks_text(const std::vector<const RankStack*>& v) {
+  if (v.size() > 4) return fmt::format("{} ranks", v.size());
+  std::string out;
+  for (const auto* st : v) out += (out.empty() ? "" : ", ") + who(*st);
+  return out;
+}
+
+/// From the ranks' stacks: which rank holds the others (not in a collective while they wait in
+/// one), or that the ranks wait in different collectives (one that only some ranks call). Adds it
+/// to the evidence (and numbers.holding_rank for a single one) and returns the advice's first
+/// sentence; empty when the stacks do not tell (all elsewhere, all in the same collective, or one
+/// stack only).
+std::string who_holds_the_job(Finding& f) {
+  std::vector<const RankStack*> waiting, elsewhere;
+  for (const auto& st : f.stacks) {
+    if (st.where.empty()) continue;
+    (st.collective.empty() ? elsewhere : waiting).push_back(&st);
+  }
+  if (!waiting.empty() && !elsewhere.empty()) {
+    const RankStack& first = *elsewhere.front();
+    const std::string odd = ranks_text(elsewhere);
+    const bool one = elsewhere.size() == 1;
+    f.evidence += fmt::format("; {} {} not in a collective while {} wait{} in one ({}): {} hold{} the job",
+                              odd, one ? "is" : "are", ranks_text(waiting), waiting.size() == 1 ? "s" : "",
+                              waiting.front()->collective, odd, one ? "s" : "");
+    if (one && first.rank >= 0) put(f.numbers, "holding_rank", first.rank);
+    return fmt::format("Look at {} first: {} at {} while the others wait for {} in a collective. ", odd,
+                       one ? "it is" : "they are", first.caller.empty() ? first.where : first.caller,
+                       one ? "it" : "them");
+  }
+  if (waiting.size() < 2 || !elsewhere.empty()) return {};
+  // Waits that any collective ends in (a work handle's wait, a CUDA synchronize) say nothing of which.
+  auto generic = [](const std::string& c) { return c == "wait" || c == "synchronize" || c == "_wait"; };
+  std::vector<std::string> seen;
+  for (const auto* st : waiting) {
+    if (generic(st->collective)) continue;
+    if (std::find(seen.begin(), seen.end(), st->collective) == seen.end()) seen.push_back(st->collective);
+  }
+  if (seen.size() < 2) return {};
+  std::string list;
+  for (const auto* st : waiting)
+    list += fmt::format("{}{} in {}", list.empty() ? "" : ", ", who(*st), st->collective);
+  f.evidence += fmt::format(
+      "; the ranks wait in different collectives ({}): a collective that only some ranks call never "
+      "completes",
+      list);
+  return "The ranks must call the same collectives in the same order: look for a branch on the rank, or "
+         "ranks that get different numbers of batches (DistributedSampler(drop_last=True), or DDP's join() "
+         "for uneven inputs). ";
 }
 
 }  // namespace
@@ -339,15 +396,16 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                         st.where, st.caller.empty() ? "" : " (called from " + st.caller + ")");
     }
     if (!at.empty()) f.evidence += "; " + at;
+    const std::string holder = who_holds_the_job(f);
     f.advice =
         f.stacks.empty()
             ? std::string(advice::kD23Hang)
-            : "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than "
-              "the "
-              "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: "
-              "fix "
-              "that line. Set a timeout in init_process_group(timeout=...) and "
-              "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails instead of holding the GPUs.";
+            : holder +
+                  "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere "
+                  "than "
+                  "the others (sleeping, on a lock, in the loader) while they sit in a collective holds them "
+                  "all: fix that line. Set a timeout in init_process_group(timeout=...) and "
+                  "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails instead of holding the GPUs.";
     set_cost(f, 1.0, "measured");
     f.thresholds = {{"hang_p90_factor", th.hang_p90_factor},
                     {"hang_floor_s", th.hang_floor_s},

@@ -4,7 +4,10 @@
 // the training loop's own timing exists.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "trainmon/diagnose/engine.h"
+#include "trainmon/diagnose/stacks.h"
 #include "unit/diagnose/synth.h"
 #include "unit/diagnose/train_synth.h"
 
@@ -214,7 +217,9 @@ TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
   ASSERT_EQ(f.size(), 1u);
   ASSERT_EQ(f[0].stacks.size(), 2u);  // the one from before the hang is not its stack
   EXPECT_EQ(f[0].stacks[0].rank, 0);
-  EXPECT_EQ(f[0].stacks[0].where, "distributed_c10d.py:1536 in all_reduce");
+  EXPECT_EQ(f[0].stacks[0].where, "torch/distributed/distributed_c10d.py:1536 in all_reduce");
+  EXPECT_EQ(f[0].stacks[0].collective, "all_reduce");
+  EXPECT_EQ(f[0].stacks[1].collective, "");
   EXPECT_EQ(f[0].stacks[0].caller, "ddp.py:20 in run");
   EXPECT_EQ(f[0].stacks[1].rank, 1);
   EXPECT_EQ(f[0].stacks[1].pid, 1001u);
@@ -222,8 +227,16 @@ TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
   EXPECT_EQ(f[0].stacks[1].caller, "");
   EXPECT_NE(f[0].stacks[1].main_stack.find("ddp.py\", line 12 in run"), std::string::npos);
   EXPECT_NE(f[0].evidence.find("rank 1 is at ddp.py:12 in run"), std::string::npos) << f[0].evidence;
+  // the rank that holds the others is named, in the evidence, the numbers and the advice
+  EXPECT_NE(f[0].evidence.find("rank 1 is not in a collective while rank 0 waits in one (all_reduce): rank 1 "
+                               "holds the job"),
+            std::string::npos)
+      << f[0].evidence;
+  EXPECT_EQ(f[0].numbers.at("holding_rank"), 1);
+  EXPECT_TRUE(f[0].advice.starts_with("Look at rank 1 first: it is at ddp.py:12 in run")) << f[0].advice;
   const auto text = to_text(f[0]);
-  EXPECT_NE(text.find("\n    rank 0 pid 1000 on node-a: distributed_c10d.py:1536 in all_reduce (called from "
+  EXPECT_NE(text.find("\n    rank 0 pid 1000 on node-a: torch/distributed/distributed_c10d.py:1536 in "
+                      "all_reduce (called from "
                       "ddp.py:20 in run)"),
             std::string::npos)
       << text;
@@ -231,6 +244,76 @@ TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
   const nlohmann::json j = f[0];
   EXPECT_EQ(j.get<Finding>(), f[0]);
   EXPECT_EQ(j["stacks"][1]["where"], "ddp.py:12 in run");
+}
+
+TEST(DiagD23Hang, RanksInDifferentCollectivesAreAMismatchAndOneStackOrAllAlikeNameNoOne) {
+  auto stack = [](const char* func, int line) {
+    return fmt::format(
+        "Current thread 0x1 (most recent call first):\n"
+        "  File \"/usr/local/lib/python3.11/site-packages/torch/distributed/distributed_c10d.py\", line {} "
+        "in {}\n"
+        "  File \"/home/u/train.py\", line 20 in main\n",
+        line, func);
+  };
+  {
+    // rank 0 in all_reduce (its step), rank 1 in barrier (it ran out of batches): a mismatch
+    auto x = hung_job(100, 400, 400);
+    append_train_stack(x.s, {250, 0, 1000, "D23", stack("all_reduce", 1536)});
+    append_train_stack(x.s, {250, 1, 1001, "D23", stack("barrier", 3328)});
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("the ranks wait in different collectives (rank 0 in all_reduce, rank 1 in "
+                                 "barrier)"),
+              std::string::npos)
+        << f[0].evidence;
+    EXPECT_TRUE(f[0].advice.starts_with("The ranks must call the same collectives in the same order"))
+        << f[0].advice;
+    EXPECT_FALSE(f[0].numbers.contains("holding_rank"));
+  }
+  {
+    // both in the same collective, or one in a generic wait: nobody is named
+    auto x = hung_job(100, 400, 400);
+    append_train_stack(x.s, {250, 0, 1000, "D23", stack("all_reduce", 1536)});
+    append_train_stack(x.s, {250, 1, 1001, "D23", stack("wait", 200)});
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].evidence.find("different collectives"), std::string::npos) << f[0].evidence;
+    EXPECT_EQ(f[0].evidence.find("holds the job"), std::string::npos) << f[0].evidence;
+    EXPECT_TRUE(f[0].advice.starts_with("The job makes no progress")) << f[0].advice;
+  }
+  {
+    // a single stack: nothing to compare with
+    auto x = hung_job(100, 400, 400);
+    append_train_stack(
+        x.s, {250, 1, 1001, "D23",
+              "Current thread 0x1 (most recent call first):\n  File \"/home/u/train.py\", line 9 in f\n"});
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_EQ(f[0].evidence.find("holds the job"), std::string::npos) << f[0].evidence;
+  }
+}
+
+TEST(DiagStacks, InstalledFilesArePathsInsideTheirPackageAndCollectivesAreRecognised) {
+  auto frame = [](std::string file, int line, std::string func) {
+    return StackFrame{std::move(file), line, std::move(func)};
+  };
+  EXPECT_EQ(frame_text(frame("/usr/lib/python3/dist-packages/torch/autograd/__init__.py", 197, "backward")),
+            "torch/autograd/__init__.py:197 in backward");
+  EXPECT_EQ(
+      frame_text(frame("/opt/venv/lib/python3.11/site-packages/deepspeed/comm/comm.py", 5, "all_reduce")),
+      "deepspeed/comm/comm.py:5 in all_reduce");
+  EXPECT_EQ(frame_text(frame("/usr/lib/python3.11/multiprocessing/connection.py", 930, "wait")),
+            "multiprocessing/connection.py:930 in wait");
+  EXPECT_EQ(frame_text(frame("/home/u/proj/train.py", 3, "main")), "train.py:3 in main");
+  ThreadStack t;
+  t.frames = {frame("/usr/lib/python3.11/threading.py", 320, "wait"),
+              frame("/usr/lib/python3/dist-packages/torch/autograd/__init__.py", 197, "backward"),
+              frame("/home/u/train.py", 30, "main")};
+  EXPECT_EQ(collective_of(t), "backward");  // DDP's all-reduce runs inside backward
+  t.frames = {frame("/usr/lib/python3.11/time.py", 1, "sleep"), frame("/home/u/train.py", 30, "main")};
+  EXPECT_EQ(collective_of(t), "");
+  t.frames = {frame("/home/u/my_distributed/wait.py", 1, "all_reduce")};  // a user's file named alike
+  EXPECT_EQ(collective_of(t), "");
 }
 
 // ---- D24 -----------------------------------------------------------------------------------------
