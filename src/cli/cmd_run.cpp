@@ -23,6 +23,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
+#include "cli/threshold_options.h"
 #include "trainmon/alerts/alert_observer.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/core/timeline.h"
@@ -145,13 +146,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
     given.push_back(*kv);
   }
-  diagnose::Thresholds th;
-  for (const auto& kv : o.thresholds) {
-    if (auto r = diagnose::set_threshold(th, kv); !r) {
-      std::fprintf(stderr, "trainmon run: --threshold %s\n", r.error().c_str());
-      return kExitUsage;
-    }
-  }
+  const auto given_th = thresholds_from_options("run", "", o.thresholds);  // prints why
+  if (!given_th) return kExitUsage;
+  const diagnose::Thresholds th = *given_th;
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/record_options.h"
 
+#include "cli/threshold_options.h"
+
 #include <cstdio>
 
 #include "cli/run_lookup.h"
@@ -65,9 +67,9 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
     if (!kv) return bad("--label wants KEY=VALUE (got '" + l + "')");
     lo.labels.push_back(*kv);
   }
-  for (const auto& kv : o.thresholds) {
-    if (auto r = diagnose::set_threshold(lo.thresholds, kv); !r) return bad("--threshold " + r.error());
-  }
+  auto th = thresholds_from_options(t, "", o.thresholds);  // prints why
+  if (!th) return std::nullopt;
+  lo.thresholds = *th;
   lo.db_path = store::resolve_db_path(o.db);
   lo.nvml_library = global.nvml_library;
   lo.proc_root = global.proc_root;

@@ -33,6 +33,10 @@ std::optional<diagnose::Thresholds> thresholds_from_options(std::string_view cmd
       return std::nullopt;
     }
   }
+  if (auto rel = diagnose::check_threshold_relations(th); !rel) {
+    std::fprintf(stderr, "trainmon %s: thresholds: %s\n", name.c_str(), rel.error().c_str());
+    return std::nullopt;
+  }
   return th;
 }
 

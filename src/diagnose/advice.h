@@ -65,5 +65,9 @@ inline constexpr std::string_view kD24Straggler =
     "One rank is slower and every step waits for it. Compare that rank with the others: its GPU "
     "(clocks, temperature), its data share and loader, extra work it alone does (logging, "
     "checkpoints, evaluation on rank 0).";
+/// D24 when the rank's data wait beyond the other ranks' is the cause.
+inline constexpr std::string_view kD24DataWait =
+    "This rank's loader is slower: check that every rank gets the same share of data "
+    "(DistributedSampler), the same number of DataLoader workers and a local copy of the data.";
 
 }  // namespace trainmon::diagnose::advice

@@ -169,10 +169,34 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
              fmt::format("max without (quantile) (max_over_time(trainmon_train_step_seconds{{quantile="
                          "\"0.9\"}}[{}]))",
                          d(th.hang_p90_window_s))));
+  // Where each rank is in the loop (serve's trainmon_train_phase: data, compute, idle). A job with
+  // a rank idle (evaluation, checkpointing, epoch end) is outside training: its hang, straggler,
+  // imbalance and idle-GPU alerts stay quiet, as the local D23 ignores phase idle.
+  rr.push_back(
+      record("trainmon:rank_outside_loop:bool", with_job_id("trainmon_train_phase{phase=\"idle\"} == 1")));
+  rr.push_back(record(
+      "trainmon:job_outside_loop_recent:bool",
+      fmt::format("max by (job_id) ({}) == 1",
+                  with_job_id(fmt::format("max_over_time(trainmon_train_phase{{phase=\"idle\"}}[{}])", W)))));
   rr.push_back(record("trainmon:rank_hang_after:seconds",
                       fmt::format("clamp_min({0} * (trainmon:rank_step_p90:max_seconds > 0), {1}) or (0 * "
                                   "trainmon_train_last_step_timestamp_seconds + {1})",
                                   n(th.hang_p90_factor), n(th.hang_floor_s))));
+  // D24's data-wait score: 1 - (this rank's data wait per step - the job's lowest) / its mean step.
+  // In a job that synchronises every step all ranks' steps last as long as the slowest one's, so
+  // the step-time score cannot tell the rank whose loader is slow; its data wait can. The reference
+  // is the job's lowest data wait (the local D24: the lower median over ranks; the same for 2 ranks).
+  rr.push_back(record("trainmon:rank_data_wait:mean_seconds",
+                      with_job_id(fmt::format("(rate(trainmon_train_data_wait_seconds_total[{0}]) / "
+                                              "rate(trainmon_train_step_seconds_count[{0}])) "
+                                              "and increase(trainmon_train_step_seconds_count[{0}]) >= {1}",
+                                              d(th.straggler_window_s), n(th.straggler_min_steps)))));
+  rr.push_back(record("trainmon:job:rank_data_wait_min_seconds",
+                      "min by (job_id) (trainmon:rank_data_wait:mean_seconds{job_id!=\"\"})"));
+  rr.push_back(
+      record("trainmon:rank_straggler_data:score",
+             "1 - (trainmon:rank_data_wait:mean_seconds{job_id!=\"\"} - on (job_id) group_left () "
+             "trainmon:job:rank_data_wait_min_seconds) / trainmon:rank_step:mean_seconds{job_id!=\"\"}"));
   // D2's straggler (the job's busiest GPU, throttled or clocked below the job's fastest GPU of its
   // model, while the job's spread exceeds imbalance_spread_pct); jobs with rank timing are D24's.
   const std::string slow = fmt::format(
@@ -199,7 +223,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
       "TrainmonGpuIdleInJob", "D7", Severity::warning,
       fmt::format(
           "trainmon:job_gpu_util:avg <= {} and on (job_id) (count by (job_id) (trainmon:job_gpu_util:avg "
-          ">= {}) > 0)",
+          ">= {}) > 0) unless on (job_id) trainmon:job_outside_loop_recent:bool",
           n(th.idle_util_pct), n(th.busy_util_pct)),
       th.held_unused_for_s,
       where + job + " is held by the job but idle ({{ $value | humanize }} % over " + W +
@@ -212,7 +236,8 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
                {"held_unused_for_s", th.held_unused_for_s}})));
   // D2 straggler and D2 imbalance.
   ar.push_back(
-      alert("TrainmonGpuStraggler", "D2", Severity::warning, "trainmon:job_gpu_straggler:util_avg",
+      alert("TrainmonGpuStraggler", "D2", Severity::warning,
+            "trainmon:job_gpu_straggler:util_avg unless on (job_id) trainmon:job_outside_loop_recent:bool",
             th.imbalance_for_s,
             where + job +
                 " is the job's straggler: the busiest GPU ({{ $value | humanize }} %) because it is "
@@ -229,7 +254,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
           "trainmon:job_gpu_util:avg <= on (job_id) group_left () trainmon:job:gpu_util_min and on (job_id) "
           "(trainmon:job:gpu_util_max >= {}) and on (job_id) (trainmon:job:gpu_util_max - "
           "trainmon:job:gpu_util_min > {}) unless on (job_id) trainmon:job_gpu_straggler:util_avg unless on "
-          "(job_id) trainmon:rank_step:mean_seconds",
+          "(job_id) trainmon:rank_step:mean_seconds unless on (job_id) trainmon:job_outside_loop_recent:bool",
           n(th.imbalance_high_pct), n(th.imbalance_spread_pct)),
       th.imbalance_for_s,
       where + job +
@@ -261,22 +286,30 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
                      job_optional("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", kGpu), 0,
                      where + job + " reports {{ $value }} uncorrectable (double-bit) ECC errors",
                      advice::kD10Ecc, ""));
-  // D13 Xid: one rule per Xid of the table (its severity and advice), then every other code.
+  // D13 Xid: one rule per Xid of the table (its severity and advice), then every other code. The
+  // gauge DCGM_FI_DEV_XID_ERRORS holds the last Xid for ever: the alert fires while a new Xid came
+  // within xid_window_s (serve's counter trainmon_gpu_xid_errors_total grew, which also sees the same
+  // Xid again, or the gauge changed, for a dcgm-exporter node) and resolves after it.
+  const std::string xid_new = fmt::format(
+      "and on ({1}) (increase(trainmon_gpu_xid_errors_total[{0}]) > 0 or on ({1}) "
+      "changes(DCGM_FI_DEV_XID_ERRORS[{0}]) > 0)",
+      d(th.xid_window_s), kGpu);
+  const std::string xid_th = th_list({{"xid_window_s", th.xid_window_s}});
   std::string known;
   for (const auto& x : xid_table()) {
     if (x.xid == 0) continue;
     known += fmt::format(" != {}", x.xid);
     auto r = alert("TrainmonXidError", "D13", x.severity,
-                   job_optional(fmt::format("DCGM_FI_DEV_XID_ERRORS == {}", x.xid), kGpu), 0,
-                   fmt::format("{}{}: Xid {}: {}", where, job, x.xid, x.meaning), x.advice, "");
+                   job_optional(fmt::format("DCGM_FI_DEV_XID_ERRORS == {} {}", x.xid, xid_new), kGpu), 0,
+                   fmt::format("{}{}: Xid {}: {}", where, job, x.xid, x.meaning), x.advice, xid_th);
     r.labels["xid"] = std::to_string(x.xid);
     ar.push_back(std::move(r));
   }
   {
     const auto& x = xid_info(0);
     ar.push_back(alert("TrainmonXidError", "D13", x.severity,
-                       job_optional("DCGM_FI_DEV_XID_ERRORS > 0" + known, kGpu), 0,
-                       where + job + ": Xid {{ $value }}: " + std::string(x.meaning), x.advice, ""));
+                       job_optional("DCGM_FI_DEV_XID_ERRORS > 0" + known + " " + xid_new, kGpu), 0,
+                       where + job + ": Xid {{ $value }}: " + std::string(x.meaning), x.advice, xid_th));
   }
   // D14 GPU lost.
   ar.push_back(alert("TrainmonGpuLost", "D14", Severity::critical, job_optional("trainmon_gpu_up == 0", kGpu),
@@ -314,28 +347,87 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   ar.push_back(alert("TrainmonHostMemoryLeak", "D3", Severity::warning,
                      job_optional(fmt::format("{} unless on (Hostname) {}", slope, runs_out), "Hostname"), 0,
                      leak_sum, advice::kD3Leak, leak_thr));
-  // D23 training hang: no step ended for max(hang_p90_factor x p90, hang_floor_s).
+  // D23 training hang: no step ended for max(hang_p90_factor x p90, hang_floor_s). One alert per
+  // job (ranks that hang together are one finding, as the local D23), or per run on a node for
+  // ranks without a job label; the stuck ranks, longest stall first, are in the annotation `ranks`.
   const std::string rank =
       "rank {{ $labels.rank }} on {{ $labels.Hostname }}{{ with $labels.gpu }} (GPU {{ . }}){{ end }}";
-  ar.push_back(alert("TrainmonTrainingHang", "D23", Severity::critical,
-                     with_job_id("time() - trainmon_train_last_step_timestamp_seconds > "
-                                 "trainmon:rank_hang_after:seconds"),
-                     0, rank + job + ": no step ended for {{ $value | humanizeDuration }}", advice::kD23Hang,
-                     th_list({{"hang_p90_factor", th.hang_p90_factor},
-                              {"hang_floor_s", th.hang_floor_s},
-                              {"hang_p90_window_s", th.hang_p90_window_s}})));
-  // D24 straggler rank: the job's fastest rank's mean step time / this rank's.
+  // The selector of this alert's ranks in trainmon:rank_stalled:seconds.
+  const std::string sel =
+      "{{ $sel := printf \"job_id=%q\" $labels.job_id }}{{ if not $labels.job_id }}{{ $sel = printf "
+      "\"job_id=\\\"\\\",Hostname=%q,run_id=%q\" $labels.Hostname $labels.run_id }}{{ end }}";
+  const std::string ranks_list =
+      sel +
+      "{{ range $i, $r := query (printf \"sort_desc(trainmon:rank_stalled:seconds{%s})\" $sel) }}{{ if $i "
+      "}}, "
+      "{{ end }}rank {{ $r.Labels.rank }} on {{ $r.Labels.Hostname }}{{ with $r.Labels.gpu }} (GPU {{ . "
+      "}}){{ end }} for {{ $r.Value | humanizeDuration }}{{ end }}";
+  const std::string count_ranks = sel +
+                                  "{{ with query (printf \"count(trainmon:rank_stalled:seconds{%s})\" $sel) "
+                                  "}}{{ . | first | value }}{{ end }}";
+  // In the alerts' group, just before the hang alert, so that the alert and its annotations (which
+  // query it) read the same evaluation: rules of one group run in order, groups side by side.
+  // The stall counts from the rank's last step, or from its return to the loop when its current
+  // phase began later (after an evaluation, as the local D23; within a step the compute phase
+  // starts after the batch arrived, so a hang there counts from then).
+  ar.push_back(
+      record("trainmon:rank_progress:timestamp_seconds",
+             "trainmon_train_phase_since_timestamp_seconds > trainmon_train_last_step_timestamp_seconds "
+             "or trainmon_train_last_step_timestamp_seconds"));
+  ar.push_back(record("trainmon:rank_stalled:seconds",
+                      with_job_id("(time() - trainmon:rank_progress:timestamp_seconds > "
+                                  "trainmon:rank_hang_after:seconds) unless ignoring (phase) "
+                                  "trainmon_train_phase{phase=\"idle\"} == 1")));
+  {
+    auto r = alert("TrainmonTrainingHang", "D23", Severity::critical,
+                   "max by (job_id) (trainmon:rank_stalled:seconds{job_id!=\"\"}) unless on (job_id) "
+                   "trainmon:rank_outside_loop:bool or max by (Hostname, run_id) "
+                   "(trainmon:rank_stalled:seconds{job_id=\"\"}) "
+                   "unless on (Hostname, run_id) trainmon:rank_outside_loop:bool{job_id=\"\"}",
+                   0,
+                   "{{ with $labels.job_id }}job {{ . }}{{ else }}run {{ $labels.run_id }} on {{ "
+                   "$labels.Hostname }}{{ end "
+                   "}}: " +
+                       count_ranks + " rank(s) stuck, no step ended for {{ $value | humanizeDuration }}",
+                   advice::kD23Hang,
+                   th_list({{"hang_p90_factor", th.hang_p90_factor},
+                            {"hang_floor_s", th.hang_floor_s},
+                            {"hang_p90_window_s", th.hang_p90_window_s}}));
+    r.annotations["ranks"] = ranks_list;
+    ar.push_back(std::move(r));
+  }
+  // D24 straggler rank: the job's fastest rank's mean step time / this rank's; or, when every rank's
+  // step is as long as the slowest one's, the data-wait score (label cause="data-wait").
+  const std::string outside_straggler =
+      fmt::format("unless on (job_id) (max by (job_id) ({}) == 1)",
+                  with_job_id(fmt::format("max_over_time(trainmon_train_phase{{phase=\"idle\"}}[{}])",
+                                          d(th.straggler_window_s))));
+  const std::string straggler_th = th_list({{"straggler_score_frac", th.straggler_score_frac},
+                                            {"straggler_window_s", th.straggler_window_s},
+                                            {"straggler_min_steps", th.straggler_min_steps},
+                                            {"straggler_for_s", th.straggler_for_s}});
   ar.push_back(alert(
       "TrainmonStragglerRank", "D24", Severity::warning,
-      fmt::format("trainmon:rank_straggler:score < {}", n(th.straggler_score_frac)), th.straggler_for_s,
+      fmt::format("trainmon:rank_straggler:score < {} {}", n(th.straggler_score_frac), outside_straggler),
+      th.straggler_for_s,
       rank + job +
           " is a straggler: relative performance score {{ $value | humanize }} (the fastest rank's mean "
           "step time / its own)",
-      advice::kD24Straggler,
-      th_list({{"straggler_score_frac", th.straggler_score_frac},
-               {"straggler_window_s", th.straggler_window_s},
-               {"straggler_min_steps", th.straggler_min_steps},
-               {"straggler_for_s", th.straggler_for_s}})));
+      advice::kD24Straggler, straggler_th));
+  {
+    auto r = alert(
+        "TrainmonStragglerRank", "D24", Severity::warning,
+        fmt::format("trainmon:rank_straggler_data:score < {0} unless trainmon:rank_straggler:score < {0} {1}",
+                    n(th.straggler_score_frac), outside_straggler),
+        th.straggler_for_s,
+        rank + job +
+            " is a straggler: it waits for data longer than the job's other ranks (score {{ $value | "
+            "humanize "
+            "}}: 1 - its extra data wait / its mean step time), and every step waits for it",
+        advice::kD24DataWait, straggler_th);
+    r.labels["cause"] = "data-wait";
+    ar.push_back(std::move(r));
+  }
   return {std::move(rec), std::move(al)};
 }
 

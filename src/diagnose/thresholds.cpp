@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/diagnose/thresholds.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -84,6 +85,7 @@ const ThresholdInfo kTable[] = {
     TM_TH(straggler_window_s, "nvidia-resiliency-ext report_time_interval (60 s)"),
     TM_TH(straggler_for_s, "ours (two report intervals)"),
     TM_TH(straggler_min_steps, "ours"),
+    TM_TH(xid_window_s, "ours (Prometheus rules: a new Xid's alert lasts this long, then resolves)"),
     TM_TH(data_wait_share_pct, "ours (20 % of each step: fixing it gives 1.25x)"),
     TM_TH(data_wait_for_s, "ours (as starved_for_s)"),
     TM_TH(throughput_drop_frac, "ours (70 % of the steady level)"),
@@ -100,6 +102,8 @@ const ThresholdInfo* lookup(std::string_view name) {
 
 // The meaningful range of a threshold, from its unit (the name's suffix, as documented in
 // thresholds.h: _s seconds, _pct 0..100, MiB, ...). Every entry of kTable has one (unit test).
+constexpr double kMinDurationS = 0.1;
+
 struct Range {
   double lo;
   bool lo_open;  ///< lo itself excluded
@@ -115,7 +119,10 @@ std::optional<Range> range_of(std::string_view name) {
   if (name == "leak_min_r2" || name == "spike_frac_of_total" || name.ends_with("_frac"))
     return Range{0, false, 1, false, "a fraction, 0 to 1"};
   if (name.ends_with("_pct")) return Range{0, false, 100, false, "a percentage, 0 to 100"};
-  if (name.ends_with("_s")) return Range{0, true, inf, false, "a duration in seconds, greater than 0"};
+  // A window or hold shorter than the shortest sampling interval (run/record --interval 0.1 s)
+  // holds no sample: 0.1 s is the floor of every duration.
+  if (name.ends_with("_s"))
+    return Range{kMinDurationS, false, inf, false, "a duration in seconds, at least 0.1"};
   if (name.ends_with("_mib") || name.ends_with("_mib_h") || name.ends_with("_bps"))
     return Range{0, false, inf, false, "an amount, 0 or more"};
   if (name.ends_with("_events") || name.ends_with("_cycles") || name.ends_with("_epochs") ||
@@ -130,7 +137,12 @@ std::expected<double, std::string> checked(std::string_view name, double v, std:
   const bool ok = std::isfinite(v) && (r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi &&
                   (!r->whole || v == std::floor(v));
   if (ok) return v;
-  return std::unexpected(fmt::format("threshold '{}': {} is out of range ({})", name, text, r->what));
+  return std::unexpected(fmt::format("{}={} is out of range ({})", name, text, r->what));
+}
+
+/// The shortest decimal form of `v` ("20", "0.5").
+std::string prom_free_number(double v) {
+  return fmt::format("{}", v);
 }
 
 std::string_view trim(std::string_view s) {
@@ -152,15 +164,19 @@ std::optional<std::string> threshold_range(std::string_view name) {
 
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view arg) {
   const auto eq = arg.find('=');
-  if (eq == std::string_view::npos) return std::unexpected(fmt::format("'{}': expected name=value", arg));
+  if (eq == std::string_view::npos) return std::unexpected(fmt::format("'{}' is not name=value", arg));
   const auto name = trim(arg.substr(0, eq));
-  const auto value = std::string(trim(arg.substr(eq + 1)));
+  const auto value = trim(arg.substr(eq + 1));
   const auto* info = lookup(name);
-  if (!info) return std::unexpected(fmt::format("unknown threshold '{}'", name));
-  char* end = nullptr;
-  const double v = std::strtod(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || !std::isfinite(v))
-    return std::unexpected(fmt::format("threshold '{}': '{}' is not a number", name, value));
+  if (!info)
+    return std::unexpected(fmt::format("'{}' names no threshold (docs/diagnosis.md lists them)", name));
+  // A plain decimal number (digits, '.', an exponent): from_chars reads no hex ("0x10" would be 16
+  // to strtod), no "inf"/"nan" that pass isfinite below, no leading '+' or spaces.
+  double v = 0;
+  const auto [end, ec] =
+      std::from_chars(value.data(), value.data() + value.size(), v, std::chars_format::general);
+  if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || !std::isfinite(v))
+    return std::unexpected(fmt::format("{}='{}' is not a decimal number", name, value));
   auto ok = checked(name, v, value);
   if (!ok) return std::unexpected(ok.error());
   th.*(info->field) = v;
@@ -189,6 +205,35 @@ std::vector<std::string> apply_threshold_changes(Thresholds& th,
     th.*(info->field) = value;
   }
   return skipped;
+}
+
+std::expected<void, std::string> check_threshold_relations(const Thresholds& th) {
+  struct Rel {
+    double Thresholds::*lo;
+    std::string_view lo_name;
+    double Thresholds::*hi;
+    std::string_view hi_name;
+    bool strict;
+    std::string_view why;
+  };
+  const Rel rels[] = {
+      {&Thresholds::idle_util_pct, "idle_util_pct", &Thresholds::busy_util_pct, "busy_util_pct", true,
+       "a GPU cannot be idle and busy at once"},
+      {&Thresholds::swing_low_pct, "swing_low_pct", &Thresholds::swing_high_pct, "swing_high_pct", true,
+       "a swing goes from the low level up to the high one"},
+      {&Thresholds::low_util_pct, "low_util_pct", &Thresholds::healthy_util_low_pct, "healthy_util_low_pct",
+       false, "wasted utilisation lies below the healthy band"},
+      {&Thresholds::healthy_util_low_pct, "healthy_util_low_pct", &Thresholds::healthy_util_high_pct,
+       "healthy_util_high_pct", false, "the healthy band's low end is not above its high end"},
+  };
+  for (const auto& r : rels) {
+    const double lo = th.*(r.lo), hi = th.*(r.hi);
+    if (r.strict ? lo < hi : lo <= hi) continue;
+    return std::unexpected(fmt::format("{}={} must be {} {}={} ({})", r.lo_name, prom_free_number(lo),
+                                       r.strict ? "below" : "at most", r.hi_name, prom_free_number(hi),
+                                       r.why));
+  }
+  return {};
 }
 
 std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view text, const Thresholds& base) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <set>
 #include <string>
@@ -362,6 +363,19 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
       w.sample(labels[i], static_cast<double>(xid));
     }
   }
+  if (!snap.gpus.empty()) {
+    // A counter beside DCGM's gauge: the gauge keeps the last Xid for ever and does not move when the
+    // same Xid comes again; the rules' Xid alert fires on an increase here (docs/cluster.md).
+    w.family("trainmon_gpu_xid_errors_total", "counter",
+             "Xid errors reported by the driver since serve started.");
+    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+      std::uint64_t n = 0;
+      for (const auto& [gpu, c] : state.xid_events) {
+        if (gpu == snap.gpus[i].index) n = c;
+      }
+      w.sample(own[i], static_cast<double>(n));
+    }
+  }
 
   // ---- trainmon_* : GPUs in base units, and their health ----
   std::string host_label;
@@ -484,8 +498,8 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::s
       if (r.gpu >= 0) add_label(l, "gpu", std::to_string(r.gpu));
       // The job's labels (Slurm job id, --label ...) so that Prometheus joins the ranks of one job
       // across nodes; our own label names win.
-      std::set<std::string> names{"hostname",  "run_id", "run", "rank",     "local_rank",
-                                  "node_rank", "pid",    "gpu", "quantile", "le"};
+      std::set<std::string> names{"hostname", "run_id", "run",      "rank", "local_rank", "node_rank",
+                                  "pid",      "gpu",    "quantile", "le",   "phase"};
       for (const auto& [k, v] : run.labels) {
         auto name = text::prometheus_label_name(k);
         if (!names.insert(name).second) continue;
@@ -516,6 +530,31 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::s
          [](const ipc::LiveRankState& r) { return r.total_data_s; });
   family("trainmon_train_last_step_timestamp_seconds", "gauge", "Unix time the rank's last step ended.",
          [](const ipc::LiveRankState& r) { return r.last_step_unix_s; });
+  // Where the rank is (the package's phases: data, compute, or idle outside the training loop:
+  // evaluation, checkpointing, epoch end): a state set, 1 on the current phase; the rules keep the
+  // hang and straggler alerts quiet while a job's rank is idle (docs/cluster.md).
+  bool any_phase = false;
+  for (const auto& s : series) {
+    const auto& ph = s.rank->phase;
+    if (ph != "data" && ph != "compute" && ph != "idle") continue;
+    if (!any_phase)
+      w.family(
+          "trainmon_train_phase", "gauge",
+          "1 on the rank's current phase of the training loop: data, compute, or idle (outside the loop: "
+          "evaluation, checkpointing).");
+    any_phase = true;
+    for (const char* p : {"data", "compute", "idle"}) {
+      std::string l = s.labels;
+      add_label(l, "phase", p);
+      w.sample(l, ph == p ? 1 : 0);
+    }
+  }
+  family("trainmon_train_phase_since_timestamp_seconds", "gauge", "Unix time the rank's current phase began.",
+         [](const ipc::LiveRankState& r) {
+           return r.phase == "data" || r.phase == "compute" || r.phase == "idle"
+                      ? r.phase_since_unix_s
+                      : std::numeric_limits<double>::quiet_NaN();
+         });
   // A summary: quantiles over the recent window, _sum and _count the exact totals since the rank
   // started timing (rate(_sum) / rate(_count) is the mean step time over any range).
   bool any = false;

@@ -97,6 +97,14 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
       }
     }
     if (!found) state_.last_xid.emplace_back(ev.gpu_index, ev.xid);
+    bool counted = false;
+    for (auto& [gpu, n] : state_.xid_events) {
+      if (gpu == ev.gpu_index) {
+        ++n;
+        counted = true;
+      }
+    }
+    if (!counted) state_.xid_events.emplace_back(ev.gpu_index, 1);
   }
   ++state_.ticks_total;
   follow_counters(*snap, state_.counters);          // a counter that resets is exported as continued

@@ -90,7 +90,7 @@ def test_rules_pass_promtool_check(default_rules, tmp_path):
     lost = next(a for a in alerts if a["alert"] == "TrainmonGpuLost")
     assert "(`dmesg | grep -i xid`)" in lost["annotations"]["description"]
     # Extreme but valid overrides still make a valid file (numbers and durations PromQL reads).
-    extreme = rules_text("window_s=0.0001", "held_unused_for_s=1e9", "near_full_pct=0",
+    extreme = rules_text("window_s=0.1", "held_unused_for_s=1e9", "near_full_pct=0",
                          "leak_min_slope_mib_h=1e-9", "imbalance_spread_pct=100", "throttle_clock_frac=0.123456789",
                          "straggler_min_steps=1000000", "hang_floor_s=86400.5")
     p = tmp_path / "extreme.yml"
@@ -99,21 +99,46 @@ def test_rules_pass_promtool_check(default_rules, tmp_path):
     assert r.returncode == 0, r.stdout + r.stderr
     assert thresholds_of(extreme)["throttle_clock_frac"] == 0.123456789
     assert 'for: "315360000s"' in extreme  # 1e9 s capped at 10 years
-    assert "[1ms]" in extreme  # 0.1 ms rounds up to the smallest duration
+    assert "[100ms]" in extreme  # the shortest window: 0.1 s
 
 
 @pytest.mark.parametrize("bad", [
     "near_full_pct=95\"}\n- alert: x", "near_full_pct=95 or vector(1)", "window_s=5s", "window_s=nan",
     "window_s=inf", "window_s=1e999", "near_full_pct=101", "window_s=0", "no_such_threshold=1",
-    "straggler_min_steps=2.5", "near_full_pct"])
+    "straggler_min_steps=2.5", "near_full_pct", "window_s=0.001", "near_full_pct=0x10", "window_s=0x1p4",
+    "window_s=+5"])
 def test_hostile_thresholds_are_refused(bad, tmp_path):
     out = tmp_path / "rules.yml"
     r = subprocess.run([trainmon_bin(), "rules", "--threshold", bad, "-o", str(out)], capture_output=True,
                        text=True, timeout=60)
     assert r.returncode == 2, (bad, r.returncode, r.stdout, r.stderr)
     assert r.stderr.startswith("trainmon rules: --threshold "), r.stderr
+    assert "--threshold threshold" not in r.stderr, r.stderr  # no doubled word
     assert "\n" not in r.stderr.strip() or bad.count("\n"), r.stderr
     assert not out.exists() and not (tmp_path / "rules.yml.tmp").exists()
+
+
+@pytest.mark.parametrize("given, message", [
+    (["idle_util_pct=30"], "idle_util_pct=30 must be below busy_util_pct=20"),
+    (["busy_util_pct=5"], "idle_util_pct=5 must be below busy_util_pct=5"),
+    (["swing_low_pct=90"], "swing_low_pct=90 must be below swing_high_pct=80"),
+    (["healthy_util_low_pct=99"], "healthy_util_low_pct=99 must be at most healthy_util_high_pct=95")])
+def test_contradicting_thresholds_are_refused(given, message, tmp_path):
+    """Each value in range, together contradictory: refused after the last one (the shared reader
+    of rules, diagnose, run and record), naming both."""
+    out = tmp_path / "rules.yml"
+    r = subprocess.run([trainmon_bin(), "rules", *sum((["--threshold", g] for g in given), []), "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.startswith("trainmon rules: thresholds: " + message), r.stderr
+    assert not out.exists()
+    # Put right by a later value: accepted.
+    ok = subprocess.run([trainmon_bin(), "rules", "--threshold", "idle_util_pct=30", "--threshold", "busy_util_pct=40"],
+                        capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    d = subprocess.run([trainmon_bin(), "diagnose", "last", *sum((["--threshold", g] for g in given), [])],
+                       capture_output=True, text=True, timeout=60, env=env(TRAINMON_DB=str(tmp_path / "none.db")))
+    assert d.returncode == 2 and d.stderr.startswith("trainmon diagnose: thresholds: " + message), d.stderr
 
 
 @pytest.mark.parametrize("bad", ["", "node a", "node\x1b[2J", "a" * 254, 'x"} 1\nDCGM_FI_DEV_GPU_UTIL{'])
@@ -157,26 +182,37 @@ def gpu_series(host, idx, util, used_mib=60000, free_mib=20000, reserved_mib=500
             series("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", g, f"{reasons}x400")]
 
 
-def rank_series(host, rank, gpu_idx, count, total, p90=1.0, last=None, job="77"):
-    """A rank's training series: steps_total / step time sum grow by `count` / `total` per 15 s."""
-    l = {"Hostname": host, "rank": str(rank), "local_rank": str(rank), "gpu": str(gpu_idx), "run_id": "1",
-         "slurm_job_id": job}
+def rank_series(host, rank, gpu_idx, count, total, p90=1.0, last=None, job="77", data=0.0, phase=None,
+                phase_since=None):
+    """A rank's training series: steps_total / step time sum / data wait grow by `count` / `total` /
+    `data` per 15 s; `phase`: {phase name: promtool values of its 0/1 series}, with `phase_since`
+    the values of trainmon_train_phase_since_timestamp_seconds (serve exports both)."""
+    l = {"Hostname": host, "rank": str(rank), "local_rank": str(rank), "gpu": str(gpu_idx), "run_id": "1"}
+    if job is not None:
+        l["slurm_job_id"] = job
     out = [series("trainmon_train_step_seconds_count", l, f"0+{dec(count)}x400"),
            series("trainmon_train_step_seconds_sum", l, f"0+{dec(total)}x400"),
+           series("trainmon_train_data_wait_seconds_total", l, f"0+{dec(data)}x400"),
            series("trainmon_train_step_seconds", {**l, "quantile": "0.9"}, f"{dec(p90)}x400")]
     out.append(series("trainmon_train_last_step_timestamp_seconds", l, last if last else "0+15x400"))
+    for name, values in (phase or {}).items():
+        out.append(series("trainmon_train_phase", {**l, "phase": name}, values))
+    if phase_since:
+        out.append(series("trainmon_train_phase_since_timestamp_seconds", l, phase_since))
     return out
 
 
-def fires(alertname, expect, t_s, inputs, name):
+def fires(alertname, expect, t_s, inputs, name, scope="host"):
     """One promtool test: at t_s the firing `alertname` alerts are exactly `expect` (dicts of the
-    labels Hostname, gpu, rank, job_id, severity, code, xid that they carry)."""
-    by = "alertname, Hostname, gpu, rank, job_id, severity, code, xid"
+    labels Hostname, gpu, rank, job_id, severity, code, xid, cause that they carry). `scope`: how
+    one_group tells this case's alerts from the others' ("host": their Hostname, "job": their
+    job_id, for alerts of a whole job)."""
+    by = "alertname, Hostname, gpu, rank, job_id, run_id, severity, code, xid, cause"
     samples = []
     for e in expect:
         lab = ",".join(f'{k}="{v}"' for k, v in sorted({"alertname": alertname, **e}.items()))
         samples.append({"labels": "{" + lab + "}", "value": 1})
-    return {"name": name, "interval": "15s", "input_series": inputs,
+    return {"name": name, "interval": "15s", "input_series": inputs, "scope": scope,
             "promql_expr_test": [{"expr": f'count by ({by}) (ALERTS{{alertstate="firing",alertname="{alertname}"}})',
                                   "eval_time": f"{int(t_s)}s", "exp_samples": samples}]}
 
@@ -199,6 +235,11 @@ def unit_tests(th):
                    "D7 near miss: not held by the job"))
     T.append(fires("TrainmonGpuIdleInJob", [], t,
                    [*gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)], "D7 near miss: no job"))
+    # A rank of the job outside the loop now (evaluation on one GPU, the other waits): no D7, no D2.
+    in_eval = {"idle": "1x400", "data": "0x400", "compute": "0x400"}
+    T.append(fires("TrainmonGpuIdleInJob", [], t,
+                   [node_in_job("n1"), *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held),
+                    *rank_series("n1", 0, 0, 15, 15, phase=in_eval)], "D7 silent while the job evaluates"))
     # D2 straggler across two nodes: the busiest GPU is thermally throttled, the spread just over.
     t = W + th["imbalance_for_s"] + 120
     spread, high = th["imbalance_spread_pct"], th["imbalance_high_pct"]
@@ -228,6 +269,12 @@ def unit_tests(th):
     T.append(fires("TrainmonJobImbalance", [], t,
                    [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi, clock=1350, reasons=thermal),
                     *gpu_series("n2", 0, lo_fire)], "D2 imbalance silent when the straggler explains it"))
+    in_eval = {"idle": "1x400", "data": "0x400", "compute": "0x400"}
+    T.append(fires("TrainmonJobImbalance", [], t,
+                   [node_in_job("n1"), node_in_job("n2"), *gpu_series("n1", 0, hi), *gpu_series("n2", 0, lo_fire),
+                    series("trainmon_train_phase", {"Hostname": "n1", "rank": "0", "run_id": "1", "slurm_job_id": "77",
+                                                    "phase": "idle"}, "1x400")],
+                   "D2 imbalance silent while the job evaluates"))
     # D12 throttling under load; near misses just under busy_util_pct, and the power cap alone.
     t = th["throttle_for_s"] + 120
     busy = th["busy_util_pct"]
@@ -263,6 +310,24 @@ def unit_tests(th):
     T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13"}], 60,
                    [series("DCGM_FI_DEV_XID_ERRORS", g, "0 77x20")], "D13 an Xid not in the table fires once"))
     T.append(fires("TrainmonXidError", [], 60, [series("DCGM_FI_DEV_XID_ERRORS", g, "0x20")], "D13 near miss"))
+    # The gauge holds the last Xid for ever: the alert resolves xid_window_s after it, and fires
+    # again when the same Xid comes back (serve's counter grows, the gauge does not move).
+    xw = th["xid_window_s"]
+    steps = int((xw + 600) // 15)
+    held = f"0 0 43x{steps}"
+    T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13", "xid": "43"}],
+                   30 + xw - 30, [series("DCGM_FI_DEV_XID_ERRORS", g, held)], "D13 still firing within the window"))
+    T.append(fires("TrainmonXidError", [], 30 + xw + 60, [series("DCGM_FI_DEV_XID_ERRORS", g, held)],
+                   "D13 resolves after xid_window_s (the gauge still says 43)"))
+    own = {"Hostname": "n4", "gpu": "2", "UUID": g["UUID"]}
+    again = int((xw + 120) // 15)
+    T.append(fires("TrainmonXidError", [{"Hostname": "n4", "gpu": "2", "severity": "warning", "code": "D13", "xid": "43"}],
+                   again * 15 + 60, [series("DCGM_FI_DEV_XID_ERRORS", g, held),
+                                     series("trainmon_gpu_xid_errors_total", own, f"0 1x{again} 2x{steps}")],
+                   "D13 the same Xid again fires again"))
+    T.append(fires("TrainmonXidError", [], again * 15 + 60,
+                   [series("DCGM_FI_DEV_XID_ERRORS", g, held), series("trainmon_gpu_xid_errors_total", own, f"0 1x{steps}")],
+                   "D13 near miss: no new Xid since the window"))
     T.append(fires("TrainmonGpuLost", [{"Hostname": "n4", "gpu": "2", "severity": "critical", "code": "D14"}], 60,
                    [series("trainmon_gpu_up", {"Hostname": "n4", "gpu": "2"}, "1 0x20")], "D14 fires"))
     T.append(fires("TrainmonGpuLost", [], 60, [series("trainmon_gpu_up", {"Hostname": "n4", "gpu": "2"}, "1x20")],
@@ -300,24 +365,75 @@ def unit_tests(th):
                        [node_in_job("n6"), series("trainmon_host_memory_used_bytes", hl, used_bytes(mul)),
                         series("trainmon_host_memory_available_bytes", hl, avail)], name))
     # D23: rank 0 (p90 1 s: limit hang_floor_s) stopped at t=400 s; rank 1 with a p90 that makes
-    # its limit longer than its stall stays silent.
+    # its limit longer than its stall stays silent. One alert for the job (job_id, no rank labels).
     floor, fac = th["hang_floor_s"], th["hang_p90_factor"]
     t_eval = 400 + floor + 60
     p90_long = (floor + 120) / fac
     last = f"0+15x{400 // 15} {400 // 15 * 15}x300"
-    T.append(fires("TrainmonTrainingHang", [{"Hostname": "n7", "gpu": "0", "rank": "0", "severity": "critical", "code": "D23", **job}],
+    hang = [{"severity": "critical", "code": "D23", **job}]
+    T.append(fires("TrainmonTrainingHang", hang,
                    t_eval, [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last),
-                            *rank_series("n8", 1, 0, 15, 15, p90=p90_long, last=last)], "D23 fires for rank 0 only"))
-    T.append(fires("TrainmonTrainingHang", [], t_eval, rank_series("n7", 0, 0, 15, 15, p90=1), "D23 near miss: steps go on"))
+                            *rank_series("n8", 1, 0, 15, 15, p90=p90_long, last=last)], "D23 fires for the job", "job"))
+    T.append(fires("TrainmonTrainingHang", [], t_eval, rank_series("n7", 0, 0, 15, 15, p90=1), "D23 near miss: steps go on",
+                   "job"))
+    # Every rank of the job stuck: still one alert.
+    T.append(fires("TrainmonTrainingHang", hang, t_eval,
+                   [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last), *rank_series("n8", 1, 0, 15, 15, p90=1, last=last),
+                    *rank_series("n8", 2, 1, 15, 15, p90=1, last=last)], "D23 three ranks stuck: one alert", "job"))
+    # Ranks without a job label: one alert per run on a node.
+    T.append(fires("TrainmonTrainingHang", [{"Hostname": "n7", "run_id": "1", "severity": "critical", "code": "D23"}], t_eval,
+                   [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last, job=None),
+                    *rank_series("n7", 1, 1, 15, 15, p90=1, last=last, job=None)], "D23 a run without a job"))
+    # An evaluation pass (phase idle) is no hang; back in the loop, the stall counts from the return.
+    k = 400 // 15
+    n_all = 400
+    idle_then = {"idle": f"0x{k} 1x{n_all}", "data": f"1x{k} 0x{n_all}", "compute": f"0x{n_all}"}
+    T.append(fires("TrainmonTrainingHang", [], t_eval,
+                   [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last, phase=idle_then,
+                                 phase_since=f"0x{k} {k * 15}x{n_all}"),
+                    *rank_series("n8", 1, 0, 15, 15, p90=1, last=last, phase=idle_then,
+                                 phase_since=f"0x{k} {k * 15}x{n_all}")], "D23 silent during an evaluation", "job"))
+    # One rank evaluates (rank 0 alone, say) while the other waits in its collective: no hang either.
+    T.append(fires("TrainmonTrainingHang", [], t_eval,
+                   [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last, phase=idle_then,
+                                 phase_since=f"0x{k} {k * 15}x{n_all}"),
+                    *rank_series("n8", 1, 0, 15, 15, p90=1, last=last)], "D23 silent while one rank evaluates", "job"))
+    # Evaluation from 400 s to `back`, then in the loop again (phase data) with no step.
+    back_k = (400 + int(floor) + 60) // 15
+    back = back_k * 15
+    returned = {"idle": f"0x{k} 1x{back_k - k} 0x{n_all}", "data": f"1x{k} 0x{back_k - k} 1x{n_all}", "compute": f"0x{n_all}"}
+    since = f"0x{k} {k * 15}x{back_k - k} {back}x{n_all}"
+    ranks_back = [*rank_series("n7", 0, 0, 15, 15, p90=1, last=last, phase=returned, phase_since=since)]
+    T.append(fires("TrainmonTrainingHang", [], back + floor - 30, ranks_back,
+                   "D23 after an evaluation the stall counts from the return", "job"))
+    T.append(fires("TrainmonTrainingHang", hang, back + floor + 60, ranks_back,
+                   "D23 fires once the return is hang_floor_s ago", "job"))
     # D24: rank 1 on another node is just under / over the score threshold.
     t = th["straggler_window_s"] + th["straggler_for_s"] + 120
     frac = th["straggler_score_frac"]
     steps_fire = 15 * frac * 0.97  # score = steps_rank1 / steps_rank0 at equal time per 15 s
     steps_miss = 15 * frac * 1.03
-    T.append(fires("TrainmonStragglerRank", [{"Hostname": "n8", "gpu": "0", "rank": "1", "severity": "warning", "code": "D24", **job}],
+    T.append(fires("TrainmonStragglerRank", [{"Hostname": "n8", "gpu": "0", "rank": "1", "run_id": "1", "severity": "warning", "code": "D24", **job}],
                    t, [*rank_series("n7", 0, 0, 15, 15), *rank_series("n8", 1, 0, steps_fire, 15)], "D24 fires"))
     T.append(fires("TrainmonStragglerRank", [], t, [*rank_series("n7", 0, 0, 15, 15), *rank_series("n8", 1, 0, steps_miss, 15)],
                    "D24 near miss"))
+    # D24 by data wait: in a synchronised job both ranks' steps last as long; rank 1 waits for data
+    # (1 - frac) x 1.1 / (1 - frac) x 0.9 of its step more than rank 0.
+    wait_fire = 15 * (1 - frac) * 1.1
+    wait_miss = 15 * (1 - frac) * 0.9
+    T.append(fires("TrainmonStragglerRank", [{"Hostname": "n8", "gpu": "0", "rank": "1", "run_id": "1", "severity": "warning",
+                                              "code": "D24", "cause": "data-wait", **job}], t,
+                   [*rank_series("n7", 0, 0, 15, 15, data=0.5), *rank_series("n8", 1, 0, 15, 15, data=0.5 + wait_fire)],
+                   "D24 data wait fires"))
+    T.append(fires("TrainmonStragglerRank", [], t,
+                   [*rank_series("n7", 0, 0, 15, 15, data=0.5), *rank_series("n8", 1, 0, 15, 15, data=0.5 + wait_miss)],
+                   "D24 data wait near miss"))
+    # A rank outside the loop in the window (evaluation) keeps the job's straggler alerts quiet.
+    eval_at = int((t - th["straggler_window_s"] / 2) // 15)
+    evaluating = {"idle": f"0x{eval_at} 1 0x400", "data": f"1x{eval_at} 0 1x400", "compute": "0x400"}
+    T.append(fires("TrainmonStragglerRank", [], t,
+                   [*rank_series("n7", 0, 0, 15, 15, phase=evaluating), *rank_series("n8", 1, 0, steps_fire, 15)],
+                   "D24 silent when a rank of the job was evaluating in the window"))
     return T
 
 
@@ -331,7 +447,8 @@ def one_group(tests):
             return text.replace('slurm_job_id="77"', f'slurm_job_id="j{i}"').replace('job_id="77"', f'job_id="j{i}"')
         group["input_series"] += [{**x, "series": rename(x["series"])} for x in t["input_series"]]
         for e in t["promql_expr_test"]:
-            expr = e["expr"].replace('ALERTS{', f'ALERTS{{Hostname=~"c{i}n.*",')
+            scope = f'job_id="j{i}",' if t["scope"] == "job" else f'Hostname=~"c{i}n.*",'
+            expr = e["expr"].replace('ALERTS{', f'ALERTS{{{scope}')
             group["promql_expr_test"].append({**e, "expr": expr, "exp_samples": [
                 {**x, "labels": rename(x["labels"])} for x in e["exp_samples"]]})
     return group
@@ -358,6 +475,31 @@ def test_every_alert_fires_and_near_misses_stay_silent(overrides, tmp_path):
     r = promtool("test", "rules", "tests.yml", cwd=tmp_path)
     names = "\n".join(f"c{i}: {t['name']}" for i, t in enumerate(tests))
     assert r.returncode == 0, (r.stdout + r.stderr)[-6000:] + "\ncases:\n" + names
+
+
+def test_hang_alert_names_the_stuck_ranks(tmp_path):
+    """One hang alert for the job; its annotations name the stuck ranks (longest stall first) and
+    count them; a rank still stepping is not named."""
+    need(PROMTOOL, "prometheus")
+    text = rules_text("hang_floor_s=60")
+    (tmp_path / "rules.yml").write_text(text)
+    doc = yaml.safe_load(text)
+    hang = next(r for g in doc["groups"] for r in g["rules"] if r.get("alert") == "TrainmonTrainingHang")
+    last0 = "0+15x20 300x100"  # rank 0's last step at 300 s
+    last1 = "0+15x24 360x100"  # rank 1's at 360 s
+    inputs = [*rank_series("node-a", 0, 0, 15, 15, last=last0), *rank_series("node-b", 1, 3, 15, 15, last=last1),
+              *rank_series("node-b", 2, 4, 15, 15)]
+    test = {"interval": "15s", "input_series": inputs, "alert_rule_test": [{
+        "eval_time": "8m", "alertname": "TrainmonTrainingHang", "exp_alerts": [{
+            "exp_labels": {"severity": "critical", "code": "D23", "slug": hang["labels"]["slug"], "job_id": "77"},
+            "exp_annotations": {
+                **{k: v for k, v in hang["annotations"].items() if k not in ("summary", "ranks")},
+                "summary": "job 77: 2 rank(s) stuck, no step ended for 3m 0s",
+                "ranks": "rank 0 on node-a (GPU 0) for 3m 0s, rank 1 on node-b (GPU 3) for 2m 0s"}}]}]}
+    (tmp_path / "tests.yml").write_text(yaml.safe_dump(
+        {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [test]}, sort_keys=False))
+    r = promtool("test", "rules", "tests.yml", cwd=tmp_path)
+    assert r.returncode == 0, (r.stdout + r.stderr)[-4000:]
 
 
 # ---- end to end: three nodes, Prometheus, Alertmanager, a webhook -------------------------------

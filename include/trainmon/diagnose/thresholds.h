@@ -111,6 +111,11 @@ struct Thresholds {
   double straggler_window_s = 60;
   double straggler_for_s = 120;    ///< the score stays under the threshold this long (ours: 2 reports)
   double straggler_min_steps = 5;  ///< steps a rank needs in a window to get a score (ours)
+  // --- D13 Xid, Prometheus rules only ---------------------------------------------------------------
+  /// The gauge DCGM_FI_DEV_XID_ERRORS holds the last Xid for ever: the rules' Xid alert fires when a
+  /// new Xid arrived within this window and resolves after it (ours: 10 min, several evaluations at
+  /// Prometheus' default 1 min evaluation interval).
+  double xid_window_s = 600;
   // --- D25 measured data-loader starvation --------------------------------------------------------
   double data_wait_share_pct = 20;  ///< data wait / step time over the window (ours: fixing gives 1.25x)
   double data_wait_for_s = 120;     ///< sustained (ours: as starved_for_s)
@@ -133,12 +138,19 @@ struct ThresholdInfo {
 std::span<const ThresholdInfo> threshold_table() noexcept;
 
 /// The allowed range of threshold `name` in words ("a percentage, 0 to 100"), from its unit:
-/// `_s` durations > 0, `_pct` 0..100, fractions 0..1, MiB / MiB/h / B/s >= 0, counts whole >= 1,
-/// frag_reserved_ratio and `_factor` >= 1. nullopt for a name without one (none in threshold_table()).
+/// `_s` durations >= 0.1 s (the shortest sampling interval), `_pct` 0..100, fractions 0..1, MiB / MiB/h / B/s
+/// >= 0, counts whole >= 1, frag_reserved_ratio and `_factor` >= 1. nullopt for a name without one (none in
+/// threshold_table()).
 std::optional<std::string> threshold_range(std::string_view name);
 
-/// Applies one "name=value" (as given to `--threshold`). Error: a sentence naming the problem
-/// (unknown name, not a number, or outside threshold_range, naming the key and the range).
+/// Applies one "name=value" (as given to `--threshold`); the value is a plain decimal number
+/// (`1.5`, `2e3`; no hex, inf or nan). Error: a phrase naming the problem that does not start with
+/// the word "threshold" (callers prefix "--threshold "): "'x' names no threshold (...)",
+/// "window_s='5s' is not a decimal number", "window_s=0 is out of range (a duration in seconds, at
+/// least 0.1)".
+///
+/// Relations between thresholds are not checked here (one value at a time may pass through an
+/// inconsistent state): check_threshold_relations after the last one.
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view name_eq_value);
 
 /// The thresholds of `th` that differ from the defaults, as (name, value) in threshold_table()
@@ -151,9 +163,14 @@ std::vector<std::pair<std::string, double>> threshold_changes(const Thresholds& 
 std::vector<std::string> apply_threshold_changes(Thresholds& th,
                                                  const std::vector<std::pair<std::string, double>>& changes);
 
+/// The relations the detectors assume between thresholds: idle_util_pct < busy_util_pct,
+/// swing_low_pct < swing_high_pct, low_util_pct <= healthy_util_low_pct <= healthy_util_high_pct.
+/// Error: "idle_util_pct=30 must be below busy_util_pct=20 (a GPU cannot be idle and busy at once)".
+std::expected<void, std::string> check_threshold_relations(const Thresholds& th);
+
 /// Reads the `[diagnose]` table of a TOML document over `base`: each key a threshold name with a
 /// number value. A document without `[diagnose]` gives `base`. Error: parse error, unknown key or a
-/// value outside its threshold_range.
+/// value outside its threshold_range (relations: check_threshold_relations, after any overrides).
 std::expected<Thresholds, std::string> thresholds_from_toml(std::string_view toml_text,
                                                             const Thresholds& base = {});
 

@@ -52,6 +52,9 @@ struct ExporterState {
   double start_unix_s = 0;           ///< when serve started
   /// Last Xid seen per GPU index (DCGM_FI_DEV_XID_ERRORS's meaning: value of the last Xid); 0 = none.
   std::vector<std::pair<unsigned, std::uint64_t>> last_xid;
+  /// Xid events seen per GPU index since serve started (trainmon_gpu_xid_errors_total): a repeat of
+  /// the same Xid leaves last_xid as it was but counts here.
+  std::vector<std::pair<unsigned, std::uint64_t>> xid_events;
   /// Run labels (--label and SLURM_* / launcher variables), exported on trainmon_labels_info.
   std::vector<std::pair<std::string, std::string>> labels;
   /// Continued counters; a counter family renders its continued value when followed here, else the

@@ -219,10 +219,7 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
       }
       if (by_data && !na(ex)) {
         causes.push_back("its data wait is higher than the other ranks'");
-        if (advice.empty())
-          advice =
-              "This rank's loader is slower: check that every rank gets the same share of data "
-              "(DistributedSampler), the same number of DataLoader workers and a local copy of the data.";
+        if (advice.empty()) advice = diagnose::advice::kD24DataWait;
       }
       const double cpu = id.pid && s.size() > 0 && r0 <= r1 ? proc_cpu(s, id.pid, r0, r1) : NAN;
       put(f.numbers, "process_cpu_pct", cpu);
