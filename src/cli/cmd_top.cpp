@@ -8,12 +8,14 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "trainmon/cluster/cluster_view.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
@@ -36,6 +38,9 @@ struct TopCliOptions {
   bool no_diagnose = false;
   std::string db;
   int iterations = 0;
+  std::string prometheus;  ///< base URL: the cluster from Prometheus instead of this machine
+  std::string job;         ///< with --prometheus: only this job
+  double stale_after_s = 30;  ///< with --prometheus: a node silent this long is marked stale
 };
 
 SamplerOptions sampler_options(const GlobalOptions& global) {
@@ -48,6 +53,42 @@ SamplerOptions sampler_options(const GlobalOptions& global) {
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
   return so;
+}
+
+// --prometheus without a usable terminal: the cluster as `status` text, every interval.
+int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& co,
+                         const exp::TerminalInfo& term) {
+  exp::StatusOptions view;
+  view.show_power = true;
+  view.utf8 = term.utf8 && !o.ascii;
+  view.columns = term.is_tty ? term.columns : 0;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
+    const auto tick = std::chrono::steady_clock::now();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const auto f = cluster::read_cluster(co, now);
+    if (n > 0) std::fputs("\n", stdout);
+    std::vector<std::size_t> order(f.snapshot.gpus.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    if (!f.error.empty()) std::printf("trainmon top: %s\n", text::terminal(f.error).c_str());
+    if (f.snapshot.driver.loaded) {
+      std::printf("%s\n", f.snapshot.host.hostname.c_str());
+      std::fputs(exp::status_text(f.snapshot, order, view).c_str(), stdout);
+      for (const auto& run : f.runs)
+        for (const auto& x : run.findings)
+          std::printf("[%s] %s %s: %s\n", run.name.c_str(), x.code.c_str(), x.title.c_str(),
+                      x.evidence.c_str());
+      for (const auto& x : f.findings)
+        std::printf("%s %s: %s\n", x.code.c_str(), x.title.c_str(), x.evidence.c_str());
+    }
+    std::fflush(stdout);
+    if (o.iterations > 0 && n + 1 >= o.iterations) break;
+    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return kExitOk;
 }
 
 // TERM unset or dumb, or not a terminal: the `status -i` text, appended every interval.
@@ -90,9 +131,29 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
     std::fputs("trainmon top: --interval must be between 0.1 and 10 seconds\n", stderr);
     return kExitUsage;
   }
+  std::optional<cluster::ClusterOptions> co;
+  if (!o.job.empty() && o.prometheus.empty()) {
+    std::fputs("trainmon top: --job needs --prometheus URL\n", stderr);
+    return kExitUsage;
+  }
+  if (!o.prometheus.empty()) {
+    auto url = cluster::normalize_base_url(o.prometheus);
+    if (!url) {
+      std::fprintf(stderr, "trainmon top: --prometheus '%s': %s\n", text::terminal(o.prometheus).c_str(),
+                   url.error().message.c_str());
+      return kExitUsage;
+    }
+    co.emplace();
+    co->endpoint.base_url = *url;
+    co->endpoint.timeout_s = 2;  // under top's quit wait (3 s)
+    co->job = o.job;
+    co->stale_after_s = o.stale_after_s;
+  }
   const exp::TerminalInfo term = exp::probe_terminal(STDOUT_FILENO);
-  if (!term.is_tty || term.dumb || !::isatty(STDIN_FILENO)) return run_fallback(o, global, term);
+  if (!term.is_tty || term.dumb || !::isatty(STDIN_FILENO))
+    return co ? run_cluster_fallback(o, *co, term) : run_fallback(o, global, term);
   tui::TopOptions t;
+  t.cluster = co;
   t.sampler = sampler_options(global);
   t.interval_ms = static_cast<int>(o.interval_s * 1000 + 0.5);
   t.sampler.backend.tick_wait =
@@ -103,7 +164,8 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
   t.diagnose = !o.no_diagnose;
   t.db_path = store::resolve_db_path(o.db);
   const int rc = tui::run_top(t);
-  if (rc == tui::kTerminalUnusable) return run_fallback(o, global, term);
+  if (rc == tui::kTerminalUnusable)
+    return co ? run_cluster_fallback(o, *co, term) : run_fallback(o, global, term);
   return rc == 0 ? kExitOk : kExitFailure;
 }
 
@@ -119,6 +181,13 @@ Registrar reg{{"top", "live dashboard: GPUs, host, processes and findings in one
                  app.add_option("-n,--iterations", o->iterations,
                                 "without a usable terminal: print this many status views, then exit")
                      ->check(sample_count());
+                 app.add_option("--prometheus", o->prometheus,
+                                "the cluster from this Prometheus (base URL) instead of this machine");
+                 app.add_option("--job", o->job, "with --prometheus: only this job's nodes and ranks");
+                 app.add_option("--stale-after", o->stale_after_s,
+                                "with --prometheus: mark a node stale after this many seconds without data")
+                     ->check(CLI::Range(1.0, 86400.0))
+                     ->capture_default_str();
                  return [o, &global] { return run(*o, global); };
                },
                5}};

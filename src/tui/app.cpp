@@ -174,7 +174,38 @@ std::string describe_active_run(const std::string& db_path) {
 /// by default, plus the host reads).
 constexpr std::chrono::seconds kQuitWait{3};
 
+/// `top --prometheus`: the cluster read every interval instead of a local sample.
+void cluster_thread(const TopOptions& opt, Shared& sh) {
+  for (;;) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const double now =
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    auto frame = cluster::read_cluster(*opt.cluster, now);
+    auto snap = std::make_shared<Snapshot>(std::move(frame.snapshot));
+    std::unique_lock lk(sh.mu);
+    sh.snapshot = std::move(snap);
+    sh.live.findings = std::move(frame.findings);
+    sh.live.runs = std::move(frame.runs);
+    // A failed read shows in the GPU panel ("GPU: none, ...: <why>"); a failed alerts request, with
+    // the GPUs read, as a finding.
+    if (!frame.error.empty() && !sh.snapshot->gpus.empty()) {
+      diagnose::Finding f;
+      f.severity = diagnose::Severity::warning;
+      f.title = "Prometheus alerts unavailable";
+      f.evidence = frame.error;
+      sh.live.findings.push_back(std::move(f));
+    }
+    // No history: GPU indices repeat from node to node (History keys them by index).
+    draw_frame(sh);
+    const auto deadline = t0 + std::chrono::milliseconds(sh.interval_ms);
+    const int seen_interval = sh.interval_ms;
+    sh.cv.wait_until(lk, deadline, [&] { return sh.stop || sh.interval_ms != seen_interval; });
+    if (sh.stop) return;
+  }
+}
+
 void sampling_thread(const TopOptions& opt, Shared& sh) {
+  if (opt.cluster) return cluster_thread(opt, sh);
   // The sampler reads only the GPU processes' /proc entries (the default view needs no more);
   // a second collector lists every process while the "all processes" view is on. Reading every
   // process every tick is most of the CPU cost of a process monitor.

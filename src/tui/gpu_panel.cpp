@@ -44,6 +44,11 @@ Style temp_style(unsigned c) {
   return c < 50 ? Style::good : c < 80 ? Style::warn : Style::bad;
 }
 
+// A stale node's GPUs (their group says STALE) stand out.
+Style group_style(const GpuSample& g) {
+  return g.info && g.info->group.find("STALE") != std::string::npos ? Style::warn : Style::label;
+}
+
 std::string gpu_name(const GpuSample& g) {
   return g.info && g.info->name ? *g.info->name : std::string("GPU");
 }
@@ -90,6 +95,7 @@ void draw_full(Canvas& cv, int row, const GpuSample& g, const History& hist) {
   const bool utf8 = cv.utf8();
   const int w = cv.width();
   int col = cv.put(row, 0, fmt::format("[{}] ", g.index), Style::label);
+  if (g.info && !g.info->group.empty()) col = cv.put(row, col, g.info->group + ": ", group_style(g));
   col = cv.put(row, col, gpu_name(g), Style::title);
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
     cv.put(row, col + 2, lost_text(g), Style::bad);
@@ -153,6 +159,7 @@ void draw_compact(Canvas& cv, int row, const GpuSample& g) {
   const bool utf8 = cv.utf8();
   const int w = cv.width();
   int col = cv.put(row, 0, fmt::format("{:>2} ", g.index), Style::label);
+  if (g.info && !g.info->group.empty()) col = cv.put(row, col, g.info->group + " ", group_style(g));
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
     cv.put(row, col, g.responsive.status == ReadStatus::gpu_lost ? "GPU lost" : "not responding", Style::bad);
     return;

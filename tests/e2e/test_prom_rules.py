@@ -9,6 +9,7 @@ import http.server
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -529,31 +530,33 @@ NODES = {"node-a": "cluster-node-idle-gpu.json", "node-b": "cluster-node-straggl
          "node-c": "cluster-node-healthy.json"}
 
 
-def test_three_nodes_alerts_reach_alertmanager(tmp_path):
-    if os.environ.get("TRAINMON_SANITIZED") == "1":
-        pytest.skip("real-process Prometheus/Alertmanager test: release pass only")
-    need(PROMETHEUS, "prometheus")
-    need(ALERTMANAGER, "prometheus-alertmanager")
-    procs = []
-    hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
-    threading.Thread(target=hook.serve_forever, daemon=True).start()
-    Hook.received = []
-    try:
-        ports = {}
+class Cluster:
+    """Three serve nodes, Alertmanager, Prometheus (scraping every second, the generated rules)."""
+
+    def __init__(self, tmp_path):
+        self.tmp = tmp_path
+        self.procs = {}
+        self.ports = {}
+        self.hook = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+        threading.Thread(target=self.hook.serve_forever, daemon=True).start()
+        Hook.received = []
+
+    def start(self):
+        tmp_path = self.tmp
         for host, scen in NODES.items():
             err = open(tmp_path / f"{host}.stderr", "w")
             p = subprocess.Popen([trainmon_bin(), "serve", "--listen", "127.0.0.1:0", "--hostname", host,
                                   "--db", str(tmp_path / f"{host}.db"), "--interval", "0.5"],
                                  env=env(scen, SLURM_JOB_ID="4242"), stdout=subprocess.DEVNULL, stderr=err)
-            procs.append(p)
+            self.procs[host] = p
 
             def port(host=host, p=p):
                 m = re.search(r"listening on http://127\.0\.0\.1:(\d+)/", (tmp_path / f"{host}.stderr").read_text())
                 return int(m.group(1)) if m else (p.poll() is not None and -1)
-            ports[host] = wait_for(port, timeout=60)
-            assert ports[host] and ports[host] > 0, (tmp_path / f"{host}.stderr").read_text()
+            self.ports[host] = wait_for(port, timeout=60)
+            assert self.ports[host] and self.ports[host] > 0, (tmp_path / f"{host}.stderr").read_text()
         # every node exports its GPUs under its own name before Prometheus starts
-        for host, port in ports.items():
+        for host, port in self.ports.items():
             def ready(host=host, port=port):
                 with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
                     m = r.read().decode()
@@ -565,66 +568,166 @@ def test_three_nodes_alerts_reach_alertmanager(tmp_path):
         r = subprocess.run([trainmon_bin(), "rules", "-o", str(rules), *sum((["--threshold", q] for q in quick), [])],
                            capture_output=True, text=True, timeout=60)
         assert r.returncode == 0, r.stderr
-        am_port, prom_port = free_port(), free_port()
+        am_port, self.prom_port = free_port(), free_port()
         (tmp_path / "am.yml").write_text(
             "route:\n  receiver: hook\n  group_by: [alertname, Hostname, gpu]\n  group_wait: 1s\n"
             "  group_interval: 1s\n  repeat_interval: 1h\n"
-            f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{hook.server_port}/\n")
+            f"receivers:\n  - name: hook\n    webhook_configs:\n      - url: http://127.0.0.1:{self.hook.server_port}/\n")
         am_log = open(tmp_path / "alertmanager.log", "w")
-        procs.append(subprocess.Popen([ALERTMANAGER, f"--config.file={tmp_path / 'am.yml'}",
-                                       f"--storage.path={tmp_path / 'am-data'}",
-                                       f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="],
-                                      stdout=am_log, stderr=am_log))
-        targets = ", ".join(f"'127.0.0.1:{p}'" for p in ports.values())
+        self.procs["alertmanager"] = subprocess.Popen(
+            [ALERTMANAGER, f"--config.file={tmp_path / 'am.yml'}", f"--storage.path={tmp_path / 'am-data'}",
+             f"--web.listen-address=127.0.0.1:{am_port}", "--cluster.listen-address="], stdout=am_log, stderr=am_log)
+        targets = ", ".join(f"'127.0.0.1:{p}'" for p in self.ports.values())
         (tmp_path / "prometheus.yml").write_text(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n  evaluation_interval: 1s\n"
             f"rule_files: ['{rules}']\n"
             f"alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: ['127.0.0.1:{am_port}']\n"
             f"scrape_configs:\n  - job_name: trainmon\n    static_configs:\n      - targets: [{targets}]\n")
         prom_log = open(tmp_path / "prometheus.log", "w")
-        procs.append(subprocess.Popen([PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}",
-                                       f"--storage.tsdb.path={tmp_path / 'prom-data'}",
-                                       f"--web.listen-address=127.0.0.1:{prom_port}"],
-                                      stdout=prom_log, stderr=prom_log))
+        self.procs["prometheus"] = subprocess.Popen(
+            [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'prom-data'}",
+             f"--web.listen-address=127.0.0.1:{self.prom_port}"], stdout=prom_log, stderr=prom_log)
+        self.url = f"http://127.0.0.1:{self.prom_port}"
 
-        def alerts():
-            with Hook.lock:
-                got = {}
-                for msg in Hook.received:
-                    for a in msg["alerts"]:
-                        if a["status"] == "firing":
-                            lab = a["labels"]
-                            got[(lab["alertname"], lab.get("Hostname"), lab.get("gpu"))] = a
-                return got
+    def logs(self):
+        return ((self.tmp / "prometheus.log").read_text()[-3000:] + (self.tmp / "alertmanager.log").read_text()[-2000:])
 
-        want = {("TrainmonGpuIdleInJob", "node-a", "1"), ("TrainmonGpuStraggler", "node-b", "0"),
-                ("TrainmonGpuThermalThrottle", "node-b", "0")}
-        got = wait_for(lambda: want <= set(alerts()) and alerts(), timeout=60, step=0.5)
-        assert got, (f"received {sorted(alerts())}\n" + (tmp_path / "prometheus.log").read_text()[-3000:] +
-                     (tmp_path / "alertmanager.log").read_text()[-2000:])
-        time.sleep(3)  # anything else that was pending by now has had its `for:`
-        got = alerts()
-        assert set(got) == want, sorted(got)
-        assert not [k for k in got if k[1] == "node-c"]
-        for (name, host, idx), a in got.items():
-            lab, ann = a["labels"], a["annotations"]
-            assert lab["job_id"] == "4242" and lab["severity"] == "warning", lab
-            assert lab["UUID"].startswith("GPU-c1a57e00-"), lab
-            assert f"GPU {idx} on {host} (job 4242)" in ann["summary"], ann
-            assert ann["code"] == lab["code"] and ann["description"]
-        assert got[("TrainmonGpuIdleInJob", "node-a", "1")]["labels"]["code"] == "D7"
-        straggler = got[("TrainmonGpuStraggler", "node-b", "0")]
-        assert straggler["labels"]["code"] == "D2"
-        assert straggler["annotations"]["description"].startswith("GPU0 on node-b is the straggler")
-        assert got[("TrainmonGpuThermalThrottle", "node-b", "0")]["labels"]["code"] == "D12"
+    def stop(self, name):
+        p = self.procs[name]
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            kill_quietly(p)
+            p.wait()
+
+    def close(self):
+        for name in reversed(list(self.procs)):
+            self.stop(name)
+        self.hook.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One cluster for the file's end-to-end tests (Prometheus starts once)."""
+    if os.environ.get("TRAINMON_SANITIZED") == "1":
+        pytest.skip("real-process Prometheus/Alertmanager test: release pass only")
+    need(PROMETHEUS, "prometheus")
+    need(ALERTMANAGER, "prometheus-alertmanager")
+    c = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        c.start()
+        yield c
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                kill_quietly(p)
-                p.wait()
-        hook.shutdown()
+        c.close()
+
+
+def test_three_nodes_alerts_reach_alertmanager(cluster):
+    def alerts():
+        with Hook.lock:
+            got = {}
+            for msg in Hook.received:
+                for a in msg["alerts"]:
+                    if a["status"] == "firing":
+                        lab = a["labels"]
+                        got[(lab["alertname"], lab.get("Hostname"), lab.get("gpu"))] = a
+            return got
+
+    want = {("TrainmonGpuIdleInJob", "node-a", "1"), ("TrainmonGpuStraggler", "node-b", "0"),
+            ("TrainmonGpuThermalThrottle", "node-b", "0")}
+    got = wait_for(lambda: want <= set(alerts()) and alerts(), timeout=60, step=0.5)
+    assert got, f"received {sorted(alerts())}\n" + cluster.logs()
+    time.sleep(3)  # anything else that was pending by now has had its `for:`
+    got = alerts()
+    assert set(got) == want, sorted(got)
+    assert not [k for k in got if k[1] == "node-c"]
+    for (name, host, idx), a in got.items():
+        lab, ann = a["labels"], a["annotations"]
+        assert lab["job_id"] == "4242" and lab["severity"] == "warning", lab
+        assert lab["UUID"].startswith("GPU-c1a57e00-"), lab
+        assert f"GPU {idx} on {host} (job 4242)" in ann["summary"], ann
+        assert ann["code"] == lab["code"] and ann["description"]
+    assert got[("TrainmonGpuIdleInJob", "node-a", "1")]["labels"]["code"] == "D7"
+    straggler = got[("TrainmonGpuStraggler", "node-b", "0")]
+    assert straggler["labels"]["code"] == "D2"
+    assert straggler["annotations"]["description"].startswith("GPU0 on node-b is the straggler")
+    assert got[("TrainmonGpuThermalThrottle", "node-b", "0")]["labels"]["code"] == "D12"
+
+
+# ---- top --prometheus: the same cluster in the dashboard ------------------------------------------
+
+def gpu_rows(screen):
+    """(node, stale) of each GPU row on the screen (the GPU's name says its job and node)."""
+    return re.findall(r"^ *\d+ job 4242 (node-[abc])( STALE \d+s)? ", screen, re.M)
+
+
+def start_top(tmp_path, url, *args, width=200, height=80, name="tmux.sock"):
+    from test_top import Tmux, top_env
+    t = Tmux(tmp_path, name)
+    t.start(top_env("healthy-1gpu.json", XDG_STATE_HOME=tmp_path), [trainmon_bin(), "top", "--prometheus", url, *args],
+            width, height)
+    return t
+
+
+def test_top_prometheus_shows_every_node_and_the_alerts(cluster, tmp_path):
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    t = start_top(tmp_path, cluster.url)
+    try:
+        screen = t.wait(lambda s: len(gpu_rows(s)) == 24 and "D7" in s and "D12" in s, timeout=60)
+        rows = gpu_rows(screen)
+        assert [n for n, _ in rows] == ["node-a"] * 8 + ["node-b"] * 8 + ["node-c"] * 8, rows
+        assert not any(stale for _, stale in rows), screen
+        assert f"127.0.0.1:{cluster.prom_port} (3 nodes, 24 GPUs)" in screen, screen
+        assert "Traceback" not in screen and "EXITED" not in screen
+        t.keys("q")
+        t.wait(lambda s: "EXITED rc=0" in s)
+    finally:
+        t.kill()
+
+
+@pytest.mark.parametrize("url, message", [
+    ("http://127.0.0.1:{closed}", "Couldn't connect to server"),
+    ("http://127.0.0.1:{hook}", "not a Prometheus API answer"),
+    ("http://127.0.0.1:{silent}", "Timeout was reached")])
+def test_top_prometheus_unreachable_or_not_prometheus_says_so(cluster, tmp_path, url, message):
+    """A closed port, a server that answers something else (the webhook receiver), a server that
+    accepts and never answers: a message on the screen, top keeps going and quits at once."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # connections wait in the backlog, never accepted, never answered
+    url = url.format(closed=free_port(), hook=cluster.hook.server_port, silent=silent.getsockname()[1])
+    t = start_top(tmp_path, url, width=120, height=30)
+    try:
+        screen = t.wait(lambda s: message in s, timeout=30)
+        assert "EXITED" not in screen
+        t0 = time.monotonic()
+        t.keys("q")
+        t.wait(lambda s: "EXITED rc=0" in s, timeout=10)
+        assert time.monotonic() - t0 < 5
+    finally:
+        t.kill()
+        silent.close()
+
+
+@pytest.mark.parametrize("bad", ["ftp://x", "127.0.0.1:9090", "http://", "http://h/?q=1", "http://a b"])
+def test_top_prometheus_refuses_a_bad_url(bad):
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", bad], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 2 and r.stderr.startswith("trainmon top: --prometheus "), r.stderr
+
+
+def test_top_prometheus_marks_a_stale_node(cluster, tmp_path):
+    """Last (it stops node-c): its GPUs stay on the screen, marked STALE; the others are not."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    cluster.stop("node-c")
+    t = start_top(tmp_path, cluster.url, "--stale-after", "3", "--job", "4242")
+    try:
+        screen = t.wait(lambda s: len(gpu_rows(s)) == 24 and all(bool(st) == (n == "node-c") for n, st in gpu_rows(s)),
+                        timeout=60)
+        assert "3 nodes, 1 stale, 24 GPUs, job 4242" in screen, screen
+    finally:
+        t.kill()

@@ -41,6 +41,9 @@ struct MigDeviceSample {
 struct GpuStaticInfo {
   unsigned index = 0;         ///< NVML index (PCI bus order)
   Reading<std::string> name;  ///< "NVIDIA H200"
+  /// Where the GPU is when a view shows several machines' GPUs ("job 4242 node-a", "... STALE 45s":
+  /// top --prometheus, cluster/cluster_view.h), drawn before its row; empty for this machine's GPUs.
+  std::string group;
   Reading<std::string> uuid;  ///< "GPU-xxxxxxxx-..."
   Reading<std::string> serial;
   Reading<std::string> pci_bus_id;  ///< "00000000:83:00.0" (nvidia-smi form)

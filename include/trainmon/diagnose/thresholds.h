@@ -113,9 +113,9 @@ struct Thresholds {
   double straggler_min_steps = 5;  ///< steps a rank needs in a window to get a score (ours)
   // --- D13 Xid, Prometheus rules only ---------------------------------------------------------------
   /// The gauge DCGM_FI_DEV_XID_ERRORS holds the last Xid for ever: the rules' Xid alert fires when a
-  /// new Xid arrived within this window and resolves after it (ours: 10 min, several evaluations at
+  /// new Xid arrived within this window and resolves after it (ours: 5 min, several evaluations at
   /// Prometheus' default 1 min evaluation interval).
-  double xid_window_s = 600;
+  double xid_window_s = 300;
   // --- D25 measured data-loader starvation --------------------------------------------------------
   double data_wait_share_pct = 20;  ///< data wait / step time over the window (ours: fixing gives 1.25x)
   double data_wait_for_s = 120;     ///< sustained (ours: as starved_for_s)

@@ -2,8 +2,10 @@
 // `trainmon top` application: sampling thread, live diagnosis, store look-ups, ncurses I/O loop.
 #pragma once
 
+#include <optional>
 #include <string>
 
+#include "trainmon/cluster/cluster_view.h"
 #include "trainmon/sampler/sampler.h"
 
 namespace trainmon::tui {
@@ -15,6 +17,10 @@ struct TopOptions {
   bool color = true;     ///< false: attributes only (NO_COLOR, --no-color)
   bool diagnose = true;  ///< run the live diagnosis on the snapshots
   std::string db_path;   ///< store to look for the active run in; empty: none
+  /// Set: the cluster from Prometheus (`top --prometheus`) instead of this machine: every node's
+  /// GPUs, the jobs' ranks and the firing alerts, drawn by the same panels (no sampler, no local
+  /// diagnosis). A failed read is shown on screen and tried again next interval.
+  std::optional<cluster::ClusterOptions> cluster;
 };
 
 /// Runs the dashboard on the controlling terminal (stdin / stdout) until `q` or SIGINT / SIGTERM.

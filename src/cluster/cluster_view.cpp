@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "trainmon/cluster/cluster_view.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "trainmon/core/text_escape.h"
+
+namespace trainmon::cluster {
+namespace {
+
+/// The series read per frame: (key, PromQL of one instant vector). Each is the last sample within
+/// the lookback (last_over_time), so a node whose scrapes fail keeps its last values, marked stale,
+/// instead of vanishing at Prometheus' staleness marker.
+struct Metric {
+  const char* key;
+  const char* expr;  ///< {W}: the lookback window
+};
+constexpr Metric kMetrics[] = {
+    {"info", "trainmon_labels_info"},
+    {"tick", "trainmon_exporter_last_tick_timestamp_seconds"},
+    {"util", "DCGM_FI_DEV_GPU_UTIL"},
+    {"mem_util", "DCGM_FI_DEV_MEM_COPY_UTIL"},
+    {"fb_used", "DCGM_FI_DEV_FB_USED"},
+    {"fb_free", "DCGM_FI_DEV_FB_FREE"},
+    {"fb_reserved", "DCGM_FI_DEV_FB_RESERVED"},
+    {"temp", "DCGM_FI_DEV_GPU_TEMP"},
+    {"power", "DCGM_FI_DEV_POWER_USAGE"},
+    {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
+    {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
+    {"up", "trainmon_gpu_up"},
+    {"steps", "trainmon_train_steps_total"},
+    {"last_step", "trainmon_train_last_step_timestamp_seconds"},
+    {"step_q", "trainmon_train_step_seconds"},
+    {"phase", "trainmon_train_phase"},
+};
+
+std::string frame_query(double lookback_s) {
+  const auto w = fmt::format("{}s", static_cast<long long>(std::max(1.0, lookback_s)));
+  std::string q;
+  for (const auto& m : kMetrics) {
+    if (!q.empty()) q += " or ";
+    q +=
+        fmt::format(R"(label_replace(last_over_time({}[{}]), "trainmon_m", "{}", "", ""))", m.expr, w, m.key);
+  }
+  // Rates over the last minute: samples/s and the data wait's share of the step time.
+  q += R"( or label_replace(rate(trainmon_train_samples_total[1m]), "trainmon_m", "samples_rate", "", ""))";
+  q +=
+      R"( or label_replace(rate(trainmon_train_data_wait_seconds_total[1m]) / rate(trainmon_train_step_seconds_sum[1m]), "trainmon_m", "data_share", "", ""))";
+  return q;
+}
+
+std::string label(const std::map<std::string, std::string>& l, const char* k) {
+  auto it = l.find(k);
+  return it == l.end() ? std::string() : it->second;
+}
+
+int int_label(const std::map<std::string, std::string>& l, const char* k) {
+  const auto v = label(l, k);
+  if (v.empty() || v.size() > 9 ||
+      !std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return -1;
+  return std::stoi(v);
+}
+
+template <class T>
+Reading<T> reading(double v) {
+  if (!std::isfinite(v) || v < 0) return Reading<T>::fail(ReadStatus::not_supported);
+  return Reading<T>::of(static_cast<T>(std::llround(v)));
+}
+
+/// A rank's identity: the labels of its series without the metric's own.
+std::string rank_key(std::map<std::string, std::string> l) {
+  for (const char* k : {"__name__", "trainmon_m", "quantile", "phase", "instance", "job"}) l.erase(k);
+  std::string s;
+  for (const auto& [k, v] : l) s += k + "=" + v + ",";
+  return s;
+}
+
+}  // namespace
+
+std::string job_id_of(const std::map<std::string, std::string>& labels) {
+  for (const char* k :
+       {"train_job", "slurm_job_id", "torchelastic_run_id", "pbs_jobid", "lsb_jobid", "job_id"}) {
+    const auto v = label(labels, k);
+    if (v.empty() || (std::string_view(k) == "torchelastic_run_id" && v == "none")) continue;
+    return v;
+  }
+  return {};
+}
+
+ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
+  ClusterFrame f;
+  f.snapshot.time_unix_ns = static_cast<std::int64_t>(now_unix_s * 1e9);
+  f.snapshot.driver.loaded = true;
+  auto samples = query(o.endpoint, frame_query(o.lookback_s), now_unix_s);
+  if (!samples) {
+    f.error = samples.error().message;
+    f.snapshot.driver.loaded = false;
+    f.snapshot.driver.error = text::terminal(f.error);
+    f.snapshot.host.hostname = "prometheus";
+    return f;
+  }
+  // --- nodes -------------------------------------------------------------------------------------
+  std::map<std::string, ClusterNode> nodes;
+  auto node = [&](const std::string& host) -> ClusterNode& {
+    auto& n = nodes[host];
+    n.host = host;
+    return n;
+  };
+  for (const auto& s : *samples) {
+    const auto m = label(s.labels, "trainmon_m");
+    const auto host = label(s.labels, "Hostname");
+    if (host.empty()) continue;
+    if (m == "info") {
+      auto& n = node(host);
+      if (n.job_id.empty()) n.job_id = job_id_of(s.labels);
+    } else if (m == "tick") {
+      node(host).last_tick_unix_s = std::max(node(host).last_tick_unix_s, s.value);
+    }
+  }
+  // --- GPUs --------------------------------------------------------------------------------------
+  struct Gpu {
+    std::string host, uuid, model;
+    int index = -1;
+    std::map<std::string, double> v;
+  };
+  std::map<std::pair<std::string, int>, Gpu> gpus;
+  for (const auto& s : *samples) {
+    const auto m = label(s.labels, "trainmon_m");
+    if (m == "info" || m == "tick" || m == "steps" || m == "last_step" || m == "step_q" || m == "phase" ||
+        m == "samples_rate" || m == "data_share")
+      continue;
+    const auto host = label(s.labels, "Hostname");
+    const int idx = int_label(s.labels, "gpu");
+    if (host.empty() || idx < 0) continue;
+    auto& g = gpus[{host, idx}];
+    g.host = host;
+    g.index = idx;
+    if (g.uuid.empty()) g.uuid = label(s.labels, "UUID");
+    if (g.model.empty()) g.model = label(s.labels, "modelName");
+    g.v[m] = s.value;
+    node(host);
+  }
+  for (auto& [h, n] : nodes)
+    n.stale = n.last_tick_unix_s > 0 && now_unix_s - n.last_tick_unix_s > o.stale_after_s;
+  const auto keep = [&](const std::string& host) {
+    if (o.job.empty()) return true;
+    auto it = nodes.find(host);
+    return it != nodes.end() && it->second.job_id == o.job;
+  };
+  std::vector<const Gpu*> order;
+  for (const auto& [k, g] : gpus)
+    if (keep(g.host)) order.push_back(&g);
+  std::stable_sort(order.begin(), order.end(), [&](const Gpu* a, const Gpu* b) {
+    return std::tie(nodes[a->host].job_id, a->host, a->index) <
+           std::tie(nodes[b->host].job_id, b->host, b->index);
+  });
+  for (const Gpu* g : order) {
+    const auto& n = nodes[g->host];
+    auto info = std::make_shared<GpuStaticInfo>();
+    info->index = static_cast<unsigned>(g->index);
+    std::string group = n.job_id.empty() ? "" : "job " + n.job_id + " ";
+    group += g->host;
+    if (n.stale) group += fmt::format(" STALE {:.0f}s", now_unix_s - n.last_tick_unix_s);
+    info->group = text::terminal(group);
+    info->name = Reading<std::string>::of(text::terminal(g->model.empty() ? std::string("GPU") : g->model));
+    info->uuid = Reading<std::string>::of(g->uuid);
+    GpuSample s;
+    s.index = info->index;
+    const auto v = [&](const char* k) {
+      auto it = g->v.find(k);
+      return it == g->v.end() ? std::numeric_limits<double>::quiet_NaN() : it->second;
+    };
+    const double used = v("fb_used"), free = v("fb_free"),
+                 reserved = std::isfinite(v("fb_reserved")) ? v("fb_reserved") : 0;
+    constexpr double kMiB = 1048576.0;
+    if (std::isfinite(used) && std::isfinite(free)) {
+      info->memory_total_bytes = reading<std::uint64_t>((used + free + reserved) * kMiB);
+      s.memory_total_bytes = info->memory_total_bytes;
+      s.memory_used_bytes = reading<std::uint64_t>(used * kMiB);
+      s.memory_free_bytes = reading<std::uint64_t>(free * kMiB);
+    }
+    s.info = std::move(info);
+    s.responsive = v("up") == 0 ? Reading<bool>::fail(ReadStatus::gpu_lost) : Reading<bool>::of(true);
+    s.utilization_gpu_pct = reading<unsigned>(v("util"));
+    s.utilization_memory_pct = reading<unsigned>(v("mem_util"));
+    s.temperature_gpu_c = reading<unsigned>(v("temp"));
+    s.power_draw_mw = reading<unsigned>(v("power") * 1000);
+    s.clocks_sm_mhz = reading<unsigned>(v("sm_clock"));
+    s.clocks_event_reasons_active = reading<std::uint64_t>(v("reasons"));
+    f.snapshot.gpus.push_back(std::move(s));
+  }
+  // --- ranks -------------------------------------------------------------------------------------
+  std::map<std::string, ipc::LiveRankState> ranks;  // by rank_key
+  std::map<std::string, std::string> rank_job;
+  for (const auto& s : *samples) {
+    const auto m = label(s.labels, "trainmon_m");
+    if (m != "steps" && m != "last_step" && m != "step_q" && m != "phase" && m != "samples_rate" &&
+        m != "data_share")
+      continue;
+    const auto host = label(s.labels, "Hostname");
+    const auto job = job_id_of(s.labels);
+    if (!o.job.empty() && job != o.job) continue;
+    const auto key = rank_key(s.labels);
+    auto& r = ranks[key];
+    if (rank_job.find(key) == rank_job.end()) {
+      rank_job[key] = job.empty() ? host + " run " + label(s.labels, "run_id") : "job " + job;
+      r.rank = int_label(s.labels, "rank");
+      r.local_rank = int_label(s.labels, "local_rank");
+      r.host = host;
+      r.gpu = int_label(s.labels, "gpu");
+      r.key = static_cast<std::int64_t>(ranks.size());
+      node(host);
+    }
+    if (m == "steps") r.total_steps = s.value;
+    if (m == "last_step") r.last_step_unix_s = s.value;
+    if (m == "samples_rate") r.samples_per_s = s.value;
+    if (m == "data_share" && std::isfinite(s.value)) r.data_share = s.value;
+    if (m == "step_q") {
+      const auto q = label(s.labels, "quantile");
+      if (q == "0.5") r.step_p50_s = s.value;
+      if (q == "0.9") r.step_p90_s = s.value;
+      if (q == "0.99") r.step_p99_s = s.value;
+    }
+    if (m == "phase" && s.value == 1) r.phase = label(s.labels, "phase");
+  }
+  std::map<std::string, ipc::LiveRunState> runs;
+  for (auto& [key, r] : ranks) {
+    auto& run = runs[rank_job[key]];
+    run.name = rank_job[key];
+    run.train = true;
+    run.time_unix_s = now_unix_s;
+    run.interval_ms = 1000;
+    run.run_id = static_cast<std::int64_t>(runs.size());
+    run.ranks.push_back(r);
+  }
+  for (auto& [name, run] : runs) {
+    std::sort(run.ranks.begin(), run.ranks.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.rank, a.host) < std::tie(b.rank, b.host);
+    });
+    double sps = 0, share = 0, steps = 0;
+    int n_share = 0;
+    for (const auto& r : run.ranks) {
+      if (std::isfinite(r.samples_per_s)) sps += r.samples_per_s;
+      if (std::isfinite(r.data_share)) share += r.data_share, ++n_share;
+      if (std::isfinite(r.total_steps)) steps = std::max(steps, r.total_steps);
+      if (std::isfinite(r.step_p50_s))
+        run.step_median_s =
+            std::isfinite(run.step_median_s) ? std::max(run.step_median_s, r.step_p50_s) : r.step_p50_s;
+    }
+    run.samples_per_s = sps;
+    run.steps = steps;
+    if (n_share) run.data_share = share / n_share;
+    run.host = run.ranks.empty() ? "" : run.ranks.front().host;
+  }
+  // --- alerts ------------------------------------------------------------------------------------
+  auto firing = alerts(o.endpoint);
+  if (!firing) {
+    f.error = firing.error().message;  // the series are shown; the findings cannot be
+  } else {
+    for (const auto& a : *firing) {
+      if (a.state != "firing") continue;
+      const auto job = label(a.labels, "job_id");
+      if (!o.job.empty() && job != o.job) continue;
+      const auto host = label(a.labels, "Hostname");
+      if (!o.job.empty() && job.empty() && !keep(host)) continue;
+      diagnose::Finding x;
+      x.code = label(a.labels, "code");
+      x.slug = label(a.labels, "slug");
+      x.title = text::terminal(label(a.annotations, "title").empty() ? label(a.labels, "alertname")
+                                                                     : label(a.annotations, "title"));
+      diagnose::Severity sev{};
+      x.severity =
+          diagnose::parse_severity(label(a.labels, "severity"), sev) ? sev : diagnose::Severity::warning;
+      x.evidence = text::terminal(label(a.annotations, "summary"));
+      if (auto r = label(a.annotations, "ranks"); !r.empty()) x.evidence += "; stuck: " + text::terminal(r);
+      x.advice = text::terminal(label(a.annotations, "description"));
+      x.start_s = x.end_s = a.active_since_unix_s;
+      if (int g = int_label(a.labels, "gpu"); g >= 0) x.gpus.push_back(static_cast<unsigned>(g));
+      auto it = job.empty() ? runs.end() : runs.find("job " + job);
+      if (it != runs.end())
+        it->second.findings.push_back(std::move(x));
+      else
+        f.findings.push_back(std::move(x));
+    }
+  }
+  for (auto& [name, run] : runs) f.runs.push_back(std::move(run));
+  std::size_t shown = 0, stale = 0;
+  for (const auto& [h, n] : nodes) {
+    if (!keep(h)) continue;
+    ++shown;
+    stale += n.stale ? 1 : 0;
+    f.nodes.push_back(n);
+  }
+  f.snapshot.host.hostname = text::terminal(fmt::format(
+      "{} ({} nodes{}, {} GPUs{})", o.endpoint.base_url, shown, stale ? fmt::format(", {} stale", stale) : "",
+      f.snapshot.gpus.size(), o.job.empty() ? "" : ", job " + o.job));
+  return f;
+}
+
+}  // namespace trainmon::cluster
