@@ -138,6 +138,15 @@ TEST(MetricsText, FindingsXidAndExporterHealth) {
   EXPECT_NE(text.find(R"(trainmon_finding_active{Hostname="gpu-node-01",code="D4",slug=")"),
             std::string::npos);
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + "} 79"));
+  // The counter beside the gauge: every GPU has one (0 without an Xid), a repeat of the same Xid counts.
+  st.xid_events = {{0, 2}};
+  text = render_metrics(s, active, st);
+  EXPECT_NE(text.find("# TYPE trainmon_gpu_xid_errors_total counter"), std::string::npos);
+  const auto at = text.find("\ntrainmon_gpu_xid_errors_total{gpu=\"0\"");
+  ASSERT_NE(at, std::string::npos) << text;
+  const std::string line = text.substr(at + 1, text.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find("Hostname=\"gpu-node-01\""), std::string::npos) << line;
+  EXPECT_TRUE(line.ends_with("} 2")) << line;
   EXPECT_TRUE(has_line(text, R"(trainmon_exporter_ticks_total{Hostname="gpu-node-01"} 7)"));
   EXPECT_TRUE(has_line(text, R"(trainmon_exporter_recording{Hostname="gpu-node-01"} 1)"));
 }

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -105,6 +106,27 @@ TEST(TrainMetrics, UnknownFiguresHaveNoSampleAndNoTrainingNoFamilies) {
   idle.run_id = 3;
   EXPECT_EQ(render_train_metrics(std::vector<ipc::LiveRunState>{idle}), "");
   EXPECT_EQ(render_train_metrics({}), "");
+}
+
+TEST(TrainMetrics, PhaseIsAStateSetWithItsStart) {
+  auto run = live_run();
+  run.ranks[0].phase = "idle";  // an evaluation pass: the rules keep the job's hang alert quiet
+  run.ranks[0].phase_since_unix_s = 1700000123.5;
+  run.labels = {{"phase", "x"}};  // a run label of that name does not clash with ours
+  const std::vector<ipc::LiveRunState> runs{run};
+  const std::string m = render_train_metrics(runs, "n1");
+  for (const char* p : {"data", "compute", "idle"}) {
+    const auto at = m.find(fmt::format("phase=\"{}\"}} ", p));
+    ASSERT_NE(at, std::string::npos) << p << "\n" << m;
+    EXPECT_EQ(m.substr(m.find(' ', at) + 1, 1), std::string_view(p) == "idle" ? "1" : "0") << p;
+  }
+  EXPECT_EQ(m.find(R"(phase="x")"), std::string::npos) << m;
+  EXPECT_NE(m.find("trainmon_train_phase_since_timestamp_seconds{"), std::string::npos);
+  EXPECT_NE(m.find("} 1700000123.5\n"), std::string::npos) << m;
+  // A phase the package did not report: no phase series at all.
+  for (auto& r : run.ranks) r.phase = "unknown";
+  const std::vector<ipc::LiveRunState> none{run};
+  EXPECT_EQ(render_train_metrics(none, "n1").find("trainmon_train_phase"), std::string::npos);
 }
 
 TEST(TrainMetrics, NamesHostsAndLabelsFromTheJobAreEscaped) {
