@@ -32,9 +32,19 @@ struct MigDeviceSample {
   Reading<unsigned> gpu_instance_id;
   Reading<unsigned> compute_instance_id;
   Reading<std::string> uuid;  ///< "MIG-..."
+  /// nvmlDeviceGetName on the MIG handle: "NVIDIA H100 80GB HBM3 MIG 3g.40gb" (the profile after "MIG ").
+  Reading<std::string> name;
   Reading<std::uint64_t> memory_total_bytes;
   Reading<std::uint64_t> memory_used_bytes;
   Reading<std::uint64_t> memory_free_bytes;
+};
+
+/// One memory clock and the graphics clocks the GPU supports with it (MHz, the driver's order),
+/// nvmlDeviceGetSupportedMemoryClocks / nvmlDeviceGetSupportedGraphicsClocks.
+struct SupportedClocks {
+  unsigned memory_mhz = 0;
+  std::vector<unsigned> graphics_mhz;
+  friend bool operator==(const SupportedClocks&, const SupportedClocks&) = default;
 };
 
 /// Facts that rarely change: read once per device and re-probed only when they failed.
@@ -75,6 +85,20 @@ struct GpuStaticInfo {
   Reading<std::uint64_t> clocks_event_reasons_supported;  ///< bitmask (clock_event::*)
   Reading<unsigned> num_fans;
   Reading<bool> gpm_supported;  ///< nvmlGpmQueryDeviceSupport (Hopper+)
+
+  // Read only with BackendOptions::collect_extended (nvidia-smi's rarer --query-gpu fields, -q).
+  Reading<std::string> inforom_image;  ///< nvmlDeviceGetInforomImageVersion, "G520.0200.00.05"
+  Reading<std::string> inforom_oem;    ///< nvmlDeviceGetInforomVersion(NVML_INFOROM_OEM), "2.1"
+  Reading<std::string> inforom_ecc;    ///< ... (NVML_INFOROM_ECC)
+  Reading<std::string> inforom_power;  ///< ... (NVML_INFOROM_POWER)
+  /// nvmlDeviceValidateInforom: true when the checksum is valid, false on NVML_ERROR_CORRUPTED_INFOROM.
+  Reading<bool> inforom_valid;
+  /// nvmlDeviceGetDriverModel(_v2): nvmlDriverModel_t (0 WDDM, 1 WDM = TCC, 2 MCDM); Windows only,
+  /// not_supported on Linux (nvidia-smi: [N/A]).
+  Reading<unsigned> driver_model_current;
+  Reading<unsigned> driver_model_pending;
+  /// Read only with BackendOptions::collect_supported_clocks (`query --query-supported-clocks`).
+  Reading<std::vector<SupportedClocks>> supported_clocks;
 };
 
 /// One high-resolution sample from the driver's ring buffer (nvmlDeviceGetSamples).
@@ -173,6 +197,26 @@ struct GpuSample {
   /// (trainmon/export/processes_unknown.h), never an empty list. not_collected: not asked for.
   Reading<unsigned> process_count;
 
+  Reading<unsigned> power_draw_average_mw;         ///< field 185 (POWER_AVERAGE); not on Turing and older
+  Reading<std::uint64_t> violation_sync_boost_ns;  ///< field 76 (PERF_POLICY_SYNC_BOOST), cumulative ns
+
+  // Read only with BackendOptions::collect_extended (nvidia-smi's rarer --query-gpu fields, -q).
+  Reading<bool> display_attached;            ///< nvmlDeviceGetDisplayMode: a monitor is connected
+  Reading<bool> accounting_mode;             ///< nvmlDeviceGetAccountingMode
+  Reading<unsigned> accounting_buffer_size;  ///< nvmlDeviceGetAccountingBufferSize (processes)
+  /// nvmlDeviceGetMarginTemperature: °C left before the GPU slows down (nvidia-smi's T.Limit);
+  /// negative once past it.
+  Reading<int> temperature_tlimit_c;
+  Reading<unsigned> encoder_session_count;       ///< nvmlDeviceGetEncoderStats
+  Reading<unsigned> encoder_average_fps;         ///< frames per second over the sessions
+  Reading<unsigned> encoder_average_latency_us;  ///< µs
+  /// nvmlDeviceGetGpuFabricInfo(V): NVLink fabric registration. `fabric_state` is
+  /// nvmlGpuFabricState_t (1 not started, 2 in progress, 3 completed); status an nvmlReturn_t.
+  Reading<unsigned> fabric_state;
+  Reading<int> fabric_status;
+  Reading<unsigned> fabric_clique_id;
+  Reading<std::string> fabric_cluster_uuid;  ///< "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+
   // GPM (Hopper+), percent over the interval between two GPM samples
   Reading<double> gpm_sm_util_pct;
   Reading<double> gpm_sm_occupancy_pct;
@@ -240,6 +284,9 @@ struct GpuProcessSample {
   char type = 'C';        ///< 'C' compute, 'G' graphics, 'M' MPS (pmon's C/G)
   /// Listed by both the compute and the graphics list (pmon shows "C+G"); `type` is then 'C'.
   bool compute_and_graphics = false;
+  /// Where the driver listed it on this GPU: 0, 1, ... over the compute list then the graphics list
+  /// (nvidia-smi --query-compute-apps keeps that order; snapshots are sorted by pid).
+  unsigned list_position = 0;
   Reading<std::uint64_t> used_memory_bytes;  ///< not_available under WDDM / without permission
   Reading<unsigned> gpu_instance_id;         ///< MIG only (not_available when MIG is off); the first of
   Reading<unsigned> compute_instance_id;     ///< mig_instances

@@ -45,6 +45,11 @@ struct BackendOptions {
   bool collect_pcie_throughput = true;   ///< byte counters; else a ~20 ms blocking call per direction
   bool collect_gpm = true;               ///< Hopper+ GPM metrics
   bool watch_events = true;              ///< poll Xid/ECC/clock events at each tick
+  /// nvidia-smi's rarer --query-gpu fields (inforom, accounting, driver model, display attached,
+  /// T.Limit temperature, encoder stats, fabric): about 14 more NVML calls a tick, so off for the
+  /// monitors and on for `query` and `status --json`.
+  bool collect_extended = false;
+  bool collect_supported_clocks = false;  ///< the supported memory / graphics clock table (static)
 };
 
 /// The share of a looping caller's interval that sample() may wait for the devices (tick_wait): the

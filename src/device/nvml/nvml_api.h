@@ -80,8 +80,10 @@ enum : unsigned {
   NVML_VALUE_TYPE_SIGNED_INT = 5,
   NVML_VALUE_TYPE_UNSIGNED_SHORT = 6,
 };
-enum : unsigned { NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
-                  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1 };
+enum : unsigned {
+  NVML_PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS = 0,
+  NVML_PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR = 1
+};
 enum : unsigned { NVML_PSTATE_UNKNOWN = 32 };
 
 // event types (bitmask)
@@ -97,9 +99,11 @@ enum : unsigned {
   NVML_FI_DEV_ECC_PENDING = 2,
   NVML_FI_DEV_PERF_POLICY_POWER = 74,
   NVML_FI_DEV_PERF_POLICY_THERMAL = 75,
+  NVML_FI_DEV_PERF_POLICY_SYNC_BOOST = 76,
   NVML_FI_DEV_MEMORY_TEMP = 82,
   NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83,
   NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94,
+  NVML_FI_DEV_POWER_AVERAGE = 185,
   NVML_FI_DEV_POWER_INSTANT = 186,
   // Cumulative PCIe bytes since driver load (R545+); nvml.h: "Value can be wrapped"; width not documented.
   NVML_FI_DEV_PCIE_COUNT_TX_BYTES = 197,
@@ -139,9 +143,14 @@ constexpr unsigned long long NVML_VALUE_NOT_AVAILABLE_ULL = ~0ULL;  // usedGpuMe
 #define TRAINMON_NVML_STRUCT_VERSION(type, ver) (unsigned)(sizeof(type) | ((ver) << 24U))
 
 // ---- structs (LP64 layouts; offsets asserted below) ----------------------------------------------
-typedef struct { unsigned int gpu; unsigned int memory; } nvmlUtilization_t;
+typedef struct {
+  unsigned int gpu;
+  unsigned int memory;
+} nvmlUtilization_t;
 
-typedef struct { unsigned long long total, free, used; } nvmlMemory_t;  // v1: used includes reserved
+typedef struct {
+  unsigned long long total, free, used;
+} nvmlMemory_t;  // v1: used includes reserved
 
 typedef struct {
   unsigned int version;
@@ -151,9 +160,14 @@ typedef struct {
   unsigned long long used;
 } nvmlMemory_v2_t;
 
-typedef struct { unsigned long long bar1Total, bar1Free, bar1Used; } nvmlBAR1Memory_t;
+typedef struct {
+  unsigned long long bar1Total, bar1Free, bar1Used;
+} nvmlBAR1Memory_t;
 
-typedef struct { unsigned int pid; unsigned long long usedGpuMemory; } nvmlProcessInfo_v1_t;
+typedef struct {
+  unsigned int pid;
+  unsigned long long usedGpuMemory;
+} nvmlProcessInfo_v1_t;
 
 typedef struct {
   unsigned int pid;
@@ -190,14 +204,17 @@ typedef union {
   unsigned short usVal;
 } nvmlValue_t;
 
-typedef struct { unsigned long long timeStamp; nvmlValue_t sampleValue; } nvmlSample_t;
+typedef struct {
+  unsigned long long timeStamp;
+  nvmlValue_t sampleValue;
+} nvmlSample_t;
 
 typedef struct {
   unsigned int fieldId;
   unsigned int scopeId;
   long long timestamp;
   long long latencyUsec;
-  unsigned int valueType;   // nvmlValueType_t
+  unsigned int valueType;  // nvmlValueType_t
   nvmlReturn_t nvmlReturn;
   nvmlValue_t value;
 } nvmlFieldValue_t;
@@ -220,13 +237,20 @@ typedef struct {
   unsigned int computeInstanceId;
 } nvmlEventData_t;
 
-typedef struct { unsigned long long referenceTime; unsigned long long violationTime; } nvmlViolationTime_t;
+typedef struct {
+  unsigned long long referenceTime;
+  unsigned long long violationTime;
+} nvmlViolationTime_t;
 
 typedef struct {
   unsigned int metricId;
   nvmlReturn_t nvmlReturn;
   double value;
-  struct { char* shortName; char* longName; char* unit; } metricInfo;
+  struct {
+    char* shortName;
+    char* longName;
+    char* unit;
+  } metricInfo;
 } nvmlGpmMetric_t;
 
 enum : unsigned { NVML_GPM_METRICS_GET_VERSION = 1, NVML_GPM_METRIC_MAX = 210 };
@@ -239,7 +263,10 @@ typedef struct {
   nvmlGpmMetric_t metrics[NVML_GPM_METRIC_MAX];
 } nvmlGpmMetricsGet_t;
 
-typedef struct { unsigned int version; unsigned int isSupportedDevice; } nvmlGpmSupport_t;
+typedef struct {
+  unsigned int version;
+  unsigned int isSupportedDevice;
+} nvmlGpmSupport_t;
 enum : unsigned { NVML_GPM_SUPPORT_VERSION = 1 };
 
 // ---- entry points ------------------------------------------------------------------------------
@@ -282,20 +309,27 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory);
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory);
 nvmlReturn_t nvmlDeviceGetBAR1MemoryInfo(nvmlDevice_t device, nvmlBAR1Memory_t* bar1Memory);
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization);
-nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
-nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
-nvmlReturn_t nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
-nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int* utilization, unsigned int* samplingPeriodUs);
-nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, unsigned int type, unsigned long long lastSeenTimeStamp,
-                                  unsigned int* sampleValType, unsigned int* sampleCount, nvmlSample_t* samples);
+nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                             unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetJpgUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                         unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetOfaUtilization(nvmlDevice_t device, unsigned int* utilization,
+                                         unsigned int* samplingPeriodUs);
+nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, unsigned int type,
+                                  unsigned long long lastSeenTimeStamp, unsigned int* sampleValType,
+                                  unsigned int* sampleCount, nvmlSample_t* samples);
 
 nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned int sensorType, unsigned int* temp);
-nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType, unsigned int* temp);
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, unsigned int thresholdType,
+                                               unsigned int* temp);
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power);
 nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device, unsigned int* limit);
 nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit);
 nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device, unsigned int* defaultLimit);
-nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* minLimit, unsigned int* maxLimit);
+nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device, unsigned int* minLimit,
+                                                          unsigned int* maxLimit);
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long* energy);
 nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* speed);
 nvmlReturn_t nvmlDeviceGetNumFans(nvmlDevice_t device, unsigned int* numFans);
@@ -303,36 +337,52 @@ nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, unsigned int* pS
 
 nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int type, unsigned int* clock);
 nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type, unsigned int* clock);
-nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device, unsigned long long* clocksEventReasons);
-nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device, unsigned long long* clocksThrottleReasons);
-nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device, unsigned long long* supportedClocksEventReasons);
-nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device, unsigned long long* supportedClocksThrottleReasons);
-nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, unsigned int perfPolicyType, nvmlViolationTime_t* violTime);
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t device,
+                                                    unsigned long long* clocksEventReasons);
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t device,
+                                                       unsigned long long* clocksThrottleReasons);
+nvmlReturn_t nvmlDeviceGetSupportedClocksEventReasons(nvmlDevice_t device,
+                                                      unsigned long long* supportedClocksEventReasons);
+nvmlReturn_t nvmlDeviceGetSupportedClocksThrottleReasons(nvmlDevice_t device,
+                                                         unsigned long long* supportedClocksThrottleReasons);
+nvmlReturn_t nvmlDeviceGetViolationStatus(nvmlDevice_t device, unsigned int perfPolicyType,
+                                          nvmlViolationTime_t* violTime);
 nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t* values);
 
 nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, unsigned int* current, unsigned int* pending);
-nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigned int errorType, unsigned int counterType, unsigned long long* eccCounts);
-nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned int cause, unsigned int* pageCount, unsigned long long* addresses);
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigned int errorType,
+                                         unsigned int counterType, unsigned long long* eccCounts);
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned int cause, unsigned int* pageCount,
+                                       unsigned long long* addresses);
 nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, unsigned int* isPending);
-nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows, unsigned int* isPending, unsigned int* failureOccurred);
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int* corrRows, unsigned int* uncRows,
+                                       unsigned int* isPending, unsigned int* failureOccurred);
 
 nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsigned int* mode);
 nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, unsigned int* mode);
 nvmlReturn_t nvmlDeviceGetDisplayActive(nvmlDevice_t device, unsigned int* isActive);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int* currentMode, unsigned int* pendingMode);
 nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int* count);
-nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t* migDevice);
+nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index,
+                                                 nvmlDevice_t* migDevice);
 nvmlReturn_t nvmlDeviceGetGpuInstanceId(nvmlDevice_t device, unsigned int* id);
 nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned int* id);
 
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos);
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
-nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos);
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                  nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                   nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                      nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                      nvmlProcessInfo_v2_t* infos);
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t* utilization,
-                                             unsigned int* processSamplesCount, unsigned long long lastSeenTimeStamp);
+                                             unsigned int* processSamplesCount,
+                                             unsigned long long lastSeenTimeStamp);
 
 nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set);
 nvmlReturn_t nvmlDeviceGetSupportedEventTypes(nvmlDevice_t device, unsigned long long* eventTypes);
@@ -397,17 +447,80 @@ nvmlReturn_t nvmlDeviceGetPcieSpeed(nvmlDevice_t device, unsigned int* pcieSpeed
 nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned int fan, unsigned int* speed);
 nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, unsigned int* pState);
 nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperature_v1_t* temperature);
-nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, unsigned int clockType, unsigned int clockId, unsigned int* clockMHz);
-nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, unsigned int errorType, unsigned int counterType,
-                                             unsigned int locationType, unsigned long long* count);
+nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, unsigned int clockType, unsigned int clockId,
+                                unsigned int* clockMHz);
+nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t device, unsigned int errorType,
+                                             unsigned int counterType, unsigned int locationType,
+                                             unsigned long long* count);
 nvmlReturn_t nvmlDeviceIsMigDeviceHandle(nvmlDevice_t device, unsigned int* isMigDevice);
 nvmlReturn_t nvmlDeviceGetDeviceHandleFromMigDeviceHandle(nvmlDevice_t migDevice, nvmlDevice_t* device);
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v1_t* infos);
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount, nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int* infoCount,
+                                                     nvmlProcessInfo_v1_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int* infoCount,
+                                                        nvmlProcessInfo_v2_t* infos);
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int* infoCount,
+                                                        nvmlProcessInfo_v2_t* infos);
 nvmlReturn_t nvmlDeviceGetRunningProcessDetailList(nvmlDevice_t device, nvmlProcessDetailList_v1_t* plist);
-nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device, nvmlProcessesUtilizationInfo_v1_t* procesesUtilInfo);
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                   nvmlProcessesUtilizationInfo_v1_t* procesesUtilInfo);
 nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample);
+
+// ---- nvidia-smi --query-gpu fields (docs/cli.md "What stays [N/A]"), from nvml.h as mirrored in
+// NVIDIA/go-nvml: inforom, accounting, driver model, margin temperature, encoder stats, fabric,
+// supported clocks -------------------------------------------------------------------------------
+enum : unsigned { NVML_INFOROM_OEM = 0, NVML_INFOROM_ECC = 1, NVML_INFOROM_POWER = 2 };
+enum : unsigned { NVML_DRIVER_WDDM = 0, NVML_DRIVER_WDM = 1, NVML_DRIVER_MCDM = 2 };
+enum : unsigned { NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE = 16 };
+enum : unsigned {
+  NVML_GPU_FABRIC_STATE_NOT_SUPPORTED = 0,
+  NVML_GPU_FABRIC_STATE_NOT_STARTED = 1,
+  NVML_GPU_FABRIC_STATE_IN_PROGRESS = 2,
+  NVML_GPU_FABRIC_STATE_COMPLETED = 3,
+};
+enum : unsigned { NVML_GPU_FABRIC_UUID_LEN = 16 };
+
+/// nvmlMarginTemperature_v1_t (nvmlDeviceGetMarginTemperature, NVML 12.6+): °C left before the GPU
+/// slows down (nvidia-smi's "GPU Current T.Limit Temp"); version = nvmlMarginTemperature_v1.
+typedef struct {
+  unsigned int version;
+  int marginTemperature;
+} nvmlMarginTemperature_v1_t;
+
+typedef unsigned char nvmlGpuFabricState_t;
+/// nvmlGpuFabricInfo_t (nvmlDeviceGetGpuFabricInfo, NVML 12.0): NVLink fabric registration.
+typedef struct {
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;  // meaningful once state is COMPLETED
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+} nvmlGpuFabricInfo_t;
+/// nvmlGpuFabricInfo_v2_t (nvmlDeviceGetGpuFabricInfoV, NVML 12.3+): adds version and healthMask.
+typedef struct {
+  unsigned int version;
+  unsigned char clusterUuid[NVML_GPU_FABRIC_UUID_LEN];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  nvmlGpuFabricState_t state;
+  unsigned int healthMask;
+} nvmlGpuFabricInfo_v2_t;
+
+nvmlReturn_t nvmlDeviceGetAccountingMode(nvmlDevice_t device, unsigned int* mode);
+nvmlReturn_t nvmlDeviceGetAccountingBufferSize(nvmlDevice_t device, unsigned int* bufferSize);
+nvmlReturn_t nvmlDeviceGetDriverModel(nvmlDevice_t device, unsigned int* current, unsigned int* pending);
+nvmlReturn_t nvmlDeviceGetDriverModel_v2(nvmlDevice_t device, unsigned int* current, unsigned int* pending);
+nvmlReturn_t nvmlDeviceGetInforomImageVersion(nvmlDevice_t device, char* version, unsigned int length);
+nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, unsigned int object, char* version,
+                                         unsigned int length);
+nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device);
+nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_v1_t* marginTempInfo);
+nvmlReturn_t nvmlDeviceGetEncoderStats(nvmlDevice_t device, unsigned int* sessionCount,
+                                       unsigned int* averageFps, unsigned int* averageLatency);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* gpuFabricInfo);
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfo_v2_t* gpuFabricInfo);
+nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, unsigned int* count,
+                                                unsigned int* clocksMHz);
+nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device, unsigned int memoryClockMHz,
+                                                  unsigned int* count, unsigned int* clocksMHz);
 
 }  // extern "C"
 
@@ -438,10 +551,18 @@ static_assert(sizeof(nvmlPciInfo_t) == 68 && offsetof(nvmlPciInfo_t, domain) == 
 static_assert(sizeof(nvmlEventData_t) == 32 && offsetof(nvmlEventData_t, eventType) == 8 &&
               offsetof(nvmlEventData_t, eventData) == 16 && offsetof(nvmlEventData_t, gpuInstanceId) == 24);
 static_assert(sizeof(nvmlViolationTime_t) == 16);
-static_assert(sizeof(nvmlTemperature_v1_t) == 12 && TRAINMON_NVML_STRUCT_VERSION(nvmlTemperature_v1_t, 1) == 0x0100000Cu);
+static_assert(sizeof(nvmlTemperature_v1_t) == 12 &&
+              TRAINMON_NVML_STRUCT_VERSION(nvmlTemperature_v1_t, 1) == 0x0100000Cu);
 static_assert(sizeof(nvmlProcessDetail_v1_t) == 32);
-static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24 && offsetof(nvmlProcessDetailList_v1_t, procArray) == 16 &&
+static_assert(sizeof(nvmlProcessDetailList_v1_t) == 24 &&
+              offsetof(nvmlProcessDetailList_v1_t, procArray) == 16 &&
               TRAINMON_NVML_STRUCT_VERSION(nvmlProcessDetailList_v1_t, 1) == 0x01000018u);
-static_assert(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40 && offsetof(nvmlProcessUtilizationInfo_v1_t, ofaUtil) == 32);
+static_assert(sizeof(nvmlProcessUtilizationInfo_v1_t) == 40 &&
+              offsetof(nvmlProcessUtilizationInfo_v1_t, ofaUtil) == 32);
 static_assert(sizeof(nvmlProcessesUtilizationInfo_v1_t) == 24 &&
               offsetof(nvmlProcessesUtilizationInfo_v1_t, procUtilArray) == 16);
+static_assert(sizeof(nvmlMarginTemperature_v1_t) == 8 &&
+              TRAINMON_NVML_STRUCT_VERSION(nvmlMarginTemperature_v1_t, 1) == 0x01000008u);
+static_assert(sizeof(nvmlGpuFabricInfo_t) == 28 && offsetof(nvmlGpuFabricInfo_t, state) == 24);
+static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36 && offsetof(nvmlGpuFabricInfo_v2_t, healthMask) == 32 &&
+              TRAINMON_NVML_STRUCT_VERSION(nvmlGpuFabricInfo_v2_t, 2) == 0x02000024u);

@@ -101,7 +101,7 @@ struct DeviceContext {
   // previous good values of cumulative counters (backwards = invalid_value)
   std::optional<std::uint64_t> prev_energy_mj;
   std::array<std::optional<std::uint64_t>, 4> prev_ecc;        // cor/unc × volatile/aggregate
-  std::array<std::optional<std::uint64_t>, 5> prev_violation;  // 74, 75, 269, 270, 271
+  std::array<std::optional<std::uint64_t>, 6> prev_violation;  // 74, 75, 269, 270, 271, 76
 
   // process lists (nvml_processes.cpp): stride of _v3 entries once known (24 or 32); per list
   // (compute, graphics) how many of the newest versions (_v3, _v2) answered that they are not

@@ -342,6 +342,22 @@ constexpr EntryPoint kEntryPoints[] = {
     {{"nvmlGpmSampleFree"}, O, &assign<&NvmlApi::gpm_sample_free>, &in_use<&NvmlApi::gpm_sample_free>},
     {{"nvmlGpmSampleGet"}, O, &assign<&NvmlApi::gpm_sample_get>, &in_use<&NvmlApi::gpm_sample_get>},
     {{"nvmlGpmMetricsGet"}, O, &assign<&NvmlApi::gpm_metrics_get>, &in_use<&NvmlApi::gpm_metrics_get>},
+
+    {{"nvmlDeviceGetDisplayMode"}, O, &assign<&NvmlApi::device_get_display_mode>, &in_use<&NvmlApi::device_get_display_mode>},
+    {{"nvmlDeviceGetAccountingMode"}, O, &assign<&NvmlApi::device_get_accounting_mode>, &in_use<&NvmlApi::device_get_accounting_mode>},
+    {{"nvmlDeviceGetAccountingBufferSize"}, O, &assign<&NvmlApi::device_get_accounting_buffer_size>, &in_use<&NvmlApi::device_get_accounting_buffer_size>},
+    {{"nvmlDeviceGetDriverModel_v2", "nvmlDeviceGetDriverModel"},
+     O,
+     &assign<&NvmlApi::device_get_driver_model>, &in_use<&NvmlApi::device_get_driver_model>},
+    {{"nvmlDeviceGetInforomImageVersion"}, O, &assign<&NvmlApi::device_get_inforom_image_version>, &in_use<&NvmlApi::device_get_inforom_image_version>},
+    {{"nvmlDeviceGetInforomVersion"}, O, &assign<&NvmlApi::device_get_inforom_version>, &in_use<&NvmlApi::device_get_inforom_version>},
+    {{"nvmlDeviceValidateInforom"}, O, &assign<&NvmlApi::device_validate_inforom>, &in_use<&NvmlApi::device_validate_inforom>},
+    {{"nvmlDeviceGetMarginTemperature"}, O, &assign<&NvmlApi::device_get_margin_temperature>, &in_use<&NvmlApi::device_get_margin_temperature>},
+    {{"nvmlDeviceGetEncoderStats"}, O, &assign<&NvmlApi::device_get_encoder_stats>, &in_use<&NvmlApi::device_get_encoder_stats>},
+    {{"nvmlDeviceGetGpuFabricInfoV"}, O, &assign<&NvmlApi::device_get_gpu_fabric_info_v>, &in_use<&NvmlApi::device_get_gpu_fabric_info_v>},
+    {{"nvmlDeviceGetGpuFabricInfo"}, O, &assign<&NvmlApi::device_get_gpu_fabric_info_v1>, &in_use<&NvmlApi::device_get_gpu_fabric_info_v1>},
+    {{"nvmlDeviceGetSupportedMemoryClocks"}, O, &assign<&NvmlApi::device_get_supported_memory_clocks>, &in_use<&NvmlApi::device_get_supported_memory_clocks>},
+    {{"nvmlDeviceGetSupportedGraphicsClocks"}, O, &assign<&NvmlApi::device_get_supported_graphics_clocks>, &in_use<&NvmlApi::device_get_supported_graphics_clocks>},
 };
 
 std::string opened_path(void* handle, const std::string& fallback) {

@@ -187,6 +187,22 @@ struct NvmlApi {
   decltype(&nvmlGpmSampleFree) gpm_sample_free = nullptr;
   decltype(&nvmlGpmSampleGet) gpm_sample_get = nullptr;
   decltype(&nvmlGpmMetricsGet) gpm_metrics_get = nullptr;
+
+  // nvidia-smi --query-gpu fields beyond the monitoring set (display, accounting, driver model,
+  // inforom, margin temperature, encoder stats, fabric, supported clocks)
+  decltype(&nvmlDeviceGetDisplayMode) device_get_display_mode = nullptr;
+  decltype(&nvmlDeviceGetAccountingMode) device_get_accounting_mode = nullptr;
+  decltype(&nvmlDeviceGetAccountingBufferSize) device_get_accounting_buffer_size = nullptr;
+  Versioned<decltype(&nvmlDeviceGetDriverModel_v2)> device_get_driver_model;
+  decltype(&nvmlDeviceGetInforomImageVersion) device_get_inforom_image_version = nullptr;
+  decltype(&nvmlDeviceGetInforomVersion) device_get_inforom_version = nullptr;
+  decltype(&nvmlDeviceValidateInforom) device_validate_inforom = nullptr;
+  decltype(&nvmlDeviceGetMarginTemperature) device_get_margin_temperature = nullptr;
+  decltype(&nvmlDeviceGetEncoderStats) device_get_encoder_stats = nullptr;
+  decltype(&nvmlDeviceGetGpuFabricInfoV) device_get_gpu_fabric_info_v = nullptr;
+  decltype(&nvmlDeviceGetGpuFabricInfo) device_get_gpu_fabric_info_v1 = nullptr;
+  decltype(&nvmlDeviceGetSupportedMemoryClocks) device_get_supported_memory_clocks = nullptr;
+  decltype(&nvmlDeviceGetSupportedGraphicsClocks) device_get_supported_graphics_clocks = nullptr;
 };
 
 /// Which name one table entry was bound to (for `trainmon doctor` and JSON output).

@@ -241,6 +241,7 @@ std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Rea
         e.s.gpu_index = ctx.index;
         e.s.pid = p.pid;
         e.s.type = k == 0 ? 'C' : 'G';
+        e.s.list_position = static_cast<unsigned>(by_pid.size());  // kept for --query-compute-apps
         e.s.gpu_instance_id = pid_or_instance(list.has_instance_ids, p.gpu_instance_id);
         e.s.compute_instance_id = pid_or_instance(list.has_instance_ids, p.compute_instance_id);
         by_pid.push_back(std::move(e));

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // One tick of dynamic metrics for one GPU. Each field is read and checked on its own: one failing
 // call never blanks the row (only a lost GPU does, and then every field says so).
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <vector>
 
@@ -106,11 +109,73 @@ void read_mig_devices(Call& call, const NvmlApi& a, nvmlDevice_t h, GpuSample& s
     std::array<char, NVML_DEVICE_UUID_V2_BUFFER_SIZE> uuid{};
     int rc = call(a.device_get_uuid, mh, uuid.data(), unsigned{uuid.size()});
     m.uuid = rc == NVML_SUCCESS ? checked_string(uuid.data(), uuid.size()) : nvml_fail<std::string>(rc);
+    std::array<char, NVML_DEVICE_NAME_V2_BUFFER_SIZE> name{};
+    rc = call(a.device_get_name, mh, name.data(), unsigned{name.size()});
+    m.name = rc == NVML_SUCCESS ? checked_string(name.data(), name.size()) : nvml_fail<std::string>(rc);
     MemoryReadings mem = read_memory(call, a, mh);
     m.memory_total_bytes = mem.total;
     m.memory_used_bytes = mem.used;
     m.memory_free_bytes = mem.free;
     s.mig_devices.push_back(std::move(m));
+  }
+}
+
+/// nvidia-smi's rarer --query-gpu fields (BackendOptions::collect_extended).
+void read_extended(Call& call, const NvmlApi& a, nvmlDevice_t h, GpuSample& s) {
+  {
+    unsigned v = 0;
+    s.display_attached = checked(call(a.device_get_display_mode, h, &v), v, as_bool);
+    s.accounting_mode = checked(call(a.device_get_accounting_mode, h, &v), v, as_bool);
+    s.accounting_buffer_size = checked(call(a.device_get_accounting_buffer_size, h, &v), v, checked_u32);
+  }
+  {
+    nvmlMarginTemperature_v1_t m{};
+    m.version = TRAINMON_NVML_STRUCT_VERSION(nvmlMarginTemperature_v1_t, 1);
+    s.temperature_tlimit_c =
+        checked(call(a.device_get_margin_temperature, h, &m), m.marginTemperature, [](const int& c) {
+          return c > -300 && c < 300 ? Reading<int>::of(c) : Reading<int>::fail(ReadStatus::invalid_value);
+        });
+  }
+  {
+    unsigned n = 0, fps = 0, latency = 0;
+    const int rc = call(a.device_get_encoder_stats, h, &n, &fps, &latency);
+    s.encoder_session_count = checked(rc, n, checked_u32);
+    s.encoder_average_fps = checked(rc, fps, checked_u32);
+    s.encoder_average_latency_us = checked(rc, latency, checked_u32);
+  }
+  {
+    // The versioned call where the driver has it (12.3+), else the v1 struct.
+    nvmlGpuFabricInfo_v2_t f{};
+    f.version = TRAINMON_NVML_STRUCT_VERSION(nvmlGpuFabricInfo_v2_t, 2);
+    int rc = call(a.device_get_gpu_fabric_info_v, h, &f);
+    if (rc == NVML_ERROR_FUNCTION_NOT_FOUND || rc == NVML_ERROR_ARGUMENT_VERSION_MISMATCH) {
+      nvmlGpuFabricInfo_t f1{};
+      rc = call(a.device_get_gpu_fabric_info_v1, h, &f1);
+      std::copy(std::begin(f1.clusterUuid), std::end(f1.clusterUuid), std::begin(f.clusterUuid));
+      f.status = f1.status;
+      f.cliqueId = f1.cliqueId;
+      f.state = f1.state;
+    }
+    if (rc == NVML_SUCCESS && f.state == NVML_GPU_FABRIC_STATE_NOT_SUPPORTED) rc = NVML_ERROR_NOT_SUPPORTED;
+    s.fabric_state = checked(rc, unsigned{f.state}, [](const unsigned& v) {
+      return v <= NVML_GPU_FABRIC_STATE_COMPLETED ? Reading<unsigned>::of(v)
+                                                  : Reading<unsigned>::fail(ReadStatus::invalid_value);
+    });
+    const bool done = rc == NVML_SUCCESS && f.state == NVML_GPU_FABRIC_STATE_COMPLETED;
+    s.fabric_status =
+        done ? Reading<int>::of(f.status)
+             : (rc == NVML_SUCCESS ? Reading<int>::fail(ReadStatus::not_available) : nvml_fail<int>(rc));
+    s.fabric_clique_id = checked(rc, f.cliqueId, checked_u32);
+    if (rc == NVML_SUCCESS) {
+      const unsigned char* u = f.clusterUuid;
+      s.fabric_cluster_uuid =
+          Reading<std::string>::of(fmt::format("{:02x}{:02x}{:02x}{:02x}-{:02x}{:02x}-{:02x}{:02x}-{:02x}{:"
+                                               "02x}-{:02x}{:02x}{:02x}{:02x}{:02x}{:02x}",
+                                               u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9],
+                                               u[10], u[11], u[12], u[13], u[14], u[15]));
+    } else {
+      s.fabric_cluster_uuid = nvml_fail<std::string>(rc);
+    }
   }
 }
 
@@ -201,14 +266,16 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
                                  NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
                                  NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
                                  NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
+                                 NVML_FI_DEV_PERF_POLICY_SYNC_BOOST,
                                  NVML_FI_DEV_MEMORY_TEMP,
-                                 NVML_FI_DEV_POWER_INSTANT};
+                                 NVML_FI_DEV_POWER_INSTANT,
+                                 NVML_FI_DEV_POWER_AVERAGE};
     std::array<nvmlFieldValue_t, std::size(kIds)> fv{};
     for (std::size_t i = 0; i < fv.size(); ++i) fv[i].fieldId = kIds[i];
     int rc = call(a.device_get_field_values, h, static_cast<int>(fv.size()), fv.data());
-    Reading<std::uint64_t>* violation[] = {&s.violation_power_ns, &s.violation_thermal_ns,
-                                           &s.violation_sw_thermal_ns, &s.violation_hw_thermal_ns,
-                                           &s.violation_hw_power_brake_ns};
+    Reading<std::uint64_t>* violation[] = {&s.violation_power_ns,          &s.violation_thermal_ns,
+                                           &s.violation_sw_thermal_ns,     &s.violation_hw_thermal_ns,
+                                           &s.violation_hw_power_brake_ns, &s.violation_sync_boost_ns};
     for (std::size_t i = 0; i < fv.size(); ++i) {
       int frc = rc != NVML_SUCCESS ? rc : fv[i].nvmlReturn;
       std::optional<std::uint64_t> v = value_as_u64(fv[i].valueType, fv[i].value);
@@ -224,7 +291,7 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
         if (*r > 0xFFFFFFFEull) return Reading<unsigned>::fail(ReadStatus::invalid_value);
         return check(static_cast<unsigned>(*r));
       };
-      if (i < 5) {
+      if (i < 6) {
         Reading<std::uint64_t> r = as_u64();
         if (r.ok()) {
           std::uint64_t now = *r;
@@ -234,8 +301,10 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
         *violation[i] = r;
       } else if (kIds[i] == NVML_FI_DEV_MEMORY_TEMP) {
         s.temperature_memory_c = as_u32(checked_temperature);
-      } else {
+      } else if (kIds[i] == NVML_FI_DEV_POWER_INSTANT) {
         s.power_draw_instant_mw = as_u32(checked_power);
+      } else {
+        s.power_draw_average_mw = as_u32(checked_power);
       }
     }
   }
@@ -305,6 +374,8 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
     if (rc == NVML_SUCCESS && cur == 1) read_mig_devices(call, a, h, s);
   }
 
+  if (ctx.options.collect_extended) read_extended(call, a, h, s);
+
   // ---- GPM (Hopper+) ----
   if (ctx.options.collect_gpm && ctx.info && ctx.info->gpm_supported.value_or(false)) {
     read_gpm(ctx, call, s);
@@ -337,9 +408,12 @@ void set_all_status(GpuSample& s, ReadStatus st, std::int32_t code, bool process
       s.pcie_replay_count, s.persistence_mode, s.compute_mode, s.display_active, s.mig_mode_current,
       s.mig_mode_pending, s.gpm_sm_util_pct, s.gpm_sm_occupancy_pct, s.gpm_tensor_util_pct,
       s.gpm_dram_bw_util_pct, s.gpm_pcie_tx_mib_s, s.gpm_pcie_rx_mib_s, s.gpm_nvlink_tx_mib_s,
-      s.gpm_nvlink_rx_mib_s);
+      s.gpm_nvlink_rx_mib_s, s.power_draw_average_mw, s.violation_sync_boost_ns, s.display_attached,
+      s.accounting_mode, s.accounting_buffer_size, s.temperature_tlimit_c, s.encoder_session_count,
+      s.encoder_average_fps, s.encoder_average_latency_us, s.fabric_state, s.fabric_status,
+      s.fabric_clique_id, s.fabric_cluster_uuid);
   for (auto& m : s.mig_devices) {
-    set(m.gpu_instance_id, m.compute_instance_id, m.uuid, m.memory_total_bytes, m.memory_used_bytes,
+    set(m.gpu_instance_id, m.compute_instance_id, m.uuid, m.name, m.memory_total_bytes, m.memory_used_bytes,
         m.memory_free_bytes);
   }
   s.gpu_utilization_samples.clear();

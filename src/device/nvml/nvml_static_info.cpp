@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Static facts of one GPU, read once and re-probed only where they failed (STYLE.md item 1).
+#include <algorithm>
 #include <array>
 
 #include "device/nvml/nvml_device.h"
@@ -152,6 +153,57 @@ void read_static_info(DeviceContext& ctx, Call& call) {
     int rc = call(a.gpm_query_device_support, h, &g);
     info.gpm_supported =
         checked(rc, g.isSupportedDevice, [](const unsigned& v) { return Reading<bool>::of(v != 0); });
+  }
+
+  if (ctx.options.collect_extended) {
+    auto inforom = [&](Reading<std::string>& field, auto fn, auto... args) {
+      if (!want(field)) return;
+      std::array<char, NVML_DEVICE_INFOROM_VERSION_BUFFER_SIZE> buf{};
+      field = as_string(call(fn, h, args..., buf.data(), unsigned{buf.size()}), buf);
+    };
+    inforom(info.inforom_image, a.device_get_inforom_image_version);
+    inforom(info.inforom_oem, a.device_get_inforom_version, NVML_INFOROM_OEM);
+    inforom(info.inforom_ecc, a.device_get_inforom_version, NVML_INFOROM_ECC);
+    inforom(info.inforom_power, a.device_get_inforom_version, NVML_INFOROM_POWER);
+    if (want(info.inforom_valid)) {
+      const int rc = call(a.device_validate_inforom, h);
+      info.inforom_valid = rc == NVML_ERROR_CORRUPTED_INFOROM ? Reading<bool>::of(false)
+                           : rc == NVML_SUCCESS               ? Reading<bool>::of(true)
+                                                              : nvml_fail<bool>(rc);
+    }
+    if (want(info.driver_model_current) || want(info.driver_model_pending)) {
+      unsigned cur = 0, pend = 0;
+      const int rc = call(a.device_get_driver_model, h, &cur, &pend);
+      auto model = [](const unsigned& v) {
+        return v <= NVML_DRIVER_MCDM ? Reading<unsigned>::of(v)
+                                     : Reading<unsigned>::fail(ReadStatus::invalid_value);
+      };
+      info.driver_model_current = checked(rc, cur, model);
+      info.driver_model_pending = checked(rc, pend, model);
+    }
+  }
+  if (ctx.options.collect_supported_clocks && want(info.supported_clocks)) {
+    // Two-call pattern twice: memory clocks, then the graphics clocks of each (NVML-NOTES §6.1).
+    auto list = [&](auto fn, auto... args) -> std::pair<int, std::vector<unsigned>> {
+      unsigned n = 0;
+      int rc = call(fn, h, args..., &n, static_cast<unsigned*>(nullptr));
+      if (rc != NVML_SUCCESS && rc != NVML_ERROR_INSUFFICIENT_SIZE) return {rc, {}};
+      std::vector<unsigned> v(std::min(n, 4096u) + 8);
+      n = static_cast<unsigned>(v.size());
+      rc = call(fn, h, args..., &n, v.data());
+      v.resize(rc == NVML_SUCCESS ? std::min<std::size_t>(n, v.size()) : 0);
+      return {rc, v};
+    };
+    auto [rc, mems] = list(a.device_get_supported_memory_clocks);
+    std::vector<SupportedClocks> table;
+    for (unsigned m : mems) {
+      if (rc != NVML_SUCCESS) break;
+      auto [grc, gr] = list(a.device_get_supported_graphics_clocks, m);
+      if (grc != NVML_SUCCESS) rc = grc;
+      table.push_back({m, std::move(gr)});
+    }
+    info.supported_clocks = rc == NVML_SUCCESS ? Reading<std::vector<SupportedClocks>>::of(std::move(table))
+                                               : nvml_fail<std::vector<SupportedClocks>>(rc);
   }
 
   if (attempted || ctx.info == nullptr) ctx.info = std::make_shared<const GpuStaticInfo>(std::move(info));
