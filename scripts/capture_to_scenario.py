@@ -42,6 +42,12 @@ def section(text, state, what):
     raise SystemExit("no section '%s :: %s'" % (state, what))
 
 
+def clean_value(value):
+    """A -q value without the deprecation note newer drivers append:
+    '610.57.04 [Deprecated; will be removed in CUDA 14.0. Use KMD Version instead]' -> '610.57.04'."""
+    return re.sub(r"\s*\[Deprecated[^\]]*\]\s*$", "", value.strip())
+
+
 def parse_tree(body):
     """-q output -> nested [key, value, children] nodes by 4-space indentation."""
     root = []
@@ -56,11 +62,11 @@ def parse_tree(body):
             continue
         if not line.startswith(" "):  # "Driver Version : 590.48.01" and friends
             key, _, value = line.partition(":")
-            root.append([key.strip(), value.strip(), []])
+            root.append([key.strip(), clean_value(value), []])
             continue
         indent = len(line) - len(line.lstrip(" "))
         key, _, value = line.strip().partition(":")
-        node = [key.strip(), value.strip(), []]
+        node = [key.strip(), clean_value(value), []]
         while stack[-1][0] >= indent:
             stack.pop()
         stack[-1][1].append(node)
@@ -76,6 +82,19 @@ def get(nodes, *path, default=None):
         node = found[0]
         nodes = node[2]
     return node[1]
+
+
+def find(nodes, key):
+    """The value of the first node called `key` anywhere below `nodes` (depth first): drivers move
+    rows between subsections (610 put the power limits under "GPU Ceiling Power Limit")."""
+    for k, v, kids in nodes:
+        if k == key:
+            return v
+    for k, v, kids in nodes:
+        found = find(kids, key)
+        if found is not None:
+            return found
+    return None
 
 
 def children(nodes, *path):
@@ -125,9 +144,13 @@ def processes(gpu_nodes, state):
             ci = None if value == "N/A" else int(value)
         elif key == "Process ID":
             p = {"pid": int(value), "gpu": 0, "type": get(kids, "Type"), "name": get(kids, "Name")}
-            used = mib(get(kids, "Used GPU Memory"))
+            memory = get(kids, "Used GPU Memory")
+            used = mib(memory)
             if used is not None:
                 p["used_memory"] = used
+            elif memory is not None and memory.startswith("Not available"):
+                # WDDM: "Not available in WDDM driver model"; the driver answers NVML_VALUE_NOT_AVAILABLE
+                p["used_memory"] = None
             if gi is not None:
                 p["gpu_instance_id"] = gi
                 p["compute_instance_id"] = ci
@@ -227,16 +250,23 @@ def apply_dmon(m, index, samples, mig):
 
 
 def apply_pmon(p, index, samples):
-    """Play each pmon sample at PMON_T0 + k on the process's utilisation ('-' plays as 0: no sample,
-    or a zero that nvidia-smi prints as '-')."""
+    """Play each pmon sample at PMON_T0 + k on the process's utilisation: a number is a sample (0
+    included), '-' is no sample (null: the fake driver answers NVML's all-ones value for that
+    engine, or leaves the process out of its sample list when no engine has one)."""
     for col, key in (("sm", "sm_util"), ("mem", "mem_util"), ("enc", "enc_util"), ("dec", "dec_util")):
         points = []
         for k, sample in enumerate(samples):
             for row in sample:
                 if row["gpu"] == index and row.get("pid") == p["pid"]:
-                    points.append([PMON_T0 + k, row.get(col) or 0])
-        if points and any(v for _, v in points):
+                    points.append([PMON_T0 + k, row.get(col)])
+        if points and any(v is not None for _, v in points):
             p[key] = stepped(points[0][1], points)
+
+
+# -q's "Product Architecture" -> the fake driver's nvmlDeviceArchitecture_t names.
+ARCHITECTURES = {"Kepler": "kepler", "Maxwell": "maxwell", "Pascal": "pascal", "Volta": "volta",
+                 "Turing": "turing", "Ampere": "ampere", "Ada Lovelace": "ada", "Ada": "ada",
+                 "Hopper": "hopper", "Blackwell": "blackwell"}
 
 
 def device(gpu_nodes, bus_id):
@@ -256,17 +286,18 @@ def device(gpu_nodes, bus_id):
                 "device_id": get(pci, "Device Id"), "subsystem_id": get(pci, "Sub System Id")}
     put(d, "brand", {"NVIDIA": "NVIDIA", "GeForce": "GEFORCE", "Tesla": "TESLA",
                      "Quadro": "QUADRO", "NVIDIA RTX": "NVIDIA_RTX"}.get(get(gpu_nodes, "Product Brand")))
-    put(d, "architecture", (get(gpu_nodes, "Product Architecture") or "").lower() or None)
+    put(d, "architecture", ARCHITECTURES.get(get(gpu_nodes, "Product Architecture") or ""))
     fb = children(gpu_nodes, "FB Memory Usage")
     d["memory_total"] = mib(get(fb, "Total"))
     put(d, "bar1_total", mib(get(gpu_nodes, "BAR1 Memory Usage", "Total")))
     pw = children(gpu_nodes, "GPU Power Readings")
     limits = {}
-    put(limits, "current", mw(get(pw, "Current Power Limit")))
-    put(limits, "enforced", mw(get(pw, "Current Power Limit")))
-    put(limits, "default", mw(get(pw, "Default Power Limit")))
-    put(limits, "min", mw(get(pw, "Min Power Limit")))
-    put(limits, "max", mw(get(pw, "Max Power Limit")))
+    # 610 moved Current / Requested / Default under "GPU Ceiling Power Limit": search the section.
+    put(limits, "current", mw(find(pw, "Requested Power Limit") or find(pw, "Current Power Limit")))
+    put(limits, "enforced", mw(find(pw, "Current Power Limit")))
+    put(limits, "default", mw(find(pw, "Default Power Limit")))
+    put(limits, "min", mw(find(pw, "Min Power Limit")))
+    put(limits, "max", mw(find(pw, "Max Power Limit")))
     if limits:
         d["power_limits"] = limits
     temp = children(gpu_nodes, "Temperature")
@@ -293,6 +324,28 @@ def device(gpu_nodes, bus_id):
     if flag(get(mig, "Current")) is not None:
         d["mig_mode"] = {"current": flag(get(mig, "Current")), "pending": flag(get(mig, "Pending"))}
     put(d, "persistence_mode", flag(get(gpu_nodes, "Persistence Mode")))
+    put(d, "display_mode", flag(get(gpu_nodes, "Display Attached")))
+    put(d, "accounting_mode", flag(get(gpu_nodes, "Accounting Mode")))
+    size = get(gpu_nodes, "Accounting Mode Buffer Size")
+    if size and size.isdigit():
+        d["accounting_buffer_size"] = int(size)
+    model = children(gpu_nodes, "Driver Model")
+    if get(model, "Current") not in (None, "N/A"):
+        d["driver_model"] = {"current": get(model, "Current"), "pending": get(model, "Pending")}
+    rom = children(gpu_nodes, "Inforom Version")
+    inforom = {}
+    for key, label in (("image", "Image Version"), ("oem", "OEM Object"), ("ecc", "ECC Object"),
+                       ("power", "Power Management Object")):
+        v = get(rom, label)
+        if v not in (None, "N/A"):
+            inforom[key] = v
+    if inforom:
+        d["inforom"] = inforom
+    fab = children(gpu_nodes, "Fabric")
+    if get(fab, "State") not in (None, "N/A"):
+        d["fabric"] = {"state": get(fab, "State"),
+                       "status": "NVML_SUCCESS" if get(fab, "Status") == "Success" else "NVML_ERROR_UNKNOWN",
+                       "clique_id": int(get(fab, "CliqueId")), "cluster_uuid": get(fab, "ClusterUUID")}
     put(d, "compute_mode", get(gpu_nodes, "Compute Mode"))
     put(d, "display_active", flag(get(gpu_nodes, "Display Active")))
     link = children(pci, "GPU Link Info")
@@ -392,6 +445,26 @@ def metrics(gpu_nodes, d):
     return {k: v for k, v in m.items() if v is not None}
 
 
+def compute_apps_order(text, state):
+    """The pids of the state's --query-compute-apps section, in the order the driver listed them."""
+    try:
+        body = [l for l in section(text, state, "query-compute-apps") if l.strip()]
+    except SystemExit:
+        return []
+    if not body:
+        return []
+    header = [h.strip() for h in body[0].split(", ")]
+    if "pid" not in header:
+        return []
+    col = header.index("pid")
+    out = []
+    for row in body[1:]:
+        cells = row.split(", ")
+        if len(cells) > col and cells[col].strip().isdigit():
+            out.append(int(cells[col]))
+    return out
+
+
 def csv_rows(text, state):
     """The --query-gpu CSV of a state as one {header: value} dict per GPU."""
     body = [l for l in section(text, state, "query-gpu") if l.strip()]
@@ -427,6 +500,14 @@ def apply_csv(m, row):
             m[key] = int(v) * scale
         elif col in row and key in m:
             del m[key]  # [N/A] in the CSV
+    for key, col in (("encoder_sessions", "encoder.stats.sessionCount"), ("encoder_fps", "encoder.stats.averageFps"),
+                     ("encoder_latency", "encoder.stats.averageLatency"), ("temperature_tlimit", "temperature.gpu.tlimit")):
+        v = row.get(col)
+        if v is not None and re.match(r"^-?[0-9]+$", v):
+            m[key] = int(v)
+    average = val("power.draw.average [W]", "W")
+    if average is not None:
+        m["power_draw_average"] = int(round(average * 1000))
     power = val("power.draw [W]", "W")
     if power is not None:
         m["power_draw"] = int(round(power * 1000))
@@ -460,7 +541,12 @@ def apply_csv_device(d, row):
         d["compute_capability"] = cc
     # Entry points the GPU answers NOT_SUPPORTED (nvidia-smi prints [N/A] for their fields): page
     # retirement on row-remapping GPUs, remapped rows on MIG-enabled ones.
+    valid = row.get("inforom.checksum_validation")
+    if valid in ("valid", "invalid"):
+        d.setdefault("inforom", {})["valid"] = valid == "valid"
     not_supported = set(d.get("not_supported", []))
+    if row.get("power.draw.average [W]") == "[N/A]":
+        not_supported.add("NVML_FI_DEV_POWER_AVERAGE")
     for col, fns in (("retired_pages.single_bit_ecc.count", ["nvmlDeviceGetRetiredPages"]),
                      ("retired_pages.pending", ["nvmlDeviceGetRetiredPagesPendingStatus"]),
                      ("remapped_rows.correctable", ["nvmlDeviceGetRemappedRows"])):
@@ -470,16 +556,37 @@ def apply_csv_device(d, row):
         d["not_supported"] = sorted(not_supported)
 
 
-def mig_devices(gpu_nodes, name):
+def list_gpus(text):
+    """The `-L` section: {gpu index: {mig device index: (profile, uuid)}}."""
+    out, gpu = {}, None
+    try:
+        lines = section(text, "capabilities", "list (-L)")
+    except SystemExit:
+        return out
+    for line in lines:
+        m = re.match(r"^GPU (\d+): ", line)
+        if m:
+            gpu = int(m.group(1))
+            out[gpu] = {}
+            continue
+        m = re.match(r"^\s+MIG (\S+)\s+Device\s+(\d+): \(UUID: (\S+)\)", line)
+        if m and gpu is not None:
+            out[gpu][int(m.group(2))] = (m.group(1), m.group(3))
+    return out
+
+
+def mig_devices(gpu_nodes, name, listed):
     out = []
     for key, _, kids in gpu_nodes:
         if key != "MIG Device":
             continue
         fb = children(kids, "Shared FB Memory Usage")
+        index = int(get(kids, "Index"))
+        profile, uuid = listed.get(index, (None, "MIG-00000000-0000-0000-0000-%012d" % index))
         out.append({"gpu_instance_id": int(get(kids, "GPU Instance ID")),
                     "compute_instance_id": int(get(kids, "Compute Instance ID")),
-                    "uuid": "MIG-00000000-0000-0000-0000-%012d" % int(get(kids, "Index")),
-                    "name": name,
+                    "uuid": uuid,
+                    "name": "%s MIG %s" % (name, profile) if profile else name,
                     "memory_total": mib(get(fb, "Total")),
                     "metrics": {"memory_used": mib(get(fb, "Used")),
                                 "memory_reserved": mib(get(fb, "Reserved")) or 0}})
@@ -500,6 +607,8 @@ def main():
     rows = csv_rows(text, args.state)
     pmon = monitor_samples(text, args.state, "pmon")
     dmon = monitor_samples(text, args.state, "dmon")
+    listed = list_gpus(text)
+    order = compute_apps_order(text, args.state)
     devices, procs = [], []
     for index, gpu in enumerate(gpus):
         d = device(gpu[2], gpu[1])
@@ -509,9 +618,13 @@ def main():
         mig = bool(d.get("mig_mode", {}).get("current"))
         apply_dmon(d["metrics"], index, dmon, mig)
         if mig:
-            d["mig_devices"] = mig_devices(gpu[2], d["name"])
+            d["mig_devices"] = mig_devices(gpu[2], d["name"], listed.get(index, {}))
         devices.append(d)
-        for p in processes(gpu[2], args.state):
+        gpu_procs = processes(gpu[2], args.state)
+        # The driver's order: --query-compute-apps lists the compute list as the driver gives it;
+        # the other processes follow in -q's order.
+        gpu_procs.sort(key=lambda p: order.index(p["pid"]) if p["pid"] in order else len(order))
+        for p in gpu_procs:
             p["gpu"] = index
             apply_pmon(p, index, pmon)
             procs.append(p)

@@ -12,7 +12,8 @@ unsigned long long memory_used(const Call& c) {
   for (const auto& p : c.sc->processes) {
     if (p.gpu != c.gpu || !p.alive(c.t)) continue;
     if (c.mig != nullptr && (p.gi_id != c.mig->gi_id || p.ci_id != c.mig->ci_id)) continue;
-    sum += rounded<unsigned long long>(p.used_memory.at(c.t));
+    const double used = p.used_memory.at(c.t);
+    if (!std::isnan(used)) sum += rounded<unsigned long long>(used);  // a `null` (N/A) process adds nothing
   }
   return sum;
 }
@@ -102,7 +103,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
   if (util_unsupported(c)) return NVML_ERROR_NOT_SUPPORTED;
   const auto gpu = c.metric("utilization_gpu");
   if (!gpu) return NVML_ERROR_NOT_SUPPORTED;
-  utilization->gpu = std::min(100u, rounded<unsigned>(*gpu));
+  utilization->gpu = std::isnan(*gpu) ? all_ones<unsigned>() : std::min(100u, rounded<unsigned>(*gpu));
   utilization->memory = std::min(100u, rounded<unsigned>(c.metric("utilization_memory").value_or(0)));
   return NVML_SUCCESS;
 }

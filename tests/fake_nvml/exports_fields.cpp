@@ -47,13 +47,13 @@ int field(const Call& c, nvmlFieldValue_t& f) {
   const bool ecc = d.ecc_current.value_or(0) == 1;
   auto ull = [&](double v) {
     f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
-    f.value.ullVal = rounded<unsigned long long>(v);
+    f.value.ullVal = driver_value<unsigned long long>(v);
     return NVML_SUCCESS;
   };
   auto ui = [&](double v) {
     f.valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
     f.value.ullVal = 0;
-    f.value.uiVal = rounded<unsigned>(v);
+    f.value.uiVal = driver_value<unsigned>(v);
     return NVML_SUCCESS;
   };
   auto metric_ui = [&](const char* key) {
@@ -85,8 +85,11 @@ int field(const Call& c, nvmlFieldValue_t& f) {
     case 143: return ecc ? ui(c.metric("remapped_rows_uncorrectable").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     case 144: return ecc ? ui(c.metric("remapped_rows_pending").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     case 145: return ecc ? ui(c.metric("remapped_rows_failure").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
-    case 185: return metric_ui("power_draw");  // POWER_AVERAGE
-    case NVML_FI_DEV_POWER_INSTANT:            // its own reading where the scenario has one, else the average
+    case NVML_FI_DEV_PERF_POLICY_SYNC_BOOST: return ull(c.metric("violation_sync_boost_ns").value_or(0));
+    case NVML_FI_DEV_POWER_AVERAGE:  // its own reading where the scenario has one, else the 1 s draw
+      if (d.not_supported.contains("NVML_FI_DEV_POWER_AVERAGE")) return NVML_ERROR_NOT_SUPPORTED;
+      return metric_ui(c.metric("power_draw_average") ? "power_draw_average" : "power_draw");
+    case NVML_FI_DEV_POWER_INSTANT:  // its own reading where the scenario has one, else the average
       return metric_ui(c.metric("power_draw_instant") ? "power_draw_instant" : "power_draw");
     case NVML_FI_DEV_PCIE_COUNT_TX_BYTES: return pcie_counter(c, f, true);
     case NVML_FI_DEV_PCIE_COUNT_RX_BYTES: return pcie_counter(c, f, false);

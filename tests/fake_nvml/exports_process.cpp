@@ -29,7 +29,8 @@ std::vector<Row> rows_of(const Call& c, Kind kind, bool grow) {
     const bool listed = kind == Kind::kCompute ? p.compute : kind == Kind::kGraphics ? p.graphics : p.mps;
     if (!listed) continue;
     if (c.mig != nullptr && (p.gi_id != c.mig->gi_id || p.ci_id != c.mig->ci_id)) continue;
-    out.push_back(Row{p.pid, rounded<unsigned long long>(p.used_memory.at(c.t)), p.gi_id, p.ci_id});
+    // `null` memory: NVML_VALUE_NOT_AVAILABLE, as the driver answers under WDDM.
+    out.push_back(Row{p.pid, driver_value<unsigned long long>(p.used_memory.at(c.t)), p.gi_id, p.ci_id});
   }
   if (kind != Kind::kCompute || c.mig != nullptr) return out;
   auto [lock, rt] = runtime_of(c.gpu);

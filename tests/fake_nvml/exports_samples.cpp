@@ -50,8 +50,8 @@ struct ProcSample {
   unsigned sm, mem, enc, dec;
 };
 
-/// One sample per live process with non-zero utilization at the newest tick after lastSeen.
-/// Returns NOT_FOUND (as the driver does) when there is no newer tick or no busy process.
+/// One sample per live process with a sampled engine at the newest tick after lastSeen.
+/// Returns NOT_FOUND (as the driver does) when there is no newer tick or no sampled process.
 int proc_samples(const Call& c, unsigned long long lastSeen, std::vector<ProcSample>* out) {
   if (c.mig != nullptr || c.dev->mig_enabled()) return NVML_ERROR_NOT_SUPPORTED;
   // The driver refreshes per-process samples on its own period (process_util_period_ms): a read
@@ -64,13 +64,17 @@ int proc_samples(const Call& c, unsigned long long lastSeen, std::vector<ProcSam
   const double t = scenario_at_wall_us(*c.sc, ts);
   for (const auto& p : c.sc->processes) {
     if (p.gpu != c.gpu || !p.alive(t)) continue;
-    ProcSample s{p.pid,
-                 ts,
-                 std::min(100u, rounded<unsigned>(p.sm_util.at(t))),
-                 std::min(100u, rounded<unsigned>(p.mem_util.at(t))),
-                 std::min(100u, rounded<unsigned>(p.enc_util.at(t))),
-                 std::min(100u, rounded<unsigned>(p.dec_util.at(t)))};
-    if (s.sm + s.mem + s.enc + s.dec > 0) out->push_back(s);
+    // An engine without a sample (a `null` or absent timeline) answers NVML's all-ones value; a
+    // process none of whose engines has a sample is not in the list at all (nvidia-smi pmon: "-").
+    bool sampled = false;
+    auto engine = [&](const Timeline& tl) {
+      const double v = tl.at(t);
+      if (std::isnan(v)) return all_ones<unsigned>();
+      sampled = true;
+      return std::min(100u, rounded<unsigned>(v));
+    };
+    ProcSample s{p.pid, ts, engine(p.sm_util), engine(p.mem_util), engine(p.enc_util), engine(p.dec_util)};
+    if (sampled) out->push_back(s);
   }
   return out->empty() ? NVML_ERROR_NOT_FOUND : NVML_SUCCESS;
 }

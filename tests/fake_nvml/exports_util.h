@@ -25,13 +25,27 @@ T rounded(double v) {
   return static_cast<T>(std::llround(v));
 }
 
-/// Writes metric `key` at the call time to *out; NOT_SUPPORTED when the scenario omits it.
+/// NVML's all-ones "not available" value of T (NVML_VALUE_NOT_AVAILABLE for 64-bit values).
+template <typename T>
+constexpr T all_ones() {
+  return static_cast<T>(~T{0});
+}
+
+/// A metric value as the driver answers it: the rounded value, or all ones where the scenario's
+/// timeline says `null` (no value).
+template <typename T>
+T driver_value(double v) {
+  return std::isnan(v) ? all_ones<T>() : rounded<T>(v);
+}
+
+/// Writes metric `key` at the call time to *out; NOT_SUPPORTED when the scenario omits it, NVML's
+/// all-ones value where its timeline is `null`.
 template <typename T>
 int put_metric(const Call& c, const char* key, T* out) {
   if (out == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   const auto v = c.metric(key);
   if (!v) return NVML_ERROR_NOT_SUPPORTED;
-  *out = rounded<T>(*v);
+  *out = driver_value<T>(*v);
   return NVML_SUCCESS;
 }
 

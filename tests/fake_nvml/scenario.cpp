@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "scenario.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -101,8 +102,30 @@ const std::map<std::string, unsigned> kBrands = {{"UNKNOWN", 0},     {"QUADRO", 
                                                  {"TITAN", 6},       {"NVIDIA", 14},     {"GEFORCE_RTX", 15},
                                                  {"NVIDIA_RTX", 13}, {"QUADRO_RTX", 12}, {"TITAN_RTX", 16}};
 const std::map<std::string, unsigned> kArchs = {
-    {"KEPLER", 2}, {"MAXWELL", 3}, {"PASCAL", 4}, {"VOLTA", 5},      {"TURING", 6},
-    {"AMPERE", 7}, {"ADA", 8},     {"HOPPER", 9}, {"BLACKWELL", 10}, {"UNKNOWN", 0xFFFFFFFFu}};
+    {"KEPLER", 2},       {"MAXWELL", 3},     {"PASCAL", 4}, {"VOLTA", 5},      {"TURING", 6},
+    {"AMPERE", 7},       {"ADA", 8},         {"HOPPER", 9}, {"BLACKWELL", 10}, {"UNKNOWN", 0xFFFFFFFFu},
+    {"ADA LOVELACE", 8}, {"ADA_LOVELACE", 8}};
+const std::map<std::string, unsigned> kDriverModels = {{"WDDM", 0}, {"WDM", 1}, {"TCC", 1}, {"MCDM", 2}};
+const std::map<std::string, unsigned> kFabricStates = {{"NOT_SUPPORTED", 0}, {"NOT STARTED", 1},
+                                                       {"NOT_STARTED", 1},   {"IN PROGRESS", 2},
+                                                       {"IN_PROGRESS", 2},   {"COMPLETED", 3}};
+
+/// "4e5649..." → the raw bytes (any, not only UTF-8: a driver can answer such a name).
+std::string from_hex(const json& j, const std::string& what) {
+  if (!j.is_string()) throw std::runtime_error(what + " must be a string of hex digits");
+  const std::string h = j.get<std::string>();
+  if (h.size() % 2 != 0) throw std::runtime_error(what + ": odd number of hex digits");
+  std::string out;
+  for (std::size_t i = 0; i < h.size(); i += 2) {
+    char* end = nullptr;
+    const std::string pair = h.substr(i, 2);
+    const long v = std::strtol(pair.c_str(), &end, 16);
+    if (*end != '\0') throw std::runtime_error(what + ": \"" + pair + "\" is not a hex byte");
+    out.push_back(static_cast<char>(v));
+  }
+  return out;
+}
+
 const std::map<std::string, unsigned> kComputeModes = {
     {"DEFAULT", 0}, {"EXCLUSIVE_THREAD", 1}, {"PROHIBITED", 2}, {"EXCLUSIVE_PROCESS", 3}};
 const std::map<std::string, unsigned> kThresholds = {
@@ -135,6 +158,7 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
   if (!j.is_object()) throw std::runtime_error(where + " must be an object");
   Device d;
   d.name = j.value("name", "NVIDIA Fake GPU");
+  if (j.contains("name_hex")) d.name = from_hex(j.at("name_hex"), where + ".name_hex");  // raw bytes
   d.uuid = j.value("uuid", "GPU-00000000-0000-0000-0000-000000000000");
   d.serial = j.value("serial", "");
   d.vbios = j.value("vbios_version", "");
@@ -233,6 +257,61 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
   if (j.contains("display_active"))
     d.display_active = to_flag(j.at("display_active"), where + ".display_active");
   if (j.contains("display_mode")) d.display_mode = to_flag(j.at("display_mode"), where + ".display_mode");
+  if (j.contains("accounting_mode"))
+    d.accounting_mode = to_flag(j.at("accounting_mode"), where + ".accounting_mode");
+  if (j.contains("accounting_buffer_size"))
+    d.accounting_buffer_size = to_u(j.at("accounting_buffer_size"), where + ".accounting_buffer_size");
+  if (j.contains("driver_model")) {
+    const json& m = j.at("driver_model");
+    const std::string w = where + ".driver_model";
+    if (m.is_object()) {
+      d.driver_model_current = named_or_number(m.at("current"), kDriverModels, w + ".current");
+      d.driver_model_pending = m.contains("pending")
+                                   ? named_or_number(m.at("pending"), kDriverModels, w + ".pending")
+                                   : *d.driver_model_current;
+    } else {
+      d.driver_model_current = d.driver_model_pending = named_or_number(m, kDriverModels, w);
+    }
+  }
+  if (j.contains("inforom")) {
+    const json& r = j.at("inforom");
+    if (!r.is_object()) throw std::runtime_error(where + ".inforom must be an object");
+    auto str = [&](const char* key, std::optional<std::string>& out) {
+      if (r.contains(key) && !r.at(key).is_null()) out = r.at(key).get<std::string>();
+    };
+    str("image", d.inforom_image);
+    str("oem", d.inforom_oem);
+    str("ecc", d.inforom_ecc);
+    str("power", d.inforom_power);
+    if (r.contains("valid") && !r.at("valid").is_null())
+      d.inforom_valid = to_flag(r.at("valid"), where + ".inforom.valid") != 0;
+  }
+  if (j.contains("fabric") && !j.at("fabric").is_null()) {
+    const json& f = j.at("fabric");
+    const std::string w = where + ".fabric";
+    Fabric fb;
+    if (f.contains("state")) fb.state = named_or_number(f.at("state"), kFabricStates, w + ".state");
+    if (f.contains("status")) fb.status = parse_return_code(f.at("status"));
+    if (f.contains("clique_id")) fb.clique_id = to_u(f.at("clique_id"), w + ".clique_id");
+    if (f.contains("cluster_uuid")) {
+      std::string hex;
+      for (char ch : f.at("cluster_uuid").get<std::string>())
+        if (ch != '-') hex += ch;
+      const std::string bytes = from_hex(json(hex), w + ".cluster_uuid");
+      if (bytes.size() != 16) throw std::runtime_error(w + ".cluster_uuid must be 16 bytes (32 hex digits)");
+      std::copy(bytes.begin(), bytes.end(), fb.cluster_uuid.begin());
+    }
+    d.fabric = fb;
+  }
+  if (j.contains("supported_clocks")) {
+    for (const auto& e : j.at("supported_clocks")) {
+      ClockPair cp;
+      cp.memory = to_u(e.at("memory"), where + ".supported_clocks.memory");
+      for (const auto& g : e.at("graphics"))
+        cp.graphics.push_back(to_u(g, where + ".supported_clocks.graphics"));
+      d.supported_clocks.push_back(std::move(cp));
+    }
+  }
   if (j.contains("pcie")) {
     const json& p = j.at("pcie");
     d.pcie_gen_max = p.contains("gen_max") ? to_u(p.at("gen_max"), where + ".pcie.gen_max") : 0;
@@ -327,6 +406,8 @@ Process parse_process(const json& j, std::uint64_t seed, const std::string& wher
       throw std::runtime_error(where + "." + key + ": " + e.what());
     }
   };
+  // An engine the scenario does not give has no sample (nvidia-smi pmon: "-"); 0 is a sampled zero.
+  p.sm_util = p.mem_util = p.enc_util = p.dec_util = Timeline::constant(std::nan(""));
   tl("used_memory", p.used_memory);
   tl("sm_util", p.sm_util);
   tl("mem_util", p.mem_util);

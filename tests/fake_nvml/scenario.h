@@ -3,6 +3,7 @@
 // error injection rules. Immutable once loaded; the format is documented in docs/fake-nvml.md.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,6 +36,20 @@ struct PcieCounters {
   unsigned long long start_bytes = 1ull << 40;
 };
 
+/// nvmlDeviceGetGpuFabricInfo(V): NVLink fabric registration (absent: NOT_SUPPORTED).
+struct Fabric {
+  unsigned state = 3;  // nvmlGpuFabricState_t: 1 not started, 2 in progress, 3 completed
+  int status = 0;      // nvmlReturn_t
+  unsigned clique_id = 0;
+  std::array<unsigned char, 16> cluster_uuid{};
+};
+
+/// One memory clock and its graphics clocks (MHz), nvmlDeviceGetSupported{Memory,Graphics}Clocks.
+struct ClockPair {
+  unsigned memory = 0;
+  std::vector<unsigned> graphics;
+};
+
 /// Static facts and metric timelines of one GPU.
 struct Device {
   std::string name, uuid, serial, vbios, board_part_number;
@@ -54,6 +69,12 @@ struct Device {
   unsigned max_mig_devices = 7;
   std::vector<MigDevice> mig_devices;
   std::optional<unsigned> persistence_mode, compute_mode, display_active, display_mode;
+  std::optional<unsigned> accounting_mode, accounting_buffer_size;     // unset: NOT_SUPPORTED
+  std::optional<unsigned> driver_model_current, driver_model_pending;  // nvmlDriverModel_t; unset: Linux
+  std::optional<std::string> inforom_image, inforom_oem, inforom_ecc, inforom_power;
+  std::optional<bool> inforom_valid;  // ValidateInforom: SUCCESS / CORRUPTED_INFOROM
+  std::optional<Fabric> fabric;
+  std::vector<ClockPair> supported_clocks;  // empty: NOT_SUPPORTED
   unsigned pcie_gen_max = 0, pcie_gen_gpu_max = 0, pcie_width_max = 0, pcie_gen_current = 0,
            pcie_width_current = 0;
   bool gpm_supported = false;

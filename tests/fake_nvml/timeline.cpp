@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace fake_nvml {
@@ -21,6 +22,13 @@ double as_number(const nlohmann::json& j, const char* what) {
   return j.get<double>();
 }
 
+/// A value: a number, or null for "no value" (NaN: the getters answer NVML's all-ones N/A value,
+/// per-process engines "no sample").
+double as_value(const nlohmann::json& j) {
+  if (j.is_null()) return std::numeric_limits<double>::quiet_NaN();
+  return as_number(j, "value");
+}
+
 }  // namespace
 
 Timeline Timeline::constant(double v) {
@@ -33,8 +41,8 @@ Timeline Timeline::parse(const nlohmann::json& j, std::uint64_t default_seed) {
   Timeline t;
   t.seed_ = default_seed;
   const nlohmann::json* pts = nullptr;
-  if (j.is_number()) {
-    t.points_.emplace_back(0.0, j.get<double>());
+  if (j.is_number() || j.is_null()) {
+    t.points_.emplace_back(0.0, as_value(j));
     return t;
   }
   if (j.is_array()) {
@@ -58,14 +66,14 @@ Timeline Timeline::parse(const nlohmann::json& j, std::uint64_t default_seed) {
   } else {
     throw std::runtime_error("timeline must be a number, an array of [t, v] pairs or an object");
   }
-  if (pts->is_number()) {
-    t.points_.emplace_back(0.0, pts->get<double>());
+  if (pts->is_number() || pts->is_null()) {
+    t.points_.emplace_back(0.0, as_value(*pts));
   } else {
     if (!pts->is_array() || pts->empty())
       throw std::runtime_error("timeline points must be a non-empty array");
     for (const auto& p : *pts) {
       if (!p.is_array() || p.size() != 2) throw std::runtime_error("timeline point must be [t, v]");
-      t.points_.emplace_back(as_number(p[0], "time"), as_number(p[1], "value"));
+      t.points_.emplace_back(as_number(p[0], "time"), as_value(p[1]));
     }
   }
   std::stable_sort(t.points_.begin(), t.points_.end(),
@@ -92,6 +100,7 @@ double Timeline::value_once(double t) const {
 
 double Timeline::at(double t) const {
   double v = base_at(t);
+  if (std::isnan(v)) return v;  // "no value" stays so (no noise, no clamp)
   if (noise_ != 0) {
     const auto slot = static_cast<std::int64_t>(std::floor(t / noise_period_s_));
     const std::uint64_t h = mix(seed_ ^ mix(static_cast<std::uint64_t>(slot)));
@@ -110,13 +119,14 @@ double Timeline::integral_once(double t) const {
     const double end = std::min(pt, t);
     if (end > prev_t) {
       const double end_v = linear_ ? value_once(end) : prev_v;
-      sum += (linear_ ? 0.5 * (prev_v + end_v) : prev_v) * (end - prev_t);
+      const double seg = (linear_ ? 0.5 * (prev_v + end_v) : prev_v) * (end - prev_t);
+      if (!std::isnan(seg)) sum += seg;  // a span without a value adds nothing
     }
     if (pt >= t) return sum;
     prev_t = pt;
     prev_v = pv;
   }
-  if (t > prev_t) sum += prev_v * (t - prev_t);
+  if (t > prev_t && !std::isnan(prev_v)) sum += prev_v * (t - prev_t);
   return sum;
 }
 

@@ -22,7 +22,8 @@ class Timeline {
   /// A constant timeline.
   static Timeline constant(double v);
 
-  /// The value at scenario time t (seconds); before the first point the first value holds.
+  /// The value at scenario time t (seconds); before the first point the first value holds. NaN
+  /// where the scenario wrote `null` ("no value": NVML's all-ones N/A, or no per-process sample).
   [[nodiscard]] double at(double t) const;
   /// The value at t without noise (used for integration and for noise-free checks).
   [[nodiscard]] double base_at(double t) const;
