@@ -20,6 +20,7 @@ Registrar reg{
                   so.backend.collect_pcie_throughput = false;
                 },
             .header = [](const exp::MonitorOptions& mo) { return exp::pmon_header(mo); },
+            .header_every_rows = exp::kPmonHeaderEveryRows,
             .rows = [](const exp::MonitorOptions& mo, const Snapshot& snap, const Snapshot*,
                        std::span<const std::size_t> order) { return exp::pmon_rows(mo, snap, order); },
             .warnings = [](const Snapshot& snap,

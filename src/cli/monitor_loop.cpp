@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -33,6 +35,8 @@ struct MonitorCliOptions {
   std::string date_time;
   bool json = false;
   bool csv = false;
+  std::string smi_format;  ///< nvidia-smi's --format csv[,nounit][,noheader]
+  std::string file;        ///< -f FILE
 };
 
 int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions& global) {
@@ -51,6 +55,18 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     return kExitUsage;
   }
   mo = *withdt;
+  if (!o.smi_format.empty()) {
+    if (o.json || o.csv) {
+      std::fprintf(stderr, "trainmon %s: --format excludes --json and --csv\n", name);
+      return kExitUsage;
+    }
+    auto f = exp::parse_monitor_format(o.smi_format, mo);
+    if (!f) {
+      std::fprintf(stderr, "trainmon %s: %s\n", name, f.error().c_str());
+      return kExitUsage;
+    }
+    mo = *f;
+  }
   if (o.delay_s == 0) {
     std::fprintf(stderr, "trainmon %s: -d must be at least 1 second\n", name);
     return kExitUsage;
@@ -64,6 +80,21 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   so.backend.tick_wait = tick_wait_for(std::chrono::seconds(o.delay_s), so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
   so.backend.stop_requested = [] { return g_stop.load(); };
+  FILE* out = stdout;
+  if (!o.file.empty()) {
+    out = std::fopen(o.file.c_str(), "w");
+    if (!out) {
+      std::fprintf(stderr, "trainmon %s: cannot open %s for writing: %s\n", name, o.file.c_str(),
+                   std::strerror(errno));
+      return kExitFailure;
+    }
+  }
+  struct Closer {
+    FILE* f;
+    ~Closer() {
+      if (f != stdout) std::fclose(f);
+    }
+  } closer{out};
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
@@ -71,6 +102,7 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   std::map<std::string, bool> warned;  // spec.warnings lines said while they last
   std::optional<Snapshot> prev;
   long printed = 0;
+  long rows_since_header = 0;
   while (!g_stop && (o.count <= 0 || printed < o.count)) {
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
@@ -87,14 +119,38 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
       std::fprintf(stderr, "trainmon %s: %s\n", name, order.error().c_str());
       return kExitUsage;
     }
-    // nvidia-smi repeats the header every 20 lines' worth of samples on the text output.
+    const std::string rows = spec.rows(mo, snap, prev ? &*prev : nullptr, *order);
+    const bool text_view = mo.format == exp::MonitorFormat::text;
     std::string text;
-    if (printed == 0 || (mo.format == exp::MonitorFormat::text && printed % 20 == 0)) text = spec.header(mo);
-    text += spec.rows(mo, snap, prev ? &*prev : nullptr, *order);
+    if (text_view && spec.header_every_rows > 0) {
+      // pmon: the header again after every header_every_rows rows, inside a sample if need be.
+      std::size_t at = 0;
+      while (at < rows.size()) {
+        const std::size_t nl = std::min(rows.find('\n', at), rows.size() - 1);
+        const bool first = printed == 0 && at == 0;
+        if (first || rows_since_header >= spec.header_every_rows) {
+          text += spec.header(mo);
+          rows_since_header = 0;
+        }
+        text.append(rows, at, nl + 1 - at);
+        ++rows_since_header;
+        at = nl + 1;
+      }
+    } else {
+      if (printed == 0 ||
+          (text_view && spec.header_every_samples > 0 && printed % spec.header_every_samples == 0))
+        text = spec.header(mo);
+      text += rows;
+    }
     // `trainmon dmon | head -1`: the reader left, we stop quietly (main reports other failures).
-    if (write_out(stdout, text) != WriteResult::ok) return kExitOk;
+    const WriteResult written = write_out(out, text);
+    if (written == WriteResult::failed && out != stdout) {  // -f FILE: a full disk is an error
+      std::fprintf(stderr, "trainmon %s: cannot write %s: %s\n", name, o.file.c_str(), std::strerror(errno));
+      return kExitFailure;
+    }
+    if (written != WriteResult::ok) return kExitOk;
     // A tick may print nothing (pmon --json on idle GPUs): notice a reader that left all the same.
-    if (text.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
+    if (out == stdout && text.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
     if (spec.warnings) {
       std::map<std::string, bool> now;
       for (auto& line : spec.warnings(snap, *order)) {
@@ -125,6 +181,8 @@ Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spe
   app.add_option("-o", o->date_time, "D: date column, T: time column");
   auto* json = app.add_flag("--json", o->json, spec.json_help);
   app.add_flag("--csv", o->csv, "CSV with a header line")->excludes(json);  // one format: status 2
+  app.add_option("--format", o->smi_format, "nvidia-smi's output format: csv[,nounit][,noheader]");
+  app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
   auto s = std::make_shared<MonitorSpec>(std::move(spec));
   return [s, o, &global] { return run(*s, *o, global); };
 }

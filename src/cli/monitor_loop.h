@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The scrolling-monitor loop shared by `trainmon dmon` and `trainmon pmon`: options, sampling every
-// -d seconds until -c samples or Ctrl-C, the header every 20 samples, exit statuses.
+// -d seconds until -c samples or Ctrl-C, the header repeated where nvidia-smi repeats it, -f FILE,
+// exit statuses.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -27,6 +28,9 @@ struct MonitorSpec {
   /// Adjusts the sampler for this monitor (which collectors are needed for the chosen groups).
   std::function<void(SamplerOptions&, const exp::MonitorOptions&)> configure;
   std::function<std::string(const exp::MonitorOptions&)> header;
+  /// Text view: repeat the header after this many rows (pmon; 0: every header_every_samples samples).
+  long header_every_rows = 0;
+  long header_every_samples = exp::kDmonHeaderEverySamples;
   /// Rows for one sample; `prev` is the previous snapshot (nullptr on the first).
   std::function<std::string(const exp::MonitorOptions&, const Snapshot& snap, const Snapshot* prev,
                             std::span<const std::size_t> order)>
@@ -36,7 +40,7 @@ struct MonitorSpec {
   std::function<std::vector<std::string>(const Snapshot& snap, std::span<const std::size_t> order)> warnings;
 };
 
-/// Adds the shared options (-s -d -c -i -o --json --csv) to `app` and returns its runner.
+/// Adds the shared options (-s -d -c -i -o -f --format --json --csv) to `app` and returns its runner.
 Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spec);
 
 }  // namespace trainmon::cli

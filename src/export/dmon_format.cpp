@@ -114,6 +114,31 @@ std::expected<std::string, std::string> parse_dmon_groups(std::string_view s) {
   return std::string(s);
 }
 
+std::expected<MonitorOptions, std::string> parse_monitor_format(std::string_view spec, MonitorOptions base) {
+  bool csv = false;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t comma = std::min(spec.find(',', start), spec.size());
+    std::string_view tok = spec.substr(start, comma - start);
+    while (!tok.empty() && tok.front() == ' ') tok.remove_prefix(1);
+    while (!tok.empty() && tok.back() == ' ') tok.remove_suffix(1);
+    if (tok == "csv") {
+      csv = true;
+    } else if (tok == "nounit" || tok == "nounits") {
+      base.smi_csv_units = false;
+    } else if (tok == "noheader") {
+      base.smi_csv_header = false;
+    } else {
+      return std::unexpected(
+          fmt::format("\"{}\" is not a valid --format option (use csv, nounit, noheader).", tok));
+    }
+    start = comma + 1;
+  }
+  if (!csv) return std::unexpected(std::string("--format must include csv."));
+  base.format = MonitorFormat::smi_csv;
+  return base;
+}
+
 std::expected<MonitorOptions, std::string> parse_date_time(std::string_view s, MonitorOptions base) {
   for (char c : s) {
     if (c == 'D') {
@@ -130,6 +155,7 @@ std::expected<MonitorOptions, std::string> parse_date_time(std::string_view s, M
 std::string dmon_header(const MonitorOptions& opt) {
   const auto cols = select_columns(dmon_columns(), opt.groups);
   if (opt.format == MonitorFormat::json) return {};
+  if (opt.format == MonitorFormat::smi_csv) return monitor_smi_csv_header(opt, cols);
   if (opt.format == MonitorFormat::csv) {
     std::string out = monitor_csv_time_header(opt) + "gpu";
     for (const auto* c : cols) fmt::format_to(std::back_inserter(out), ", {} [{}]", c->name, c->unit);
@@ -162,8 +188,10 @@ std::string dmon_rows(const MonitorOptions& opt, const Snapshot& cur, const Snap
       out += text::json_dump(row) + '\n';
       continue;
     }
-    if (opt.format == MonitorFormat::csv) {
-      out += monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}", g.index);
+    if (opt.format == MonitorFormat::csv || opt.format == MonitorFormat::smi_csv) {
+      out += opt.format == MonitorFormat::csv
+                 ? monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}", g.index)
+                 : monitor_smi_csv_lead(opt, cur.time_unix_ns, g.index);
       for (const auto* c : cols) out += ", " + monitor_cell(c->read(g, pg, interval_s));
       out += '\n';
       continue;

@@ -109,6 +109,43 @@ inline std::string monitor_row_lead(const MonitorOptions& opt, std::int64_t time
   return monitor_lead(opt, ' ', date, time, fmt::format("{}", gpu_index));
 }
 
+/// nvidia-smi's `--format csv`: "#Date, Time, gpu, " / "#YYYYMMDD, HH:MM:SS, Idx, " leads.
+inline std::pair<std::string, std::string> monitor_smi_csv_leads(const MonitorOptions& opt) {
+  std::string names = "#", units = "#";
+  if (opt.date) names += "Date, ", units += "YYYYMMDD, ";
+  if (opt.time) names += "Time, ", units += "HH:MM:SS, ";
+  return {names + "gpu", units + "Idx"};
+}
+
+/// nvidia-smi's `--format csv` header lines for `cols` (each ending in '\n', as selected).
+template <class Column>
+std::string monitor_smi_csv_header(const MonitorOptions& opt, const std::vector<const Column*>& cols,
+                                   std::string_view extra_names = {}, std::string_view extra_units = {},
+                                   std::string_view tail_name = {}, std::string_view tail_unit = {}) {
+  auto [names, units] = monitor_smi_csv_leads(opt);
+  names += extra_names;
+  units += extra_units;
+  for (const auto* c : cols) {
+    names += ", " + std::string(c->name);
+    units += ", " + std::string(c->unit);
+  }
+  names += tail_name;
+  units += tail_unit;
+  return (opt.smi_csv_header ? names + '\n' : std::string()) +
+         (opt.smi_csv_units ? units + '\n' : std::string());
+}
+
+/// nvidia-smi's `--format csv` row lead: "20260816, 09:22:34, 0".
+inline std::string monitor_smi_csv_lead(const MonitorOptions& opt, std::int64_t time_unix_ns, unsigned gpu) {
+  std::string out;
+  if (opt.date || opt.time) {
+    const std::string ts = nvidia_smi_timestamp(time_unix_ns);
+    if (opt.date) out += ts.substr(0, 4) + ts.substr(5, 2) + ts.substr(8, 2) + ", ";
+    if (opt.time) out += ts.substr(11, 8) + ", ";
+  }
+  return out + fmt::format("{}", gpu);
+}
+
 /// CSV: "date, time, " as selected by -o (header line).
 inline std::string monitor_csv_time_header(const MonitorOptions& opt) {
   return std::string(opt.date ? "date, " : "") + (opt.time ? "time, " : "");

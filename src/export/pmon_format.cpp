@@ -4,11 +4,12 @@
 // command cut and padded to 15 columns. The header lines use a 12-wide pid and 7-wide type column
 // (nvidia-smi's own misalignment, kept byte for byte).
 //
-// `-` rules (text view), read from every pmon row of the captures (drivers 590 and 595) and published
-// output of the same drivers: a utilisation column prints `-` when the process had no sample in the
-// interval and also when its value is 0 (gpu_burn's enc/dec, Hyprland's "4 -" sm/mem); fb prints the
-// number, 0 included; an idle GPU gets one row of `-`. (Older drivers printed a sampled 0 in sm/mem.)
-// JSON and CSV give the reading itself: 0 stays 0, no sample is null / `-`.
+// `-` rules, read from every pmon row of the captures (drivers 590, 595, 610; Linux and Windows): a
+// utilisation column prints `-` for an engine that had no sample in the interval and the number for
+// one that had, 0 included (L40S 595.80 "0 0 13 - - -", RTX 4080 595.71 kwin_wayland "- - - 0 - -");
+// the driver marks an engine without a sample with NVML's all-ones value, a process without any
+// sample is not in its list (docs/fake-nvml.md). fb prints the number, 0 included; an idle GPU gets
+// one row of `-`. JSON gives null for no sample.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -30,7 +31,7 @@ namespace {
 
 struct PmonReader {
   std::function<MonitorValue(const GpuProcessSample&)> value;
-  bool zero_is_dash = false;  ///< a utilisation: nvidia-smi prints 0 as `-`
+  bool utilisation = false;  ///< an engine's % (no sample: `-`)
 };
 using PmonColumn = MonitorColumn<PmonReader>;
 
@@ -56,11 +57,9 @@ const std::vector<PmonColumn>& pmon_columns() {
   return cols;
 }
 
-/// The text view's cell: `-` for no value and, in utilisation columns, for 0.
+/// The text view's cell: `-` for no value (no process, no sample), else the number.
 std::string text_cell(const PmonColumn& c, const GpuProcessSample* p) {
-  MonitorValue v = p ? c.read.value(*p) : std::nullopt;
-  if (v && *v == 0 && c.read.zero_is_dash) v.reset();
-  return monitor_cell(v);
+  return monitor_cell(p ? c.read.value(*p) : std::nullopt);
 }
 
 /// pmon's type column: C (compute), G (graphics), C+G (both lists), M (MPS).
@@ -88,6 +87,8 @@ std::expected<std::string, std::string> parse_pmon_groups(std::string_view s) {
 std::string pmon_header(const MonitorOptions& opt) {
   const auto cols = select_columns(pmon_columns(), opt.groups);
   if (opt.format == MonitorFormat::json) return {};
+  if (opt.format == MonitorFormat::smi_csv)
+    return monitor_smi_csv_header(opt, cols, ", pid, type", ", #, C/G", ", command", ", name");
   if (opt.format == MonitorFormat::csv) {
     std::string out = monitor_csv_time_header(opt) + "gpu, pid, type";
     for (const auto* c : cols) fmt::format_to(std::back_inserter(out), ", {} [{}]", c->name, c->unit);
@@ -152,6 +153,12 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
       const std::string pid = p ? fmt::format("{}", p->pid) : "-";
       const std::string type = p ? type_text(*p) : "-";
       const std::string command = p ? command_of(*p) : "-";
+      if (opt.format == MonitorFormat::smi_csv) {
+        out += monitor_smi_csv_lead(opt, cur.time_unix_ns, g.index) + fmt::format(", {}, {}", pid, type);
+        for (const auto* c : cols) out += ", " + monitor_cell(p ? c->read.value(*p) : std::nullopt);
+        out += ", " + command + '\n';
+        continue;
+      }
       if (opt.format == MonitorFormat::csv) {
         out += monitor_csv_time_cells(opt, cur.time_unix_ns) + fmt::format("{}, {}, {}", g.index, pid, type);
         for (const auto* c : cols) out += ", " + monitor_cell(p ? c->read.value(*p) : std::nullopt);
