@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `trainmon query`: nvidia-smi's --query-gpu / --query-compute-apps, byte-compatible CSV.
+// `trainmon query`: nvidia-smi's --query-gpu / --query-compute-apps / --query-supported-clocks
+// (byte-compatible CSV), -L and -q.
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -17,6 +18,7 @@
 #include "cli/option_checks.h"
 #include "cli/output.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/export/nvidia_smi_views.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/sampler/sampler.h"
@@ -32,6 +34,9 @@ void on_signal(int) {
 struct QueryOptions {
   std::string query_gpu;
   std::string query_apps;
+  std::string query_clocks;  ///< --query-supported-clocks
+  bool list_gpus = false;    ///< -L
+  bool query_text = false;   ///< -q
   std::string format = "csv";
   std::string ids;
   double loop_s = 0;
@@ -50,9 +55,13 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     std::fputs(exp::help_query_compute_apps().c_str(), stdout);
     return kExitOk;
   }
-  if (o.query_gpu.empty() == o.query_apps.empty()) {
-    std::fputs("trainmon query: give exactly one of --query-gpu=FIELDS or --query-compute-apps=FIELDS\n",
-               stderr);
+  const int modes =
+      !o.query_gpu.empty() + !o.query_apps.empty() + !o.query_clocks.empty() + o.list_gpus + o.query_text;
+  if (modes != 1) {
+    std::fputs(
+        "trainmon query: give exactly one of --query-gpu=FIELDS, --query-compute-apps=FIELDS, "
+        "--query-supported-clocks=FIELDS, -L or -q\n",
+        stderr);
     return kExitUsage;
   }
   auto fmt = exp::parse_csv_format(o.format);
@@ -70,13 +79,22 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
       return kExitUsage;
     }
     gq = *q;
-  } else {
+  } else if (!o.query_apps.empty()) {
     auto q = exp::parse_app_query(o.query_apps);
     if (!q) {
       std::printf("%s\n\n", q.error().c_str());
       return kExitUsage;
     }
     aq = *q;
+  }
+  std::vector<const exp::ClockField*> cq;
+  if (!o.query_clocks.empty()) {
+    auto q = exp::parse_clock_query(o.query_clocks);
+    if (!q) {
+      std::printf("%s\n\n", q.error().c_str());
+      return kExitUsage;
+    }
+    cq = *q;
   }
   FILE* out = stdout;
   if (!o.file.empty()) {
@@ -88,8 +106,10 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   }
   SamplerOptions so;
   so.backend.library_path = global.nvml_library;
-  so.backend.collect_processes = !o.query_apps.empty();
+  so.backend.collect_processes = !o.query_apps.empty() || o.query_text;
   so.backend.collect_pcie_throughput = false;
+  so.backend.collect_extended = !o.query_gpu.empty() || o.query_text;
+  so.backend.collect_supported_clocks = !o.query_clocks.empty();
   so.backend.collect_gpm = false;
   so.backend.watch_events = false;
   so.host.proc_root = global.proc_root;
@@ -130,8 +150,12 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
       rc = kExitUsage;
       break;
     }
-    const std::string text = o.query_gpu.empty() ? exp::csv_query_apps(aq, *fmt, snap, *order, first)
-                                                 : exp::csv_query_gpu(gq, *fmt, snap, *order, first);
+    const std::string text = o.list_gpus    ? exp::list_gpus_text(snap, *order)
+                             : o.query_text ? exp::query_text(snap, *order)
+                             : !o.query_clocks.empty()
+                                 ? exp::csv_query_supported_clocks(cq, *fmt, snap, *order, first)
+                             : o.query_gpu.empty() ? exp::csv_query_apps(aq, *fmt, snap, *order, first)
+                                                   : exp::csv_query_gpu(gq, *fmt, snap, *order, first);
     if (const WriteResult w = write_out(out, text); w != WriteResult::ok) {
       // A reader that left (`query -l 1 | head -2`) is no failure; a full disk under -f is.
       if (w == WriteResult::failed && out != stdout) {
@@ -165,6 +189,11 @@ Registrar reg{
        auto o = std::make_shared<QueryOptions>();
        app.add_option("--query-gpu", o->query_gpu, "comma list of GPU fields (see --help-query-gpu)");
        app.add_option("--query-compute-apps", o->query_apps, "comma list of compute process fields");
+       app.add_option("--query-supported-clocks", o->query_clocks,
+                      "comma list of clock fields: timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, "
+                      "memory (mem), graphics (gr)");
+       app.add_flag("-L,--list-gpus", o->list_gpus, "list the GPUs and their MIG devices, as nvidia-smi -L");
+       app.add_flag("-q,--query", o->query_text, "the nvidia-smi -q text for the values trainmon reads");
        app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
        app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
        app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C")

@@ -25,8 +25,10 @@ const GpuStaticInfo& info_of(const GpuSample& g) {
 
 template <class T>
 FieldValue na(const Reading<T>& r) {
-  return {std::string(nvidia_smi_na_text(r.status)), true};
+  return {std::string(nvidia_smi_na_text(r.status)), true, r.status == ReadStatus::not_supported};
 }
+
+constexpr std::string_view kDeprecated = "[Requested functionality has been deprecated]";
 
 template <class T>
 const Reading<T>& get(const GpuSample& g, Reading<T> GpuSample::*m) {
@@ -156,10 +158,63 @@ FieldValue memory_temperature(const Snapshot&, const GpuSample& g) {
   return {fmt::format("{}", *g.temperature_memory_c)};
 }
 
-FieldValue no_source(const Snapshot&, const GpuSample&) {
-  return {"[N/A]", true};
+/// nvidia-smi's "N/A" without brackets (fabric.*, temperature.memory on a board without HBM).
+template <class T>
+FieldValue bare_na(const Reading<T>& r) {
+  const ReadStatus s = r.status;
+  if (s == ReadStatus::not_supported || s == ReadStatus::not_available || s == ReadStatus::not_collected ||
+      s == ReadStatus::missing_symbol)
+    return {"N/A", true};
+  return na(r);
 }
-FieldValue no_source_bare(const Snapshot&, const GpuSample&) {
+
+FieldValue kmd_version(const Snapshot& s, const GpuSample&) {
+  const auto& r = s.driver.driver_version;  // the kernel-mode driver's version, nvidia-smi 595+
+  return r.ok() ? FieldValue{*r} : na(r);
+}
+
+FieldValue driver_model(const Reading<unsigned>& r) {
+  if (!r.ok()) return na(r);
+  switch (*r) {
+    case 0: return {"WDDM"};
+    case 1: return {"TCC"};
+    case 2: return {"MCDM"};
+    default: return {"[Unknown Error]", true};
+  }
+}
+
+FieldValue checksum_validation(const Snapshot&, const GpuSample& g) {
+  const auto& r = info_of(g).inforom_valid;
+  if (!r.ok()) return na(r);
+  return {*r ? "valid" : "invalid"};
+}
+
+FieldValue tlimit(const Snapshot&, const GpuSample& g) {
+  const auto& r = g.temperature_tlimit_c;
+  if (!r.ok()) return na(r);
+  return {fmt::format("{}", *r)};
+}
+
+FieldValue fabric_state(const Snapshot&, const GpuSample& g) {
+  const auto& r = g.fabric_state;
+  if (!r.ok()) return bare_na(r);
+  switch (*r) {
+    case 1: return {"Not Started"};
+    case 2: return {"In Progress"};
+    case 3: return {"Completed"};
+    default: return {"N/A", true};
+  }
+}
+
+FieldValue fabric_status(const Snapshot&, const GpuSample& g) {
+  const auto& r = g.fabric_status;
+  if (!r.ok()) return bare_na(r);
+  return {*r == 0 ? std::string("Success") : fmt::format("Error {}", *r)};
+}
+
+/// fabric.health.*: nvidia-smi 580-610 print N/A for these on every capture, also on a completed
+/// registration; the health mask is not decoded (docs/cli.md).
+FieldValue bare_na_always(const Snapshot&, const GpuSample&) {
   return {"N/A", true};
 }
 
@@ -183,6 +238,8 @@ std::vector<GpuField> make_gpu_fields() {
                  const auto& r = s.driver.driver_version;
                  return r.ok() ? FieldValue{*r} : na(r);
                }});
+  f.push_back(
+      {"kmd_version", {}, "", "Installed kernel-mode driver version (nvidia-smi 595+).", kmd_version});
   f.push_back({"count",
                {},
                "",
@@ -226,6 +283,11 @@ std::vector<GpuField> make_gpu_fields() {
       {"index", {}, "", "NVML index (PCI bus order).", [](const Snapshot&, const GpuSample& g) -> FieldValue {
          return {fmt::format("{}", g.index)};
        }});
+  f.push_back({"display_attached",
+               {},
+               "",
+               "A monitor is connected to one of the GPU's outputs: Yes / No.",
+               words(&G::display_attached, "Yes", "No")});
   f.push_back({"display_active",
                {},
                "",
@@ -236,7 +298,40 @@ std::vector<GpuField> make_gpu_fields() {
                "",
                "Persistence mode: Enabled / Disabled.",
                words(&G::persistence_mode, "Enabled", "Disabled")});
+  f.push_back({"accounting.mode",
+               {},
+               "",
+               "Per-process accounting: Enabled / Disabled.",
+               words(&G::accounting_mode, "Enabled", "Disabled")});
+  f.push_back({"accounting.buffer_size",
+               {},
+               "",
+               "Processes the accounting buffer holds.",
+               plain(&G::accounting_buffer_size)});
+  f.push_back(
+      {"driver_model.current",
+       {},
+       "",
+       "Windows driver model: WDDM, TCC or MCDM ([N/A] on Linux).",
+       [](const Snapshot&, const GpuSample& g) { return driver_model(info_of(g).driver_model_current); }});
+  f.push_back(
+      {"driver_model.pending",
+       {},
+       "",
+       "Driver model after the next reboot.",
+       [](const Snapshot&, const GpuSample& g) { return driver_model(info_of(g).driver_model_pending); }});
   f.push_back({"vbios_version", {}, "", "VBIOS version.", plain(&I::vbios_version)});
+  f.push_back(
+      {"inforom.img", {"inforom.image"}, "", "Version of the infoROM image.", plain(&I::inforom_image)});
+  f.push_back({"inforom.oem", {}, "", "Version of the infoROM's OEM configuration.", plain(&I::inforom_oem)});
+  f.push_back({"inforom.ecc", {}, "", "Version of the infoROM's ECC record.", plain(&I::inforom_ecc)});
+  f.push_back({"inforom.pwr",
+               {"inforom.power"},
+               "",
+               "Version of the infoROM's power record.",
+               plain(&I::inforom_power)});
+  f.push_back(
+      {"inforom.checksum_validation", {}, "", "infoROM checksum: valid / invalid.", checksum_validation});
   f.push_back({"fan.speed", {}, "%", "Fan speed, percent of maximum.", plain(&G::fan_speed_pct)});
   f.push_back({"pstate", {}, "", "Performance state, P0 (max) to P12 (min).", pstate});
   f.push_back({"clocks_event_reasons.supported",
@@ -294,6 +389,11 @@ std::vector<GpuField> make_gpu_fields() {
                "us",
                "Time held by the software power cap.",
                ns_to_us(&G::violation_power_ns)});
+  f.push_back({"clocks_event_reasons_counters.sync_boost",
+               {},
+               "us",
+               "Time held down by a sync-boost group.",
+               ns_to_us(&G::violation_sync_boost_ns)});
   f.push_back({"clocks_event_reasons_counters.sw_thermal_slowdown",
                {},
                "us",
@@ -337,6 +437,21 @@ std::vector<GpuField> make_gpu_fields() {
   f.push_back({"utilization.jpeg", {}, "%", "JPEG decoder utilisation.", plain(&G::utilization_jpeg_pct)});
   f.push_back(
       {"utilization.ofa", {}, "%", "Optical flow accelerator utilisation.", plain(&G::utilization_ofa_pct)});
+  f.push_back({"encoder.stats.sessionCount",
+               {},
+               "",
+               "Encoder sessions running on the GPU.",
+               plain(&G::encoder_session_count)});
+  f.push_back({"encoder.stats.averageFps",
+               {},
+               "",
+               "Average frames per second of the encoder sessions.",
+               plain(&G::encoder_average_fps)});
+  f.push_back({"encoder.stats.averageLatency",
+               {},
+               "",
+               "Average encode latency of the sessions, us.",
+               plain(&G::encoder_average_latency_us)});
   f.push_back({"ecc.mode.current",
                {},
                "",
@@ -403,12 +518,19 @@ std::vector<GpuField> make_gpu_fields() {
                "A row remap failed: Yes / No.",
                words(&G::remapped_rows_failure, "Yes", "No")});
   f.push_back({"temperature.gpu", {}, "", "Core GPU temperature, degrees C.", plain(&G::temperature_gpu_c)});
+  f.push_back(
+      {"temperature.gpu.tlimit", {}, "", "Degrees C left before the GPU slows down (T.Limit).", tlimit});
   f.push_back({"temperature.memory", {}, "", "HBM temperature, degrees C.", memory_temperature});
   f.push_back({"power.draw",
                {},
                "W",
                "Board power draw (1 s average on Ampere and later).",
                watts(&G::power_draw_mw)});
+  f.push_back({"power.draw.average",
+               {"gpu.power.draw.average"},
+               "W",
+               "Board power averaged over 1 s (Ampere and later, not GA100).",
+               watts(&G::power_draw_average_mw)});
   f.push_back({"power.draw.instant",
                {"gpu.power.draw.instant"},
                "W",
@@ -470,158 +592,64 @@ std::vector<GpuField> make_gpu_fields() {
                "",
                "MIG mode after the next reset.",
                words(&G::mig_mode_pending, "Enabled", "Disabled")});
+  f.push_back({"fabric.state",
+               {},
+               "",
+               "NVLink fabric registration: Not Started, In Progress, Completed (N/A without a fabric).",
+               fabric_state});
+  f.push_back({"fabric.status", {}, "", "Result of a completed fabric registration.", fabric_status});
+  f.push_back({"fabric.cliqueId",
+               {},
+               "",
+               "Fabric clique of the GPU.",
+               [](const Snapshot&, const GpuSample& g) -> FieldValue {
+                 const auto& r = g.fabric_clique_id;
+                 return r.ok() ? FieldValue{fmt::format("{}", *r)} : bare_na(r);
+               }});
+  f.push_back({"fabric.clusterUuid",
+               {},
+               "",
+               "UUID of the fabric cluster.",
+               [](const Snapshot&, const GpuSample& g) -> FieldValue {
+                 const auto& r = g.fabric_cluster_uuid;
+                 return r.ok() ? FieldValue{*r} : bare_na(r);
+               }});
+  for (const char* health :
+       {"fabric.health.summary", "fabric.health.bandwidth", "fabric.health.route_recovery_in_progress",
+        "fabric.health.route_unhealthy", "fabric.health.access_timeout_recovery",
+        "fabric.health.incorrect_configuration", "fabric.health.partition_assigned"})
+    f.push_back({health, {}, "", "Fabric health: N/A (the health mask is not decoded).", bare_na_always});
   return f;
 }
 
-struct NoSourceSpec {
-  std::string_view name;
-  std::vector<std::string_view> aliases;
-  std::string_view unit;
-};
+/// What nvidia-smi prints for a catalog field trainmon has no source for, on the snapshot's driver.
+FieldValue placeholder(std::string_view name, const Snapshot& snap) {
+  if (name.starts_with("fabric.")) return {"N/A", true};
+  const int major = driver_major(snap);
+  // Deprecated by the driver: the captures of R580 (display_mode) and R590+ (the rest) print this.
+  if (name == "display_mode" && major >= 580) return {std::string(kDeprecated), true};
+  if ((name == "power.management" || name.starts_with("clocks.applications.") ||
+       name.starts_with("clocks.default_applications.")) &&
+      major >= 590)
+    return {std::string(kDeprecated), true};
+  return {"[N/A]", true};
+}
 
-std::vector<GpuField> make_no_source_fields() {
-  const std::vector<NoSourceSpec> specs = {
-      {"vgpu_driver_capability.heterogenous_multivGPU", {}, ""},
-      {"pci.baseClass", {}, ""},
-      {"pci.subClass", {}, ""},
-      {"vgpu_device_capability.fractional_multiVgpu", {}, ""},
-      {"vgpu_device_capability.heterogeneous_timeSlice_profile", {}, ""},
-      {"vgpu_device_capability.heterogeneous_timeSlice_sizes", {}, ""},
-      {"vgpu_device_capability.homogeneous_placements", {}, ""},
-      {"vgpu_device_capability.mig_timeSlicing", {}, ""},
-      {"vgpu_device_capability.mig_timeSlicing_mode", {}, ""},
-      {"pcie.link.gen.hostmax", {}, ""},
-      {"display_mode", {}, ""},
-      {"display_attached", {}, ""},
-      {"addressing_mode", {}, ""},
-      {"accounting.mode", {}, ""},
-      {"accounting.buffer_size", {}, ""},
-      {"driver_model.current", {}, ""},
-      {"driver_model.pending", {}, ""},
-      {"inforom.img", {"inforom.image"}, ""},
-      {"inforom.oem", {}, ""},
-      {"inforom.ecc", {}, ""},
-      {"inforom.pwr", {"inforom.power"}, ""},
-      {"inforom.checksum_validation", {}, ""},
-      {"gpu_recovery_action", {}, ""},
-      {"gom.current", {"gpu_operation_mode.current"}, ""},
-      {"gom.pending", {"gpu_operation_mode.pending"}, ""},
-      {"clocks_event_reasons_counters.sync_boost", {}, "us"},
-      {"encoder.stats.sessionCount", {}, ""},
-      {"encoder.stats.averageFps", {}, ""},
-      {"encoder.stats.averageLatency", {}, ""},
-      {"dramEncryption.mode.current", {}, ""},
-      {"dramEncryption.mode.pending", {}, ""},
-      {"ecc.errors.corrected.volatile.device_memory", {}, ""},
-      {"ecc.errors.corrected.volatile.dram", {}, ""},
-      {"ecc.errors.corrected.volatile.register_file", {}, ""},
-      {"ecc.errors.corrected.volatile.l1_cache", {}, ""},
-      {"ecc.errors.corrected.volatile.l2_cache", {}, ""},
-      {"ecc.errors.corrected.volatile.texture_memory", {}, ""},
-      {"ecc.errors.corrected.volatile.cbu", {}, ""},
-      {"ecc.errors.corrected.volatile.sram", {}, ""},
-      {"ecc.errors.corrected.aggregate.device_memory", {}, ""},
-      {"ecc.errors.corrected.aggregate.dram", {}, ""},
-      {"ecc.errors.corrected.aggregate.register_file", {}, ""},
-      {"ecc.errors.corrected.aggregate.l1_cache", {}, ""},
-      {"ecc.errors.corrected.aggregate.l2_cache", {}, ""},
-      {"ecc.errors.corrected.aggregate.texture_memory", {}, ""},
-      {"ecc.errors.corrected.aggregate.cbu", {}, ""},
-      {"ecc.errors.corrected.aggregate.sram", {}, ""},
-      {"ecc.errors.uncorrected.volatile.device_memory", {}, ""},
-      {"ecc.errors.uncorrected.volatile.dram", {}, ""},
-      {"ecc.errors.uncorrected.volatile.register_file", {}, ""},
-      {"ecc.errors.uncorrected.volatile.l1_cache", {}, ""},
-      {"ecc.errors.uncorrected.volatile.l2_cache", {}, ""},
-      {"ecc.errors.uncorrected.volatile.texture_memory", {}, ""},
-      {"ecc.errors.uncorrected.volatile.cbu", {}, ""},
-      {"ecc.errors.uncorrected.volatile.sram", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.device_memory", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.dram", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.register_file", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.l1_cache", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.l2_cache", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.texture_memory", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.cbu", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram", {}, ""},
-      {"ecc.errors.uncorrected.volatile.sram.parity", {}, ""},
-      {"ecc.errors.uncorrected.volatile.sram.secded", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.parity", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.secded", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.thresholdExceeded", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.l2", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.sm", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.mcu", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.pcie", {}, ""},
-      {"ecc.errors.uncorrected.aggregate.sram.other", {}, ""},
-      {"remapped_rows.histogram.max", {}, ""},
-      {"remapped_rows.histogram.high", {}, ""},
-      {"remapped_rows.histogram.partial", {}, ""},
-      {"remapped_rows.histogram.low", {}, ""},
-      {"remapped_rows.histogram.none", {}, ""},
-      {"temperature.gpu.tlimit", {}, ""},
-      {"power.management", {}, ""},
-      {"power.draw.average", {"gpu.power.draw.average"}, "W"},
-      {"module.power.draw.average", {}, "W"},
-      {"module.power.draw.instant", {}, "W"},
-      {"module.power.limit", {"module.power.requested_limit"}, "W"},
-      {"module.enforced.power.limit", {"module.power.current_limit"}, "W"},
-      {"module.power.default_limit", {}, "W"},
-      {"module.power.min_limit", {}, "W"},
-      {"module.power.max_limit", {}, "W"},
-      {"power_smoothing.delayed_power_smoothing_supported", {}, ""},
-      {"power_smoothing.primary_power_floor", {}, "W"},
-      {"power_smoothing.secondary_power_floor", {}, "W"},
-      {"power_smoothing.min_primary_floor_activation_offset", {}, "W"},
-      {"power_smoothing.min_primary_floor_activation_point", {}, "W"},
-      {"power_smoothing.window_multiplier", {}, "ms"},
-      {"power_smoothing.curr_profile.secondary_power_floor", {}, "W"},
-      {"power_smoothing.curr_profile.primary_floor_act_window_multiplier", {}, ""},
-      {"power_smoothing.curr_profile.primary_floor_tar_window_multiplier", {}, ""},
-      {"power_smoothing.curr_profile.primary_floor_act_offset", {}, "W"},
-      {"power_smoothing.admin_override.secondary_power_floor", {}, "W"},
-      {"power_smoothing.admin_override.primary_floor_act_window_multiplier", {}, ""},
-      {"power_smoothing.admin_override.primary_floor_tar_window_multiplier", {}, ""},
-      {"power_smoothing.admin_override.primary_floor_act_offset", {}, "W"},
-      {"edpp_multiplier", {}, "%"},
-      {"clocks.applications.graphics", {"clocks.applications.gr"}, "MHz"},
-      {"clocks.applications.memory", {"clocks.applications.mem"}, "MHz"},
-      {"clocks.default_applications.graphics", {"clocks.default_applications.gr"}, "MHz"},
-      {"clocks.default_applications.memory", {"clocks.default_applications.mem"}, "MHz"},
-      {"gsp.mode.current", {}, ""},
-      {"gsp.mode.default", {}, ""},
-      {"c2c.mode", {}, ""},
-      {"protected_memory.total", {}, "MiB"},
-      {"protected_memory.used", {}, "MiB"},
-      {"protected_memory.free", {}, "MiB"},
-      {"fabric.state", {}, ""},
-      {"fabric.status", {}, ""},
-      {"fabric.cliqueId", {}, ""},
-      {"fabric.clusterUuid", {}, ""},
-      {"fabric.health.summary", {}, ""},
-      {"fabric.health.bandwidth", {}, ""},
-      {"fabric.health.route_recovery_in_progress", {}, ""},
-      {"fabric.health.route_unhealthy", {}, ""},
-      {"fabric.health.access_timeout_recovery", {}, ""},
-      {"fabric.health.incorrect_configuration", {}, ""},
-      {"platform.chassis_serial_number", {}, ""},
-      {"platform.slot_number", {}, ""},
-      {"platform.tray_index", {}, ""},
-      {"platform.host_id", {}, ""},
-      {"platform.peer_type", {}, ""},
-      {"platform.module_id", {}, ""},
-      {"platform.gpu_fabric_guid", {}, ""},
-      {"hostname", {}, ""},
-      {"kmd_version", {}, ""},
-      {"remapped_rows.correctable_inactive", {}, ""},
-      {"remapped_rows.uncorrectable_inactive", {}, ""},
-      {"fabric.health.partition_assigned", {}, ""},
-  };
+bool in_table(const std::vector<GpuField>& t, std::string_view name) {
+  return std::any_of(t.begin(), t.end(), [&](const GpuField& f) { return f.name == name; });
+}
+
+std::vector<GpuField> make_no_source_fields(const std::vector<GpuField>& with_source) {
   std::vector<GpuField> f;
-  for (const auto& s : specs) {
-    const bool bare = s.name.starts_with("fabric.");
-    f.push_back({s.name, s.aliases, s.unit, "accepted for compatibility; no data source: always N/A",
-                 bare ? GpuFormat(no_source_bare) : GpuFormat(no_source)});
+  for (const KnownGpuField& k : nvidia_smi_gpu_field_catalog()) {
+    if (in_table(with_source, k.name)) continue;
+    std::vector<std::string_view> aliases;
+    for (auto a : k.aliases)
+      if (!a.empty()) aliases.push_back(a);
+    const std::string_view name = k.name;
+    f.push_back({name, aliases, k.unit,
+                 "no source in trainmon: what nvidia-smi prints when it cannot read it",
+                 [name](const Snapshot& s, const GpuSample&) { return placeholder(name, s); }});
   }
   return f;
 }
@@ -631,7 +659,7 @@ const std::vector<GpuField>& gpu_table() {
   return t;
 }
 const std::vector<GpuField>& no_source_table() {
-  static const std::vector<GpuField> t = make_no_source_fields();
+  static const std::vector<GpuField> t = make_no_source_fields(gpu_table());
   return t;
 }
 
@@ -726,7 +754,12 @@ std::string header_of(const std::vector<const Field*>& fields, const CsvOptions&
   return out;
 }
 
-void append_value(std::string& out, const FieldValue& v, std::string_view unit, const CsvOptions& opt) {
+void append_value(std::string& out, const FieldValue& v, std::string_view unit, const CsvOptions& opt,
+                  int major = 0) {
+  if (v.not_supported && v.text == "[N/A]" && major > 0 && major < 450) {
+    out += "[Not Supported]";
+    return;
+  }
   // Names, serials and process names come from the driver: one field, no control reaches the
   // terminal (text::csv_smi leaves every value nvidia-smi prints as it is).
   out += v.na ? v.text : text::csv_smi(v.text);
@@ -737,6 +770,18 @@ void append_value(std::string& out, const FieldValue& v, std::string_view unit, 
 }
 
 }  // namespace
+
+int driver_major(const Snapshot& snap) {
+  if (!snap.driver.driver_version.ok()) return 0;
+  const std::string& v = *snap.driver.driver_version;
+  int major = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') break;
+    major = major * 10 + (c - '0');
+    if (major > 100000) return 0;
+  }
+  return major;
+}
 
 std::span<const GpuField> gpu_fields() {
   return gpu_table();
@@ -807,7 +852,7 @@ std::string csv_gpu_row(const GpuQuery& q, const CsvOptions& opt, const Snapshot
   std::string out;
   for (std::size_t i = 0; i < q.fields.size(); ++i) {
     if (i) out += ", ";
-    append_value(out, q.fields[i]->format(snap, gpu), q.fields[i]->unit, opt);
+    append_value(out, q.fields[i]->format(snap, gpu), q.fields[i]->unit, opt, driver_major(snap));
   }
   return out;
 }
@@ -826,11 +871,17 @@ std::string csv_query_apps(const AppQuery& q, const CsvOptions& opt, const Snaps
   if (with_header && opt.header) out += csv_header(q, opt) + '\n';
   for (std::size_t pos : gpu_order) {
     const GpuSample& gpu = snap.gpus.at(pos);
-    for (const auto& p : snap.gpu_processes) {
-      if (p.gpu_index != gpu.index || (p.type != 'C' && p.type != 'M')) continue;
+    std::vector<const GpuProcessSample*> procs;
+    for (const auto& p : snap.gpu_processes)
+      if (p.gpu_index == gpu.index && (p.type == 'C' || p.type == 'M')) procs.push_back(&p);
+    // In the driver's order, as nvidia-smi lists them (snapshots are sorted by pid).
+    std::stable_sort(procs.begin(), procs.end(),
+                     [](const auto* a, const auto* b) { return a->list_position < b->list_position; });
+    for (const GpuProcessSample* pp : procs) {
+      const GpuProcessSample& p = *pp;
       for (std::size_t i = 0; i < q.fields.size(); ++i) {
         if (i) out += ", ";
-        append_value(out, q.fields[i]->format(snap, gpu, p), q.fields[i]->unit, opt);
+        append_value(out, q.fields[i]->format(snap, gpu, p), q.fields[i]->unit, opt, driver_major(snap));
       }
       out += '\n';
     }
@@ -866,7 +917,9 @@ void help_entry(std::string& out, const Field& f) {
 std::string help_query_gpu() {
   std::string out = "List of valid properties to query for the switch \"--query-gpu\":\n\n";
   for (const auto& f : gpu_table()) help_entry(out, f);
-  out += "Accepted for compatibility with nvidia-smi, always [N/A] (no data source in trainmon):\n\n";
+  out +=
+      "Accepted for compatibility with nvidia-smi; no data source in trainmon, they print what nvidia-smi "
+      "prints for a value it cannot read ([N/A], N/A, or that the driver deprecated the field):\n\n";
   for (const auto& f : no_source_table()) {
     out += '"';
     out += f.name;

@@ -232,3 +232,119 @@ def test_status_on_a_pipe_has_no_escape_codes():
     assert r.returncode == 0, r.stderr
     assert "\x1b" not in r.stdout
     assert "NVIDIA H200" in r.stdout
+
+
+@pytest.mark.parametrize("scenario", sorted(CASES))
+def test_list_gpus_matches_capture(scenario):
+    """`query -L` prints the capture's `nvidia-smi -L` section line for line (MIG devices included)."""
+    need(scenario)
+    cap_file, _ = CASES[scenario]
+    _, lines = section(open(os.path.join(CAPS, cap_file)).read(), "capabilities :: list (-L)")
+    assert lines
+    r = run(["query", "-L"], scenario)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.split("\n")[:-1] == lines
+
+
+def query_text_capture(scenario):
+    """The capture's `nvidia-smi -q` lines of the scenario's state (blank lines dropped)."""
+    cap_file, state = CASES[scenario]
+    text = open(os.path.join(CAPS, cap_file)).read().split("\n")
+    for i, line in enumerate(text):
+        if line.startswith(f"# {state} :: query (-q)"):
+            out = []
+            for l in text[i + 3:]:
+                if l.startswith("####"):
+                    break
+                if l.strip():
+                    out.append(l.rstrip())
+            return out
+    return []
+
+
+# -q rows whose value moves between the capture's -q and its --query-gpu moment.
+VOLATILE_Q_ROWS = {"GPU Current Temp", "Memory Current Temp", "GPU T.Limit Temp", "Average Power Draw",
+                   "Instantaneous Power Draw", "GPU", "Memory", "Encoder", "Decoder", "Graphics", "SM",
+                   "Video", "Used", "Free", "Fan Speed", "Used GPU Memory", "Performance State",
+                   # clock event reasons and their counters
+                   "Idle", "Applications Clocks Setting", "SW Power Cap", "HW Slowdown", "HW Thermal Slowdown",
+                   "HW Power Brake Slowdown", "Sync Boost", "SW Thermal Slowdown", "Display Clock Setting",
+                   "SW Power Capping", "HW Power Braking"}
+
+
+def q_shape(line):
+    """A -q row with its numbers and its Active / Not Active word blurred."""
+    return re.sub(r": (Not )?Active$", ": A", re.sub(r"\d+", "9", line))
+
+
+@pytest.mark.parametrize("scenario", sorted(CASES))
+def test_query_text_matches_capture(scenario):
+    """`query -q`: every line trainmon prints is the capture's line, byte for byte (key padding,
+    units, N/A, deprecation texts), and the lines come in the capture's order: rows trainmon has no
+    source for are left out, never invented. The Timestamp row is the run's time."""
+    need(scenario)
+    want = query_text_capture(scenario)
+    assert len(want) > 100
+    r = run(["query", "-q"], scenario)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = [l for l in r.stdout.split("\n") if l.strip()]
+    assert got[0] == want[0] == "==============NVSMI LOG=============="
+    at, missing = 0, []
+    for line in got[1:]:
+        if line.startswith("Timestamp "):
+            assert re.match(r"^Timestamp {46}: \w{3} \w{3} [ \d]\d \d\d:\d\d:\d\d \d{4}$", line), line
+            at = next(i for i in range(at, len(want)) if want[i].startswith("Timestamp ")) + 1
+            continue
+        try:
+            at = want.index(line, at) + 1
+            continue
+        except ValueError:
+            pass
+        # The scenario plays the --query-gpu CSV's moment, taken seconds after -q: a reading that
+        # moves under load (power, temperatures, clocks, utilisation, memory in use) keeps its row
+        # and its layout ("631.95 W" for "629.10 W"), everything else must be equal.
+        key = line.split(":", 1)[0]
+        nxt = next((i for i in range(at, len(want)) if want[i].split(":", 1)[0] == key), None)
+        if nxt is not None and key.strip() in VOLATILE_Q_ROWS and q_shape(want[nxt]) == q_shape(line):
+            at = nxt + 1
+        else:
+            missing.append(line)
+    assert not missing, "not in the capture (or out of its order):\n" + "\n".join(missing)
+    assert len(got) >= 110, "too few rows printed"
+
+
+def capture_field_names(path):
+    """Every field name (aliases included) of a capture's `nvidia-smi --help-query-gpu` section."""
+    lines = open(path).read().split("\n")
+    start = next(i for i, l in enumerate(lines) if l.startswith("# capabilities :: help-query-gpu"))
+    names = []
+    for line in lines[start + 3:]:
+        if line.startswith("####"):
+            break
+        if re.fullmatch(r'"[\w.]+"( or "[\w.]+")*', line.strip()):  # not the '"0: Default"' value lists
+            names += re.findall(r'"([^"]+)"', line)
+    return names
+
+
+CAPTURE_FILES = (sorted(f for f in os.listdir(CAPS) if "__" in f and f.endswith(".txt"))
+                 if CAPS and os.path.isdir(CAPS) else [])
+
+
+@pytest.mark.parametrize("cap_file", CAPTURE_FILES)
+def test_every_field_of_the_capture_is_accepted(cap_file):
+    """Every name a capture's --help-query-gpu lists is a valid --query-gpu field for trainmon, in
+    one query (exit 0, one value per field), and the CSV header unit of each field the capture
+    queried is nvidia-smi's."""
+    need("h200-idle")
+    names = capture_field_names(os.path.join(CAPS, cap_file))
+    assert len(names) > 200
+    r = run(["query", "--query-gpu=" + ",".join(names), "--format=csv"], "h200-idle")
+    assert r.returncode == 0, r.stdout[:500] + r.stderr
+    header, row = r.stdout.split("\n")[:2]
+    assert len(header.split(", ")) == len(row.split(", ")) == len(names)
+    assert "not a valid field" not in r.stdout
+    cmd, csv = section(open(os.path.join(CAPS, cap_file)).read(), "idle :: query-gpu (csv")
+    fields = re.search(r"--query-gpu=(\S+)", cmd).group(1)
+    r = run(["query", f"--query-gpu={fields}", "--format=csv"], "h200-idle")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split("\n")[0] == csv[0], "header (names and units) differs"

@@ -4,6 +4,7 @@
 // (`, ` separators, units in headers and values, `[N/A]`, words for booleans, hex bitmasks).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <expected>
 #include <functional>
@@ -21,7 +22,24 @@ namespace trainmon::exp {
 struct FieldValue {
   std::string text;
   bool na = false;
+  /// The reading was NOT_SUPPORTED: drivers before R450 print "[Not Supported]" where current ones
+  /// print "[N/A]" (the change noted in enkore/i3pystatus#776, April 2020).
+  bool not_supported = false;
 };
+
+/// A --query-gpu field name as nvidia-smi lists it, with its aliases and its CSV unit.
+struct KnownGpuField {
+  std::string_view name;
+  std::array<std::string_view, 2> aliases;  ///< empty entries unused
+  std::string_view unit;                    ///< "MiB", "W", "%", "MHz", "us", "W/s", "ms", "seconds" or empty
+};
+
+/// Every field name any known nvidia-smi's --help-query-gpu lists (drivers 580 to 610), in that
+/// order (src/export/nvidia_smi_fields.cpp). Each one is accepted by parse_gpu_query().
+std::span<const KnownGpuField> nvidia_smi_gpu_field_catalog();
+
+/// The major number of the snapshot's driver ("590.48.01" → 590); 0 when unknown.
+int driver_major(const Snapshot& snap);
 
 /// One `--query-gpu` field. `unit` is what nvidia-smi appends in the header (`memory.used [MiB]`)
 /// and after each value (`19818 MiB`); empty when the field has none. `format` reads only the
@@ -46,9 +64,11 @@ struct AppField {
 /// Every `--query-gpu` field trainmon fills, in nvidia-smi's `--help-query-gpu` order.
 std::span<const GpuField> gpu_fields();
 
-/// nvidia-smi `--query-gpu` fields trainmon accepts but has no data source for (inforom, vGPU,
-/// fabric ...): they always print `[N/A]` (fabric.* `N/A`, as nvidia-smi), with nvidia-smi's unit in
-/// the header, so scripts that ask for them keep working.
+/// The other names of nvidia_smi_gpu_field_catalog() (vGPU, power smoothing, platform, ...): no
+/// NVML source is read for them, so they print what nvidia-smi prints for a value it cannot read:
+/// `[N/A]`, `N/A` for fabric.*, `[Requested functionality has been deprecated]` where the driver
+/// deprecated the field (display_mode from R580, power.management and the application clocks from
+/// R590), with nvidia-smi's unit in the header. docs/cli.md lists them and why.
 std::span<const GpuField> gpu_fields_without_source();
 
 /// Every `--query-compute-apps` field.
@@ -95,7 +115,7 @@ std::string csv_query_gpu(const GpuQuery& q, const CsvOptions& opt, const Snapsh
                           std::span<const std::size_t> gpu_order, bool with_header);
 
 /// The whole `--query-compute-apps` output: one line per compute ('C' or 'M') process of each
-/// selected GPU, in snapshot order.
+/// selected GPU, in the order the driver listed them (GpuProcessSample::list_position).
 std::string csv_query_apps(const AppQuery& q, const CsvOptions& opt, const Snapshot& snap,
                            std::span<const std::size_t> gpu_order, bool with_header);
 
