@@ -5,8 +5,7 @@
 // the same sections of utkuozdemir/nvidia_gpu_exporter's 580.173.02 and 610.57.04 captures (which
 // add kmd_version, the gpu.base.* and the rest of the power_smoothing.* family, bbx.time_run).
 // tests/e2e/test_views_golden.py (test_every_field_of_the_capture_is_accepted) checks every capture's
-// list against this table, so a capture
-// of a newer driver shows the names still missing here.
+// list against this table, so a capture of a newer driver shows the names still missing here.
 #include "trainmon/export/query_fields.h"
 
 namespace trainmon::exp {

@@ -127,7 +127,8 @@ def test_query_compute_apps_matches_capture(scenario):
     out = [l for l in r.stdout.split("\n") if l]
     assert out[0] == lines[0]
     strip_ts = lambda l: l.split(", ", 1)[1]
-    assert sorted(strip_ts(l) for l in out[1:]) == sorted(strip_ts(l) for l in lines[1:])
+    # In the capture's order: nvidia-smi lists the processes as the driver does, not by pid.
+    assert [strip_ts(l) for l in out[1:]] == [strip_ts(l) for l in lines[1:]]
 
 
 def _capture_moments():
@@ -348,3 +349,92 @@ def test_every_field_of_the_capture_is_accepted(cap_file):
     r = run(["query", f"--query-gpu={fields}", "--format=csv"], "h200-idle")
     assert r.returncode == 0, r.stderr
     assert r.stdout.split("\n")[0] == csv[0], "header (names and units) differs"
+
+
+@pytest.mark.parametrize("scenario,k", [(s, 0) for s in sorted(CASES)])
+def test_dmon_and_pmon_smi_csv_and_file(scenario, k, tmp_path):
+    """`--format csv` prints the text view's cells as nvidia-smi's CSV ("#gpu, pwr, ..." then
+    "#Idx, W, ..." then "0, 36, ..."), `nounit` / `noheader` drop those lines, `-f FILE` writes the
+    same bytes to FILE."""
+    need(scenario)
+    for what, t0 in (("dmon", DMON_T0), ("pmon", PMON_T0)):
+        header, samples = monitor_capture(scenario, what)
+        cells = lambda line: ", ".join(re.sub(r"^# ", "#", line.strip()).split())
+        want = [cells(header[0]), cells(header[1])] + [cells(r) for r in samples[k]]
+        if what == "pmon":  # the command column keeps its name whole (the text view pads it)
+            want = want[:2] + [", ".join(r.split()) for r in samples[k]]
+        r = run([what, "-c", "1", "--format", "csv"], scenario, time_s=t0 + k)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split("\n")[:-1] == want
+        r = run([what, "-c", "1", "--format", "csv,nounit,noheader"], scenario, time_s=t0 + k)
+        assert r.stdout.split("\n")[:-1] == want[2:]
+        out = tmp_path / f"{what}.txt"
+        r = run([what, "-c", "1", "-f", str(out)], scenario, time_s=t0 + k)
+        assert r.returncode == 0 and r.stdout == ""
+        assert out.read_text().split("\n")[:-1] == header + samples[k]
+    r = run(["dmon", "-c", "1", "--format", "xml"], scenario)
+    assert r.returncode == 2 and '"xml" is not a valid --format option' in r.stderr
+
+
+def test_pmon_header_repeats_after_44_rows():
+    """nvidia-smi repeats pmon's two header lines after every 44 process rows, inside a sample if
+    need be (64 processes: the header at the top and again before row 45)."""
+    r = run(["pmon", "-c", "2"], "bench-8gpu-64proc", time_s=5)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.split("\n")[:-1]
+    heads = [i for i, l in enumerate(lines) if l.startswith("# gpu")]
+    rows = [l for l in lines if not l.startswith("#")]
+    assert len(rows) >= 128
+    # header at 0; then after 44 rows each (each header is 2 lines)
+    assert heads[:3] == [0, 2 + 44, 2 + 44 + 2 + 44]
+    assert all(lines[i + 1].startswith("# Idx") for i in heads)
+
+
+def scenario_with(tmp_path, base, **changes):
+    doc = json.load(open(os.path.join(SCEN, base + ".json")))
+    for key, value in changes.items():
+        if key == "device":
+            doc["devices"][0].update(value)
+        else:
+            doc[key] = value
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def run_file(args, scenario_path):
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE, TRAINMON_FAKE_NVML_SCENARIO=scenario_path,
+               TRAINMON_FAKE_NVML_TIME_S="0", LC_ALL="C.UTF-8")
+    return subprocess.run([BIN] + args, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_query_supported_clocks(tmp_path):
+    """One line per (memory, graphics) pair in the driver's order; a GPU without the table gets
+    nvidia-smi's [N/A]; an unknown field is nvidia-smi's error."""
+    need("h200-idle")
+    path = scenario_with(tmp_path, "h200-idle", device={"supported_clocks": [
+        {"memory": 3201, "graphics": [1980, 1965]}, {"memory": 1593, "graphics": [1410]}]})
+    r = run_file(["query", "--query-supported-clocks=gpu_uuid,mem,gr", "--format=csv"], path)
+    assert r.returncode == 0, r.stderr
+    uuid = "GPU-00000000-0000-0000-0000-000000000000"
+    assert r.stdout.split("\n")[:-1] == ["gpu_uuid, memory [MHz], graphics [MHz]",
+                                         f"{uuid}, 3201 MHz, 1980 MHz", f"{uuid}, 3201 MHz, 1965 MHz",
+                                         f"{uuid}, 1593 MHz, 1410 MHz"]
+    r = run_file(["query", "--query-supported-clocks=memory,graphics", "--format=csv,noheader,nounits"], path)
+    assert r.stdout == "3201, 1980\n3201, 1965\n1593, 1410\n"
+    r = run(["query", "--query-supported-clocks=memory", "--format=csv,noheader"], "h200-idle")
+    assert r.returncode == 0 and r.stdout == "[N/A]\n", r.stdout
+    r = run(["query", "--query-supported-clocks=memory,foo", "--format=csv"], "h200-idle")
+    assert r.returncode == 2 and r.stdout.startswith('Field "foo" is not a valid field to query.')
+
+
+def test_not_supported_before_r450(tmp_path):
+    """Drivers before R450 print [Not Supported] where current ones print [N/A] (fan.speed of a
+    fan-less GPU); a field that is merely not available stays [N/A]."""
+    need("h200-idle")
+    old = scenario_with(tmp_path, "h200-idle", driver_version="440.33.01", generation="430")
+    r = run_file(["query", "--query-gpu=fan.speed,name", "--format=csv,noheader"], old)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "[Not Supported], NVIDIA H200\n"
+    r = run(["query", "--query-gpu=fan.speed", "--format=csv,noheader"], "h200-idle")
+    assert r.stdout == "[N/A]\n"
