@@ -90,6 +90,7 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
     }
     so.hostname_label = h;
   }
+  so.health_max_age_s = std::max(10.0, 3.0 * static_cast<double>(lo->interval_ns) / 1e9);
   if (!o.token_file.empty()) {
     std::string error;
     auto token = serve::read_token_file(o.token_file, error);
@@ -157,7 +158,10 @@ const Registrar kRegistrar{CommandSpec{
     "serve", "Record like `record` and serve /metrics (Prometheus), a JSON API and a live dashboard",
     [](CLI::App& app, const GlobalOptions& global) -> Runner {
       auto o = std::make_shared<ServeOptions>();
-      app.add_option("--listen", o->listen, "HOST:PORT to listen on (port 0: any free port)")
+      app.add_option("--listen,-a,--address", o->listen,
+                     "HOST:PORT to listen on (port 0: any free port; \":9400\" is every address, as "
+                     "dcgm-exporter's -a)")
+          ->envname("DCGM_EXPORTER_LISTEN")
           ->capture_default_str();
       app.add_flag("--allow-remote", o->allow_remote, "Allow a --listen address other than loopback");
       app.add_option("--token-file", o->token_file,

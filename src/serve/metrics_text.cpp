@@ -3,14 +3,16 @@
 
 #include <fmt/format.h>
 
-#include "trainmon/core/text_escape.h"
-
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
 #include <optional>
 #include <set>
 #include <string>
+
+#include "trainmon/core/text_escape.h"
+#include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::serve {
 namespace {
@@ -74,8 +76,12 @@ void add_label(std::string& s, std::string_view k, std::string_view v) {
 }
 
 /// dcgm-exporter's label set for one GPU. `with_model`: false for trainmon_* metrics, which leave
-/// out the camelCase `modelName` (Prometheus naming lint) and keep the rest for joins.
-std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool with_model) {
+/// out the camelCase `modelName` (Prometheus naming lint), the driver version and the MIG labels
+/// and keep the rest for joins. `mig`: a GPU instance's series (GPU_I_PROFILE, GPU_I_ID as
+/// dcgm-exporter adds them). `driver_version`: the DCGM_FI_DRIVER_VERSION label of dcgm-exporter's
+/// default counters (left out when empty).
+std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool with_model,
+                       std::string_view driver_version = {}, const MigDeviceSample* mig = nullptr) {
   std::string s;
   add_label(s, "gpu", std::to_string(g.index));
   const auto* info = g.info.get();
@@ -83,8 +89,24 @@ std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool wit
   add_label(s, "pci_bus_id", info && info->pci_bus_id.ok() ? *info->pci_bus_id : "");
   add_label(s, "device", "nvidia" + std::to_string(g.index));
   if (with_model) add_label(s, "modelName", info && info->name.ok() ? *info->name : "");
+  if (mig != nullptr) {
+    // The MIG device's name is "<GPU name> MIG 3g.40gb": the profile is what follows "MIG ".
+    std::string profile = mig->name.ok() ? *mig->name : "";
+    const auto at = profile.rfind("MIG ");
+    if (at != std::string::npos) profile = profile.substr(at + 4);
+    add_label(s, "GPU_I_PROFILE", profile);
+    add_label(s, "GPU_I_ID", mig->gpu_instance_id.ok() ? std::to_string(*mig->gpu_instance_id) : "");
+  }
   add_label(s, "Hostname", hostname);
+  if (with_model && !driver_version.empty()) add_label(s, "DCGM_FI_DRIVER_VERSION", driver_version);
   return s;
+}
+
+/// The frame-buffer metrics dcgm-exporter reports per GPU instance on a MIG-enabled GPU.
+std::optional<double> mig_fb(const MigDeviceSample& m, std::string_view metric) {
+  const auto& r = metric == "DCGM_FI_DEV_FB_USED" ? m.memory_used_bytes : m.memory_free_bytes;
+  if (!r.ok()) return std::nullopt;
+  return static_cast<double>(*r) / (1024.0 * 1024.0);
 }
 
 struct GpuMetric {
@@ -337,15 +359,28 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
   std::vector<std::string> own;     // trainmon_*: without modelName
   labels.reserve(snap.gpus.size());
   own.reserve(snap.gpus.size());
+  const std::string driver = snap.driver.driver_version.ok() ? *snap.driver.driver_version : "";
   for (const auto& g : snap.gpus) {
-    labels.push_back(gpu_labels(g, hostname, true));
+    labels.push_back(gpu_labels(g, hostname, true, driver));
     own.push_back(gpu_labels(g, hostname, false));
   }
   for (const auto& m : dcgm_metrics()) {
     bool any = false;
+    const bool fb = m.name == "DCGM_FI_DEV_FB_USED" || m.name == "DCGM_FI_DEV_FB_FREE";
     for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
       const auto& g = snap.gpus[i];
       if (!gpu_answers(g)) continue;
+      if (fb && !g.mig_devices.empty()) {
+        // MIG: one series per GPU instance instead of the whole GPU's, so sums stay right.
+        for (const auto& mig : g.mig_devices) {
+          auto v = mig_fb(mig, m.name);
+          if (!v) continue;
+          if (!any) w.family(m.name, m.type, m.help);
+          any = true;
+          w.sample(gpu_labels(g, hostname, true, driver, &mig), *v);
+        }
+        continue;
+      }
       auto v = m.get(g);
       if (!v || !std::isfinite(*v)) continue;
       if (!any) w.family(m.name, m.type, m.help);
@@ -354,13 +389,22 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
     }
   }
   if (!snap.gpus.empty()) {
+    // dcgm-exporter adds err_code (the Xid) and err_msg (its meaning) to this series; the meanings
+    // are trainmon's Xid table (diagnose::xid_info), "No Error" for 0, "Unknown Error" otherwise.
     w.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.");
     for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
       std::uint64_t xid = 0;
       for (const auto& [gpu, x] : state.last_xid) {
         if (gpu == snap.gpus[i].index) xid = x;
       }
-      w.sample(labels[i], static_cast<double>(xid));
+      std::string l = labels[i];
+      add_label(l, "err_code", std::to_string(xid));
+      const auto& info = diagnose::xid_info(static_cast<unsigned>(std::min<std::uint64_t>(xid, 0xFFFFFFFFu)));
+      add_label(l, "err_msg",
+                xid == 0          ? std::string_view("No Error")
+                : info.xid == xid ? info.meaning
+                                  : std::string_view("Unknown Error"));
+      w.sample(l, static_cast<double>(xid));
     }
   }
   if (!snap.gpus.empty()) {

@@ -8,6 +8,7 @@
 #include <limits>
 #include <numeric>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "trainmon/core/text_escape.h"
@@ -238,6 +239,14 @@ std::string ServeState::db_path() {
 std::uint64_t ServeState::ticks() {
   std::lock_guard lock(mu_);
   return state_.ticks_total;
+}
+
+std::string ServeState::health_problem(std::int64_t now_unix_ns, double max_age_s) {
+  std::lock_guard lock(mu_);
+  if (last_tick_unix_ns_ == 0) return "no sample yet";
+  const double age_s = static_cast<double>(now_unix_ns - last_tick_unix_ns_) / 1e9;
+  if (age_s <= max_age_s) return {};
+  return fmt::format("last sample {:.0f} s ago", age_s);
 }
 
 }  // namespace trainmon::serve

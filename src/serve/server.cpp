@@ -321,6 +321,17 @@ void install_routes(Server::Impl& s) {
     }
   });
 
+  // Liveness for probes (dcgm-exporter's path): 200 "OK" while samples keep coming, 503 with the
+  // reason once they stop. dcgm-exporter answers 200 "KO" whatever happens (docs/serve.md).
+  const double max_age_s = s.options.health_max_age_s;
+  http.Get("/health", [state, max_age_s](const httplib::Request&, httplib::Response& res) {
+    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+    const std::string problem = state->health_problem(now, max_age_s);
+    res.status = problem.empty() ? 200 : 503;
+    res.set_content(problem.empty() ? "OK\n" : problem + "\n", "text/plain");
+  });
   http.Get("/metrics", [state, sp](const httplib::Request&, httplib::Response& res) {
     const HubStats h = sp->hub->stats();
     HttpCounters c;

@@ -350,3 +350,42 @@ def test_port_in_use_by_another_serve_is_refused(served, tmp_path):
     assert f"cannot listen on 127.0.0.1:{served.port}" in p.stderr
     # and the first one still answers alone
     assert "NVIDIA H100" in served.get("/api/v1/snapshot")[2].decode()
+
+
+def test_health_and_dcgm_exporter_listen_spellings(tmp_path):
+    """/health answers 200 OK while samples come (dcgm-exporter's probe path); dcgm-exporter's -a and
+    its DCGM_EXPORTER_LISTEN variable choose the address as --listen does."""
+    port = free_port()
+    s = Served(str(tmp_path), "healthy-1gpu.json", extra_env={"DCGM_EXPORTER_LISTEN": f"127.0.0.1:{port}"})
+    try:
+        # Served passes --listen 127.0.0.1:0, which wins over the variable (a flag beats the environment).
+        assert s.port != port
+        wait_for(lambda: s.get("/health")[0] == 200, timeout=30)
+        status, headers, body = s.get("/health")
+        assert (status, body) == (200, b"OK\n")
+        assert headers["Content-Type"].startswith("text/plain")
+    finally:
+        assert "listening" in s.stop()
+    e = env("healthy-1gpu.json", DCGM_EXPORTER_LISTEN=f"127.0.0.1:{port}")
+    db = str(tmp_path / "env.db")
+    for args in ([], ["-a", f"127.0.0.1:{port}"]):
+        p = subprocess.Popen([trainmon_bin(), "serve", "--db", db, "--interval", "0.5", *args], env=e,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            def up():
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        return True
+                except OSError:
+                    return p.poll() is not None
+            assert wait_for(up, timeout=60) and p.poll() is None, p.stderr.read()
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c.request("GET", "/health")
+            r = c.getresponse()
+            assert r.status in (200, 503)  # 503 "no sample yet" right at start
+            c.close()
+        finally:
+            p.send_signal(signal.SIGTERM)
+            out = p.communicate(timeout=60)[1]
+        assert p.returncode == 0, out
+        assert f"listening on http://127.0.0.1:{port}/" in out

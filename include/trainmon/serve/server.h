@@ -29,6 +29,9 @@ struct ServerOptions {
   std::string hostname_label;          ///< Hostname label of the server's own metrics (empty: hostname)
   /// Host header values answered besides the listen address's own (--allowed-host; "*": any).
   std::vector<std::string> allowed_hosts;
+  /// /health answers 503 once the last sample is older than this (seconds; serve sets 3 intervals,
+  /// at least 10 s).
+  double health_max_age_s = 10;
 };
 
 /// What the server refused or throttled since start, and its connections (for /metrics and tests).

@@ -16,7 +16,7 @@ namespace {
 
 const std::string kLabels0 =
     R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
-    R"(device="nvidia0",modelName="NVIDIA H200",Hostname="gpu-node-01")";
+    R"(device="nvidia0",modelName="NVIDIA H200",Hostname="gpu-node-01",DCGM_FI_DRIVER_VERSION="590.48.01")";
 
 const std::string kOwnLabels0 =
     R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
@@ -55,7 +55,8 @@ TEST(MetricsText, DcgmNamesLabelsAndUnits) {
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_SM_CLOCK{" + kLabels0 + "} 345"));
   EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_SM_ACTIVE{" + kLabels0 + "} 0.75"));       // ratio
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_VIOLATION{" + kLabels0 + "} 5000"));  // us
-  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + "} 0"));
+  EXPECT_TRUE(
+      has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + R"(,err_code="0",err_msg="No Error"} 0)"));
   EXPECT_TRUE(
       has_line(text, "trainmon_gpu_memory_used_bytes{" + kOwnLabels0 + "} " + std::to_string(32362 * kMiB)))
       << "trainmon_* leave out the camelCase modelName";
@@ -137,7 +138,9 @@ TEST(MetricsText, FindingsXidAndExporterHealth) {
   EXPECT_TRUE(has_line(text, R"(trainmon_findings_active{Hostname="gpu-node-01",severity="critical"} 0)"));
   EXPECT_NE(text.find(R"(trainmon_finding_active{Hostname="gpu-node-01",code="D4",slug=")"),
             std::string::npos);
-  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + "} 79"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 +
+                                 R"(,err_code="79",err_msg="GPU has fallen off the bus"} 79)"))
+      << text;
   // The counter beside the gauge: every GPU has one (0 without an Xid), a repeat of the same Xid counts.
   st.xid_events = {{0, 2}};
   text = render_metrics(s, active, st);
@@ -218,4 +221,37 @@ TEST(MetricsText, CounterSeriesThatGoAwayAreForgotten) {
   s.gpus.clear();
   for (int i = 0; i < 200; ++i) follow_counters(s, c);
   EXPECT_LT(c.series.size(), with_gpu);
+}
+
+TEST(MetricsText, MigFrameBufferPerGpuInstanceAndUnknownXid) {
+  auto s = loaded();
+  auto& g = s.gpus[0];
+  for (unsigned i = 0; i < 2; ++i) {
+    MigDeviceSample m;
+    m.index = i;
+    m.gpu_instance_id = Reading<unsigned>::of(i == 0 ? 1u : 5u);
+    m.compute_instance_id = Reading<unsigned>::of(0u);
+    m.name = Reading<std::string>::of(i == 0 ? "NVIDIA H200 MIG 3g.71gb" : "NVIDIA H200 MIG 1g.18gb");
+    m.memory_used_bytes = Reading<std::uint64_t>::of((i == 0 ? 1000 : 20) * kMiB);
+    m.memory_free_bytes = Reading<std::uint64_t>::of((i == 0 ? 70000 : 18000) * kMiB);
+    g.mig_devices.push_back(m);
+  }
+  ExporterState st;
+  st.last_xid = {{0, 100000}};
+  auto text = render_metrics(s, {}, st);
+  const std::string base =
+      R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
+      R"(device="nvidia0",modelName="NVIDIA H200",)";
+  const std::string tail = R"(Hostname="gpu-node-01",DCGM_FI_DRIVER_VERSION="590.48.01"})";
+  EXPECT_TRUE(has_line(
+      text, "DCGM_FI_DEV_FB_USED{" + base + R"(GPU_I_PROFILE="3g.71gb",GPU_I_ID="1",)" + tail + " 1000"))
+      << text;
+  EXPECT_TRUE(has_line(
+      text, "DCGM_FI_DEV_FB_FREE{" + base + R"(GPU_I_PROFILE="1g.18gb",GPU_I_ID="5",)" + tail + " 18000"));
+  EXPECT_FALSE(has_line(text, "DCGM_FI_DEV_FB_USED{" + kLabels0 + "} 32362"))
+      << "on a MIG GPU the instances replace the whole GPU's series (sums stay right)";
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + kLabels0 + "} 52"))
+      << "device-wide metrics stay per GPU";
+  EXPECT_TRUE(has_line(
+      text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + R"(,err_code="100000",err_msg="Unknown Error"} 100000)"));
 }

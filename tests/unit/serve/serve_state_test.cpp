@@ -74,3 +74,16 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
   EXPECT_EQ(h["t"].size(), 2u);
   EXPECT_EQ(nlohmann::json::parse(st.findings_json()).size(), 1u);
 }
+
+TEST(ServeState, HealthFollowsTheAgeOfTheLastSample) {
+  ServeState st({});
+  constexpr std::int64_t t0 = 1'700'000'000'000'000'000;
+  EXPECT_EQ(st.health_problem(t0, 10), "no sample yet");
+  auto snap = h200_snapshot();
+  snap.time_unix_ns = t0;
+  recorder::TickContext ctx{snap, {}, 0, 0};
+  st.on_tick(ctx);
+  EXPECT_EQ(st.health_problem(t0 + 2'000'000'000, 10), "");
+  EXPECT_EQ(st.health_problem(t0 + 10'000'000'000, 10), "") << "exactly the limit is still fresh";
+  EXPECT_EQ(st.health_problem(t0 + 42'000'000'000, 10), "last sample 42 s ago");
+}
