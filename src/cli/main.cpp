@@ -4,9 +4,12 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,6 +18,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/help_export.h"
 #include "cli/output.h"
 
 namespace trainmon::cli {
@@ -44,6 +48,13 @@ int main(int argc, char** argv) {
   app.add_option("--sys-root", global.sys_root, "sysfs mount point to read host data from")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
+
+  std::string print_completion, print_man;
+  app.add_option("--print-completion", print_completion,
+                 "print the bash, zsh or fish completion script and exit")
+      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  app.add_option("--print-man", print_man,
+                 "write the man pages (trainmon.1, trainmon-COMMAND.1) into DIR and exit");
 
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),
@@ -75,9 +86,43 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+  } catch (const CLI::ExtrasError& e) {
+    // A mistyped command: "trainmon stauts" gets "did you mean", as git does.
+    for (const std::string& extra : app.remaining()) {
+      if (!app.get_subcommands().empty()) break;  // extras of a command: CLI11's own message
+      if (extra.empty() || extra[0] == '-') continue;
+      const std::string near = nearest_subcommand(app, extra);
+      std::fprintf(stderr, "trainmon: '%s' is not a trainmon command.%s%s%s See 'trainmon --help'.\n",
+                   extra.c_str(), near.empty() ? "" : " Did you mean '", near.c_str(),
+                   near.empty() ? "" : "'?");
+      return kExitUsage;
+    }
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
     int rc = app.exit(e);  // --help, --version: printed to stdout, which may be a closed pipe
     return finish_stdout(rc == 0 ? kExitOk : kExitUsage, "help");
+  }
+  if (!print_completion.empty()) {
+    std::fputs(completion_script(app, print_completion).c_str(), stdout);
+    return kExitOk;
+  }
+  if (!print_man.empty()) {
+    auto write = [&](const CLI::App& page, const std::string& name) {
+      const std::string path = print_man + "/" + name + ".1";
+      FILE* f = std::fopen(path.c_str(), "w");
+      if (!f) {
+        std::fprintf(stderr, "trainmon: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+        return false;
+      }
+      const std::string text = man_page(app, page, TRAINMON_VERSION);
+      const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+      return std::fclose(f) == 0 && ok;
+    };
+    bool ok = write(app, "trainmon");
+    const CLI::App& root = app;
+    for (const CLI::App* sub : root.get_subcommands(std::function<bool(const CLI::App*)>{}))
+      ok = write(*sub, "trainmon-" + sub->get_name()) && ok;
+    return ok ? kExitOk : kExitFailure;
   }
   if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
 

@@ -1,0 +1,130 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The Debian package the build makes (`cpack -G DEB`, cmake/packaging.cmake): installed with dpkg
+into a scratch root (its own dpkg database, so the machine's is never touched), run there on the fake
+driver, its man pages found by man(1), its bash completion used, then removed: nothing of it stays.
+Also the man pages and completions against --help (one source: the option definitions), and
+"did you mean" for a mistyped command."""
+import glob
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+BIN = os.environ.get("TRAINMON_BIN", "")
+FAKE = os.environ.get("TRAINMON_FAKE_NVML_PATH", "")
+SCEN = os.environ.get("TRAINMON_SCENARIOS_DIR", "")
+BUILD = os.path.dirname(BIN) if BIN else ""
+
+need_tools = pytest.mark.skipif(not all(shutil.which(t) for t in ("cpack", "dpkg", "dpkg-deb", "man")),
+                                reason="cpack / dpkg / man not installed")
+
+
+def tm(*args, **kw):
+    return subprocess.run([BIN, *args], capture_output=True, text=True, timeout=60, **kw)
+
+
+def options_in_help(command):
+    """Every --long option `trainmon COMMAND --help` lists."""
+    out = tm(*([command] if command else []), "--help").stdout
+    return set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", out)) - {"--help"}
+
+
+def commands():
+    out = tm("--help").stdout
+    return re.findall(r"^  ([a-z]+)\s{2,}\S", out.split("Subcommands:")[1], re.M)
+
+
+def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
+    cmds = commands()
+    assert {"status", "query", "dmon", "pmon", "serve", "run"} <= set(cmds)
+    r = tm("--print-man", str(tmp_path))
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(["trainmon.1"] + [f"trainmon-{c}.1" for c in cmds])
+    bash = tm("--print-completion", "bash").stdout
+    zsh = tm("--print-completion", "zsh").stdout
+    fish = tm("--print-completion", "fish").stdout
+    for c in [""] + cmds:
+        page = open(tmp_path / (f"trainmon-{c}.1" if c else "trainmon.1")).read()
+        roff = page.replace("\\-", "-")
+        for opt in options_in_help(c):
+            assert opt in roff, f"{opt} of `trainmon {c}` missing from its man page"
+            assert opt in bash and opt in zsh, f"{opt} of `trainmon {c}` missing from a completion"
+            assert f"-l {opt[2:]}" in fish, f"{opt} of `trainmon {c}` missing from the fish completion"
+        if shutil.which("groff"):
+            g = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=page, capture_output=True, text=True)
+            assert g.returncode == 0 and not g.stderr, (c, g.stderr)
+    assert tm("--print-completion", "tcsh").returncode == 2
+
+
+def complete(script, words):
+    """COMPREPLY of the bash completion for the command line `words` (the last one being completed)."""
+    prog = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _trainmon; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % (
+        " ".join("'%s'" % w for w in words), len(words) - 1)
+    return subprocess.run(["bash", "-c", prog], capture_output=True, text=True, timeout=30).stdout.split()
+
+
+def test_bash_completion_completes_commands_and_their_options():
+    script = tm("--print-completion", "bash").stdout
+    assert complete(script, ["trainmon", "sta"]) == ["status"]
+    assert "--json" in complete(script, ["trainmon", "status", "--js"])
+    assert "--query-gpu" in complete(script, ["trainmon", "--nvml-library", "x", "query", "--query-g"])
+    assert "--nvml-library" in complete(script, ["trainmon", "--nvml"])
+
+
+def test_a_mistyped_command_gets_did_you_mean():
+    r = tm("stauts")
+    assert r.returncode == 2
+    assert "'stauts' is not a trainmon command. Did you mean 'status'?" in r.stderr
+    r = tm("xyzzy")
+    assert r.returncode == 2 and "Did you mean" not in r.stderr and "not a trainmon command" in r.stderr
+    # global options before the command still work
+    env = dict(os.environ, TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"))
+    r = tm("--nvml-library", FAKE, "status", "--no-header", env=env)
+    assert r.returncode == 0 and "NVIDIA H200" in r.stdout, r.stderr
+
+
+@need_tools
+@pytest.mark.skipif(os.environ.get("TRAINMON_SANITIZED") == "1", reason="packaging: one pass is enough")
+def test_deb_installs_runs_and_removes_cleanly(tmp_path):
+    out = tmp_path / "pkg"
+    r = subprocess.run(["cpack", "-G", "DEB", "-B", str(out)], cwd=BUILD, capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    debs = glob.glob(str(out / "*.deb"))
+    assert len(debs) == 1, os.listdir(out)
+    info = subprocess.run(["dpkg-deb", "-f", debs[0], "Package", "Version", "Depends"], capture_output=True,
+                          text=True).stdout
+    assert "Package: trainmon" in info and "libsqlite3" in info, info
+    root = tmp_path / "root"
+    for d in ("var/lib/dpkg/info", "var/lib/dpkg/updates", "var/lib/dpkg/triggers"):
+        (root / d).mkdir(parents=True)
+    (root / "var/lib/dpkg/status").write_text("")
+    dpkg = ["dpkg", f"--root={root}", "--force-not-root", "--force-depends", "--force-script-chrootless",
+            "--log=/dev/null"]
+    r = subprocess.run(dpkg + ["-i", debs[0]], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    binary = root / "usr/bin/trainmon"
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE, TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"))
+    s = subprocess.run([str(binary), "status", "--no-color"], capture_output=True, text=True, env=env, timeout=60)
+    assert s.returncode == 0 and "NVIDIA H200" in s.stdout, s.stderr
+    m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon"], capture_output=True, text=True)
+    assert m.returncode == 0 and m.stdout.strip().endswith("man1/trainmon.1"), m.stdout + m.stderr
+    m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon-query"], capture_output=True,
+                       text=True)
+    assert m.returncode == 0, m.stderr
+    for f in ("usr/share/bash-completion/completions/trainmon", "usr/share/zsh/vendor-completions/_trainmon",
+              "usr/share/fish/vendor_completions.d/trainmon.fish", "lib/systemd/system/trainmon-serve.service",
+              "lib/systemd/system/trainmon-record.service", "usr/share/doc/trainmon/cli.md"):
+        assert (root / f).is_file(), f
+    unit = (root / "lib/systemd/system/trainmon-serve.service").read_text()
+    assert "ExecStart=/usr/bin/trainmon serve" in unit
+    assert complete((root / "usr/share/bash-completion/completions/trainmon").read_text(),
+                    ["trainmon", "pm"]) == ["pmon"]
+    listed = subprocess.run(dpkg + ["-L", "trainmon"], capture_output=True, text=True).stdout.split()
+    r = subprocess.run(dpkg + ["--purge", "trainmon"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    left = [p for p in listed if (root / p.lstrip("/")).is_file()]
+    assert not left, left
+    assert not binary.exists()
