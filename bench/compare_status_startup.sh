@@ -3,7 +3,7 @@
 # Start-up cost of `trainmon status` (8 fake GPUs) against a bare Python start-up (what gpustat pays
 # before doing anything). Usage: bench/compare_status_startup.sh BUILD_DIR
 # Uses hyperfine when installed (apt-get install hyperfine), else a Python fork/exec loop.
-# Target: trainmon under half of `python3 -c pass`.
+# Target (issue 20): trainmon at most 0.3x `python3 -c pass`.
 set -euo pipefail
 build="${1:?usage: $0 BUILD_DIR}"
 src="$(cd "$(dirname "$0")/.." && pwd)"
@@ -50,5 +50,8 @@ print(f"{'command':<24}{'mean ms':>10}{'stddev ms':>12}{'min ms':>10}")
 for name, x in (("trainmon status (8 GPUs)", t), ("python3 -c pass", p)):
     print(f"{name:<24}{x['mean']*1e3:>10.2f}{x['stddev']*1e3:>12.2f}{x['min']*1e3:>10.2f}")
 ratio = t["mean"] / p["mean"]
-print(f"ratio trainmon/python: {ratio:.2f} (target < 0.50: {'met' if ratio < 0.5 else 'NOT met'})")
+print(f"ratio trainmon/python: {ratio:.2f} (target <= 0.30: {'met' if ratio <= 0.3 else 'NOT met'})")
+# On a shared, busy machine the means carry the other jobs' noise; the fastest runs show the cost
+# itself.
+print(f"ratio of the fastest runs: {t['min'] / p['min']:.2f}")
 PY
