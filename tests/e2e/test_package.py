@@ -53,7 +53,7 @@ def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
             assert opt in bash and opt in zsh, f"{opt} of `trainmon {c}` missing from a completion"
             assert f"-l {opt[2:]}" in fish, f"{opt} of `trainmon {c}` missing from the fish completion"
         if shutil.which("groff"):
-            g = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=page, capture_output=True, text=True)
+            g = subprocess.run(["groff", "-man", "-Tutf8", "-z"], input=page, capture_output=True, text=True)
             assert g.returncode == 0 and not g.stderr, (c, g.stderr)
     assert tm("--print-completion", "tcsh").returncode == 2
 
