@@ -113,11 +113,11 @@ TEST(PmonFormat, HeaderAndRowsMatchTheH200LoadCapture) {
   s.gpu_processes.push_back(gpu_process(10291, "/root/tools/memhog", 2566));
   s.gpu_processes[0].sm_util_pct = Reading<unsigned>::of(99);
   s.gpu_processes[0].mem_util_pct = Reading<unsigned>::of(7);
-  s.gpu_processes[0].enc_util_pct = Reading<unsigned>::of(0);  // sampled zero: '-' as nvidia-smi 590
+  s.gpu_processes[0].enc_util_pct = Reading<unsigned>::of(0);  // a sampled zero prints 0 (no sample: '-')
   s.gpu_processes[0].dec_util_pct = Reading<unsigned>::of(0);
   EXPECT_EQ(pmon_rows(o, s, kFirst),
             "    0      10291     C      -      -      -      -      -      -    memhog         \n"
-            "    0      10309     C     99      7      -      -      -      -    gpu_burn       \n");
+            "    0      10309     C     99      7      0      0      -      -    gpu_burn       \n");
 }
 
 TEST(PmonFormat, IdleGpuAndSevenDigitPid) {

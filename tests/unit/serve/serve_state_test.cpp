@@ -52,7 +52,10 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
   EXPECT_EQ(st.run_id(), 5);
   EXPECT_EQ(st.db_path(), "/tmp/x.db");
   auto m = st.metrics_text();
-  EXPECT_NE(m.find("modelName=\"NVIDIA H200\",Hostname=\"gpu-node-01\"} 40\n"), std::string::npos) << m;
+  EXPECT_NE(
+      m.find("modelName=\"NVIDIA H200\",Hostname=\"gpu-node-01\",DCGM_FI_DRIVER_VERSION=\"590.48.01\"} 40\n"),
+      std::string::npos)
+      << m;
   EXPECT_NE(m.find("DCGM_FI_DEV_XID_ERRORS{gpu=\"0\""), std::string::npos);
   EXPECT_NE(m.find("} 48\n"), std::string::npos) << "the last Xid stays after its tick";
   EXPECT_NE(m.find("slurm_job_id=\"77\""), std::string::npos);
