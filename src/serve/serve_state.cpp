@@ -241,10 +241,10 @@ std::uint64_t ServeState::ticks() {
   return state_.ticks_total;
 }
 
-std::string ServeState::health_problem(std::int64_t now_unix_ns, double max_age_s) {
+std::string ServeState::health_problem(std::int64_t now_monotonic_ns, double max_age_s) {
   std::lock_guard lock(mu_);
-  if (last_tick_unix_ns_ == 0) return "no sample yet";
-  const double age_s = static_cast<double>(now_unix_ns - last_tick_unix_ns_) / 1e9;
+  if (last_tick_monotonic_ns_ == 0) return "no sample yet";
+  const double age_s = static_cast<double>(now_monotonic_ns - last_tick_monotonic_ns_) / 1e9;
   if (age_s <= max_age_s) return {};
   return fmt::format("last sample {:.0f} s ago", age_s);
 }

@@ -2,6 +2,7 @@
 #include "trainmon/serve/server.h"
 
 #include <sys/socket.h>
+#include <time.h>
 
 #include <httplib.h>
 
@@ -325,10 +326,10 @@ void install_routes(Server::Impl& s) {
   // reason once they stop. dcgm-exporter answers 200 "KO" whatever happens (docs/serve.md).
   const double max_age_s = s.options.health_max_age_s;
   http.Get("/health", [state, max_age_s](const httplib::Request&, httplib::Response& res) {
-    const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                         .count();
-    const std::string problem = state->health_problem(now, max_age_s);
+    timespec ts{};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    const std::string problem =
+        state->health_problem(static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec, max_age_s);
     res.status = problem.empty() ? 200 : 503;
     res.set_content(problem.empty() ? "OK\n" : problem + "\n", "text/plain");
   });

@@ -64,9 +64,10 @@ class ServeState : public recorder::TickObserver {
   std::int64_t run_id();
   std::string db_path();
   std::uint64_t ticks();
-  /// /health: empty when the last tick is at most `max_age_s` seconds older than `now_unix_ns`
-  /// (wall clock, ns); else why not ("no sample yet", "last sample 42 s ago").
-  std::string health_problem(std::int64_t now_unix_ns, double max_age_s);
+  /// /health: empty when the last tick is at most `max_age_s` seconds older than `now_monotonic_ns`
+  /// (CLOCK_MONOTONIC, ns: a wall-clock step changes nothing); else why not ("no sample yet",
+  /// "last sample 42 s ago").
+  std::string health_problem(std::int64_t now_monotonic_ns, double max_age_s);
 
  private:
   std::mutex mu_;

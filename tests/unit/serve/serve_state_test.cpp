@@ -80,10 +80,11 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
 
 TEST(ServeState, HealthFollowsTheAgeOfTheLastSample) {
   ServeState st({});
-  constexpr std::int64_t t0 = 1'700'000'000'000'000'000;
+  constexpr std::int64_t t0 = 5'000'000'000'000;  // CLOCK_MONOTONIC: the age ignores wall-clock steps
   EXPECT_EQ(st.health_problem(t0, 10), "no sample yet");
   auto snap = h200_snapshot();
-  snap.time_unix_ns = t0;
+  snap.monotonic_ns = t0;
+  snap.time_unix_ns = 1'700'000'000'000'000'000;
   recorder::TickContext ctx{snap, {}, 0, 0};
   st.on_tick(ctx);
   EXPECT_EQ(st.health_problem(t0 + 2'000'000'000, 10), "");
