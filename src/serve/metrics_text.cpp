@@ -303,9 +303,13 @@ namespace {
 template <class F>
 void for_each_counter(const Snapshot& snap, F&& fn) {
   const std::string& hostname = snap.host.hostname;
+  // The labels render_metrics exports, DCGM_FI_DRIVER_VERSION included: a driver reload that keeps
+  // the version continues the same series; a new version is a new label set, so a new series that
+  // starts from its own reading (as dcgm-exporter's would).
+  const std::string driver = snap.driver.driver_version.ok() ? *snap.driver.driver_version : "";
   for (const auto& g : snap.gpus) {
     if (!gpu_answers(g)) continue;
-    const std::string labels = gpu_labels(g, hostname, true);
+    const std::string labels = gpu_labels(g, hostname, true, driver);
     for (const auto& m : dcgm_metrics()) {
       if (m.type != "counter") continue;
       auto v = m.get(g);

@@ -116,6 +116,12 @@ def scenario_uuids():
     return [dev["uuid"] for dev in d["devices"]]
 
 
+def scenario_driver_version():
+    d = json.load(open(os.path.join(os.environ.get("TRAINMON_SCENARIOS_DIR", os.path.join(SOURCE_DIR, "tests", "scenarios")),
+                                    "ddp-8gpu-healthy.json")))
+    return d["driver_version"]
+
+
 def test_metrics_dcgm_names_labels_and_values(served):
     status, headers, body = served.get("/metrics")
     assert status == 200
@@ -125,7 +131,9 @@ def test_metrics_dcgm_names_labels_and_values(served):
     assert len(util) == 8
     assert sorted(lab["UUID"] for lab, _ in util) == sorted(scenario_uuids())
     for lab, v in util:
-        assert set(lab) == {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname"}
+        assert set(lab) == {"gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname",
+                            "DCGM_FI_DRIVER_VERSION"}
+        assert lab["DCGM_FI_DRIVER_VERSION"] == scenario_driver_version()
         assert lab["modelName"] == "NVIDIA H100 80GB HBM3"
         assert lab["device"] == "nvidia" + lab["gpu"]
         assert 50 <= v <= 100, v  # the scenario plays 85-95 % with noise

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "trainmon/core/text_escape.h"
 
 #include "trainmon/serve/metrics_text.h"
@@ -205,6 +207,23 @@ TEST(MetricsText, CountersNeverGoDownAcrossADriverReload) {
   EXPECT_EQ(exported_ecc, (std::vector<double>{2, 5, 5, 6}));
   EXPECT_EQ(exported_energy, (std::vector<double>{1000, 4000, 4010, 4510}));
   EXPECT_EQ(exported_rx, (std::vector<double>{1'000'000, 1'000'001, 1'000'101, 2'000'004}));
+  // A reload onto another driver version: DCGM_FI_DRIVER_VERSION changes, so it is a new series (as
+  // dcgm-exporter's), starting from its own reading; the old label set is no longer exported.
+  {
+    Snapshot s = loaded();
+    s.driver.driver_version = Reading<std::string>::of("595.10");
+    s.gpus[0].ecc_uncorrected_volatile = Reading<std::uint64_t>::of(1);
+    follow_counters(s, st.counters);
+    const auto text = render_metrics(s, {}, st);
+    std::string labels = kLabels0;
+    labels.replace(labels.find("590.48.01"), 9, "595.10");
+    EXPECT_EQ(sample_value(text, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", labels), 1);
+    EXPECT_TRUE(std::isnan(sample_value(text, "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", kLabels0)));
+    // ... and it never goes down either
+    s.gpus[0].ecc_uncorrected_volatile = Reading<std::uint64_t>::of(0);
+    follow_counters(s, st.counters);
+    EXPECT_EQ(sample_value(render_metrics(s, {}, st), "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", labels), 1);
+  }
   // gauges are left as read
   Snapshot s = loaded();
   follow_counters(s, st.counters);
