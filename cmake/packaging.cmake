@@ -34,6 +34,8 @@ foreach(unit trainmon-record.service trainmon-serve.service)
   file(READ ${PROJECT_SOURCE_DIR}/docs/${unit} text)
   string(REPLACE "/usr/local/bin/trainmon" "${CPACK_PACKAGING_INSTALL_PREFIX}/bin/trainmon" text "${text}")
   file(WRITE ${TRAINMON_GENERATED}/systemd/${unit} "${text}")
+  # /usr/lib/systemd/system (the prefix is /usr): systemd reads it everywhere; /lib is a link to it
+  # on merged-/usr systems (Debian 12 and later).
   install(FILES ${TRAINMON_GENERATED}/systemd/${unit} DESTINATION lib/systemd/system)
 endforeach()
 file(GLOB TRAINMON_DOCS ${PROJECT_SOURCE_DIR}/docs/*.md)

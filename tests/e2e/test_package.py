@@ -48,6 +48,8 @@ def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
     for c in [""] + cmds:
         page = open(tmp_path / (f"trainmon-{c}.1" if c else "trainmon.1")).read()
         roff = page.replace("\\-", "-")
+        # the program's name, never the path it was started by (argv[0])
+        assert BUILD not in page and re.search(r"^\.TH TRAINMON", page, re.M), page[:200]
         for opt in options_in_help(c):
             assert opt in roff, f"{opt} of `trainmon {c}` missing from its man page"
             assert opt in bash and opt in zsh, f"{opt} of `trainmon {c}` missing from a completion"
@@ -71,6 +73,11 @@ def test_bash_completion_completes_commands_and_their_options():
     assert "--json" in complete(script, ["trainmon", "status", "--js"])
     assert "--query-gpu" in complete(script, ["trainmon", "--nvml-library", "x", "query", "--query-g"])
     assert "--nvml-library" in complete(script, ["trainmon", "--nvml"])
+    # after a global option and its value, and after its --opt=value spelling
+    assert "--json" in complete(script, ["trainmon", "--proc-root", "/proc", "status", "--js"])
+    assert "--json" in complete(script, ["trainmon", "--proc-root=/proc", "status", "--js"])
+    assert complete(script, ["trainmon", "--nvml-library", "x", "sta"]) == ["status"]
+    assert BIN not in script
 
 
 def test_a_mistyped_command_gets_did_you_mean():
@@ -115,10 +122,10 @@ def test_deb_installs_runs_and_removes_cleanly(tmp_path):
                        text=True)
     assert m.returncode == 0, m.stderr
     for f in ("usr/share/bash-completion/completions/trainmon", "usr/share/zsh/vendor-completions/_trainmon",
-              "usr/share/fish/vendor_completions.d/trainmon.fish", "lib/systemd/system/trainmon-serve.service",
-              "lib/systemd/system/trainmon-record.service", "usr/share/doc/trainmon/cli.md"):
+              "usr/share/fish/vendor_completions.d/trainmon.fish", "usr/lib/systemd/system/trainmon-serve.service",
+              "usr/lib/systemd/system/trainmon-record.service", "usr/share/doc/trainmon/cli.md"):
         assert (root / f).is_file(), f
-    unit = (root / "lib/systemd/system/trainmon-serve.service").read_text()
+    unit = (root / "usr/lib/systemd/system/trainmon-serve.service").read_text()
     assert "ExecStart=/usr/bin/trainmon serve" in unit
     assert complete((root / "usr/share/bash-completion/completions/trainmon").read_text(),
                     ["trainmon", "pm"]) == ["pmon"]
