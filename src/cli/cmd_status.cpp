@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
@@ -33,14 +34,41 @@ struct StatusCliOptions {
   bool json = false;
   bool no_color = false;
   bool force_color = false;
-  bool codec = false;
   bool no_header = false;
   double interval_s = 0;
   std::string ids;
   bool all_processes = false;
+  bool show_all = false;
+  // gpustat's options that take an optional value (argparse nargs='?'): one element, "" when the
+  // option came without a value.
+  std::vector<std::string> power, codec, interval;
+  int gpuname_width = -1;  // -1: not given
 };
 
+/// gpustat's "-a": every column and process detail (cli.py: show_cmd, show_user, show_pid,
+/// show_fan_speed, show_codec "enc,dec", show_power "draw,limit"); then the optional values.
+void resolve_gpustat_options(StatusCliOptions& o) {
+  if (o.show_all) {
+    o.view.show_cmd = o.view.show_user = o.view.show_pid = o.view.show_fan = true;
+    o.codec = {"enc,dec"};
+    o.power = {"draw,limit"};
+  }
+  if (!o.power.empty()) {
+    const std::string& p = o.power.front().empty() ? std::string("draw,limit") : o.power.front();
+    o.view.show_power = true;
+    o.view.power_draw_only = p.find("limit") == std::string::npos;
+  }
+  if (!o.codec.empty()) {
+    const std::string& c = o.codec.front().empty() ? std::string("enc,dec") : o.codec.front();
+    o.view.show_enc = c.find("enc") != std::string::npos;
+    o.view.show_dec = c.find("dec") != std::string::npos;
+  }
+  if (!o.interval.empty()) o.interval_s = o.interval.front().empty() ? 1.0 : std::stod(o.interval.front());
+  if (o.gpuname_width >= 0) o.view.gpuname_width = static_cast<std::size_t>(o.gpuname_width);
+}
+
 int run(StatusCliOptions o, const GlobalOptions& global) {
+  resolve_gpustat_options(o);
   if (o.no_color && o.force_color) {
     std::fputs("trainmon status: --no-color and --force-color exclude each other\n", stderr);
     return kExitUsage;
@@ -53,7 +81,6 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   o.view.utf8 = term.utf8;
   o.view.columns = term.is_tty ? term.columns : 0;  // pipes and files are never cut
   o.view.show_header = !o.no_header;
-  o.view.show_enc = o.view.show_dec = o.codec;
 
   SamplerOptions so;
   so.backend.library_path = global.nvml_library;
@@ -81,7 +108,7 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   while (!g_stop) {
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
-    if (o.json && o.interval_s <= 0) {
+    if ((o.json || o.view.show_full_cmd) && o.interval_s <= 0) {
       // Process CPU % needs two ticks (as gpustat's 0.1 s wait): sample again.
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       snap = sampler.sample();
@@ -122,19 +149,38 @@ Registrar reg{{"status", "one line per GPU with its processes (gpustat compatibl
                [](CLI::App& app, const GlobalOptions& global) -> Runner {
                  auto o = std::make_shared<StatusCliOptions>();
                  app.add_flag("--json", o->json, "print JSON (a superset of gpustat --json)");
+                 app.add_flag("-a,--show-all", o->show_all,
+                              "every column and process detail (-c -u -p -F -e -P)");
                  app.add_flag("-c,--show-cmd", o->view.show_cmd, "show each process's command");
+                 app.add_flag("-f,--show-full-cmd", o->view.show_full_cmd,
+                              "a line per process: pid, CPU %, host memory, full command line");
                  app.add_flag("-u,--show-user", o->view.show_user, "show the user even with --show-cmd");
                  app.add_flag("-p,--show-pid", o->view.show_pid, "show each process's pid");
-                 app.add_flag("-P,--show-power", o->view.show_power, "show power draw / limit");
-                 app.add_flag("-F,--show-fan-speed", o->view.show_fan, "show fan speed");
-                 app.add_flag("-e,--show-codec", o->codec, "show encoder / decoder utilisation");
+                 app.add_option("-P,--show-power", o->power,
+                                "power: draw, limit or draw,limit (the default without a value)")
+                     ->expected(0, 1)
+                     ->check(CLI::IsMember({"", "draw", "limit", "draw,limit", "limit,draw"}));
+                 app.add_flag("-F,--show-fan-speed,--show-fan", o->view.show_fan, "show fan speed");
+                 app.add_option("-e,--show-codec", o->codec,
+                                "encoder / decoder utilisation: enc, dec or enc,dec (the default)")
+                     ->expected(0, 1)
+                     ->check(CLI::IsMember({"", "enc", "dec", "enc,dec"}));
+                 app.add_flag("--no-processes", o->view.no_processes, "no process list");
                  app.add_flag("--no-color", o->no_color, "never colour (also: NO_COLOR)");
                  app.add_flag("--force-color,--color", o->force_color, "colour even on a pipe");
                  app.add_flag("--no-header", o->no_header, "no hostname / time / driver line");
-                 app.add_option("-i,--interval", o->interval_s, "redraw every SEC seconds until Ctrl-C")
-                     ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
+                 app.add_option("-i,--interval,--watch", o->interval,
+                                "redraw every SEC seconds (1 without a value) until Ctrl-C")
+                     ->expected(0, 1)
+                     ->check(CLI::Validator(
+                         [check = loop_interval(kMaxLoopIntervalS, "seconds")](std::string& text) mutable {
+                           return text.empty() ? std::string() : check(text);
+                         },
+                         "[SEC]", "optional loop_interval"));
                  app.add_option("--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-                 app.add_option("--gpuname-width", o->view.gpuname_width, "minimum width of the name column");
+                 app.add_option("--gpuname-width", o->gpuname_width,
+                                "name column width: names are cut to it from the left (0: no name column)")
+                     ->check(CLI::Range(0, 1000));
                  app.add_flag("--all-processes", o->all_processes, "include every host process in --json");
                  return [o, &global] { return run(*o, global); };
                },

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -16,18 +17,23 @@ inline constexpr int kStatusSchemaVersion = 1;
 
 /// What the text view shows and how.
 struct StatusOptions {
-  bool show_header = true;         ///< hostname, time, driver version line (off with --no-header)
-  bool show_user = false;          ///< -u: user name even with --show-cmd
-  bool show_pid = false;           ///< -p: "/pid" after each process
-  bool show_cmd = false;           ///< -c: the process's command
-  bool show_power = false;         ///< -P: draw / enforced limit, W
-  bool show_fan = false;           ///< -F: fan speed %
-  bool show_enc = false;           ///< -e: encoder utilisation
-  bool show_dec = false;           ///< -e: decoder utilisation
-  bool color = false;              ///< ANSI colours (decided by the caller: TTY, --no-color, NO_COLOR)
-  bool utf8 = true;                ///< false: ASCII only ("C" for degrees, '?' for other non-ASCII)
-  std::size_t columns = 0;         ///< terminal width; lines are cut to it (0: never cut)
-  std::size_t gpuname_width = 16;  ///< minimum name column width, as gpustat
+  bool show_header = true;       ///< hostname, time, driver version line (off with --no-header)
+  bool show_user = false;        ///< -u: user name even with --show-cmd
+  bool show_pid = false;         ///< -p: "/pid" after each process
+  bool show_cmd = false;         ///< -c: the process's command
+  bool show_power = false;       ///< -P: draw / enforced limit, whole W
+  bool power_draw_only = false;  ///< -P draw: the draw alone, without unit (as gpustat 1.1 prints it)
+  bool show_fan = false;         ///< -F: fan speed %
+  bool show_enc = false;         ///< -e: encoder utilisation
+  bool show_dec = false;         ///< -e: decoder utilisation
+  bool color = false;            ///< ANSI colours (decided by the caller: TTY, --no-color, NO_COLOR)
+  bool utf8 = true;              ///< false: ASCII only ("C" for degrees, '?' for other non-ASCII)
+  std::size_t columns = 0;       ///< terminal width; lines are cut to it (0: never cut)
+  bool show_full_cmd = false;    ///< -f: a line per process: pid, CPU %, host memory, command line
+  bool no_processes = false;     ///< --no-processes: no process list (and no " |" before it)
+  /// --gpuname-width: unset, the longest name's width; 0, no name column; N, names cut to N columns
+  /// from the left with a leading "…" and padded to N (gpustat 1.1's util.shorten_left).
+  std::optional<std::size_t> gpuname_width;
 };
 
 /// Temperature level for colours: cool below 50 °C, warm below 80 °C, hot from 80 °C.

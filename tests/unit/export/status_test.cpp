@@ -46,7 +46,7 @@ TEST(StatusText, GpustatLayoutWithoutColour) {
   StatusOptions o;
   o.show_header = false;
   EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
-            "[0] NVIDIA H200      | 52\xC2\xB0"
+            "[0] NVIDIA H200 | 52\xC2\xB0"
             "C, 100 % | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
   o.show_pid = true;
   o.show_cmd = true;
@@ -54,9 +54,75 @@ TEST(StatusText, GpustatLayoutWithoutColour) {
   o.show_fan = true;
   o.show_enc = o.show_dec = true;
   EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
-            "[0] NVIDIA H200      | 52\xC2\xB0"
+            "[0] NVIDIA H200 | 52\xC2\xB0"
             "C,  ?? %, 100 % (E:   0 %  D:   0 %),  627 / 700 W | 32362 / 143771 MB |"
             " memhog/10291(2566M) gpu_burn/10309(28234M)\n");
+}
+
+TEST(StatusText, GpustatOptionalColumns) {
+  StatusOptions o;
+  o.show_header = false;
+  o.show_power = true;
+  o.power_draw_only = true;  // -P draw: gpustat 1.1 prints the draw alone, without a unit
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
+            "[0] NVIDIA H200 | 52\xC2\xB0"
+            "C, 100 %,  627 | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
+  o = {};
+  o.show_header = false;
+  o.show_dec = true;  // -e dec
+  o.no_processes = true;
+  EXPECT_EQ(status_text(loaded_snapshot(), kFirst, o),
+            "[0] NVIDIA H200 | 52\xC2\xB0"
+            "C, 100 % (D:   0 %) | 32362 / 143771 MB\n");
+}
+
+TEST(StatusText, GpunameWidthCutsFromTheLeftOrHidesTheName) {
+  Snapshot s = loaded_snapshot();
+  s.gpu_processes.clear();
+  auto info = std::make_shared<GpuStaticInfo>(*s.gpus[0].info);
+  info->name = Reading<std::string>::of("NVIDIA GeForce RTX 2080 SUPER");
+  s.gpus[0].info = info;
+  StatusOptions o;
+  o.show_header = false;
+  o.gpuname_width = 12;
+  EXPECT_EQ(status_text(s, kFirst, o),
+            "[0] \xE2\x80\xA6 2080 SUPER | 52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 MB |\n");
+  o.gpuname_width = 40;  // wider than the name: padded
+  EXPECT_EQ(status_text(s, kFirst, o).substr(0, 46), "[0] NVIDIA GeForce RTX 2080 SUPER            |");
+  o.gpuname_width = 0;  // no name column
+  EXPECT_EQ(status_text(s, kFirst, o),
+            "[0]  52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 MB |\n");
+  o.gpuname_width.reset();  // the longest name
+  EXPECT_EQ(status_text(s, kFirst, o).substr(0, 35), "[0] NVIDIA GeForce RTX 2080 SUPER |");
+  o.utf8 = false;
+  o.gpuname_width = 5;
+  EXPECT_EQ(status_text(s, kFirst, o).substr(0, 12), "[0] ~UPER | ");
+}
+
+TEST(StatusText, FullCommandLinesUnderTheirGpu) {
+  Snapshot s = loaded_snapshot();
+  ProcessSample p;
+  p.pid = 10309;
+  p.user = "bob";
+  p.cmdline = "./gpu_burn -d 60";
+  p.rss_bytes = Reading<std::uint64_t>::of(123'456'789);
+  p.cpu_pct = Reading<double>::of(99.6);
+  s.processes.push_back(p);
+  s.gpu_processes[1].host = HostVisibility::visible;
+  StatusOptions o;
+  o.show_header = false;
+  o.show_full_cmd = true;
+  EXPECT_EQ(status_text(s, kFirst, o),
+            "[0] NVIDIA H200 | 52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 MB | alice(2566M) bob(28234M)\n"
+            " \xE2\x94\x9C\xE2\x94\x80  10291 (  12%, 4882KB): /root/tools/memhog 2560\n"
+            " \xE2\x94\x94\xE2\x94\x80  10309 ( 100%,  117MB): ./gpu_burn -d 60\n");
+  o.no_processes = true;  // --no-processes wins, as in gpustat
+  EXPECT_EQ(status_text(s, kFirst, o),
+            "[0] NVIDIA H200 | 52\xC2\xB0"
+            "C, 100 % | 32362 / 143771 MB\n");
 }
 
 TEST(StatusText, ControlCharactersNeverReachTheTerminal) {
@@ -82,8 +148,8 @@ TEST(StatusText, AsciiLocaleAndHeader) {
   ::tzset();
   const std::string text = status_text(loaded_snapshot(), kFirst, o);
   EXPECT_EQ(text,
-            "gpu-node-01          2026-07-03 22:10:46  590.48.01\n"
-            "[0] NVIDIA H200      | 52C, 100 % | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
+            "gpu-node-01     2026-07-03 22:10:46  590.48.01\n"
+            "[0] NVIDIA H200 | 52C, 100 % | 32362 / 143771 MB | alice(2566M) --(28234M)\n");
   for (unsigned char c : text) EXPECT_LT(c, 0x80);
 }
 
@@ -129,7 +195,7 @@ TEST(StatusText, LostGpuSaysSo) {
   s.gpus[0].responsive = Reading<bool>::fail(ReadStatus::gpu_lost);
   StatusOptions o;
   o.show_header = false;
-  EXPECT_EQ(status_text(s, kFirst, o), "[0] NVIDIA H200      | GPU gpu_lost |\n");
+  EXPECT_EQ(status_text(s, kFirst, o), "[0] NVIDIA H200 | GPU gpu_lost |\n");
 }
 
 TEST(StatusJson, GpustatKeysAndUnits) {
@@ -219,10 +285,10 @@ TEST(StatusText, HundredsOfGpusAndHugeValues) {
   o.show_pid = true;
   const std::string text = status_text(s, order, o);
   EXPECT_EQ(std::count(text.begin(), text.end(), '\n'), 128);
-  EXPECT_NE(text.find("[127] NVIDIA H200      | 52\xC2\xB0"
+  EXPECT_NE(text.find("[127] NVIDIA H200 | 52\xC2\xB0"
                       "C, 100 %,  627 / 700 W | 32362 / 143771 MB |\n"),
             std::string::npos);
-  EXPECT_NE(text.find("[123] NVIDIA H200      | 52\xC2\xB0"
+  EXPECT_NE(text.find("[123] NVIDIA H200 | 52\xC2\xB0"
                       "C, 100 %,  1512 / 700 W | 1073740800 / 1073741824 MB | --/4194303(1024M)\n"),
             std::string::npos);
 }
