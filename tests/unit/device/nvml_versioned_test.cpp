@@ -50,6 +50,7 @@ std::string scenario(const std::vector<std::string>& declined, const std::string
                std::to_string(i) + R"(", "pci": {"bus_id": "00000000:1)" + std::to_string(8 + i) +
                R"(:00.0", "domain": 0, "bus": )" + std::to_string(24 + i) +
                R"(, "device": 0}, "memory_total": 85520809984, "supported_clocks_event_reasons": "0x1FF",
+                  "driver_model": 1,
                   "supported_event_types": "0x1F",
                   "metrics": {"utilization_gpu": 90, "memory_used": 4294967296, "clocks_event_reasons": 4}})";
   }
@@ -75,6 +76,7 @@ struct Case {
   std::string older;                  ///< the name that must then be called
   /// What the data must show once the older version answered (through the backend).
   std::function<void(DeviceBackend&, const testing::Tick&)> check;
+  BackendOptions options = {};  ///< what the backend reads (the rarer values need collect_extended)
 };
 
 const std::vector<Case>& cases() {
@@ -185,6 +187,19 @@ const std::vector<Case>& cases() {
          EXPECT_EQ(t.processes[1].type, 'G');
          EXPECT_TRUE(t.gpus[0].process_count.ok());
        }},
+      {"nvmlDeviceGetDriverModel_v2",
+       {"nvmlDeviceGetDriverModel_v2"},
+       "nvmlDeviceGetDriverModel",
+       [](DeviceBackend&, const testing::Tick& t) {
+         ASSERT_EQ(t.gpus.size(), 2u);
+         EXPECT_EQ(t.gpus[1].info->driver_model_current.value, 1u);  // TCC
+         EXPECT_TRUE(t.gpus[1].info->driver_model_pending.ok());
+       },
+       [] {
+         BackendOptions o;
+         o.collect_extended = true;
+         return o;
+       }()},
       {"nvmlDeviceGetMemoryInfo_v2",
        {"nvmlDeviceGetMemoryInfo_v2"},
        "nvmlDeviceGetMemoryInfo",
@@ -203,7 +218,7 @@ TEST_P(NvmlVersionedFallback, OlderVersionAnswersForTheDecliningOne) {
   const auto& [i, code] = GetParam();
   const Case& c = cases()[i];
   const auto before = calls(c.older);
-  auto b = open_fake(scenario(c.declined, code), 30);
+  auto b = open_fake(scenario(c.declined, code), 30, c.options);
   auto t = tick(*b);
   c.check(*b, t);
   EXPECT_GT(calls(c.older), before) << c.older << " was never called";
@@ -231,13 +246,13 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<std::size_t, std
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryEntry, NvmlVersionedFallback,
-                         ::testing::Combine(::testing::Range<std::size_t>(0, 14),
+                         ::testing::Combine(::testing::Range<std::size_t>(0, 15),
                                             ::testing::Values("NVML_ERROR_FUNCTION_NOT_FOUND",
                                                               "NVML_ERROR_NOT_SUPPORTED")),
                          case_name);
 
 TEST(NvmlVersionedFallback, EveryVersionedEntryPointIsCovered) {
-  ASSERT_EQ(cases().size(), 14u);  // the Range above
+  ASSERT_EQ(cases().size(), 15u);  // the Range above
   auto b = open_fake(scenario({}, "NVML_ERROR_NOT_SUPPORTED"), 30);
   std::set<std::string> covered;
   for (const auto& c : cases()) covered.insert(c.entry);
