@@ -71,7 +71,7 @@ oneshot() {
     walls+=("$w")
     cpus+=("$c")
     [[ $(grep -c '^\[' "$TMP/oneshot.txt" || true) == "$want" ]] && OS_OK=$((OS_OK + 1))
-    e=$(grep -m1 '^trainmon top:' "$TMP/oneshot.txt" | sed 's/^trainmon top: Prometheus [^:]*: //' || true)
+    e=$(grep -m1 '^trainmon top:' "$TMP/oneshot.txt" | sed -E 's/^trainmon top: Prometheus [^ ]*: //' || true)
     [[ -n $e ]] && OS_ERR=$e
   done
   OS_WALL_MS=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { printf "%.1f", a[int((NR + 1) / 2)] * 1000 }')

@@ -15,6 +15,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.parse
 import urllib.request
 
 import pytest
@@ -653,6 +654,95 @@ def test_three_nodes_alerts_reach_alertmanager(cluster):
     assert straggler["labels"]["code"] == "D2"
     assert straggler["annotations"]["description"].startswith("GPU0 on node-b is the straggler")
     assert got[("TrainmonGpuThermalThrottle", "node-b", "0")]["labels"]["code"] == "D12"
+
+
+# ---- the Grafana dashboard's queries on the same cluster -----------------------------------------
+
+DASHBOARD = os.path.join(SOURCE_DIR, "deploy", "grafana", "trainmon-dcgm.json")
+# The names the rank and process panels read: the cluster's nodes run no training and no GPU
+# process, so they are not in /metrics here. serve exports them (src/serve/metrics_text.cpp;
+# tests/e2e/test_train_views.py and test_serve.py check them).
+RANK_PROCESS_NAMES = {"trainmon_process_gpu_memory_bytes", "trainmon_train_steps_total", "trainmon_train_samples_total", "trainmon_train_step_seconds",
+               "trainmon_train_step_seconds_sum", "trainmon_train_step_seconds_count",
+               "trainmon_train_data_wait_seconds_total", "trainmon_train_last_step_timestamp_seconds",
+               "trainmon_train_phase", "trainmon_train_phase_since_timestamp_seconds"}
+
+
+def prom_query(url, expr):
+    q = urllib.parse.urlencode({"query": expr})
+    with urllib.request.urlopen(f"{url}/api/v1/query?{q}", timeout=10) as r:
+        return json.load(r)
+
+
+def dashboard_targets():
+    """(panel title, expr with the template variables as Grafana's 'All' gives them) of every panel."""
+    with open(DASHBOARD) as f:
+        d = json.load(f)
+    alls = {v["name"]: v.get("allValue") or ".*" for v in d["templating"]["list"] if v["type"] == "query"}
+    out = []
+    for p in d["panels"]:
+        for t in p.get("targets", []):
+            expr = t["expr"]
+            for name, value in sorted(alls.items(), key=lambda kv: -len(kv[0])):
+                expr = expr.replace(f"${name}", value)
+            out.append((p["title"], expr))
+    for v in d["templating"]["list"]:
+        if v["type"] == "query":
+            m = re.fullmatch(r"label_values\((.*), *(\w+)\)", v["definition"])
+            assert m, v["definition"]
+            expr = m.group(1)
+            for name, value in alls.items():
+                expr = expr.replace(f"${name}", value)
+            out.append((f"variable {v['name']}", expr))
+    return out
+
+
+def test_dashboard_queries_run_on_the_cluster(cluster):
+    """Every panel and variable query of deploy/grafana/trainmon-dcgm.json is valid PromQL on the
+    cluster's Prometheus (with the rules of `trainmon rules`), names only series serve exports, the
+    rules record or ALERTS, and the job / node panels show the three nodes of job 4242."""
+    def ready():
+        try:
+            return prom_query(cluster.url, "count(DCGM_FI_DEV_GPU_UTIL)")["data"]["result"]
+        except OSError:  # starting: 503, refused
+            return None
+    assert wait_for(ready, timeout=60), cluster.logs()
+    names = set()
+    for port in cluster.ports.values():
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+            names |= set(re.findall(r"^([A-Za-z_:][A-Za-z0-9_:]*)[{ ]", r.read().decode(), re.M))
+    rules = yaml.safe_load((cluster.tmp / "trainmon-rules.yml").read_text())
+    recorded = {r["record"] for g in rules["groups"] for r in g["rules"] if "record" in r}
+    known = names | recorded | RANK_PROCESS_NAMES | {"ALERTS"}
+    targets = dashboard_targets()
+    assert len(targets) >= 25, targets
+    for title, expr in targets:
+        used = set(re.findall(r"\b(DCGM_FI_[A-Z_]+|trainmon[a-z_:]*[a-z]|ALERTS)\b", expr)) - {"trainmon_m"}
+        assert used and used <= known, (title, sorted(used - known))
+        got = prom_query(cluster.url, expr)
+        assert got["status"] == "success", (title, expr, got)
+
+    def by_host(title):
+        """The panel's first query by node, once it shows all three nodes (the rules take a few
+        evaluations after the first scrapes)."""
+        expr = next(e for t, e in targets if t == title)
+
+        def got():
+            v = {r["metric"].get("Hostname"): float(r["value"][1]) for r in prom_query(cluster.url, expr)["data"]["result"]}
+            return v if len(v) >= 3 else None
+        return wait_for(got, timeout=30) or {r["metric"].get("Hostname"): r["value"][1]
+                                             for r in prom_query(cluster.url, expr)["data"]["result"]}
+    # GPUs per node: the first target (every GPU of the job's nodes)
+    assert by_host("GPUs per node") == {"node-a": 8, "node-b": 8, "node-c": 8}
+    util = by_host("Job GPU utilisation per node")
+    assert set(util) == {"node-a", "node-b", "node-c"} and all(0 <= v <= 100 for v in util.values()), util
+    job = wait_for(lambda: [r["metric"] for r in prom_query(cluster.url, next(
+        e for t, e in targets if t == "variable job_id"))["data"]["result"]] or None, timeout=30)
+    assert {m["job_id"] for m in job} == {"4242"}, job
+    firing = wait_for(lambda: {(r["metric"]["job_id"], r["metric"]["alertname"]) for r in prom_query(
+        cluster.url, next(e for t, e in targets if t == "Firing trainmon alerts per job"))["data"]["result"]} or None,
+        timeout=30)
+    assert ("4242", "TrainmonGpuIdleInJob") in firing, firing
 
 
 # ---- top --prometheus: the same cluster in the dashboard ------------------------------------------
