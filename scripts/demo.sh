@@ -25,11 +25,11 @@ echo
 echo "== trainmon run: a real PyTorch CNN (3 epochs, 2 DataLoader workers), timed by the zero-code hook, watched and recorded"
 "$tm" run --name demo-cnn --print-every 2 -- /usr/bin/python3 examples/train_cnn.py --steps 150 --epochs 3 --workers 2
 echo
-# The same job reading its images from a "slow disk" (2 ms per image): the DataLoader starves the
+# The same job reading its images from a "slow disk" (4 ms per image): the DataLoader starves the
 # loop. The measured data-wait finding (D25) needs 120 s by default; a 6-s demo shortens its window.
 short=(--threshold data_wait_for_s=4 --threshold window_s=4)
-echo "== trainmon run: the same CNN on a slow disk (--io-ms 2): the loop waits for data (thresholds shortened for a short demo: ${short[*]})"
-"$tm" run --name demo-slow-disk --print-every 2 "${short[@]}" -- /usr/bin/python3 examples/train_cnn.py --steps 150 --epochs 3 --workers 2 --io-ms 2
+echo "== trainmon run: the same CNN on a slow disk (--io-ms 4): the loop waits for data (thresholds shortened for a short demo: ${short[*]})"
+"$tm" run --name demo-slow-disk --print-every 2 "${short[@]}" -- /usr/bin/python3 examples/train_cnn.py --steps 150 --epochs 3 --workers 2 --io-ms 4
 echo
 echo "== trainmon runs / diagnose last (database: $TRAINMON_DB)"
 "$tm" runs
