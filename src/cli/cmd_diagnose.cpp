@@ -60,15 +60,19 @@ int diagnose(const DiagnoseOptions& o) {
     diagnose::Thresholds base;
     (void)diagnose::apply_threshold_changes(base, info->thresholds);
     if (auto again = thresholds_from_options("diagnose", o.config, o.thresholds, base)) th = *again;
-    std::vector<std::string> used;
+    // Say which recorded values this pass used and which --config / --threshold replaced, from the
+    // values finally in force (a config file's keys count as much as --threshold's).
+    std::vector<std::string> used, replaced;
     for (const auto& [name, value] : info->thresholds) {
-      const bool overridden =
-          std::any_of(o.thresholds.begin(), o.thresholds.end(), [&](const std::string& kv) {
-            std::string key = kv.substr(0, kv.find('='));
-            std::erase_if(key, [](char c) { return c == ' ' || c == '\t'; });
-            return key == name;
-          });
-      if (!overridden) used.push_back(fmt::format("{}={}", name, value));
+      const auto row = std::find_if(diagnose::threshold_table().begin(), diagnose::threshold_table().end(),
+                                    [&](const diagnose::ThresholdInfo& t) { return t.name == name; });
+      if (row == diagnose::threshold_table().end()) continue;  // a newer trainmon's: not applied
+      const double now = th.*(row->field);
+      if (now == value) {
+        used.push_back(fmt::format("{}={}", name, value));
+      } else {
+        replaced.push_back(fmt::format("{}={} (recorded {})", name, now, value));
+      }
     }
     if (!used.empty())
       std::fprintf(stderr,
@@ -76,6 +80,9 @@ int diagnose(const DiagnoseOptions& o) {
                    "(--threshold NAME=VALUE overrides)\n",
                    static_cast<long long>(*id), fmt::format("{}", fmt::join(used, " --threshold ")).c_str(),
                    used.size() == 1 ? "it" : "them");
+    if (!replaced.empty())
+      std::fprintf(stderr, "trainmon diagnose: judged with %s instead of what run %lld was recorded with\n",
+                   fmt::format("{}", fmt::join(replaced, ", ")).c_str(), static_cast<long long>(*id));
   }
   auto series = store::load_run_series(*st, *id);
   if (!series) {
@@ -109,8 +116,8 @@ int diagnose(const DiagnoseOptions& o) {
     if (!missing.empty())
       std::fprintf(stderr,
                    "trainmon diagnose: run %lld recorded %s when it ran, with the thresholds it ran with; "
-                   "these thresholds do not find %s again: pass the run's --threshold values here, or see "
-                   "`trainmon show %lld`\n",
+                   "these thresholds do not find %s again (without --config or --threshold, diagnose "
+                   "judges a run with its own; `trainmon show %lld` lists them)\n",
                    static_cast<long long>(*id), fmt::format("{}", fmt::join(missing, ", ")).c_str(),
                    missing.size() == 1 ? "it" : "them", static_cast<long long>(*id));
   }

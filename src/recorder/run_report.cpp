@@ -125,6 +125,11 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   j["interval_ms"] = r.interval_ms;
   j["labels"] = nlohmann::json::object();
   for (const auto& [k, v] : r.labels) j["labels"][k] = v;
+  // Only for a run given some (older stores and runs with the defaults have none).
+  if (!r.thresholds.empty()) {
+    j["thresholds"] = nlohmann::json::object();
+    for (const auto& [k, v] : r.thresholds) j["thresholds"][k] = v;
+  }
   j["gpus"] = nlohmann::json::array();
   for (const auto& g : r.gpus) {
     j["gpus"].push_back({{"index", g.index},
@@ -342,6 +347,11 @@ std::string format_run_details(const store::RunInfo& r) {
     if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  events:   " + line + "\n";
   }
   if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
+  if (!r.thresholds.empty()) {
+    std::string list;
+    for (const auto& [k, v] : r.thresholds) list += fmt::format("{}{}={}", list.empty() ? "" : " ", k, v);
+    out += fmt::format("  thresholds: {} (given to the run; `diagnose` uses them)\n", text::terminal(list));
+  }
   out += fmt::format("  findings: {}\n", r.finding_count);
   return out;
 }

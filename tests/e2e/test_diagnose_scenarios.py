@@ -135,6 +135,23 @@ def test_diagnose_judges_a_run_with_its_thresholds_and_names_what_others_miss(ru
     assert re.search(r"run 1 recorded (\S+, )*D4(, \S+)* when it ran, with the thresholds it ran with", other.stderr), \
         other.stderr
     assert "starved_for_s=8" not in other.stderr, other.stderr  # overridden: not claimed as used
+    assert "judged with starved_for_s=600 (recorded 8) instead of what run 1 was recorded with" in other.stderr, \
+        other.stderr
+    # A --config file's keys replace recorded values as --threshold does, and are said the same way.
+    cfg = os.path.join(os.path.dirname(db), "other.toml")
+    with open(cfg, "w") as f:
+        f.write("[diagnose]\nstarved_for_s = 600\n")
+    conf = subprocess.run([BIN, "diagnose", "last", "--db", db, "--config", cfg], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert conf.returncode == 0 and " D4 " not in conf.stdout, conf.stdout + conf.stderr
+    assert "starved_for_s=8" not in conf.stderr and "starved_for_s=600 (recorded 8)" in conf.stderr, conf.stderr
+    # `show` lists what the run was given, text and JSON.
+    show = subprocess.run([BIN, "show", "last", "--db", db], env=env, capture_output=True, text=True, timeout=60)
+    line = [x for x in show.stdout.splitlines() if x.startswith("  thresholds: ")]
+    assert line and "starved_for_s=8" in line[0] and "main_pinned_pct=0" in line[0], show.stdout
+    js = subprocess.run([BIN, "show", "last", "--json", "--db", db], env=env, capture_output=True, text=True,
+                        timeout=60)
+    assert json.loads(js.stdout)["thresholds"]["starved_for_s"] == 8, js.stdout
 
 
 @pytest.mark.parametrize("name", list(CASES))
