@@ -5,17 +5,13 @@
 #include <algorithm>
 #include <optional>
 
+#include "export/static_info.h"
 #include "trainmon/export/nvidia_smi_views.h"
 #include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 
 namespace {
-
-const GpuStaticInfo& info_of(const GpuSample& g) {
-  static const GpuStaticInfo empty;
-  return g.info ? *g.info : empty;
-}
 
 template <class T>
 std::string text_or_na(const Reading<T>& r) {

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <ctime>
 
+#include "export/static_info.h"
 #include "trainmon/export/nvidia_smi_views.h"
 #include "trainmon/export/units.h"
 
@@ -138,11 +139,6 @@ std::string log_time(std::int64_t unix_ns) {
   char buf[64];
   std::strftime(buf, sizeof buf, "%a %b %e %H:%M:%S %Y", &tm);
   return buf;
-}
-
-const GpuStaticInfo& info_of(const GpuSample& g) {
-  static const GpuStaticInfo empty;
-  return g.info ? *g.info : empty;
 }
 
 void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {

@@ -4,6 +4,7 @@
 // in the captures (/work/shared/captures): decimal integers, "0x%08X" ids, "%.2f W", MiB floors,
 // Enabled/Disabled, Active/Not Active, Yes/No, "0x%016X" bitmasks.
 #include "trainmon/export/query_fields.h"
+#include "export/static_info.h"
 
 #include "trainmon/core/text_escape.h"
 
@@ -17,11 +18,6 @@
 namespace trainmon::exp {
 
 namespace {
-
-const GpuStaticInfo& info_of(const GpuSample& g) {
-  static const GpuStaticInfo empty;
-  return g.info ? *g.info : empty;
-}
 
 template <class T>
 FieldValue na(const Reading<T>& r) {
