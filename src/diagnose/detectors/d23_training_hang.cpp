@@ -256,6 +256,12 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
       if (!na(last_step) && alive && phase != TrainPhase::idle && grid[i0] - last_step >= 0.5 * win_max)
         stalled.insert(k);
     }
+    // Each rank is described as it was while it stalled: up to its own last stalled row (a rank
+    // that resumes first must not have the step that ended the stall counted as its last), or for
+    // a rank stuck with them, when the hang was found.
+    std::map<const RankSeries*, double> judged_at;
+    for (auto k : stalled) judged_at[hangs[k].r] = grid[i0];
+    for (const auto& e : grp) judged_at[hangs[e.rank].r] = std::max(judged_at[hangs[e.rank].r], grid[e.i1]);
     std::vector<const RankSeries*> ranks;
     for (auto k : stalled) ranks.push_back(hangs[k].r);
     std::sort(ranks.begin(), ranks.end(),
@@ -304,7 +310,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     double first_stop = 1e300, last_stop = -1e300;
     const RankSeries* first_rank = nullptr;
     for (const auto* r : ranks) {
-      const auto [a, b] = rows_in(*r, -1e300, t_end + 1e-9);
+      const double t_rank = judged_at[r];
+      const auto [a, b] = rows_in(*r, -1e300, t_rank + 1e-9);
       if (a == b) continue;
       const auto& last = r->rows[b - 1];
       double last_step = NAN;
@@ -325,7 +332,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                               train_phase_name(last.phase),
                               na(last.phase_t) ? "" : fmt::format(" since {} s", num(last.phase_t)));
       if (last.phase == TrainPhase::data) in_data.push_back(rank_short(r->id));
-      if (t_end - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
+      if (t_rank - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
     }
     if (!phases.empty()) f.evidence += "; " + phases;
     std::vector<std::string> kinds;

@@ -194,6 +194,43 @@ TEST(DiagD23Hang, TellsTheKindsApart) {
   }
 }
 
+TEST(DiagD23Hang, AHangThatEndsIsDescribedAsItWasWhileItLasted) {
+  // Both ranks stop at 100 s and resume together at about 300 s; rank 1's first row after the stall
+  // arrives a second before rank 0's. The step that ended rank 1's stall is not its "last step":
+  // nobody stopped first, and each rank's phase is the one it stalled in.
+  Synth x(2, 400);
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r1.heartbeats(x.s, 100, 300, 1.0, TrainPhase::compute, 100);
+  r0.heartbeats(x.s, 100, 301, 1.0, TrainPhase::data, 100);
+  r1.steps(x.s, 300, 400, 1.0, 0.2, 0.01);
+  r0.steps(x.s, 301, 400, 1.0, 0.2, 0.01);
+  job_process(x.s, 1000, 0, 400);
+  job_process(x.s, 1001, 0, 400);
+  const auto f = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NEAR(f[0].start_s, 100, 1e-6);
+  EXPECT_EQ(f[0].numbers.at("ranks_stalled"), 2);
+  EXPECT_EQ(f[0].evidence.find("stopped first"), std::string::npos) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("rank 0 in data since 100 s, rank 1 in compute since 100 s"),
+            std::string::npos)
+      << f[0].evidence;
+  // a rank that really stopped earlier still is the one that stopped first
+  Synth y(2, 400);
+  RankFeed q0(0, 1000, 0), q1(1, 1001, 1);
+  q0.steps(y.s, 0, 100, 1.0, 0.2, 0.01);
+  q1.steps(y.s, 0, 110, 1.0, 0.2, 0.01);
+  q0.heartbeats(y.s, 100, 400, 1.0, TrainPhase::compute, 100);
+  q1.heartbeats(y.s, 110, 400, 1.0, TrainPhase::compute, 110);
+  job_process(y.s, 1000, 0, 400);
+  job_process(y.s, 1001, 0, 400);
+  const auto g = detect_training_hang(y.s, kTh);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_NE(g[0].evidence.find("rank 0 stopped first (10.0 s before the others)"), std::string::npos)
+      << g[0].evidence;
+}
+
 TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
   auto x = hung_job(100, 400, 400);
   append_train_stack(x.s, {250, 1, 1001, "D23",
