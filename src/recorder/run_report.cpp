@@ -18,6 +18,7 @@
 
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/run_stats.h"
+#include "trainmon/runner/exit_status.h"
 #include "trainmon/store/chunk_codec.h"
 
 namespace trainmon::recorder {
@@ -212,7 +213,11 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   bool any_train = false;
   for (const auto& r : runs) {
     std::string status = store::effective_status(r);
-    if (r.exit_code && status != "running") status += fmt::format("({})", *r.exit_code);
+    // killed by a signal: its name (what a person recognises), else the exit status
+    if (r.exit_signal && status != "running")
+      status += fmt::format("({})", runner::signal_name(*r.exit_signal));
+    else if (r.exit_code && status != "running")
+      status += fmt::format("({})", *r.exit_code);
     const auto summary = summary_from_json(r.summary_json);
     c[kId].cells.push_back(std::to_string(r.id));
     c[kName].cells.push_back(exp::terminal_text(r.name));
@@ -303,7 +308,8 @@ std::string format_run_details(const store::RunInfo& r) {
                                                 : "");
   std::string status = store::effective_status(r);
   if (r.exit_signal) {
-    status += fmt::format(" (signal {}, exit status {})", *r.exit_signal, r.exit_code.value_or(0));
+    status += fmt::format(" ({}, signal {}, exit status {})", runner::signal_name(*r.exit_signal),
+                          *r.exit_signal, r.exit_code.value_or(0));
   } else if (r.exit_code) {
     status += fmt::format(" (exit status {})", *r.exit_code);
   }

@@ -373,5 +373,7 @@ def test_runs_table_never_wraps_on_a_terminal(tmp_path):
     lines = [line for line in text.replace("\r", "").split("\n") if line]
     assert len(lines) == 3, text
     assert all(len(line) <= 80 for line in lines), text
-    # the STATUS column is as wide as "signaled(139)": START lines up on every row
+    # a signal by its name, not 128 + its number
+    assert "signaled(SIGSEGV)" in text and "(139)" not in text, text
+    # the STATUS column is as wide as "signaled(SIGSEGV)": START lines up on every row
     assert len({line.index("START") if i == 0 else line.index("20") for i, line in enumerate(lines)}) == 1, text
