@@ -342,6 +342,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
                      st.rank >= 0 ? fmt::format("rank {}", st.rank).c_str() : "process", st.pid,
                      st.where.empty() ? "(no Python frame)" : st.where.c_str(),
                      st.caller.empty() ? "" : (" (called from " + st.caller + ")").c_str());
+      // The advice as the stacks make it (the rank that holds the job, ranks in different
+      // collectives), so that someone watching a job that never ends reads it here.
+      if (!f.stacks.empty())
+        std::fprintf(stderr, "trainmon: D23 -> %s\n", f.advice.c_str());
     }
   };
 

@@ -253,6 +253,10 @@ def test_real_hang_is_found_within_twice_its_window_with_both_ranks_stacks(jobs)
     at = [line for _, line in j.lines if re.match(r"trainmon: rank \d pid \d+ is at ", line)]
     assert any(f"rank 1 pid" in a and f"hang.py:{hang_line} in run" in a for a in at), (at, err[-4000:])
     assert any("rank 0 pid" in a and "all_reduce" in a and f"hang.py:{coll_line} in run" in a for a in at), at
+    # and, live, the advice as the stacks make it: the rank that holds the job first
+    advice = [line for _, line in j.lines if line.startswith("trainmon: D23 -> ")]
+    assert advice and advice[0].startswith("trainmon: D23 -> Look at rank 1 first: it is at "
+                                           f"hang.py:{hang_line} in run"), (advice, err[-4000:])
     # stored with the finding code, and `diagnose` shows them from the store
     with sqlite3.connect(j.db) as db:
         rows = db.execute("SELECT rank_key, pid, finding, length(text) FROM train_stacks ORDER BY rank_key").fetchall()
