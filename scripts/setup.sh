@@ -24,6 +24,7 @@ packages=(
   libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev prometheus-cpp-dev
   python3 python3-pytest python3-psutil python3-torch python3-aiosmtpd python3-hypothesis faketime
   tmux procps chromium prometheus prometheus-alertmanager
+  gettext locales fonts-noto-cjk
 )
 # Node.js and npm: the machine's own when it has them (Debian's npm conflicts with other builds).
 command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
@@ -42,6 +43,11 @@ if ((${#missing[@]})); then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 else
   echo "setup: all ${#packages[@]} packages already installed"
+fi
+# The zh_CN.UTF-8 locale the Chinese-message tests run under (tests/e2e/test_i18n.py).
+if ! locale -a 2>/dev/null | grep -qi '^zh_CN\.utf-\?8$'; then
+  echo "setup: generating the zh_CN.UTF-8 locale"
+  $SUDO localedef -i zh_CN -f UTF-8 zh_CN.UTF-8
 fi
 # Debian enables the Alertmanager service; the tests start their own (tests/e2e/test_prom_rules.py).
 for svc in prometheus-alertmanager; do

@@ -16,6 +16,7 @@ struct GlobalOptions {
   std::string nvml_library;  ///< --nvml-library (else $TRAINMON_NVML_LIBRARY, else the system's)
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
+  std::string lang;  ///< --lang (else $TRAINMON_LANG, else the locale: core/i18n.h)
 };
 
 /// Returns the process exit status (see exit_codes.h).

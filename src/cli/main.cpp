@@ -20,6 +20,7 @@
 #include "cli/exit_codes.h"
 #include "cli/help_export.h"
 #include "cli/output.h"
+#include "trainmon/core/i18n.h"
 
 namespace trainmon::cli {
 
@@ -33,6 +34,16 @@ std::vector<CommandSpec>& command_registry() {
 int main(int argc, char** argv) {
   using namespace trainmon::cli;
   catch_sigpipe();  // a closed pipe ends us quietly (cli/output.h), not by SIGPIPE
+  // The language before any text is made (the help included): --lang is read here, ahead of the
+  // parser, which only accepts it (core/i18n.h).
+  std::string_view lang_arg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--lang" && i + 1 < argc) lang_arg = argv[i + 1];
+    if (a.starts_with("--lang=")) lang_arg = a.substr(7);
+  }
+  trainmon::i18n::init(lang_arg);
   CLI::App app{"trainmon: watch, record and diagnose deep-learning training jobs (GPUs, host, processes)"};
   app.set_version_flag("-V,--version", std::string("trainmon ") + TRAINMON_VERSION);
   app.require_subcommand(0, 1);
@@ -48,6 +59,9 @@ int main(int argc, char** argv) {
   app.add_option("--sys-root", global.sys_root, "sysfs mount point to read host data from")
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
+  app.add_option("--lang", global.lang,
+                 std::string(trainmon::i18n::tr("language of messages: zh_CN or en (default: $TRAINMON_LANG, "
+                                                "then $LANGUAGE, $LC_ALL, $LC_MESSAGES, $LANG)")));
 
   std::string print_completion, print_man;
   app.add_option("--print-completion", print_completion,
