@@ -16,6 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/run_lookup.h"
 #include "cli/threshold_options.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/diagnose/thresholds.h"
@@ -40,7 +41,7 @@ int diagnose(const DiagnoseOptions& o) {
   if (!loaded) return kExitUsage;  // checked before the store is opened: a usage error first
   diagnose::Severity min = diagnose::Severity::info;
   if (!diagnose::parse_severity(o.min_severity, min)) {
-    std::fprintf(stderr, "trainmon diagnose: --min-severity: info, warning or critical\n");
+    std::fputs(i18n::trf("trainmon diagnose: --min-severity: info, warning or critical\n").c_str(), stderr);
     return kExitUsage;
   }
   auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
@@ -71,18 +72,26 @@ int diagnose(const DiagnoseOptions& o) {
       if (now == value) {
         used.push_back(fmt::format("{}={}", name, value));
       } else {
-        replaced.push_back(fmt::format("{}={} (recorded {})", name, now, value));
+        replaced.push_back(i18n::trf("{}={} (recorded {})", name, now, value));
       }
     }
-    if (!used.empty())
-      std::fprintf(stderr,
-                   "trainmon diagnose: run %lld was recorded with --threshold %s: judged with %s here too "
-                   "(--threshold NAME=VALUE overrides)\n",
-                   static_cast<long long>(*id), fmt::format("{}", fmt::join(used, " --threshold ")).c_str(),
-                   used.size() == 1 ? "it" : "them");
+    if (!used.empty()) {
+      const std::string list = fmt::format("{}", fmt::join(used, " --threshold "));
+      std::fputs(
+          (used.size() == 1 ? i18n::trf("trainmon diagnose: run {0} was recorded with --threshold {1}: "
+                                        "judged with it here too (--threshold NAME=VALUE overrides)\n",
+                                        *id, list)
+                            : i18n::trf("trainmon diagnose: run {0} was recorded with --threshold {1}: "
+                                        "judged with them here too (--threshold NAME=VALUE overrides)\n",
+                                        *id, list))
+              .c_str(),
+          stderr);
+    }
     if (!replaced.empty())
-      std::fprintf(stderr, "trainmon diagnose: judged with %s instead of what run %lld was recorded with\n",
-                   fmt::format("{}", fmt::join(replaced, ", ")).c_str(), static_cast<long long>(*id));
+      std::fputs(i18n::trf("trainmon diagnose: judged with {0} instead of what run {1} was recorded with\n",
+                           fmt::format("{}", fmt::join(replaced, ", ")), *id)
+                     .c_str(),
+                 stderr);
   }
   auto series = store::load_run_series(*st, *id);
   if (!series) {
@@ -97,7 +106,7 @@ int diagnose(const DiagnoseOptions& o) {
     const nlohmann::json j = findings;
     std::puts(text::json_dump(j, 2).c_str());
   } else if (findings.empty()) {
-    std::printf("run %lld: nothing found\n", static_cast<long long>(*id));
+    std::fputs(i18n::trf("run {}: nothing found\n", *id).c_str(), stdout);
   } else {
     for (const auto& f : findings) std::puts(diagnose::to_text(f).c_str());
   }
@@ -114,12 +123,20 @@ int diagnose(const DiagnoseOptions& o) {
         missing.push_back(f.code);
     }
     if (!missing.empty())
-      std::fprintf(stderr,
-                   "trainmon diagnose: run %lld recorded %s when it ran, with the thresholds it ran with; "
-                   "these thresholds do not find %s again (without --config or --threshold, diagnose "
-                   "judges a run with its own; `trainmon show %lld` lists them)\n",
-                   static_cast<long long>(*id), fmt::format("{}", fmt::join(missing, ", ")).c_str(),
-                   missing.size() == 1 ? "it" : "them", static_cast<long long>(*id));
+      std::fputs(
+          (missing.size() == 1
+               ? i18n::trf("trainmon diagnose: run {0} recorded {1} when it ran, with the thresholds it "
+                           "ran with; these thresholds do not find it again (without --config or "
+                           "--threshold, diagnose judges a run with its own; `trainmon show {0}` lists "
+                           "them)\n",
+                           *id, fmt::format("{}", fmt::join(missing, ", ")))
+               : i18n::trf("trainmon diagnose: run {0} recorded {1} when it ran, with the thresholds it "
+                           "ran with; these thresholds do not find them again (without --config or "
+                           "--threshold, diagnose judges a run with its own; `trainmon show {0}` lists "
+                           "them)\n",
+                           *id, fmt::format("{}", fmt::join(missing, ", "))))
+              .c_str(),
+          stderr);
   }
   return kExitOk;
 }

@@ -9,6 +9,9 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "trainmon/core/i18n.h"
 #include "trainmon/diagnose/finding.h"
 #include "trainmon/diagnose/series.h"
 #include "trainmon/diagnose/thresholds.h"
@@ -132,6 +135,71 @@ bool torch_plausible(const RunSeries& s, const TrainEvent& e, int gpu);
 std::string num(double v, int decimals = 0);
 /// "1 h 05 min", "42 s" style durations.
 std::string dur(double seconds);
+/// A word given to say() / advise() as an argument: itself in the English text, its
+/// catalogue translation in the local one (core/i18n.h). Made by word("literal"), which marks the
+/// literal for the catalogue; Word{} is the empty word.
+struct Word {
+  std::string_view id;
+};
+inline Word word(std::string_view id) noexcept {
+  return Word{id};
+}
+inline std::string_view english(Word w) noexcept {
+  return w.id;
+}
+inline std::string_view local(Word w) noexcept {
+  return w.id.empty() ? w.id : i18n::tr(w.id);
+}
+template <typename T>
+const T& english(const T& v) noexcept {
+  return v;
+}
+template <typename T>
+const T& local(const T& v) noexcept {
+  return v;
+}
+
+/// A clause made in both languages at once, given to say() / advise() as an argument (or joined
+/// with others by +=): phrase(msgid, args...) formats the English `en` and, when a language is
+/// selected, the translated `loc` (else empty).
+struct Phrase {
+  std::string en, loc;
+  Phrase& operator+=(const Phrase& o) {
+    en += o.en;
+    loc += o.loc;
+    return *this;
+  }
+  [[nodiscard]] bool empty() const noexcept { return en.empty(); }
+};
+inline const std::string& english(const Phrase& p) noexcept {
+  return p.en;
+}
+inline const std::string& local(const Phrase& p) noexcept {
+  return p.loc;
+}
+template <typename... Args>
+Phrase phrase(std::string_view msgid, const Args&... args) {
+  Phrase p{fmt::format(fmt::runtime(msgid), english(args)...), {}};
+  if (!i18n::language().empty()) p.loc = i18n::trf(msgid, local(args)...);
+  return p;
+}
+
+/// Appends one clause of evidence, the fmt string `msgid` (a literal: say's first argument is taken
+/// into the catalogue) formatted with `args`, to `f.evidence` (English: JSON and the store) and, when
+/// a language is selected, its translation formatted with the same numbers to `f.evidence_local`.
+template <typename... Args>
+void say(Finding& f, std::string_view msgid, const Args&... args) {
+  f.evidence += fmt::format(fmt::runtime(msgid), english(args)...);
+  if (!i18n::language().empty()) f.evidence_local += i18n::trf(msgid, local(args)...);
+}
+/// The same for `f.advice` / `f.advice_local`. A fixed advice sentence needs no call: assign it
+/// marked with N_(), shown_advice() looks it up (also in findings read back from the store).
+template <typename... Args>
+void advise(Finding& f, std::string_view msgid, const Args&... args) {
+  f.advice += fmt::format(fmt::runtime(msgid), english(args)...);
+  if (!i18n::language().empty()) f.advice_local += i18n::trf(msgid, local(args)...);
+}
+
 /// "GPU0,GPU3".
 std::string gpu_list(const std::vector<unsigned>& gpus);
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 
 namespace trainmon::diagnose {
@@ -16,32 +17,32 @@ namespace {
 
 // Stable codes: D1..D11 are MISSION.md §4's table; D12.. are ours. Append only.
 constexpr std::array<FindingKind, 26> kKinds{{
-    {"D1", "fragmentation-oom-risk", "OOM risk: allocator fragmentation or memory spike"},
-    {"D2", "ddp-imbalance", "Multi-GPU imbalance"},
-    {"D3", "host-memory-leak", "Host memory leak in the training job"},
-    {"D4", "dataloader-starved", "GPU starved by data loading"},
-    {"D5", "gpu-memory-growth", "GPU memory grows every epoch"},
-    {"D6", "power-bound", "Power or memory-bandwidth bound"},
-    {"D7", "wrong-device", "Wrong device or a GPU held but unused"},
-    {"D8", "ddp-not-running", "Multi-GPU job runs on one GPU only"},
-    {"D9", "ghost-gpu-process", "Ghost or idle process holding GPU memory"},
-    {"D10", "ecc-errors", "Uncorrectable ECC errors"},
-    {"D11", "low-utilization", "GPU utilisation headroom"},
-    {"D12", "clock-throttle", "Clocks throttled"},
-    {"D13", "xid-error", "Xid error reported by the driver"},
-    {"D14", "gpu-lost", "GPU stopped responding"},
-    {"D15", "memory-retirement", "GPU memory pages retired or rows remapped"},
-    {"D16", "pcie-link-degraded", "PCIe link below its maximum under load"},
-    {"D17", "host-memory-pressure", "Host memory pressure or swapping"},
-    {"D18", "io-bound-loading", "Data loading bound by disk I/O"},
-    {"D19", "cpu-bound-loading", "Data loading bound by CPU"},
-    {"D20", "oom-killed", "Job killed by the OOM killer"},
-    {"D21", "gpu-memory-near-full", "GPU memory near full"},
-    {"D22", "batch-size-advice", "Largest safe batch size"},
-    {"D23", "training-hang", "Training hang: no step completes"},
-    {"D24", "straggler-rank", "Straggler rank holds back the others"},
-    {"D25", "data-wait-measured", "Steps wait for data (measured in the training loop)"},
-    {"D26", "throughput-drop", "Throughput dropped below the run's steady level"},
+    {"D1", "fragmentation-oom-risk", N_("OOM risk: allocator fragmentation or memory spike")},
+    {"D2", "ddp-imbalance", N_("Multi-GPU imbalance")},
+    {"D3", "host-memory-leak", N_("Host memory leak in the training job")},
+    {"D4", "dataloader-starved", N_("GPU starved by data loading")},
+    {"D5", "gpu-memory-growth", N_("GPU memory grows every epoch")},
+    {"D6", "power-bound", N_("Power or memory-bandwidth bound")},
+    {"D7", "wrong-device", N_("Wrong device or a GPU held but unused")},
+    {"D8", "ddp-not-running", N_("Multi-GPU job runs on one GPU only")},
+    {"D9", "ghost-gpu-process", N_("Ghost or idle process holding GPU memory")},
+    {"D10", "ecc-errors", N_("Uncorrectable ECC errors")},
+    {"D11", "low-utilization", N_("GPU utilisation headroom")},
+    {"D12", "clock-throttle", N_("Clocks throttled")},
+    {"D13", "xid-error", N_("Xid error reported by the driver")},
+    {"D14", "gpu-lost", N_("GPU stopped responding")},
+    {"D15", "memory-retirement", N_("GPU memory pages retired or rows remapped")},
+    {"D16", "pcie-link-degraded", N_("PCIe link below its maximum under load")},
+    {"D17", "host-memory-pressure", N_("Host memory pressure or swapping")},
+    {"D18", "io-bound-loading", N_("Data loading bound by disk I/O")},
+    {"D19", "cpu-bound-loading", N_("Data loading bound by CPU")},
+    {"D20", "oom-killed", N_("Job killed by the OOM killer")},
+    {"D21", "gpu-memory-near-full", N_("GPU memory near full")},
+    {"D22", "batch-size-advice", N_("Largest safe batch size")},
+    {"D23", "training-hang", N_("Training hang: no step completes")},
+    {"D24", "straggler-rank", N_("Straggler rank holds back the others")},
+    {"D25", "data-wait-measured", N_("Steps wait for data (measured in the training loop)")},
+    {"D26", "throughput-drop", N_("Throughput dropped below the run's steady level")},
 }};
 
 int code_number(std::string_view code) {
@@ -54,9 +55,9 @@ int code_number(std::string_view code) {
 
 std::string_view severity_name(Severity s) noexcept {
   switch (s) {
-    case Severity::info: return "info";
-    case Severity::warning: return "warning";
-    case Severity::critical: return "critical";
+    case Severity::info: return N_("info");
+    case Severity::warning: return N_("warning");
+    case Severity::critical: return N_("critical");
   }
   return "info";
 }
@@ -94,6 +95,18 @@ Finding make_finding(std::string_view code, Severity severity, double start_s, d
   return f;
 }
 
+std::string_view shown_title(const Finding& f) noexcept {
+  return i18n::tr(f.title);
+}
+
+std::string_view shown_evidence(const Finding& f) noexcept {
+  return f.evidence_local.empty() ? std::string_view(f.evidence) : std::string_view(f.evidence_local);
+}
+
+std::string_view shown_advice(const Finding& f) noexcept {
+  return f.advice_local.empty() ? i18n::tr(f.advice) : std::string_view(f.advice_local);
+}
+
 void set_cost(Finding& f, double share, std::string_view basis) {
   if (!std::isfinite(share)) return;
   Cost c;
@@ -106,9 +119,9 @@ void set_cost(Finding& f, double share, std::string_view basis) {
 std::string cost_text(const Finding& f) {
   if (!f.cost) return {};
   const auto& c = *f.cost;
-  if (c.speedup <= 0) return "costs all of the throughput (no step completes)";
-  return fmt::format("costs {:.0f} % of throughput{}; up to {:.2g}x samples/s if fixed", 100.0 * c.share,
-                     c.basis == "estimated" ? " (estimated from the GPU side)" : "", c.speedup);
+  if (c.speedup <= 0) return std::string(i18n::tr("costs all of the throughput (no step completes)"));
+  return i18n::trf("costs {:.0f} % of throughput{}; up to {:.2g}x samples/s if fixed", 100.0 * c.share,
+                   c.basis == "estimated" ? i18n::tr(" (estimated from the GPU side)") : "", c.speedup);
 }
 
 std::string to_text(const Finding& f) {
@@ -118,14 +131,17 @@ std::string to_text(const Finding& f) {
   // Evidence quotes GPU and process names, a stack the job's file names: every line goes to terminals
   // (text::terminal, line by line: it replaces newlines too).
   const std::string cost = cost_text(f);
-  std::string out = text::terminal(fmt::format(
-      "[{}] {} {} {:.0f}-{:.0f}s{}{}: {}{}{} -> {}", severity_name(f.severity), f.code, f.slug, f.start_s,
-      f.end_s, who.empty() ? "" : " ", who, f.evidence, cost.empty() ? "" : "; ", cost, f.advice));
+  std::string out = text::terminal(fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {}{}{} -> {}",
+                                               i18n::tr(severity_name(f.severity)), f.code, f.slug, f.start_s,
+                                               f.end_s, who.empty() ? "" : " ", who, shown_evidence(f),
+                                               cost.empty() ? "" : i18n::tr("; "), cost, shown_advice(f)));
   for (const auto& st : f.stacks) {
-    std::string line = fmt::format(
-        "    {} pid {}{}: {}", st.rank >= 0 ? fmt::format("rank {}", st.rank) : "process", st.pid,
-        st.host.empty() ? "" : " on " + st.host, st.where.empty() ? "(no Python frame)" : st.where);
-    if (!st.caller.empty()) line += fmt::format(" (called from {})", st.caller);
+    std::string line =
+        fmt::format("    {} pid {}{}: {}",
+                    st.rank >= 0 ? i18n::trf("rank {}", st.rank) : std::string(i18n::tr("process")), st.pid,
+                    st.host.empty() ? "" : i18n::trf(" on {}", st.host),
+                    st.where.empty() ? i18n::tr("(no Python frame)") : std::string_view(st.where));
+    if (!st.caller.empty()) line += i18n::trf(" (called from {})", st.caller);
     out += "\n" + text::terminal(line);
   }
   return out;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "report/writers.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/web/assets.h"
 
@@ -36,10 +38,17 @@ std::string write_html(const nlohmann::json& model) {
   if (!uplot_js || !uplot_css || !js || !css) return {};
   const auto& run = model["run"];
   const std::string title =
-      fmt::format("trainmon report: run {} {}", run.value("id", 0), run.value("name", std::string()));
+      i18n::trf("trainmon report: run {} {}", run.value("id", 0), run.value("name", std::string()));
+  // The catalogue for report.js (its tr()): nothing for English.
+  nlohmann::json messages = nlohmann::json::object();
+  for (const auto& [id, text] : i18n::translations()) messages[std::string(id)] = std::string(text);
+  const std::string lang = i18n::language().empty() ? "en" : std::string(i18n::language());
   std::string out;
   out.reserve(uplot_js->data.size() + js->data.size() + 1024 * 1024);
-  out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+  // BCP 47 tag: "zh_CN" -> "zh-CN" (the browser picks CJK glyphs by it).
+  std::string tag = lang;
+  std::replace(tag.begin(), tag.end(), '_', '-');
+  out += "<!DOCTYPE html>\n<html lang=\"" + text::html(tag) + "\">\n<head>\n<meta charset=\"utf-8\">\n";
   out += "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
   out += "<title>" + text::html(title) + "</title>\n<style>\n";
   out += text::html_script(uplot_css->data);
@@ -48,6 +57,9 @@ std::string write_html(const nlohmann::json& model) {
   out +=
       "\n</style>\n</head>\n<body>\n<main id=\"report\"><noscript>This report draws its charts with "
       "JavaScript; `trainmon report --format md` gives a text summary.</noscript></main>\n";
+  out += "<script type=\"application/json\" id=\"trainmon-i18n\">";
+  out += json_for_script({{"lang", lang}, {"messages", messages}});
+  out += "</script>\n";
   out += "<script type=\"application/json\" id=\"trainmon-data\">";
   out += json_for_script(model);
   out += "</script>\n<script>\n";

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "report/writers.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/train_summary.h"
@@ -79,11 +80,11 @@ std::string exit_text(const json& run) {
 
 std::string write_markdown(const json& m) {
   const json& run = m["run"];
-  std::string out = fmt::format("# trainmon report: run {} {}\n\n", run.value("id", 0),
-                                text::markdown_code_span(str(run, "name"), false));
+  std::string out = i18n::trf("# trainmon report: run {} {}\n\n", run.value("id", 0),
+                              text::markdown_code_span(str(run, "name"), false));
   out += "| | |\n|---|---|\n";
-  out += fmt::format("| Command | {} |\n", code(command_line(run)));
-  out += fmt::format("| User@host | {}@{} |\n", cell(str(run, "user")), cell(str(run, "host")));
+  out += i18n::trf("| Command | {} |\n", code(command_line(run)));
+  out += i18n::trf("| User@host | {}@{} |\n", cell(str(run, "user")), cell(str(run, "host")));
   std::string gpus;
   if (run.contains("gpus")) {
     for (const auto& g : run["gpus"]) {
@@ -94,17 +95,17 @@ std::string write_markdown(const json& m) {
       if (g.value("used_by_job", false)) gpus += " (job)";
     }
   }
-  out += fmt::format("| GPUs | {} |\n", gpus.empty() ? "none seen" : cell(gpus));
-  out += fmt::format("| Start | {} |\n", cell(str(run, "start")));
+  out += i18n::trf("| GPUs | {} |\n", gpus.empty() ? std::string(i18n::tr("none seen")) : cell(gpus));
+  out += i18n::trf("| Start | {} |\n", cell(str(run, "start")));
   const std::string until = str(run, "duration_until");  // "end", "now" (recording), "last_sample" (lost)
   out += fmt::format(
       "| Duration | {}{} |\n",
       duration(run.contains("duration_s") && run["duration_s"].is_number() ? run["duration_s"].get<double>()
                                                                            : NAN),
-      until == "now"           ? " so far (still recording)"
-      : until == "last_sample" ? " up to the last stored sample (the recorder is gone)"
+      until == "now"           ? i18n::tr(" so far (still recording)")
+      : until == "last_sample" ? i18n::tr(" up to the last stored sample (the recorder is gone)")
                                : "");
-  out += fmt::format("| Status | {} |\n", cell(exit_text(run)));
+  out += i18n::trf("| Status | {} |\n", cell(exit_text(run)));
   std::string labels;
   if (run.contains("labels") && run["labels"].is_object()) {
     for (const auto& [k, v] : run["labels"].items()) {
@@ -112,23 +113,27 @@ std::string write_markdown(const json& m) {
       labels += k + "=" + (v.is_string() ? v.get<std::string>() : v.dump());
     }
   }
-  if (!labels.empty()) out += fmt::format("| Labels | {} |\n", cell(labels));
+  if (!labels.empty()) out += i18n::trf("| Labels | {} |\n", cell(labels));
   if (const auto limits = str(run, "cgroup_limits"); !limits.empty())
-    out += fmt::format("| Cgroup limits | {} |\n", cell(limits));
-  out += fmt::format("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
-                     m.value("train_events", 0));
+    out += i18n::trf("| Cgroup limits | {} |\n", cell(limits));
+  out += i18n::trf("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
+                   m.value("train_events", 0));
 
   const json& findings = m["findings"];
   std::set<std::string> codes;
   for (const auto& f : findings) codes.insert(str(f, "code"));
-  out += fmt::format("\n## Findings ({})\n\n", findings.size());
+  out += i18n::trf("\n## Findings ({})\n\n", findings.size());
   if (findings.empty()) {
-    out += "Nothing found.\n";
+    out += i18n::tr("Nothing found.\n");
   } else {
     std::string list;
     for (const auto& c : codes) list += (list.empty() ? "" : ", ") + cell(c);
-    out += "Codes: " + list + "\n\n";
-    for (const auto& f : findings) {
+    out += i18n::trf("Codes: {}\n\n", list);
+    // The title, evidence and advice in the reader's language (add_findings), else the English.
+    const json* shown = m.contains("findings_shown") ? &m["findings_shown"] : nullptr;
+    for (std::size_t i = 0; i < findings.size(); ++i) {
+      const json& f = findings[i];
+      const json& say = shown && i < shown->size() ? (*shown)[i] : f;
       std::string where;
       if (f.contains("gpus") && !f["gpus"].empty()) {
         for (const auto& g : f["gpus"]) where += (where.empty() ? " GPU " : ",") + g.dump();
@@ -137,23 +142,26 @@ std::string write_markdown(const json& m) {
       if (f.contains("cost") && f["cost"].is_object()) {
         const double share = f["cost"].value("share", 0.0), speedup = f["cost"].value("speedup", 0.0);
         cost = speedup > 0
-                   ? fmt::format(" **Cost: {:.0f} % of throughput; up to {:.2g}× if fixed{}.**", 100 * share,
-                                 speedup, f["cost"].value("basis", "") == "estimated" ? " (estimated)" : "")
-                   : std::string(" **Cost: no step completes.**");
+                   ? i18n::trf(" **Cost: {:.0f} % of throughput; up to {:.2g}× if fixed{}.**", 100 * share,
+                               speedup,
+                               f["cost"].value("basis", "") == "estimated" ? i18n::tr(" (estimated)") : "")
+                   : std::string(i18n::tr(" **Cost: no step completes.**"));
       }
-      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}{}\n  → {}\n", cell(str(f, "severity")),
-                         cell(str(f, "code")), cell(str(f, "slug")), cell(str(f, "title")),
-                         f.value("start_s", 0.0), f.value("end_s", 0.0), where, cell(str(f, "evidence")),
-                         cost, cell(str(f, "advice")));
+      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}{}\n  → {}\n",
+                         cell(std::string(i18n::tr(str(f, "severity")))), cell(str(f, "code")),
+                         cell(str(f, "slug")), cell(str(say, "title")), f.value("start_s", 0.0),
+                         f.value("end_s", 0.0), where, cell(str(say, "evidence")), cost,
+                         cell(str(say, "advice")));
       if (f.contains("stacks") && f["stacks"].is_array()) {
         for (const auto& st : f["stacks"]) {
           const int rank = st.value("rank", -1);
           out += fmt::format(
-              "  - {} pid {}: {}{}\n", rank >= 0 ? fmt::format("rank {}", rank) : "process",
-              st.value("pid", 0), text::markdown_code_span(str(st, "where"), false),
+              "  - {} pid {}: {}{}\n",
+              rank >= 0 ? i18n::trf("rank {}", rank) : std::string(i18n::tr("process")), st.value("pid", 0),
+              text::markdown_code_span(str(st, "where"), false),
               str(st, "caller").empty()
                   ? ""
-                  : fmt::format(" (called from {})", text::markdown_code_span(str(st, "caller"), false)));
+                  : i18n::trf(" (called from {})", text::markdown_code_span(str(st, "caller"), false)));
         }
       }
     }
@@ -163,9 +171,9 @@ std::string write_markdown(const json& m) {
   if (const auto it = m.find("train"); it != m.end()) {
     if (const auto t = recorder::train_summary_from_json(*it)) {
       auto text = [](const std::optional<double>& v, auto f) { return v ? f(*v) : std::string("—"); };
-      out +=
+      out += i18n::tr(
           "\n## Training\n\n| Rank | Host | GPU | Steps | Samples/s | Median step | p90 step | Data wait |\n"
-          "|---|---|---|---|---|---|---|---|\n";
+          "|---|---|---|---|---|---|---|---|\n");
       auto row = [&](const std::string& who, const recorder::TrainRankSummary& r) {
         out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", who,
                            r.host.empty() ? "—" : cell(r.host), r.gpu >= 0 ? std::to_string(r.gpu) : "—",
@@ -179,16 +187,16 @@ std::string write_markdown(const json& m) {
       job.samples_per_s = t->samples_per_s;
       job.step_median_s = t->step_median_s;
       job.data_share = t->data_share;
-      row("job", job);
+      row(std::string(i18n::tr("job")), job);
       for (const auto& r : t->ranks)
         row(r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key), r);
     }
   }
 
   if (!m["gpu_stats"].empty()) {
-    out +=
+    out += i18n::tr(
         "\n## GPUs\n\n| GPU | Name | Mean util | Peak util | Peak memory | Memory total | Mean power | "
-        "Power limit | Peak temp |\n|---|---|---|---|---|---|---|---|---|\n";
+        "Power limit | Peak temp |\n|---|---|---|---|---|---|---|---|---|\n");
     for (const auto& g : m["gpu_stats"]) {
       out +=
           fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} |\n", g.value("index", 0),
@@ -199,37 +207,38 @@ std::string write_markdown(const json& m) {
   }
 
   const bool unknown = m.contains("processes_unknown") && !m["processes_unknown"].empty();
-  if (!m["processes"].empty() || unknown) out += "\n## Processes\n\n";
+  if (!m["processes"].empty() || unknown) out += i18n::tr("\n## Processes\n\n");
   if (unknown) {
     // The driver's lists failed: the table below (if any) is not every process that held a GPU.
     for (const auto& u : m["processes_unknown"])
-      out += fmt::format("- GPU {}: processes unknown in {} of {} samples: {}\n", u.value("gpu", 0),
-                         u.value("samples_unknown", 0), u.value("samples", 0), cell(str(u, "reason")));
+      out += i18n::trf("- GPU {}: processes unknown in {} of {} samples: {}\n", u.value("gpu", 0),
+                       u.value("samples_unknown", 0), u.value("samples", 0), cell(str(u, "reason")));
     out += "\n";
   }
   if (!m["processes"].empty()) {
-    out +=
+    out += i18n::tr(
         "| PID | Command | In job | Peak RSS | CPU time | Peak GPU memory | GPUs |\n"
-        "|---|---|---|---|---|---|---|\n";
+        "|---|---|---|---|---|---|---|\n");
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
       name = text::terminal(name);
       if (exp::display_width(name) > 60) name = exp::truncate_display(name, 57) + "...";
       const auto vis = str(p, "host_visibility");
-      const char* mark = vis == "exited"        ? " (exited)"
-                         : vis == "not_visible" ? " (not visible from here)"
-                                                : "";
+      const std::string_view mark = vis == "exited"        ? i18n::tr(" (exited)")
+                                    : vis == "not_visible" ? i18n::tr(" (not visible from here)")
+                                                           : "";
       std::string g;
       for (const auto& x : p["gpus"]) g += (g.empty() ? "" : ",") + x.dump();
       out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), code(name), mark,
-                         p.value("in_job", false) ? "yes" : "no", mib(p, "peak_rss_mib"),
+                         p.value("in_job", false) ? i18n::tr("yes") : i18n::tr("no"), mib(p, "peak_rss_mib"),
                          num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);
     }
   }
 
-  out += "\n## Batch size\n\n";
+  out += i18n::tr("\n## Batch size\n\n");
   if (m["batch_advice"].empty()) {
-    out += "No advice: the training process sent no batch size with PyTorch memory figures (D22).\n";
+    out +=
+        i18n::tr("No advice: the training process sent no batch size with PyTorch memory figures (D22).\n");
   } else {
     for (const auto& a : m["batch_advice"])
       out += fmt::format("- {}\n  → {}\n", cell(str(a, "evidence")), cell(str(a, "advice")));
@@ -237,12 +246,12 @@ std::string write_markdown(const json& m) {
 
   const json& epochs = m["epochs"];
   if (!epochs.empty()) {
-    out += fmt::format("\n## Epochs\n\n{} epoch ends:", epochs.size());
+    out += i18n::trf("\n## Epochs\n\n{} epoch ends:", epochs.size());
     for (const auto& e : epochs) out += fmt::format(" {}@{:.1f}s", e.value("epoch", 0), e.value("t", 0.0));
     out += "\n";
   }
   for (const auto& n : m["notes"])
-    out += "\nNote: " + cell(n.is_string() ? n.get<std::string>() : n.dump()) + "\n";
+    out += i18n::trf("\nNote: {}\n", cell(n.is_string() ? n.get<std::string>() : n.dump()));
   return out;
 }
 

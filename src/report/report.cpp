@@ -11,7 +11,7 @@ Expected<std::string> render_report(store::Store& store, std::int64_t run_id, co
   if (!model) return std::unexpected(model.error());
   switch (options.format) {
     case Format::markdown: return write_markdown(*model);
-    case Format::json: return write_json(*model);
+    case Format::json: model->erase("findings_shown"); return write_json(*model);
     case Format::html: break;
   }
   std::string html = write_html(*model);

@@ -11,6 +11,7 @@
 #include "report/reduce.h"
 #include "report/report_model.h"
 #include "report/report_train.h"
+#include "trainmon/core/i18n.h"
 
 namespace trainmon::report {
 namespace {
@@ -309,6 +310,16 @@ void add_findings(json& model, const std::vector<diagnose::Finding>& findings) {
     out.push_back(std::move(j));
   }
   model["findings"] = std::move(out);
+  // What people read, in their language (core/i18n.h), beside the English the JSON format keeps:
+  // the Markdown and HTML writers show these; render_report drops them from the JSON format.
+  if (!i18n::language().empty()) {
+    json shown = json::array();
+    for (const auto& f : findings)
+      shown.push_back({{"title", diagnose::shown_title(f)},
+                       {"evidence", diagnose::shown_evidence(f)},
+                       {"advice", diagnose::shown_advice(f)}});
+    model["findings_shown"] = std::move(shown);
+  }
   model["batch_advice"] = std::move(advice);
 }
 

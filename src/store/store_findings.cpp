@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "store/store_impl.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 
 namespace trainmon::store {
@@ -34,7 +35,11 @@ Expected<void> Store::insert_findings(std::int64_t run_id, const std::vector<dia
   auto ns = [start_ns](double s) { return start_ns + static_cast<std::int64_t>(std::llround(s * 1e9)); };
   for (const auto& f : findings) {
     q.reset();
-    const nlohmann::json j = f;
+    nlohmann::json j = f;
+    // The text in the recorder's language too, for the views of a reader in that language (the
+    // report); what JSON readers get (to_json) stays English.
+    if (!f.evidence_local.empty() || !f.advice_local.empty())
+      j["l10n"] = {{"lang", i18n::language()}, {"evidence", f.evidence_local}, {"advice", f.advice_local}};
     q.bind(1, run_id).bind(2, f.code).bind(3, diagnose::severity_name(f.severity));
     q.bind(4, ns(f.start_s)).bind(5, ns(f.end_s)).bind(6, text::json_dump(j));
     if (int rc = q.step(); rc != SQLITE_DONE) return fail(detail::sqlite_error(db, rc, "writing findings"));
@@ -50,7 +55,13 @@ Expected<std::vector<diagnose::Finding>> Store::findings(std::int64_t run_id) {
   int rc;
   while ((rc = q.step()) == SQLITE_ROW) {
     try {
-      out.push_back(nlohmann::json::parse(q.text(0)).get<diagnose::Finding>());
+      const auto j = nlohmann::json::parse(q.text(0));
+      auto& f = out.emplace_back(j.get<diagnose::Finding>());
+      if (const auto l = j.find("l10n"); l != j.end() && l->is_object() && !i18n::language().empty() &&
+                                         l->value("lang", std::string()) == i18n::language()) {
+        f.evidence_local = l->value("evidence", std::string());
+        f.advice_local = l->value("advice", std::string());
+      }
     } catch (const nlohmann::json::exception& e) {
       return std::unexpected(Error{ErrorDomain::store, 0, std::string(kErrDamaged),
                                    std::string("a stored finding is not valid: ") + e.what()});

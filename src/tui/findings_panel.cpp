@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "trainmon/core/i18n.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/tui/panels.h"
 
 namespace trainmon::tui {
@@ -19,10 +21,10 @@ bool same_fault(const diagnose::Finding& a, const diagnose::Finding& b) {
 
 /// "rank 1 (pid 4242 on node3) at hang.py:64 in run (called from ...)": a stuck line of a hang.
 std::string stack_line(const diagnose::RankStack& st) {
-  std::string who = st.rank >= 0 ? fmt::format("rank {}", st.rank) : "process";
-  who += fmt::format(" (pid {}{})", st.pid, st.host.empty() ? "" : " on " + st.host);
-  std::string line = fmt::format("{} at {}", who, st.where.empty() ? "(no Python frame)" : st.where);
-  if (!st.caller.empty()) line += fmt::format(" (called from {})", st.caller);
+  std::string who = st.rank >= 0 ? i18n::trf("rank {}", st.rank) : std::string(i18n::tr("process"));
+  who += fmt::format(" (pid {}{})", st.pid, st.host.empty() ? "" : i18n::trf(" on {}", st.host));
+  std::string line = i18n::trf("{} at {}", who, st.where.empty() ? i18n::tr("(no Python frame)") : st.where);
+  if (!st.caller.empty()) line += i18n::trf(" (called from {})", st.caller);
   return line;
 }
 
@@ -61,7 +63,7 @@ int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live)
   const int end = top + max_rows;
   if (!live.active_run.empty()) {
     cv.put(row, 0, cv.utf8() ? "● " : "* ", Style::bad);
-    cv.put(row, 2, "recording " + live.active_run, Style::label);
+    cv.put(row, 2, i18n::trf("recording {}", live.active_run), Style::label);
     ++row;
   }
   const auto findings = panel_findings(live);
@@ -69,19 +71,19 @@ int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live)
     const auto& f = *findings[i].finding;
     const bool last_row = row + 1 == end && i + 1 < findings.size();
     if (last_row && i > 0) {
-      cv.put(row++, 0, fmt::format("+{} more findings", findings.size() - i), Style::dim);
+      cv.put(row++, 0, i18n::trf("+{} more findings", findings.size() - i), Style::dim);
       break;
     }
     const Style s = f.severity == diagnose::Severity::critical  ? Style::bad
                     : f.severity == diagnose::Severity::warning ? Style::warn
                                                                 : Style::normal;
-    int col = cv.put(row, 0, fmt::format("{} {} ", f.code, diagnose::severity_name(f.severity)), s);
+    int col = cv.put(row, 0, fmt::format("{} {} ", f.code, i18n::tr(diagnose::severity_name(f.severity))), s);
     if (!findings[i].run.empty()) col = cv.put(row, col, "[" + findings[i].run + "] ", Style::dim);
-    col = cv.put(row, col, f.title + ": ", Style::label);
-    cv.put(row, col, f.evidence);
+    col = cv.put(row, col, i18n::trf("{}: ", diagnose::shown_title(f)), Style::label);
+    cv.put(row, col, diagnose::shown_evidence(f));
     if (last_row) {  // one row for them all: the most severe, and how many more at its end
-      const std::string more = fmt::format(" +{} more", findings.size() - 1);
-      cv.put(row, std::max(0, cv.width() - static_cast<int>(more.size())), more, Style::dim);
+      const std::string more = i18n::trf(" +{} more", findings.size() - 1);
+      cv.put(row, std::max(0, cv.width() - static_cast<int>(text::columns(more))), more, Style::dim);
       ++row;
       break;
     }

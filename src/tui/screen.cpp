@@ -10,6 +10,8 @@
 #include <utility>
 #include <vector>
 
+#include "trainmon/core/i18n.h"
+#include "trainmon/core/text_escape.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/tui/overlays.h"
 
@@ -36,9 +38,10 @@ void draw_title(Canvas& cv, const Snapshot* snap, const UiState& ui) {
   }
   t += fmt::format("  every {:.1f}s", ui.interval_ms / 1000.0);
   cv.put(0, 0, t, Style::title);
-  const std::string help = "? help";
-  if (cv.width() >= static_cast<int>(t.size() + help.size()) + 3)
-    cv.put(0, cv.width() - static_cast<int>(help.size()) - 1, help, Style::title);
+  const std::string help(i18n::tr("? help"));
+  const int help_cols = static_cast<int>(text::columns(help));
+  if (cv.width() >= static_cast<int>(text::columns(t)) + help_cols + 3)
+    cv.put(0, cv.width() - help_cols - 1, help, Style::title);
 }
 
 void draw_footer(Canvas& cv, const UiState& ui) {
@@ -60,7 +63,7 @@ void draw_footer(Canvas& cv, const UiState& ui) {
   if (!ui.filter_text.empty()) state += "[/" + ui.filter_text + "]";
   if (!ui.filter_user.empty()) state += "[u:" + ui.filter_user + "]";
   const int c = cv.put(y, 0, state, Style::label);
-  cv.put(y, c + 1, "q quit  ? help  s sort  / filter  u user  t tree  a all  k kill  +/- interval",
+  cv.put(y, c + 1, i18n::tr("q quit  ? help  s sort  / filter  u user  t tree  a all  k kill  +/- interval"),
          Style::dim);
 }
 
@@ -71,13 +74,13 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
   Canvas& cv = out.canvas;
   if (cv.width() < kMinWidth || cv.height() < kMinHeight) {
     cv.put(0, 0, fmt::format("too small {}x{}", cv.width(), cv.height()), Style::warn);
-    if (cv.height() > 1) cv.put(1, 0, "q quits", Style::dim);
+    if (cv.height() > 1) cv.put(1, 0, i18n::tr("q quits"), Style::dim);
     return out;
   }
   draw_title(cv, in.snapshot, ui);
   draw_footer(cv, ui);
   if (!in.snapshot) {
-    cv.put(2, 1, "sampling...", Style::dim);
+    cv.put(2, 1, i18n::tr("sampling..."), Style::dim);
     if (ui.help) draw_help(cv);  // keys work before the first sample (a driver slow to start)
     return out;
   }

@@ -79,9 +79,21 @@ struct Finding {
   std::optional<Cost> cost;                  ///< what it costs (performance findings), nullopt otherwise
   std::vector<std::string> related;          ///< codes of findings that overlap it and explain it (D26)
   std::vector<RankStack> stacks;             ///< the ranks' stacks (D23), ordered by rank key
+  /// `evidence` and `advice` in the language of the text views (core/i18n.h), made with them by the
+  /// detectors; empty when that language is English, and in findings read back from JSON or the store
+  /// (neither keeps them: what scripts read stays English). See shown_evidence / shown_advice.
+  std::string evidence_local, advice_local;
 
   friend bool operator==(const Finding&, const Finding&) = default;
 };
+
+/// What people read (to_text, top, the report): the title of the code's kind, the evidence and the
+/// advice in the selected language (core/i18n.h), each falling back to the English text: the title
+/// and a fixed advice sentence are looked up in the catalogue, the evidence is `evidence_local` when
+/// the detector made it.
+std::string_view shown_title(const Finding& f) noexcept;
+std::string_view shown_evidence(const Finding& f) noexcept;
+std::string_view shown_advice(const Finding& f) noexcept;
 
 /// A Finding with code, slug and title taken from the table; `code` must be in finding_kinds().
 Finding make_finding(std::string_view code, Severity severity, double start_s, double end_s);

@@ -57,19 +57,19 @@ std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& 
     put(f.numbers, "events", a.count);
     if (a.retries >= 0) put(f.numbers, "num_alloc_retries", a.retries);
     if (a.ooms >= 0) put(f.numbers, "num_ooms", a.ooms);
-    f.evidence = fmt::format(
+    say(f,
         "PyTorch reserved {} MiB but allocated only {} MiB ({}x, {} MiB idle in the cache) "
         "on {} events",
         num(a.worst_res), num(a.worst_alloc), num(a.worst_res / std::max(1.0, a.worst_alloc), 1),
         num(a.worst_gap), a.count);
-    if (a.retries > 0) f.evidence += fmt::format("; the allocator retried {} times", num(a.retries));
-    if (a.ooms > 0) f.evidence += fmt::format("; {} CUDA OOM errors", num(a.ooms));
-    f.advice =
+    if (a.retries > 0) say(f, "; the allocator retried {} times", num(a.retries));
+    if (a.ooms > 0) say(f, "; {} CUDA OOM errors", num(a.ooms));
+    f.advice = N_(
         "The caching allocator is fragmented: an OOM can happen while nvidia-smi shows free memory. Set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb:128), avoid varying tensor "
         "shapes (rect/multi-scale), use `cache=False` or `cache: ram` for the dataset, and confirm the "
         "memory "
-        "curve rises smoothly with no spikes.";
+        "curve rises smoothly with no spikes.");
     f.thresholds = {{"frag_reserved_ratio", th.frag_reserved_ratio},
                     {"frag_min_gap_mib", th.frag_min_gap_mib},
                     {"frag_min_events", th.frag_min_events}};
@@ -115,18 +115,16 @@ std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& 
       const bool ended_badly =
           s.facts.exit_status && *s.facts.exit_status != 0 && s.t.back() - s.t[i] <= th.window_s;
       if (ended_badly) f.severity = Severity::critical;
-      f.evidence = fmt::format("GPU{} memory jumped {} -> {} MiB ({} % of {} MiB) within {}", g.index,
-                               num(g.mem_used_mib[j]), num(m), num(100.0 * m / total), num(total),
-                               dur(s.t[i] - s.t[j]));
-      if (creep.ok() && creep.slope > 0)
-        f.evidence += fmt::format(" after creeping up {} MiB/h", num(creep.slope * 3600));
-      if (ended_badly) f.evidence += fmt::format("; the job failed {} later", dur(s.t.back() - s.t[i]));
-      f.advice =
+      say(f, "GPU{} memory jumped {} -> {} MiB ({} % of {} MiB) within {}", g.index, num(g.mem_used_mib[j]),
+          num(m), num(100.0 * m / total), num(total), dur(s.t[i] - s.t[j]));
+      if (creep.ok() && creep.slope > 0) say(f, " after creeping up {} MiB/h", num(creep.slope * 3600));
+      if (ended_badly) say(f, "; the job failed {} later", dur(s.t.back() - s.t[i]));
+      f.advice = N_(
           "A sudden allocation pushed memory to full: an OOM is close. Look for a larger batch at the end of "
           "an "
           "epoch (validation, close_mosaic, multi-scale), set "
           "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, "
-          "use `cache=False`, or lower the batch (see D22).";
+          "use `cache=False`, or lower the batch (see D22).");
       f.thresholds = {{"spike_frac_of_total", th.spike_frac_of_total},
                       {"spike_within_s", th.spike_within_s},
                       {"near_full_pct", th.near_full_pct}};

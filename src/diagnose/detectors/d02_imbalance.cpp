@@ -66,11 +66,10 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
     put(f.numbers, "spread_pct", spread);
     const double main_cpu = mean(s.job.main_cpu_pct, ep.i0, ep.i1);
     put(f.numbers, "main_cpu_pct", main_cpu);
-    f.evidence = fmt::format("GPU{} mean {} % over {} while GPU{} {} %; spread {} points > {}",
-                             gs[klo]->index, num(means[klo]), dur(s.t[ep.i1] - s.t[ep.i0]), gs[khi]->index,
-                             num(means[khi]), num(spread), num(th.imbalance_spread_pct));
-    if (!na(main_cpu))
-      f.evidence += fmt::format("; main process at {} % CPU (100 % = one core)", num(main_cpu));
+    say(f, "GPU{} mean {} % over {} while GPU{} {} %; spread {} points > {}", gs[klo]->index, num(means[klo]),
+        dur(s.t[ep.i1] - s.t[ep.i0]), gs[khi]->index, num(means[khi]), num(spread),
+        num(th.imbalance_spread_pct));
+    if (!na(main_cpu)) say(f, "; main process at {} % CPU (100 % = one core)", num(main_cpu));
     // Is the busiest GPU the straggler? Its clock event reasons and its clock against its maximum.
     const GpuSeries& busy = *gs[khi];
     std::size_t rows = 0, thermal = 0, hw = 0, power = 0;
@@ -85,23 +84,22 @@ std::vector<Finding> detect_imbalance(const RunSeries& s, const Thresholds& th) 
     const double clk = mean(busy.sm_clock_mhz, ep.i0, ep.i1),
                  clk_max = last_of(busy.sm_clock_max_mhz, ep.i0, ep.i1);
     const bool low_clock = !na(clk) && !na(clk_max) && clk_max > 0 && clk < th.throttle_clock_frac * clk_max;
-    const char* why = rows && thermal * 2 >= rows              ? "thermal slowdown"
-                      : rows && hw * 2 >= rows                 ? "hardware slowdown"
-                      : rows && power * 2 >= rows && low_clock ? "power cap"
-                                                               : nullptr;
-    if (why || low_clock) {
+    const Word why = rows && thermal * 2 >= rows              ? word("thermal slowdown")
+                     : rows && hw * 2 >= rows                 ? word("hardware slowdown")
+                     : rows && power * 2 >= rows && low_clock ? word("power cap")
+                                                              : Word{};
+    if (!why.id.empty() || low_clock) {
       put(f.numbers, "straggler_gpu", busy.index);
       put(f.numbers, "sm_clock_mhz", clk);
       put(f.numbers, "sm_clock_max_mhz", clk_max);
-      f.evidence += fmt::format(
-          "; GPU{} is the busiest because it is the slowest: {}{}, and the others wait for it every step",
-          busy.index, why ? fmt::format("throttled ({})", why) : std::string("clocked below its maximum"),
-          !na(clk) && !na(clk_max) ? fmt::format(" at {} of {} MHz", num(clk), num(clk_max)) : "");
-      f.advice = fmt::format(advice::kD2Straggler, busy.index);
+      say(f, "; GPU{} is the busiest because it is the slowest: {}{}, and the others wait for it every step",
+          busy.index, !why.id.empty() ? phrase("throttled ({})", why) : phrase("clocked below its maximum"),
+          !na(clk) && !na(clk_max) ? phrase(" at {} of {} MHz", num(clk), num(clk_max)) : Phrase{});
+      advise(f, advice::kD2Straggler, busy.index);
       // The job runs at the straggler's clock: fixing it gives at most max / now (estimated).
       if (!na(clk) && !na(clk_max) && clk > 0 && clk < clk_max) set_cost(f, 1.0 - clk / clk_max, "estimated");
     } else {
-      f.advice = advice::kD2Imbalance;
+      f.advice = std::string(advice::kD2Imbalance);
       // The GPUs below the busiest one wait: the share of GPU time lost (estimated).
       double sum = 0;
       for (double m : means) sum += m;

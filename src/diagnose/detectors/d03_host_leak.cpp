@@ -71,13 +71,11 @@ std::vector<Finding> detect_host_leak(const RunSeries& s, const Thresholds& th) 
   put(f.numbers, "cached_start_mib", cached0);
   put(f.numbers, "cached_end_mib", cached1);
   put(f.numbers, "eta_s", eta_s);
-  f.evidence =
-      fmt::format("{} grew {} -> {} MiB over {} ({} MiB/h, R² {})", job ? "job RSS" : "host used memory",
-                  num(v0), num(v1), dur(s.t[b] - s.t[a]), num(slope_h), num(fit.r2, 2));
-  if (!na(avail0) && !na(avail))
-    f.evidence += fmt::format("; MemAvailable {} -> {} MiB", num(avail0), num(avail));
-  if (!na(eta_s)) f.evidence += fmt::format("; at this rate available memory runs out in {}", dur(eta_s));
-  if (!job) f.evidence += " (no job process tree recorded: fitted MemTotal - MemAvailable)";
+  say(f, "{} grew {} -> {} MiB over {} ({} MiB/h, R² {})", job ? word("job RSS") : word("host used memory"),
+      num(v0), num(v1), dur(s.t[b] - s.t[a]), num(slope_h), num(fit.r2, 2));
+  if (!na(avail0) && !na(avail)) say(f, "; MemAvailable {} -> {} MiB", num(avail0), num(avail));
+  if (!na(eta_s)) say(f, "; at this rate available memory runs out in {}", dur(eta_s));
+  if (!job) say(f, " (no job process tree recorded: fitted MemTotal - MemAvailable)");
   f.advice = advice::kD3Leak;
   f.thresholds = {{"leak_min_slope_mib_h", th.leak_min_slope_mib_h},
                   {"leak_min_r2", th.leak_min_r2},

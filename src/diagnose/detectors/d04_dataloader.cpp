@@ -60,30 +60,26 @@ std::vector<Finding> detect_dataloader(const RunSeries& s, const Thresholds& th)
       put(f.numbers, "workers", workers);
       put(f.numbers, "cpu_count", cores);
       put(f.numbers, "swing_cycles", cycles);
-      f.evidence = fmt::format("GPU{} mean utilisation {} % over {} ({} {} %)", idx, num(mu),
-                               dur(s.t[ep.i1] - s.t[ep.i0]),
-                               !na(mu) && mu >= th.starved_util_pct ? ">=" : "<", num(th.starved_util_pct));
-      if (!na(msm)) f.evidence += fmt::format(", SM activity {} %", num(msm));
-      if (!na(mem) && !na(total) && total > 0)
-        f.evidence += fmt::format(" with memory {} % full", num(100.0 * mem / total));
+      say(f, "GPU{} mean utilisation {} % over {} ({} {} %)", idx, num(mu), dur(s.t[ep.i1] - s.t[ep.i0]),
+          !na(mu) && mu >= th.starved_util_pct ? ">=" : "<", num(th.starved_util_pct));
+      if (!na(msm)) say(f, ", SM activity {} %", num(msm));
+      if (!na(mem) && !na(total) && total > 0) say(f, " with memory {} % full", num(100.0 * mem / total));
       if (cycles >= th.swing_min_cycles)
-        f.evidence +=
-            fmt::format("; utilisation swings 0 -> {}+ -> 0 ({} cycles){}", num(th.swing_high_pct), cycles,
-                        !na(mu) && mu >= th.starved_util_pct
-                            ? ": the GPU waits between batches although its mean looks busy"
-                            : "");
+        say(f, "; utilisation swings 0 -> {}+ -> 0 ({} cycles){}", num(th.swing_high_pct), cycles,
+            !na(mu) && mu >= th.starved_util_pct
+                ? word(": the GPU waits between batches although its mean looks busy")
+                : Word{});
       if (!na(mc) && mc >= th.main_pinned_pct)
-        f.evidence += fmt::format("; main process at {} % CPU (one core saturated)", num(mc));
-      if (!na(hc)) f.evidence += fmt::format("; the job uses {} % of the machine's CPU", num(hc));
-      if (!na(workers) && !na(cores))
-        f.evidence += fmt::format("; {} worker processes on {} cores", num(workers), num(cores));
+        say(f, "; main process at {} % CPU (one core saturated)", num(mc));
+      if (!na(hc)) say(f, "; the job uses {} % of the machine's CPU", num(hc));
+      if (!na(workers) && !na(cores)) say(f, "; {} worker processes on {} cores", num(workers), num(cores));
       // The GPU idles (100 - util) % of the time it could be busy: the share lost against a healthy
       // utilisation (estimated from the GPU side; D25 measures it when the loop's timing exists).
       if (!na(mu)) set_cost(f, 1.0 - mu / th.healthy_util_high_pct, "estimated");
-      f.advice =
+      f.advice = N_(
           "The GPU waits for input. Raise DataLoader workers (e.g. 8 -> 12) when cores are idle, or lower "
           "them on a slow disk; cache the dataset in RAM (`cache: ram`) or on a local SSD; use "
-          "pin_memory=True and persistent_workers=True; a smaller imgsz shortens decoding and augmentation.";
+          "pin_memory=True and persistent_workers=True; a smaller imgsz shortens decoding and augmentation.");
       f.thresholds = {{"starved_util_pct", th.starved_util_pct}, {"starved_sm_pct", th.starved_sm_pct},
                       {"starved_for_s", th.starved_for_s},       {"cpu_low_pct", th.cpu_low_pct},
                       {"main_pinned_pct", th.main_pinned_pct},   {"window_s", th.window_s}};

@@ -70,21 +70,20 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
     for (std::size_t k = 0; k < pts.size() && k < 6; ++k)
       vals += fmt::format("{}{}", k ? ", " : "", num(pts[k].mib));
     if (pts.size() > 6) vals += ", ...";
-    f.evidence = fmt::format(
-        "memory at epoch ends {} MiB: +{} MiB per epoch over {} epochs after the first (> {} MiB)", vals,
+    say(f, "memory at epoch ends {} MiB: +{} MiB per epoch over {} epochs after the first (> {} MiB)", vals,
         num(fit.slope), pts.size(), num(th.growth_per_epoch_mib));
     if (const auto* g = gpu >= 0 ? s.gpu(static_cast<unsigned>(gpu)) : nullptr) {
       const double total = last_of(g->mem_total_mib, 0, s.size() ? s.size() - 1 : 0);
       if (!na(total) && total > pts.back().mib) {
         const double left = (total - pts.back().mib) / fit.slope;
         put(f.numbers, "epochs_to_full", left);
-        f.evidence += fmt::format("; full in about {} more epochs", num(left));
+        say(f, "; full in about {} more epochs", num(left));
       }
     }
-    f.advice =
+    f.advice = N_(
         "Something keeps tensors alive across epochs: callbacks or metrics that store outputs or losses "
         "without .detach()/.item(), growing lists of predictions, or a graph kept by retain_graph. A higher "
-        "first epoch is normal with caching.";
+        "first epoch is normal with caching.");
     f.thresholds = {{"growth_per_epoch_mib", th.growth_per_epoch_mib},
                     {"growth_min_epochs", th.growth_min_epochs}};
     out.push_back(std::move(f));
@@ -112,14 +111,14 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
     f.pids = use.pids;
     put(f.numbers, "growth_mib_per_h", fit.slope * 3600);
     put(f.numbers, "r2", fit.r2);
-    f.evidence = fmt::format(
+    say(f,
         "GPU{} memory grows {} MiB/h (R² {}) over {}; no epoch events were recorded, so this is "
         "a slope over time, not per epoch",
         idx, num(fit.slope * 3600), num(fit.r2, 2), dur(s.t[b] - s.t[a]));
     f.advice =
-        "GPU memory keeps growing: look for tensors kept alive (stored outputs, losses without .item()). "
-        "Send "
-        "epoch events (trainmon Python callback) for a per-epoch figure.";
+        N_("GPU memory keeps growing: look for tensors kept alive (stored outputs, losses without .item()). "
+           "Send "
+           "epoch events (trainmon Python callback) for a per-epoch figure.");
     f.thresholds = {{"growth_slope_mib_h", th.growth_slope_mib_h},
                     {"leak_min_r2", th.leak_min_r2},
                     {"leak_min_span_s", th.leak_min_span_s}};

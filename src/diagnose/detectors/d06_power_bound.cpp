@@ -33,20 +33,18 @@ std::vector<Finding> detect_power_bound(const RunSeries& s, const Thresholds& th
       put(f.numbers, "gpm_dram_pct", dram);
       put(f.numbers, "gpm_tensor_pct", tensor);
       const bool bw = !na(dram) && dram >= th.dram_bound_pct;
-      f.evidence =
-          fmt::format("GPU{} draws {} W of its {} W cap ({} %) while utilisation is only {} % over {}",
-                      g.index, num(p), num(c), num(100.0 * p / c), num(u), dur(s.t[ep.i1] - s.t[ep.i0]));
+      say(f, "GPU{} draws {} W of its {} W cap ({} %) while utilisation is only {} % over {}", g.index,
+          num(p), num(c), num(100.0 * p / c), num(u), dur(s.t[ep.i1] - s.t[ep.i0]));
       if (bw)
-        f.evidence += fmt::format("; DRAM bandwidth {} % (>= {} %): memory-bandwidth bound", num(dram),
-                                  num(th.dram_bound_pct));
+        say(f, "; DRAM bandwidth {} % (>= {} %): memory-bandwidth bound", num(dram), num(th.dram_bound_pct));
       else if (!na(dram))
-        f.evidence += fmt::format("; DRAM bandwidth {} %: power bound", num(dram));
+        say(f, "; DRAM bandwidth {} %: power bound", num(dram));
       f.numbers["bandwidth_bound"] = bw ? 1 : 0;
       f.advice =
-          bw ? "The GPU is limited by memory bandwidth: lower imgsz or use mixed precision (AMP) to move "
-               "fewer bytes; more GPUs will not make one step faster."
-             : "The GPU is at its power cap: clocks drop to stay under it. Lower imgsz or batch, check "
-               "`nvidia-smi -q -d POWER` for a lowered limit; more GPUs will not make one step faster.";
+          bw ? N_("The GPU is limited by memory bandwidth: lower imgsz or use mixed precision (AMP) to move "
+                  "fewer bytes; more GPUs will not make one step faster.")
+             : N_("The GPU is at its power cap: clocks drop to stay under it. Lower imgsz or batch, check "
+                  "`nvidia-smi -q -d POWER` for a lowered limit; more GPUs will not make one step faster.");
       f.thresholds = {{"power_cap_frac", th.power_cap_frac},
                       {"power_bound_util_pct", th.power_bound_util_pct},
                       {"dram_bound_pct", th.dram_bound_pct},

@@ -78,13 +78,12 @@ std::vector<Finding> detect_wrong_device(const RunSeries& s, const Thresholds& t
         const double mi = mean(g->util_gpu_pct, ep.i0, ep.i1);
         put(f.numbers, fmt::format("gpu{}_mean_util_pct", idx), mi);
         f.numbers["intended_gpu"] = idx;
-        f.evidence = fmt::format(
-            "intended GPU{} at {} % utilisation with no job process for {} while the job runs on {}", idx,
+        say(f, "intended GPU{} at {} % utilisation with no job process for {} while the job runs on {}", idx,
             num(mi), dur(s.t[ep.i1] - s.t[ep.i0]), where);
-        f.advice =
+        f.advice = N_(
             "The job runs on a GPU it was not meant to use. Check the device argument (a list `[0,1]`, not "
             "the "
-            "string '0,1'), CUDA_VISIBLE_DEVICES (it renumbers devices from 0) and torch.cuda.set_device().";
+            "string '0,1'), CUDA_VISIBLE_DEVICES (it renumbers devices from 0) and torch.cuda.set_device().");
         f.thresholds = {{"idle_util_pct", th.idle_util_pct},
                         {"wrong_device_for_s", th.wrong_device_for_s},
                         {"window_s", th.window_s}};
@@ -127,7 +126,7 @@ std::vector<Finding> detect_wrong_device(const RunSeries& s, const Thresholds& t
       f.numbers["held_unused"] = 1;
       std::string pid_text;
       for (auto p : pids) pid_text += fmt::format("{}{}", pid_text.empty() ? "" : ",", p);
-      f.evidence = fmt::format(
+      say(f,
           "job pid {} holds {} MiB on GPU{} for {} while it stays at {} % utilisation and "
           "another GPU of the job is busy",
           pid_text, num(held), g.index, dur(s.t[ep.i1] - s.t[ep.i0]), num(mu));

@@ -56,14 +56,13 @@ std::vector<Finding> detect_ddp_not_running(const RunSeries& s, const Thresholds
     }
     std::sort(f.pids.begin(), f.pids.end());
     f.pids.erase(std::unique(f.pids.begin(), f.pids.end()), f.pids.end());
-    f.evidence =
-        fmt::format("job meant for {} GPUs runs on one: {} busy while {} idle with no job process, for {}",
-                    gs.size(), busy, idle, dur(s.t[ep.i1] - s.t[ep.i0]));
-    f.advice =
+    say(f, "job meant for {} GPUs runs on one: {} busy while {} idle with no job process, for {}", gs.size(),
+        busy, idle, dur(s.t[ep.i1] - s.t[ep.i0]));
+    f.advice = N_(
         "Distributed training did not start on every GPU. Launch with torchrun / the framework's multi-GPU "
         "launcher, pass the device list as a list ([0,1]), and check NCCL (NCCL_DEBUG=INFO, "
         "NCCL_SOCKET_TIMEOUT, "
-        "NCCL_IB_DISABLE=1 on hosts without InfiniBand, NCCL_P2P_DISABLE for broken peer-to-peer).";
+        "NCCL_IB_DISABLE=1 on hosts without InfiniBand, NCCL_P2P_DISABLE for broken peer-to-peer).");
     // One GPU of N works: the others would multiply throughput by up to N (estimated, linear scaling).
     set_cost(f, 1.0 - 1.0 / static_cast<double>(gs.size()), "estimated");
     f.thresholds = {{"imbalance_high_pct", th.imbalance_high_pct},

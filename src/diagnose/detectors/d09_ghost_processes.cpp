@@ -55,33 +55,34 @@ std::vector<Finding> detect_ghost_processes(const RunSeries& s, const Thresholds
           put(f.numbers, "pid", pid);
           if (kind == 0) {
             f.numbers["zombie"] = zombie ? 1 : 0;
-            f.evidence = fmt::format(
-                "pid {} holds {} MiB on GPU{} for {} but is {} on this host", pid, num(mem), g.index,
+            say(f, "pid {} holds {} MiB on GPU{} for {} but is {} on this host", pid, num(mem), g.index,
                 dur(s.t[ep.i1] - s.t[ep.i0]),
-                zombie ? "a zombie (exited, not reaped)" : "gone (exited: no such process on this host)");
-            f.advice = zombie
-                           ? fmt::format(
-                                 "End the zombie's parent so it is reaped: `ps -o ppid= -p {0}` then "
-                                 "`kill -TERM <ppid>`; the driver frees the memory when pid {0} is gone. "
-                                 "Do not reset the GPU while other jobs use it.",
-                                 pid)
-                           : fmt::format(
-                                 "pid {0} has exited but its GPU context is still listed: a process that "
-                                 "inherited its CUDA file descriptors (a forked DataLoader worker, a child "
-                                 "process) keeps it alive. `fuser -v /dev/nvidia*` shows who holds the "
-                                 "device; end that process (`kill -TERM <pid>`). Do not reset the GPU while "
-                                 "other jobs use it.",
-                                 pid);
+                zombie ? word("a zombie (exited, not reaped)")
+                       : word("gone (exited: no such process on this host)"));
+            if (zombie)
+              advise(f,
+                     "End the zombie's parent so it is reaped: `ps -o ppid= -p {0}` then "
+                     "`kill -TERM <ppid>`; the driver frees the memory when pid {0} is gone. "
+                     "Do not reset the GPU while other jobs use it.",
+                     pid);
+            else
+              advise(f,
+                     "pid {0} has exited but its GPU context is still listed: a process that "
+                     "inherited its CUDA file descriptors (a forked DataLoader worker, a child "
+                     "process) keeps it alive. `fuser -v /dev/nvidia*` shows who holds the "
+                     "device; end that process (`kill -TERM <pid>`). Do not reset the GPU while "
+                     "other jobs use it.",
+                     pid);
             f.thresholds = {{"ghost_for_s", th.ghost_for_s}};
           } else {
             f.numbers["idle_holder"] = 1;
-            f.evidence = fmt::format("pid {} (not part of the job) holds {} MiB on GPU{} at 0 % SM for {}",
-                                     pid, num(mem), g.index, dur(s.t[ep.i1] - s.t[ep.i0]));
-            f.advice = fmt::format(
-                "Memory held by an idle process (a notebook kernel, a finished script waiting "
-                "for input): ask its owner (`ps -o user,cmd -p {0}`) or end it with `kill -TERM "
-                "{0}`. Never reset a GPU others use.",
-                pid);
+            say(f, "pid {} (not part of the job) holds {} MiB on GPU{} at 0 % SM for {}", pid, num(mem),
+                g.index, dur(s.t[ep.i1] - s.t[ep.i0]));
+            advise(f,
+                   "Memory held by an idle process (a notebook kernel, a finished script waiting "
+                   "for input): ask its owner (`ps -o user,cmd -p {0}`) or end it with `kill -TERM "
+                   "{0}`. Never reset a GPU others use.",
+                   pid);
             f.thresholds = {{"idle_holder_for_s", th.idle_holder_for_s},
                             {"job_gpu_min_mib", th.job_gpu_min_mib}};
           }

@@ -42,22 +42,21 @@ std::vector<Finding> detect_ecc(const RunSeries& s, const Thresholds&) {
     put(f.numbers, "corrected_highest", corr.highest);
     f.numbers["counter_resets"] = static_cast<double>(u.resets + corr.resets);
     f.numbers["rising"] = u.increase > 0 ? 1 : 0;
-    f.evidence = fmt::format("GPU{} volatile uncorrected ECC errors {} (first seen at {:.0f} s){}", g.index,
-                             num(u.highest), s.t[first],
-                             u.increase > 0 && u.resets == 0
-                                 ? fmt::format(", rising from {} during the run", num(u.first))
-                             : u.increase > 0 ? fmt::format(", {} more during the run", num(u.increase))
-                                              : "");
+    say(f, "GPU{} volatile uncorrected ECC errors {} (first seen at {:.0f} s){}", g.index, num(u.highest),
+        s.t[first],
+        u.increase > 0 && u.resets == 0 ? phrase(", rising from {} during the run", num(u.first))
+        : u.increase > 0                ? phrase(", {} more during the run", num(u.increase))
+                                        : Phrase{});
     if (u.resets > 0)
-      f.evidence += fmt::format(
+      say(f,
           "; the counter was reset at {:.0f} s (driver reload or GPU reset: {} before, {} now); the "
           "highest count is kept",
           s.t[u.first_reset_row], num(u.before_reset), num(u.last));
     if (!na(corr.highest) && corr.highest > 0) {
-      f.evidence += fmt::format("; corrected {}", num(corr.highest));
-      if (corr.resets > 0) f.evidence += " (highest seen; that counter was reset too)";
+      say(f, "; corrected {}", num(corr.highest));
+      if (corr.resets > 0) say(f, " (highest seen; that counter was reset too)");
     }
-    f.advice = advice::kD10Ecc;
+    f.advice = std::string(advice::kD10Ecc);
     out.push_back(std::move(f));
   }
   return out;

@@ -64,12 +64,13 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
     const std::string what =
         b == 0 ? fmt::format(fmt::runtime(kWhat[0]), num(th.low_util_pct))
                : fmt::format(fmt::runtime(kWhat[1]), num(th.low_util_pct), num(th.healthy_util_low_pct));
-    f.evidence = fmt::format("mean utilisation while the job held the GPU: {}; {}", list, what);
+    say(f, "mean utilisation while the job held the GPU: {}; {}", list, what);
     f.advice =
-        b == 1 ? "Some headroom left: a larger batch (see D22), more DataLoader workers or AMP can raise "
-                 "throughput."
-               : "The GPU mostly waits. Look at the other findings (D4/D25 data loading, D18 disk, D19 CPU, "
-                 "D2/D8/D24 multi-GPU) for the cause; a larger batch or more workers usually help.";
+        b == 1
+            ? N_("Some headroom left: a larger batch (see D22), more DataLoader workers or AMP can raise "
+                 "throughput.")
+            : N_("The GPU mostly waits. Look at the other findings (D4/D25 data loading, D18 disk, D19 CPU, "
+                 "D2/D8/D24 multi-GPU) for the cause; a larger batch or more workers usually help.");
     // Against a healthy utilisation: the share of the GPU time the job leaves unused (estimated).
     double msum = 0;
     for (double m : band.means) msum += m;

@@ -27,11 +27,11 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
     std::string_view advice;
   };
   static const std::array<Cause, 3> kCauses{{
-      {"power cap", clock_event::sw_power_cap, Severity::info, &GpuSeries::viol_power_s,
+      {N_("power cap"), clock_event::sw_power_cap, Severity::info, &GpuSeries::viol_power_s,
        advice::kD12PowerCap},
-      {"thermal", clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown, Severity::warning,
+      {N_("thermal"), clock_event::sw_thermal_slowdown | clock_event::hw_thermal_slowdown, Severity::warning,
        &GpuSeries::viol_thermal_s, advice::kD12Thermal},
-      {"hardware slowdown", clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown,
+      {N_("hardware slowdown"), clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown,
        Severity::warning, &GpuSeries::viol_hw_brake_s, advice::kD12Hardware},
   }};
   const std::size_t n = s.size();
@@ -73,14 +73,12 @@ std::vector<Finding> detect_throttle(const RunSeries& s, const Thresholds& th) {
         put(f.numbers, "temp_slowdown_c", slow);
         put(f.numbers, "violation_s", dv);
         put(f.numbers, "reason_mask", static_cast<double>(cause.mask));
-        f.evidence =
-            fmt::format("GPU{} throttled by {} under load for {} ({} % of samples)", g.index, cause.name,
-                        dur(span), num(100.0 * static_cast<double>(hits) / static_cast<double>(rows)));
-        if (!na(clk) && !na(clk_max))
-          f.evidence += fmt::format("; SM clock {} of {} MHz", num(clk), num(clk_max));
-        if (!na(temp)) f.evidence += fmt::format("; temperature up to {} °C", num(temp));
-        if (!na(slow)) f.evidence += fmt::format(" (slowdown at {} °C)", num(slow));
-        if (!na(dv)) f.evidence += fmt::format("; violation counter +{} s", num(dv, 1));
+        say(f, "GPU{} throttled by {} under load for {} ({} % of samples)", g.index, word(cause.name),
+            dur(span), num(100.0 * static_cast<double>(hits) / static_cast<double>(rows)));
+        if (!na(clk) && !na(clk_max)) say(f, "; SM clock {} of {} MHz", num(clk), num(clk_max));
+        if (!na(temp)) say(f, "; temperature up to {} °C", num(temp));
+        if (!na(slow)) say(f, " (slowdown at {} °C)", num(slow));
+        if (!na(dv)) say(f, "; violation counter +{} s", num(dv, 1));
         f.advice = cause.advice;
         f.thresholds = {{"throttle_for_s", th.throttle_for_s},
                         {"busy_util_pct", th.busy_util_pct},

@@ -71,23 +71,24 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
       put(f.numbers, "failed_rows", other);
       put(f.numbers, "util_before_pct", before);
       f.numbers["recovered"] = recovered ? 1 : 0;
-      const char* why = lost      ? "NVML reports the GPU is lost (fallen off the bus)"
-                        : timeout ? "NVML calls hang past the deadline"
-                                  : "the device fails every query";
+      const Word why = lost      ? word("NVML reports the GPU is lost (fallen off the bus)")
+                       : timeout ? word("NVML calls hang past the deadline")
+                                 : word("the device fails every query");
       f.numbers["never_answered"] = never ? 1 : 0;
-      f.evidence =
-          never ? fmt::format("GPU{} has not responded since {} ({:.0f} s): {}, for {}{}", g.index,
-                              first == 0 ? "the start" : "it appeared", s.t[first], why,
-                              dur(s.t[ep.i1] - s.t[first]), recovered ? " (then answered)" : " until the end")
-                : fmt::format("GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
-                              dur(s.t[ep.i1] - s.t[ep.i0]),
-                              recovered ? " (then answered again)" : " until the end");
-      if (!na(before)) f.evidence += fmt::format("; utilisation before: {} %", num(before));
+      if (never)
+        say(f, "GPU{} has not responded since {} ({:.0f} s): {}, for {}{}", g.index,
+            first == 0 ? word("the start") : word("it appeared"), s.t[first], why,
+            dur(s.t[ep.i1] - s.t[first]), recovered ? word(" (then answered)") : word(" until the end"));
+      else
+        say(f, "GPU{} stopped responding at {:.0f} s: {}, for {}{}", g.index, s.t[ep.i0], why,
+            dur(s.t[ep.i1] - s.t[ep.i0]),
+            recovered ? word(" (then answered again)") : word(" until the end"));
+      if (!na(before)) say(f, "; utilisation before: {} %", num(before));
       for (const auto& e : s.gpu_events)
         if (e.gpu == g.index && e.xid == 79 && e.t >= s.t[ep.i0] - th.window_s &&
             e.t <= s.t[ep.i1] + th.window_s)
-          f.evidence += "; Xid 79 reported";
-      f.advice = advice::kD14Lost;
+          say(f, "; Xid 79 reported");
+      f.advice = std::string(advice::kD14Lost);
       f.thresholds = {{"clear_s", th.clear_s}};
       out.push_back(std::move(f));
     }

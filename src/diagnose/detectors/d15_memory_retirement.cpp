@@ -44,23 +44,26 @@ std::vector<Finding> detect_memory_retirement(const RunSeries& s, const Threshol
     put(f.numbers, "remapped_correctable_rows", cor);
     put(f.numbers, "retired_pages_first", pages0);
     put(f.numbers, "retired_pages_last", pages1);
-    std::string what;
-    auto add = [&what](const std::string& x) { what += (what.empty() ? "" : "; ") + x; };
-    if (is_fail) add("row remapping FAILED");
-    if (rpend > 0) add("a row remap is pending (takes effect at the next GPU reset)");
-    if (ppend > 0) add("a page retirement is pending (takes effect at the next GPU reset)");
-    if (unc_rows) add(fmt::format("{} rows remapped for uncorrectable errors", num(unc)));
+    Phrase what;
+    auto add = [&what](const Phrase& x) {
+      if (!what.empty()) what += phrase("; ");
+      what += x;
+    };
+    if (is_fail) add(phrase("row remapping FAILED"));
+    if (rpend > 0) add(phrase("a row remap is pending (takes effect at the next GPU reset)"));
+    if (ppend > 0) add(phrase("a page retirement is pending (takes effect at the next GPU reset)"));
+    if (unc_rows) add(phrase("{} rows remapped for uncorrectable errors", num(unc)));
     if (pages_up)
-      add(pages.resets == 0
-              ? fmt::format("retired pages {} -> {} during the run", num(pages0), num(pages1))
-              : fmt::format("{} pages retired during the run (highest count {}; the counter was "
-                            "reset at {:.0f} s)",
-                            num(pages.increase), num(pages1), s.t[pages.first_reset_row]));
-    f.evidence = fmt::format("GPU{} memory health: {}", g.index, what);
+      add(pages.resets == 0 ? phrase("retired pages {} -> {} during the run", num(pages0), num(pages1))
+                            : phrase("{} pages retired during the run (highest count {}; the counter was "
+                                     "reset at {:.0f} s)",
+                                     num(pages.increase), num(pages1), s.t[pages.first_reset_row]));
+    say(f, "GPU{} memory health: {}", g.index, what);
     f.advice =
-        is_fail ? "The GPU ran out of spare memory rows: drain it and contact support (RMA)."
-                : "Finish or stop the job, then have the GPU reset while idle so the remap/retirement takes "
-                  "effect (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`); report it if it keeps growing.";
+        is_fail
+            ? N_("The GPU ran out of spare memory rows: drain it and contact support (RMA).")
+            : N_("Finish or stop the job, then have the GPU reset while idle so the remap/retirement takes "
+                 "effect (`nvidia-smi -q -d ROW_REMAPPER,PAGE_RETIREMENT`); report it if it keeps growing.");
     out.push_back(std::move(f));
   }
   return out;

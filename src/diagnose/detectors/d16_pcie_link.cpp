@@ -33,14 +33,13 @@ std::vector<Finding> detect_pcie_link(const RunSeries& s, const Thresholds& th) 
       put(f.numbers, "width", w);
       put(f.numbers, "width_max", wmax);
       put(f.numbers, "mean_util_pct", mean(g.util_gpu_pct, ep.i0, ep.i1));
-      f.evidence =
-          fmt::format("GPU{} PCIe link at Gen{} x{} of Gen{} x{} under load ({} % utilisation) for {}",
-                      g.index, num(gen), num(w), num(gmax), num(wmax),
-                      num(mean(g.util_gpu_pct, ep.i0, ep.i1)), dur(s.t[ep.i1] - s.t[ep.i0]));
+      say(f, "GPU{} PCIe link at Gen{} x{} of Gen{} x{} under load ({} % utilisation) for {}", g.index,
+          num(gen), num(w), num(gmax), num(wmax), num(mean(g.util_gpu_pct, ep.i0, ep.i1)),
+          dur(s.t[ep.i1] - s.t[ep.i0]));
       f.advice =
-          "Host-to-GPU transfers are slower than they should be: reseat the card or riser, check the slot "
-          "(x8 wiring, shared lanes), BIOS PCIe settings and `lspci -vv` LnkSta; look for PCIe replay "
-          "errors.";
+          N_("Host-to-GPU transfers are slower than they should be: reseat the card or riser, check the slot "
+             "(x8 wiring, shared lanes), BIOS PCIe settings and `lspci -vv` LnkSta; look for PCIe replay "
+             "errors.");
       f.thresholds = {{"pcie_for_s", th.pcie_for_s}, {"busy_util_pct", th.busy_util_pct}};
       out.push_back(std::move(f));
     }

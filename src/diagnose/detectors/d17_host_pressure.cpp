@@ -35,15 +35,14 @@ std::vector<Finding> detect_host_pressure(const RunSeries& s, const Thresholds& 
     put(f.numbers, "available_min_mib", avail);
     put(f.numbers, "total_mib", total);
     put(f.numbers, "swap_growth_mib", growth);
-    f.evidence = fmt::format("host memory pressure for {}", dur(s.t[ep.i1] - s.t[ep.i0]));
-    if (!na(psi_max)) f.evidence += fmt::format(": PSI memory some avg10 up to {} %", num(psi_max, 1));
-    if (!na(avail) && !na(total))
-      f.evidence += fmt::format("; MemAvailable down to {} of {} MiB", num(avail), num(total));
-    if (swapping) f.evidence += fmt::format("; swap grew {} MiB", num(growth));
+    say(f, "host memory pressure for {}", dur(s.t[ep.i1] - s.t[ep.i0]));
+    if (!na(psi_max)) say(f, ": PSI memory some avg10 up to {} %", num(psi_max, 1));
+    if (!na(avail) && !na(total)) say(f, "; MemAvailable down to {} of {} MiB", num(avail), num(total));
+    if (swapping) say(f, "; swap grew {} MiB", num(growth));
     if (s.facts.root_pid) f.pids = {s.facts.root_pid};
-    f.advice =
+    f.advice = N_(
         "Processes stall waiting for memory. Lower DataLoader workers (each copies the dataset object), use "
-        "`cache: disk` instead of `cache: ram`, stop other memory users, and look for a leak (D3).";
+        "`cache: disk` instead of `cache: ram`, stop other memory users, and look for a leak (D3).");
     f.thresholds = {{"psi_mem_some_pct", th.psi_mem_some_pct},
                     {"low_available_pct", th.low_available_pct},
                     {"swap_growth_mib", th.swap_growth_mib},

@@ -37,14 +37,14 @@ std::vector<Finding> detect_io_bound(const RunSeries& s, const Thresholds& th) {
     put(f.numbers, "iowait_pct", w);
     put(f.numbers, "psi_io_some_avg10", p);
     put(f.numbers, "disk_read_bps", r);
-    f.evidence = fmt::format("{} at {} % utilisation for {} while the host waits on disk: iowait {} %",
-                             gpu_list(gpus), num(u), dur(s.t[ep.i1] - s.t[ep.i0]), num(w));
-    if (!na(p)) f.evidence += fmt::format(", IO pressure {} %", num(p, 1));
-    f.evidence += fmt::format(", reading {} MiB/s", num(r / 1048576.0));
+    say(f, "{} at {} % utilisation for {} while the host waits on disk: iowait {} %", gpu_list(gpus), num(u),
+        dur(s.t[ep.i1] - s.t[ep.i0]), num(w));
+    if (!na(p)) say(f, ", IO pressure {} %", num(p, 1));
+    say(f, ", reading {} MiB/s", num(r / 1048576.0));
     if (s.facts.root_pid) f.pids = {s.facts.root_pid};
     f.advice =
-        "Data loading is bound by storage: copy the dataset to a local NVMe SSD, cache it in RAM "
-        "(`cache: ram`) when it fits, use fewer workers on a slow or network disk, or pre-resize images.";
+        N_("Data loading is bound by storage: copy the dataset to a local NVMe SSD, cache it in RAM "
+           "(`cache: ram`) when it fits, use fewer workers on a slow or network disk, or pre-resize images.");
     if (!na(u)) set_cost(f, 1.0 - u / th.healthy_util_high_pct, "estimated");
     f.thresholds = {{"starved_util_pct", th.starved_util_pct}, {"iowait_pct", th.iowait_pct},
                     {"psi_io_some_pct", th.psi_io_some_pct},   {"disk_read_min_bps", th.disk_read_min_bps},

@@ -42,24 +42,22 @@ std::vector<Finding> detect_cpu_bound(const RunSeries& s, const Thresholds& th) 
     put(f.numbers, "workers", workers);
     put(f.numbers, "cpu_count", cores);
     const bool saturated = !na(jc) && jc >= th.cpu_saturated_pct;
-    f.evidence = fmt::format("{} at {} % utilisation for {} while ", gpu_list(gpus), num(u),
-                             dur(s.t[ep.i1] - s.t[ep.i0]));
-    f.evidence += saturated
-                      ? fmt::format("the job's processes keep {} % of the machine's cores busy", num(jc))
-                      : fmt::format("the main process uses {} % of one core (the job: {} % of the cores)",
-                                    num(mc), num(jc));
-    if (!na(workers) && !na(cores))
-      f.evidence += fmt::format("; {} worker processes on {} cores", num(workers), num(cores));
+    say(f, "{} at {} % utilisation for {} while ", gpu_list(gpus), num(u), dur(s.t[ep.i1] - s.t[ep.i0]));
+    if (saturated)
+      say(f, "the job's processes keep {} % of the machine's cores busy", num(jc));
+    else
+      say(f, "the main process uses {} % of one core (the job: {} % of the cores)", num(mc), num(jc));
+    if (!na(workers) && !na(cores)) say(f, "; {} worker processes on {} cores", num(workers), num(cores));
     if (s.facts.root_pid) f.pids = {s.facts.root_pid};
     const bool few_workers = !na(workers) && !na(cores) && workers < cores;
     f.advice =
         saturated
-            ? "Every core is busy preparing data: lighten augmentation (mosaic, mixup), decode on the GPU "
-              "(DALI), pre-resize the dataset or cache it; more workers will not help."
+            ? N_("Every core is busy preparing data: lighten augmentation (mosaic, mixup), decode on the GPU "
+                 "(DALI), pre-resize the dataset or cache it; more workers will not help.")
         : few_workers
-            ? "The main process does the loading work on one core: raise DataLoader num_workers "
-              "(cores are free), move preprocessing into the Dataset, and use persistent_workers=True."
-            : "The main process is CPU-bound: profile it (py-spy) and move work into the workers.";
+            ? N_("The main process does the loading work on one core: raise DataLoader num_workers "
+                 "(cores are free), move preprocessing into the Dataset, and use persistent_workers=True.")
+            : N_("The main process is CPU-bound: profile it (py-spy) and move work into the workers.");
     if (!na(u)) set_cost(f, 1.0 - u / th.healthy_util_high_pct, "estimated");
     f.thresholds = {{"starved_util_pct", th.starved_util_pct},
                     {"main_pinned_pct", th.main_pinned_pct},

@@ -42,29 +42,34 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
   const bool at_limit = s.facts.oom_at_cgroup_limit && s.facts.cgroup_memory_limit_mib;
   if (s.facts.cgroup_memory_limit_mib)
     put(f.numbers, "cgroup_memory_limit_mib", *s.facts.cgroup_memory_limit_mib);
-  std::string how =
-      at_limit ? fmt::format("the kernel OOM killer ended the job at its memory cgroup's limit of {} MiB",
-                             num(*s.facts.cgroup_memory_limit_mib))
-      : s.facts.oom_killed ? "the kernel OOM killer ended the job"
-      : kill_row < n       ? fmt::format("the job's cgroup counted an OOM kill at {:.0f} s", s.t[kill_row])
-                     : "the job got SIGKILL while host memory was nearly exhausted (likely the OOM killer)";
-  f.evidence = how;
-  if (!na(rss)) f.evidence += fmt::format("; job RSS peaked at {} MiB", num(rss));
-  if (!na(avail_min) && !na(total))
-    f.evidence += at_limit
-                      ? fmt::format("; the host still had {} of {} MiB available", num(avail_min), num(total))
-                      : fmt::format("; MemAvailable down to {} of {} MiB", num(avail_min), num(total));
+  if (at_limit)
+    say(f, "the kernel OOM killer ended the job at its memory cgroup's limit of {} MiB",
+        num(*s.facts.cgroup_memory_limit_mib));
+  else if (s.facts.oom_killed)
+    say(f, "the kernel OOM killer ended the job");
+  else if (kill_row < n)
+    say(f, "the job's cgroup counted an OOM kill at {:.0f} s", s.t[kill_row]);
+  else
+    say(f, "the job got SIGKILL while host memory was nearly exhausted (likely the OOM killer)");
+  if (!na(rss)) say(f, "; job RSS peaked at {} MiB", num(rss));
+  if (!na(avail_min) && !na(total)) {
+    if (at_limit)
+      say(f, "; the host still had {} of {} MiB available", num(avail_min), num(total));
+    else
+      say(f, "; MemAvailable down to {} of {} MiB", num(avail_min), num(total));
+  }
   f.advice =
       at_limit
-          ? "The job's memory cgroup limit was reached, not the host's RAM (`dmesg | grep -i oom` says "
-            "\"Memory cgroup out of memory\"). Raise the limit (`docker run --memory`, Kubernetes "
-            "`resources.limits.memory`, systemd `MemoryMax=`, Slurm `--mem`) or make the job use less: check "
-            "for a leak (D3), lower DataLoader workers and prefetch_factor, use `cache: disk` instead of "
-            "`cache: ram` (page cache counts towards the limit too)."
-          : "Host RAM ran out (`Killed`, `dmesg | grep -i oom`). Check for a leak (D3), lower DataLoader "
-            "workers "
-            "and prefetch_factor, use `cache: disk` instead of `cache: ram`, or raise the job's memory "
-            "limit.";
+          ? N_("The job's memory cgroup limit was reached, not the host's RAM (`dmesg | grep -i oom` says "
+               "\"Memory cgroup out of memory\"). Raise the limit (`docker run --memory`, Kubernetes "
+               "`resources.limits.memory`, systemd `MemoryMax=`, Slurm `--mem`) or make the job use less: "
+               "check "
+               "for a leak (D3), lower DataLoader workers and prefetch_factor, use `cache: disk` instead of "
+               "`cache: ram` (page cache counts towards the limit too).")
+          : N_("Host RAM ran out (`Killed`, `dmesg | grep -i oom`). Check for a leak (D3), lower DataLoader "
+               "workers "
+               "and prefetch_factor, use `cache: disk` instead of `cache: ram`, or raise the job's memory "
+               "limit.");
   f.thresholds = {{"low_available_pct", th.low_available_pct}, {"window_s", th.window_s}};
   out.push_back(std::move(f));
   return out;

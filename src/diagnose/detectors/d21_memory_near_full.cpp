@@ -32,9 +32,8 @@ std::vector<Finding> detect_memory_near_full(const RunSeries& s, const Threshold
       const double peak = max_of(used, ep.i0, ep.i1);
       put(f.numbers, "peak_used_mib", peak);
       put(f.numbers, "total_mib", total);
-      f.evidence = fmt::format("GPU{} memory at {} % ({} of {} MiB) for {} (>= {} %)", g.index,
-                               num(100.0 * peak / total), num(peak), num(total), dur(s.t[ep.i1] - s.t[ep.i0]),
-                               num(th.near_full_pct));
+      say(f, "GPU{} memory at {} % ({} of {} MiB) for {} (>= {} %)", g.index, num(100.0 * peak / total),
+          num(peak), num(total), dur(s.t[ep.i1] - s.t[ep.i0]), num(th.near_full_pct));
       f.advice = advice::kD21NearFull;
       f.thresholds = {{"near_full_pct", th.near_full_pct}, {"near_full_for_s", th.near_full_for_s}};
       out.push_back(std::move(f));
@@ -55,9 +54,9 @@ std::vector<Finding> detect_memory_near_full(const RunSeries& s, const Threshold
     put(f.numbers, "total_mib", total);
     put(f.numbers, "slope_mib_per_h", fit.slope * 3600);
     put(f.numbers, "eta_s", eta);
-    f.evidence = fmt::format("GPU{} memory at {} % and rising {} MiB/h (R² {}): full in about {}", g.index,
-                             num(100.0 * now / total), num(fit.slope * 3600), num(fit.r2, 2), dur(eta));
-    f.advice = "Memory will run out at this rate: find what grows (D5), lower the batch or enable AMP.";
+    say(f, "GPU{} memory at {} % and rising {} MiB/h (R² {}): full in about {}", g.index,
+        num(100.0 * now / total), num(fit.slope * 3600), num(fit.r2, 2), dur(eta));
+    f.advice = N_("Memory will run out at this rate: find what grows (D5), lower the batch or enable AMP.");
     f.thresholds = {{"forecast_min_pct", th.forecast_min_pct},
                     {"forecast_window_s", th.forecast_window_s},
                     {"forecast_horizon_s", th.forecast_horizon_s},

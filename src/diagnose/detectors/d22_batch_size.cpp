@@ -63,17 +63,16 @@ std::vector<Finding> detect_batch_size(const RunSeries& s, const Thresholds& th)
       put(f.numbers, "points", static_cast<double>(fit.n));
       put(f.numbers, "residual_sd_mib", fit.residual_sd);
       put(f.numbers, "max_batch", max_batch);
-      const char* sure = fit.n >= 3 && fit.r2 >= 0.98 ? "good"
-                         : fit.n >= 3                 ? "fair"
-                                                      : "two points only: fair";
-      f.evidence = fmt::format(
+      const Word sure = fit.n >= 3 && fit.r2 >= 0.98 ? word("good")
+                        : fit.n >= 3                 ? word("fair")
+                                                     : word("two points only: fair");
+      say(f,
           "peak memory = {} MiB + {} MiB per sample (least squares over {} batch sizes, R² {}, "
           "spread {} MiB; confidence {}): batch {} fits in {} of {} MiB ({} % kept free)",
           num(fit.intercept), num(fit.slope, 1), fit.n, num(fit.r2, 3), num(fit.residual_sd), sure,
           num(max_batch), num(budget), num(total), num(100 * th.batch_margin_frac));
-      f.advice =
-          fmt::format("Largest safe batch on GPU{}: {} (round down to a multiple of 8 for tensor cores).", gi,
-                      num(max_batch));
+      advise(f, "Largest safe batch on GPU{}: {} (round down to a multiple of 8 for tensor cores).", gi,
+             num(max_batch));
       f.thresholds = {{"batch_margin_frac", th.batch_margin_frac}};
     } else {
       const auto [b, peak] = *by_batch.begin();
@@ -86,15 +85,15 @@ std::vector<Finding> detect_batch_size(const RunSeries& s, const Thresholds& th)
       put(f.numbers, "used_mib", used);
       put(f.numbers, "max_batch", max_batch);
       put(f.numbers, "points", 1);
-      f.evidence = fmt::format(
+      say(f,
           "one batch size measured ({} using {} MiB of {} MiB): rough estimate {} x ({} - {}) / "
           "({} - {}) = {} (MISSION §5 formula, assumes a fixed {} MiB for CUDA context and system)",
           b, num(used), num(total), b, num(total), num(th.batch_reserve_mib), num(used),
           num(th.batch_reserve_mib), num(max_batch), num(th.batch_reserve_mib));
-      f.advice = fmt::format(
-          "Rough largest batch on GPU{}: {}. Run one more batch size to get a fitted estimate "
-          "with a confidence figure.",
-          gi, num(max_batch));
+      advise(f,
+             "Rough largest batch on GPU{}: {}. Run one more batch size to get a fitted estimate "
+             "with a confidence figure.",
+             gi, num(max_batch));
       f.thresholds = {{"batch_reserve_mib", th.batch_reserve_mib}};
     }
     out.push_back(std::move(f));

@@ -144,7 +144,7 @@ std::string ranks_text(const std::vector<const RankStack*>& v) {
 /// to the evidence (and numbers.holding_rank for a single one) and returns the advice's first
 /// sentence; empty when the stacks do not tell (all elsewhere, all in the same collective, or one
 /// stack only).
-std::string who_holds_the_job(Finding& f) {
+Phrase who_holds_the_job(Finding& f) {
   std::vector<const RankStack*> waiting, elsewhere;
   for (const auto& st : f.stacks) {
     if (st.where.empty()) continue;
@@ -152,15 +152,27 @@ std::string who_holds_the_job(Finding& f) {
   }
   if (!waiting.empty() && !elsewhere.empty()) {
     const RankStack& first = *elsewhere.front();
-    const std::string odd = ranks_text(elsewhere);
-    const bool one = elsewhere.size() == 1;
-    f.evidence += fmt::format("; {} {} not in a collective while {} wait{} in one ({}): {} hold{} the job",
-                              odd, one ? "is" : "are", ranks_text(waiting), waiting.size() == 1 ? "s" : "",
-                              waiting.front()->collective, odd, one ? "s" : "");
+    const std::string odd = ranks_text(elsewhere), others = ranks_text(waiting);
+    const std::string& coll = waiting.front()->collective;
+    const bool one = elsewhere.size() == 1, one_waits = waiting.size() == 1;
+    if (one && one_waits)
+      say(f, "; {} is not in a collective while {} waits in one ({}): {} holds the job", odd, others, coll,
+          odd);
+    else if (one)
+      say(f, "; {} is not in a collective while {} wait in one ({}): {} holds the job", odd, others, coll,
+          odd);
+    else if (one_waits)
+      say(f, "; {} are not in a collective while {} waits in one ({}): {} hold the job", odd, others, coll,
+          odd);
+    else
+      say(f, "; {} are not in a collective while {} wait in one ({}): {} hold the job", odd, others, coll,
+          odd);
     if (one && first.rank >= 0) put(f.numbers, "holding_rank", first.rank);
-    return fmt::format("Look at {} first: {} at {} while the others wait for {} in a collective. ", odd,
-                       one ? "it is" : "they are", first.caller.empty() ? first.where : first.caller,
-                       one ? "it" : "them");
+    const std::string& line = first.caller.empty() ? first.where : first.caller;
+    return one ? phrase("Look at {} first: it is at {} while the others wait for it in a collective. ", odd,
+                        line)
+               : phrase("Look at {} first: they are at {} while the others wait for them in a collective. ",
+                        odd, line);
   }
   if (waiting.size() < 2 || !elsewhere.empty()) return {};
   // Waits that any collective ends in (a work handle's wait, a CUDA synchronize) say nothing of which.
@@ -174,13 +186,15 @@ std::string who_holds_the_job(Finding& f) {
   std::string list;
   for (const auto* st : waiting)
     list += fmt::format("{}{} in {}", list.empty() ? "" : ", ", who(*st), st->collective);
-  f.evidence += fmt::format(
+  say(f,
       "; the ranks wait in different collectives ({}): a collective that only some ranks call never "
       "completes",
       list);
-  return "The ranks must call the same collectives in the same order: look for a branch on the rank, or "
-         "ranks that get different numbers of batches (DistributedSampler(drop_last=True), or DDP's join() "
-         "for uneven inputs). ";
+  return phrase(
+      "The ranks must call the same collectives in the same order: look for a branch on the rank, or ranks "
+      "that "
+      "get different numbers of batches (DistributedSampler(drop_last=True), or DDP's join() for uneven "
+      "inputs). ");
 }
 
 }  // namespace
@@ -279,16 +293,20 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     std::string who;
     for (const auto* r : ranks) who += (who.empty() ? "" : ", ") + rank_short(r->id);
     const std::size_t total_ranks = s.train.ranks.size();
-    f.evidence = fmt::format("no step completed on {} for {} (since {} s) while {} process{} still run{}",
-                             who, dur(t_end - since), num(since), ranks.size() == 1 ? "its" : "their",
-                             ranks.size() == 1 ? "" : "es", ranks.size() == 1 ? "s" : "");
+    if (ranks.size() == 1)
+      say(f, "no step completed on {} for {} (since {} s) while its process still runs", who,
+          dur(t_end - since), num(since));
+    else
+      say(f, "no step completed on {} for {} (since {} s) while their processes still run", who,
+          dur(t_end - since), num(since));
     {
       const auto& h0 = hangs[grp.front().rank];
       const double p90 = h0.p90[grp.front().i0];
-      f.evidence += na(p90)
-                        ? fmt::format(" (window {} s: the floor, no recent step time)", num(win_max))
-                        : fmt::format(" (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor),
-                                      num(p90, 3), num(th.hang_floor_s), num(win_max));
+      if (na(p90))
+        say(f, " (window {} s: the floor, no recent step time)", num(win_max));
+      else
+        say(f, " (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor), num(p90, 3),
+            num(th.hang_floor_s), num(win_max));
       put(f.numbers, "p90_step_s", p90);
     }
     put(f.numbers, "stall_s", t_end - since);
@@ -300,12 +318,14 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
       for (const auto& r : s.train.ranks)
         if (std::find(ranks.begin(), ranks.end(), &r) == ranks.end())
           going += (going.empty() ? "" : ", ") + rank_short(r.id);
-      f.evidence +=
-          fmt::format("; {} still progress{}", going, s.train.ranks.size() - ranks.size() == 1 ? "es" : "");
+      if (s.train.ranks.size() - ranks.size() == 1)
+        say(f, "; {} still progresses", going);
+      else
+        say(f, "; {} still progress", going);
     }
 
     // What each rank was doing (its phase at the end) and who stopped first.
-    std::string phases;
+    Phrase phases;
     std::vector<std::string> in_data, silent;
     double first_stop = 1e300, last_stop = -1e300;
     const RankSeries* first_rank = nullptr;
@@ -328,40 +348,48 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
         last_stop = std::max(last_stop, last_step);
       }
       if (last.phase != TrainPhase::unknown)
-        phases += fmt::format("{}{} in {}{}", phases.empty() ? "" : ", ", rank_short(r->id),
-                              train_phase_name(last.phase),
-                              na(last.phase_t) ? "" : fmt::format(" since {} s", num(last.phase_t)));
+        phases += phrase("{}{} in {}{}", phases.empty() ? "" : ", ", rank_short(r->id),
+                         train_phase_name(last.phase),
+                         na(last.phase_t) ? Phrase{} : phrase(" since {} s", num(last.phase_t)));
       if (last.phase == TrainPhase::data) in_data.push_back(rank_short(r->id));
       if (t_rank - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
     }
-    if (!phases.empty()) f.evidence += "; " + phases;
-    std::vector<std::string> kinds;
+    if (!phases.empty()) say(f, "; {}", phases);
+    std::vector<Phrase> kinds;
     if (!in_data.empty() && in_data.size() < ranks.size()) {
       std::string d;
       for (const auto& x : in_data) d += (d.empty() ? "" : ", ") + x;
-      kinds.push_back(
-          fmt::format("{} wait{} for data while the others wait in compute (a collective): {} "
-                      "hold{} them all",
-                      d, in_data.size() == 1 ? "s" : "", d, in_data.size() == 1 ? "s" : ""));
+      kinds.push_back(in_data.size() == 1 ? phrase("{} waits for data while the others wait in compute (a "
+                                                   "collective): {} holds them all",
+                                                   d, d)
+                                          : phrase("{} wait for data while the others wait in compute (a "
+                                                   "collective): {} hold them all",
+                                                   d, d));
     }
     const double p90_any = f.numbers.contains("p90_step_s") ? f.numbers["p90_step_s"] : NAN;
     if (first_rank && ranks.size() > 1 && !na(p90_any) && last_stop - first_stop > 2 * p90_any) {
-      kinds.push_back(fmt::format("{} stopped first ({} s before the others)", rank_short(first_rank->id),
-                                  num(last_stop - first_stop, 1)));
+      kinds.push_back(phrase("{} stopped first ({} s before the others)", rank_short(first_rank->id),
+                             num(last_stop - first_stop, 1)));
     }
     if (!silent.empty()) {
       std::string d;
       for (const auto& x : silent) d += (d.empty() ? "" : ", ") + x;
-      kinds.push_back(
-          fmt::format("{} stopped reporting altogether while {} process lives (Python blocked "
-                      "holding the GIL, or the process is stopped)",
-                      d, silent.size() == 1 ? "its" : "each"));
+      kinds.push_back(silent.size() == 1
+                          ? phrase("{} stopped reporting altogether while its process lives "
+                                   "(Python blocked holding the GIL, or the process is stopped)",
+                                   d)
+                          : phrase("{} stopped reporting altogether while each process lives "
+                                   "(Python blocked holding the GIL, or the process is stopped)",
+                                   d));
     }
     // The GPUs: busy without progress, or idle; only those the job is known to compute on (a GPU
     // another program keeps busy says nothing of a job on the CPU).
     std::vector<unsigned> hg(f.gpus.begin(), f.gpus.end());
     if (hg.empty()) hg = tg.gpus;
-    if (hg.empty()) kinds.push_back(train_gpus_unknown_text(tg));
+    if (hg.empty()) {
+      const std::string t = train_gpus_unknown_text(tg);
+      kinds.push_back({t, std::string(local(word(t)))});
+    }
     const std::size_t r0 = row_at(s, since), r1 = s.size() ? std::min(row_at(s, t_end), s.size() - 1) : 0;
     double util_sum = 0, util_min = 1e9;
     int util_n = 0;
@@ -379,40 +407,43 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
       put(f.numbers, "gpu_mean_util_pct", u);
       if (util_min >= th.busy_util_pct)
         kinds.push_back(
-            fmt::format("every job GPU is busy (mean {} %) while no step completes: typical of a "
-                        "rank stuck in a collective (NCCL) or a deadlock on the GPU side",
-                        num(u)));
+            phrase("every job GPU is busy (mean {} %) while no step completes: typical of a "
+                   "rank stuck in a collective (NCCL) or a deadlock on the GPU side",
+                   num(u)));
       else if (u < th.busy_util_pct)
         kinds.push_back(
-            fmt::format("the job's GPUs are idle (mean {} %): the loop is stuck on the host (the "
-                        "data loader, I/O, a lock or a Python deadlock)",
-                        num(u)));
+            phrase("the job's GPUs are idle (mean {} %): the loop is stuck on the host (the "
+                   "data loader, I/O, a lock or a Python deadlock)",
+                   num(u)));
     }
-    for (const auto& k : kinds) f.evidence += "; " + k;
+    for (const auto& k : kinds) say(f, "; {}", k);
 
     // The stacks trainmon asked for while it hung.
     for (const auto* r : ranks) {
       if (auto st = stack_of(s, r->id, since, t_end + std::max(th.clear_s, th.hang_alive_s)))
         f.stacks.push_back(*st);
     }
-    std::string at;
+    Phrase at;
     for (const auto& st : f.stacks) {
       if (st.where.empty()) continue;
-      at += fmt::format("{}{} is at {}{}", at.empty() ? "" : ", ",
-                        st.rank >= 0 ? fmt::format("rank {}", st.rank) : fmt::format("process {}", st.pid),
-                        st.where, st.caller.empty() ? "" : " (called from " + st.caller + ")");
+      at += phrase("{}{} is at {}{}", at.empty() ? "" : ", ",
+                   st.rank >= 0 ? phrase("rank {}", st.rank) : phrase("process {}", st.pid), st.where,
+                   st.caller.empty() ? Phrase{} : phrase(" (called from {})", st.caller));
     }
-    if (!at.empty()) f.evidence += "; " + at;
-    const std::string holder = who_holds_the_job(f);
-    f.advice =
-        f.stacks.empty()
-            ? std::string(advice::kD23Hang)
-            : holder +
-                  "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere "
-                  "than "
-                  "the others (sleeping, on a lock, in the loader) while they sit in a collective holds them "
-                  "all: fix that line. Set a timeout in init_process_group(timeout=...) and "
-                  "TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails instead of holding the GPUs.";
+    if (!at.empty()) say(f, "; {}", at);
+    Phrase holder = who_holds_the_job(f);
+    if (f.stacks.empty()) {
+      f.advice = std::string(advice::kD23Hang);
+    } else {
+      holder += phrase(
+          "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than the "
+          "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: fix "
+          "that "
+          "line. Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so "
+          "that a hang fails instead of holding the GPUs.");
+      f.advice = std::move(holder.en);
+      f.advice_local = std::move(holder.loc);
+    }
     set_cost(f, 1.0, "measured");
     f.thresholds = {{"hang_p90_factor", th.hang_p90_factor},
                     {"hang_floor_s", th.hang_floor_s},

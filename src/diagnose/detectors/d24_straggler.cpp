@@ -157,22 +157,22 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
       put(f.numbers, "fastest_step_median_s", fastest);
       put(f.numbers, "data_excess_s", ex);
       const double slower = 1.0 / score;
-      f.evidence = fmt::format("{} has a relative performance score of {} (< {}) over {}: ", rank_name(id),
-                               num(score, 2), num(th.straggler_score_frac, 2), dur(t1 - f.start_s));
+      say(f, "{} has a relative performance score of {} (< {}) over {}: ", rank_name(id), num(score, 2),
+          num(th.straggler_score_frac, 2), dur(t1 - f.start_s));
       if (by_data && !na(ex))
-        f.evidence += fmt::format(
+        say(f,
             "every rank's step takes {} ms, but this rank waits {} ms longer for data "
             "than the others, who wait for it in the collective",
             num(1e3 * m), num(1e3 * ex));
       else
-        f.evidence += fmt::format(
+        say(f,
             "its median step takes {} ms, the fastest rank's {} ms: it is {}x slower "
             "than the others, and every step waits for it",
             num(1e3 * m), num(1e3 * fastest), num(slower, 1));
       // The likely cause, from what else is known about this rank.
       const std::size_t r0 = row_at(s, f.start_s);
       const std::size_t r1 = s.size() ? std::min(row_at(s, t1), s.size() - 1) : 0;
-      std::vector<std::string> causes;
+      std::vector<Phrase> causes;
       std::string advice;
       const GpuSeries* g = id.gpu >= 0 ? s.gpu(static_cast<unsigned>(id.gpu)) : nullptr;
       if (g && s.size() > 0 && r0 <= r1) {
@@ -188,18 +188,18 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         const double clk = mean(g->sm_clock_mhz, r0, r1), clk_max = last_of(g->sm_clock_max_mhz, r0, r1);
         put(f.numbers, "sm_clock_mhz", clk);
         put(f.numbers, "sm_clock_max_mhz", clk_max);
-        const char* why = rows && thermal * 2 >= rows ? "thermal slowdown"
-                          : rows && hw * 2 >= rows    ? "hardware slowdown"
-                          : rows && power * 2 >= rows ? "power cap"
-                                                      : nullptr;
-        if (why || (!na(clk) && !na(clk_max) && clk < th.throttle_clock_frac * clk_max)) {
-          causes.push_back(fmt::format(
+        const Word why = rows && thermal * 2 >= rows ? word("thermal slowdown")
+                         : rows && hw * 2 >= rows    ? word("hardware slowdown")
+                         : rows && power * 2 >= rows ? word("power cap")
+                                                     : Word{};
+        if (!why.id.empty() || (!na(clk) && !na(clk_max) && clk < th.throttle_clock_frac * clk_max)) {
+          causes.push_back(phrase(
               "its GPU{} is {}{}", g->index,
-              why ? fmt::format("throttled ({})", why) : "clocked below its maximum",
-              !na(clk) && !na(clk_max) ? fmt::format(" at {} of {} MHz", num(clk), num(clk_max)) : ""));
-          advice =
+              !why.id.empty() ? phrase("throttled ({})", why) : phrase("clocked below its maximum"),
+              !na(clk) && !na(clk_max) ? phrase(" at {} of {} MHz", num(clk), num(clk_max)) : Phrase{}));
+          advice = N_(
               "Cool or power that GPU (airflow, fan curves, PSU cables; `nvidia-smi -q -d PERFORMANCE` shows "
-              "why it slows down), or move the job off it.";
+              "why it slows down), or move the job off it.");
         }
         // another process on its GPU
         std::set<std::uint32_t> others;
@@ -210,32 +210,35 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         if (!others.empty()) {
           std::string list;
           for (auto pid : others) list += (list.empty() ? "" : ", ") + fmt::format("{}", pid);
-          causes.push_back(fmt::format("another process shares its GPU{} (pid {})", g->index, list));
+          causes.push_back(phrase("another process shares its GPU{} (pid {})", g->index, list));
           if (advice.empty())
             advice =
-                "Another program runs on this rank's GPU: move it (or the job) elsewhere; `trainmon top` "
-                "shows it.";
+                N_("Another program runs on this rank's GPU: move it (or the job) elsewhere; `trainmon top` "
+                   "shows it.");
         }
       }
       if (by_data && !na(ex)) {
-        causes.push_back("its data wait is higher than the other ranks'");
+        causes.push_back(phrase("its data wait is higher than the other ranks'"));
         if (advice.empty()) advice = diagnose::advice::kD24DataWait;
       }
       const double cpu = id.pid && s.size() > 0 && r0 <= r1 ? proc_cpu(s, id.pid, r0, r1) : NAN;
       put(f.numbers, "process_cpu_pct", cpu);
       if (!na(cpu) && cpu >= th.main_pinned_pct) {
-        causes.push_back(fmt::format("its process is CPU-bound ({} % of one core)", num(cpu)));
+        causes.push_back(phrase("its process is CPU-bound ({} % of one core)", num(cpu)));
         if (advice.empty())
           advice =
-              "This rank's process uses a full core: it does extra work on the CPU (logging, metrics, "
-              "evaluation, data preparation on rank 0?); move that work off the step or into workers.";
+              N_("This rank's process uses a full core: it does extra work on the CPU (logging, metrics, "
+                 "evaluation, data preparation on rank 0?); move that work off the step or into workers.");
       }
       if (!causes.empty()) {
-        std::string c;
-        for (const auto& x : causes) c += (c.empty() ? "" : "; ") + x;
-        f.evidence += "; likely cause: " + c;
+        Phrase c;
+        for (const auto& x : causes) {
+          if (!c.empty()) c += phrase("; ");
+          c += x;
+        }
+        say(f, "; likely cause: {}", c);
       }
-      if (advice.empty()) advice = diagnose::advice::kD24Straggler;
+      if (advice.empty()) advice = std::string(diagnose::advice::kD24Straggler);
       f.advice = advice;
       set_cost(f, 1.0 - score, "measured");
       f.thresholds = {{"straggler_score_frac", th.straggler_score_frac},

@@ -104,8 +104,8 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
       put(f.numbers, "step_mean_s", all_step_s / all_steps);
       put(f.numbers, "data_mean_s", all_data_s / all_steps);
     }
-    f.evidence = fmt::format("{} % of each step waits for data over {}{}", num(100 * sh), dur(t1 - t0),
-                             each.empty() ? "" : " (" + each + ")");
+    say(f, "{} % of each step waits for data over {}{}", num(100 * sh), dur(t1 - t0),
+        each.empty() ? Phrase{} : phrase(" ({})", each));
     // The CPU side: workers, the ranks' main processes, the job against the cores, the disks.
     const std::size_t r0 = row_at(s, t0), r1 = s.size() ? std::min(row_at(s, t1), s.size() - 1) : 0;
     const bool rows_ok = s.size() > 0 && r0 <= r1;
@@ -140,17 +140,20 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     put(f.numbers, "main_cpu_pct", main_cpu);
     put(f.numbers, "iowait_pct", iowait);
     put(f.numbers, "disk_read_bps", reads);
-    if (!na(workers))
-      f.evidence += fmt::format("; {} worker process{}", num(workers), workers == 1 ? "" : "es");
-    if (!na(main_cpu)) f.evidence += fmt::format(", main process at {} % CPU", num(main_cpu));
+    if (!na(workers)) {
+      if (workers == 1)
+        say(f, "; {} worker process", num(workers));
+      else
+        say(f, "; {} worker processes", num(workers));
+    }
+    if (!na(main_cpu)) say(f, ", main process at {} % CPU", num(main_cpu));
     if (!na(job_cpu) && !na(cores) && cores > 0)
-      f.evidence += fmt::format("; the job uses {} of {} cores", num(job_cpu / 100.0, 1), num(cores));
+      say(f, "; the job uses {} of {} cores", num(job_cpu / 100.0, 1), num(cores));
     const bool pinned = !na(main_cpu) && main_cpu >= th.main_pinned_pct;
     const bool cores_full =
         !na(job_cpu) && !na(cores) && cores > 0 && job_cpu / cores >= th.cpu_saturated_pct;
     const bool io = (!na(iowait) && iowait >= th.iowait_pct) || (!na(psi_io) && psi_io >= th.psi_io_some_pct);
-    if (io)
-      f.evidence += fmt::format("; iowait {} %, disk reads {} MiB/s", num(iowait), num(reads / 1048576.0));
+    if (io) say(f, "; iowait {} %, disk reads {} MiB/s", num(iowait), num(reads / 1048576.0));
     // D4's GPU-side figures, for the same stretch.
     double util = 0;
     int ug = 0;
@@ -165,21 +168,22 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     }
     if (ug > 0) {
       put(f.numbers, "gpu_mean_util_pct", util / ug);
-      f.evidence += fmt::format("; GPU utilisation {} %", num(util / ug));
+      say(f, "; GPU utilisation {} %", num(util / ug));
     }
-    f.advice = io ? "The loader waits for the disk: copy the dataset to a local NVMe disk, cache it in RAM "
-                    "(`cache: ram`), "
-                    "or use fewer workers on a slow network disk."
-               : cores_full ? "Every core is busy preparing data: lighten augmentation, decode on the GPU "
-                              "(DALI), pre-resize or "
-                              "cache the dataset; more workers will not help."
-               : pinned || (!na(workers) && workers == 0)
-                   ? "The main process prepares the batches itself: raise DataLoader num_workers (cores are "
-                     "free), use "
-                     "persistent_workers=True and pin_memory=True, and move preprocessing into the Dataset."
-                   : "Raise DataLoader num_workers and prefetch_factor while cores are free, use "
-                     "persistent_workers=True "
-                     "and pin_memory=True, and cache the dataset in RAM or on a local SSD.";
+    f.advice =
+        io ? N_("The loader waits for the disk: copy the dataset to a local NVMe disk, cache it in RAM "
+                "(`cache: ram`), "
+                "or use fewer workers on a slow network disk.")
+        : cores_full ? N_("Every core is busy preparing data: lighten augmentation, decode on the GPU "
+                          "(DALI), pre-resize or "
+                          "cache the dataset; more workers will not help.")
+        : pinned || (!na(workers) && workers == 0)
+            ? N_("The main process prepares the batches itself: raise DataLoader num_workers (cores are "
+                 "free), use "
+                 "persistent_workers=True and pin_memory=True, and move preprocessing into the Dataset.")
+            : N_("Raise DataLoader num_workers and prefetch_factor while cores are free, use "
+                 "persistent_workers=True "
+                 "and pin_memory=True, and cache the dataset in RAM or on a local SSD.");
     set_cost(f, sh, "measured");
     f.thresholds = {{"data_wait_share_pct", th.data_wait_share_pct},
                     {"data_wait_for_s", th.data_wait_for_s},

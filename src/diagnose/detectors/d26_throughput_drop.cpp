@@ -100,7 +100,7 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
   for (std::size_t i = 0; i < n; ++i) cond[i] = usable[i] && rate[i] < th.throughput_drop_frac * steady;
 
   const auto tg = train_gpus(s, th);  // the GPUs the job is known to use, never inferred
-  const char* unit = samples_known ? "samples/s" : "steps/s";
+  const Word unit = samples_known ? word("samples/s") : word("steps/s");
   for (const auto& ep : episodes(grid, cond, th.throughput_for_s, th.clear_s)) {
     std::vector<double> lv;
     for (std::size_t i = ep.i0; i <= ep.i1; ++i)
@@ -122,10 +122,10 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
     put(f.numbers, "rate", level);
     put(f.numbers, "steady_rate", steady);
     put(f.numbers, "level_pct", 100 * level / steady);
-    f.evidence = fmt::format("{} fell to {} from the run's steady {} ({} %) for {}", unit, num(level, 1),
-                             num(steady, 1), num(100 * level / steady), dur(t1 - t0));
+    say(f, "{} fell to {} from the run's steady {} ({} %) for {}", unit, num(level, 1), num(steady, 1),
+        num(100 * level / steady), dur(t1 - t0));
     // What changed: the data wait, the GPUs' clocks, another process on a job GPU.
-    std::vector<std::string> changes;
+    std::vector<Phrase> changes;
     {
       double dd = 0, ds = 0, bd = 0, bs = 0;
       for (const auto& c : cols->ranks) {
@@ -145,8 +145,8 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
         put(f.numbers, "data_share_pct", 100 * now);
         put(f.numbers, "data_share_before_pct", 100 * was);
         if (now - was >= 0.1)
-          changes.push_back(fmt::format("the data wait rose from {} % to {} % of each step", num(100 * was),
-                                        num(100 * now)));
+          changes.push_back(
+              phrase("the data wait rose from {} % to {} % of each step", num(100 * was), num(100 * now)));
       }
     }
     const std::size_t r0 = row_at(s, t0), r1 = s.size() ? std::min(row_at(s, t1), s.size() - 1) : 0;
@@ -163,28 +163,31 @@ std::vector<Finding> detect_throughput_drop(const RunSeries& s, const Thresholds
                          clock_event::hw_slowdown | clock_event::hw_power_brake_slowdown)) != 0;
         }
         if (rows && slow * 2 >= rows)
-          changes.push_back(fmt::format("GPU{} slowed down (thermal / hardware slowdown)", gi));
+          changes.push_back(phrase("GPU{} slowed down (thermal / hardware slowdown)", gi));
         std::set<std::uint32_t> others;
         for (const auto& p : g->procs)
           if (p.tick >= r0 && p.tick <= r1 && !p.in_job &&
               (na(p.used_mib) || p.used_mib >= th.job_gpu_min_mib))
             others.insert(p.pid);
         for (auto pid : others)
-          changes.push_back(fmt::format("process {} (not the job's) runs on GPU{}", pid, gi));
+          changes.push_back(phrase("process {} (not the job's) runs on GPU{}", pid, gi));
       }
       const double psi = mean(s.host.psi_mem_some_avg10, r0, r1);
       if (!na(psi) && psi >= th.psi_mem_some_pct)
-        changes.push_back(fmt::format("the host is short of memory (PSI {} %)", num(psi)));
+        changes.push_back(phrase("the host is short of memory (PSI {} %)", num(psi)));
     }
     if (!changes.empty()) {
-      std::string c;
-      for (const auto& x : changes) c += (c.empty() ? "" : "; ") + x;
-      f.evidence += "; meanwhile " + c;
+      Phrase c;
+      for (const auto& x : changes) {
+        if (!c.empty()) c += phrase("; ");
+        c += x;
+      }
+      say(f, "; meanwhile {}", c);
     }
     f.advice =
-        "Throughput fell below what this run did before. See the findings overlapping it (related) and "
-        "what changed meanwhile; a slowdown that comes back every epoch is the loader restarting its "
-        "workers (persistent_workers=True).";
+        N_("Throughput fell below what this run did before. See the findings overlapping it (related) and "
+           "what changed meanwhile; a slowdown that comes back every epoch is the loader restarting its "
+           "workers (persistent_workers=True).");
     set_cost(f, 1.0 - level / steady, "measured");
     f.thresholds = {{"throughput_drop_frac", th.throughput_drop_frac},
                     {"throughput_warmup_s", th.throughput_warmup_s},

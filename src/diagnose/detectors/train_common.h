@@ -229,11 +229,13 @@ inline TrainGpus train_gpus(const RunSeries& s, const Thresholds& th) {
 inline std::string train_gpus_unknown_text(const TrainGpus& g) {
   switch (g.basis) {
     case TrainGpus::Basis::cpu:
-      return "the job uses no GPU (none of its processes is on a GPU's process list and no rank reported "
-             "a CUDA device): it runs on the CPU";
+      return N_(
+          "the job uses no GPU (none of its processes is on a GPU's process list and no rank reported "
+          "a CUDA device): it runs on the CPU");
     case TrainGpus::Basis::unknown:
-      return "which GPU the job uses is unknown (no rank reported a CUDA device and no GPU process list "
-             "shows the job): GPU load is not evidence here";
+      return N_(
+          "which GPU the job uses is unknown (no rank reported a CUDA device and no GPU process list "
+          "shows the job): GPU load is not evidence here");
     default: return {};
   }
 }

@@ -9,6 +9,16 @@
   const t0 = performance.now();
   const model = JSON.parse(document.getElementById('trainmon-data').textContent);
   const root = document.getElementById('report');
+  // Messages in the reader's language (docs/language.md): the catalogue the binary embedded
+  // (msgid -> translation; none for English) and the findings' shown texts (model.findings_shown).
+  const i18nEl = document.getElementById('trainmon-i18n');
+  const MESSAGES = (i18nEl && JSON.parse(i18nEl.textContent).messages) || {};
+  const tr = (s) => MESSAGES[s] || s;
+  // tr() with fmt's automatic {} and numbered {0} fields filled from args (the catalogue's syntax).
+  const trf = (s, ...args) => {
+    let i = 0;
+    return tr(s).replace(/\{(\d*)\}/g, (_, n) => String(args[n === '' ? i++ : Number(n)]));
+  };
   root.textContent = '';
 
   const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#ff7f0e', '#9467bd', '#8c564b', '#e377c2', '#17becf',
@@ -60,24 +70,24 @@
   root.append(el('h1', {}, `Run ${run.id} · ${run.name || ''}`));
   const hdr = el('table', { class: 'header' });
   const row = (k, v) => hdr.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
-  row('Command', el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
-  row('User@host', `${run.user || '?'}@${run.host || '?'}`);
+  row(tr('Command'), el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
+  row(tr('User@host'), `${run.user || '?'}@${run.host || '?'}`);
   const gpus = (run.gpus || []).map((g) => {
     const mem = g.memory_total_bytes != null ? ` · ${(g.memory_total_bytes / 2 ** 30).toFixed(0)} GiB` : '';
     return `${g.index}: ${g.name || 'GPU'}${mem}${g.used_by_job ? ' (job)' : ''}`;
   });
-  row('GPUs', gpus.length ? gpus.join('; ') : 'none seen');
-  row('Start', run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
+  row(tr('GPUs'), gpus.length ? gpus.join('; ') : tr('none seen'));
+  row(tr('Start'), run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
   const until = { now: ' so far (still recording)', last_sample: ' up to the last stored sample (the recorder is gone)' };
-  row('Duration', fmtDur(run.duration_s) + (until[run.duration_until] || ''));
+  row(tr('Duration'), fmtDur(run.duration_s) + (until[run.duration_until] || ''));
   let exit = run.status || '?';
   if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
   else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
-  row('Status', el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
+  row(tr('Status'), el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
   const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
-  if (labels.length) row('Labels', labels.join(', '));
-  if (run.cgroup_limits) row('Cgroup limits', run.cgroup_limits);
-  row('Samples', `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
+  if (labels.length) row(tr('Labels'), labels.join(', '));
+  if (run.cgroup_limits) row(tr('Cgroup limits'), run.cgroup_limits);
+  row(tr('Samples'), `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
     `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
   // The training loop over the run (the run summary's figures), per rank when there are several.
   const train = model.train;
@@ -85,13 +95,13 @@
   const fmtShare = (v) => (v == null || !isFinite(v)) ? '—' : (100 * v).toFixed(1) + ' %';
   const fmtRate = (v) => (v == null || !isFinite(v)) ? '—' : (v >= 100000 ? v.toFixed(0) : v.toFixed(1)) + ' samples/s';
   if (train) {
-    row('Training', `${fmtRate(train.samples_per_s)} · step ${fmtStep(train.step_median_s)} median · data wait ` +
+    row(tr('Training'), `${fmtRate(train.samples_per_s)} · step ${fmtStep(train.step_median_s)} median · data wait ` +
       `${fmtShare(train.data_share)} · ${train.steps} steps`);
   }
   root.append(hdr);
   if (train && (train.ranks || []).length > 1) {
-    const t = el('table', { class: 'procs ranks' }, el('tr', {}, ...['Rank', 'Host', 'GPU', 'Steps', 'Samples/s',
-      'Median step', 'p90 step', 'Data wait'].map((h) => el('th', {}, h))));
+    const t = el('table', { class: 'procs ranks' }, el('tr', {}, ...[tr('Rank'), tr('Host'), 'GPU',
+      tr('Steps'), 'Samples/s', tr('Median step'), tr('p90 step'), tr('Data wait')].map((h) => el('th', {}, h))));
     for (const r of train.ranks) {
       t.append(el('tr', {}, el('td', {}, r.rank != null ? r.rank : `pid ${-1 - r.key}`), el('td', {}, r.host || '—'),
         el('td', {}, r.gpu != null ? r.gpu : '—'), el('td', {}, r.steps), el('td', {}, fmtRate(r.samples_per_s)),
@@ -105,42 +115,45 @@
   const findings = model.findings || [];
   const regions = {};  // chart id -> findings shaded on it
   for (const f of findings) for (const id of f.charts || []) (regions[id] = regions[id] || []).push(f);
-  const fsec = el('section', { class: 'findings' }, el('h2', {}, `Findings (${findings.length})`));
-  if (!findings.length) fsec.append(el('p', {}, 'Nothing found.'));
-  for (const f of findings) {
+  const fsec = el('section', { class: 'findings' }, el('h2', {}, trf('Findings ({})', findings.length)));
+  if (!findings.length) fsec.append(el('p', {}, tr('Nothing found.')));
+  const shown = model.findings_shown || [];
+  findings.forEach((f, i) => {
+    const say = shown[i] || f;
     const first = (f.charts || [])[0];
-    const range = f.end_s > f.start_s ? `${fmtDur(f.start_s)} – ${fmtDur(f.end_s)}` : `at ${fmtDur(f.start_s)}`;
+    const range = f.end_s > f.start_s ? `${fmtDur(f.start_s)} – ${fmtDur(f.end_s)}` : trf('at {}', fmtDur(f.start_s));
     const where = (f.gpus || []).length ? ` · GPU ${f.gpus.join(', ')}` : '';
     const head = el('div', { class: 'finding-head' },
-      el('span', { class: 'sev sev-' + f.severity }, f.severity),
-      el('b', {}, `${f.code} ${f.title}`), ` · ${range}${where} `,
-      first ? el('a', { href: '#chart-' + first, class: 'goto' }, 'show on chart') : null);
+      el('span', { class: 'sev sev-' + f.severity }, tr(f.severity)),
+      el('b', {}, `${f.code} ${say.title}`), ` · ${range}${where} `,
+      first ? el('a', { href: '#chart-' + first, class: 'goto' }, tr('show on chart')) : null);
     const box = el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head,
-      el('p', { class: 'evidence' }, f.evidence));
+      el('p', { class: 'evidence' }, say.evidence));
     if (f.cost) {
-      const basis = f.cost.basis === 'estimated' ? ' (estimated from the GPU side)' : '';
+      const basis = f.cost.basis === 'estimated' ? tr(' (estimated from the GPU side)') : '';
       box.append(el('p', { class: 'cost' }, f.cost.speedup > 0
-        ? `Costs ${Math.round(100 * f.cost.share)} % of throughput${basis}: up to ${f.cost.speedup.toPrecision(2)}× samples/s if fixed.`
-        : 'Costs all of the throughput: no step completes.'));
+        ? trf('Costs {} % of throughput{}: up to {}× samples/s if fixed.', Math.round(100 * f.cost.share), basis,
+          f.cost.speedup.toPrecision(2))
+        : tr('Costs all of the throughput: no step completes.')));
     }
     for (const st of f.stacks || []) {
-      const who = st.rank >= 0 ? `rank ${st.rank}` : 'process';
+      const who = st.rank >= 0 ? trf('rank {}', st.rank) : tr('process');
       const d = el('details', { class: 'stack' },
         el('summary', {}, `${who} pid ${st.pid}${st.host ? ' on ' + st.host : ''}: ${st.where || '(no Python frame)'}` +
           (st.caller ? ` (called from ${st.caller})` : '')),
         el('pre', {}, st.main_stack || ''));
       box.append(d);
     }
-    box.append(el('p', { class: 'advice' }, '→ ' + f.advice));
+    box.append(el('p', { class: 'advice' }, '→ ' + say.advice));
     fsec.append(box);
-  }
+  });
   root.append(fsec);
 
   // ---- charts ----
   const x = model.x || [];
   const epochs = model.epochs || [];
   const charts = model.charts || [];
-  const csec = el('section', { class: 'charts' }, el('h2', {}, 'Charts'));
+  const csec = el('section', { class: 'charts' }, el('h2', {}, tr('Charts')));
   root.append(csec);
   // two charts a row: the figure's padding and border (2 x 5 px) and the 8-px gap come off
   const width = Math.max(360, Math.floor((Math.min(csec.clientWidth || 1200, 1600) - 8) / 2) - 12);
@@ -286,7 +299,7 @@
     state.charts.push(rec);
   }
 
-  if (!charts.length) csec.append(el('p', {}, 'No samples to draw.'));
+  if (!charts.length) csec.append(el('p', {}, tr('No samples to draw.')));
   for (const c of charts) {
     if (c.group !== group) {
       group = c.group;
@@ -305,12 +318,12 @@
 
   // ---- processes, batch size ----
   const procs = model.processes || [];
-  const psec = el('section', { class: 'processes' }, el('h2', {}, 'Processes'));
+  const psec = el('section', { class: 'processes' }, el('h2', {}, tr('Processes')));
   // The driver's process lists failed: the table is not every process that held a GPU.
   const unknown = model.processes_unknown || [];
   for (const u of unknown)
     psec.append(el('p', { class: 'warn' }, `GPU ${u.gpu}: processes unknown in ${u.samples_unknown} of ${u.samples} samples: ${u.reason}`));
-  if (!procs.length && !unknown.length) psec.append(el('p', {}, 'No processes recorded.'));
+  if (!procs.length && !unknown.length) psec.append(el('p', {}, tr('No processes recorded.')));
   else {
     const t = el('table', { class: 'procs' }, el('tr', {}, ...['PID', 'Command', 'In job', 'Peak RSS', 'CPU time',
       'Peak GPU memory', 'GPUs'].map((h) => el('th', {}, h))));
@@ -326,9 +339,9 @@
     psec.append(t);
   }
   root.append(psec);
-  const bsec = el('section', { class: 'batch' }, el('h2', {}, 'Batch size'));
+  const bsec = el('section', { class: 'batch' }, el('h2', {}, tr('Batch size')));
   const advice = model.batch_advice || [];
-  if (!advice.length) bsec.append(el('p', {}, 'No advice: the training process sent no batch size with PyTorch memory figures (D22).'));
+  if (!advice.length) bsec.append(el('p', {}, tr('No advice: the training process sent no batch size with PyTorch memory figures (D22).')));
   for (const a of advice) bsec.append(el('p', {}, a.evidence), el('p', { class: 'advice' }, '→ ' + a.advice));
   root.append(bsec);
   root.append(el('footer', {}, `trainmon report format ${model.version}`));
