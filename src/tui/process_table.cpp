@@ -9,6 +9,7 @@
 #include <functional>
 #include <unordered_map>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/tui/format.h"
 
 namespace trainmon::tui {
@@ -298,8 +299,8 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
   if (rows.empty()) {
     canvas.put(top + 1, 1,
                !empty_text.empty()           ? std::string(empty_text)
-               : ui.view == ProcessView::gpu ? "no GPU processes (a: all processes)"
-                                             : "no processes match",
+               : ui.view == ProcessView::gpu ? std::string(i18n::tr("no GPU processes (a: all processes)"))
+                                             : std::string(i18n::tr("no processes match")),
                Style::dim);
     return;
   }
