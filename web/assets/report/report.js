@@ -67,7 +67,7 @@
 
   // ---- header ----
   const run = model.run || {};
-  root.append(el('h1', {}, `Run ${run.id} · ${run.name || ''}`));
+  root.append(el('h1', {}, trf('Run {} · {}', run.id, run.name || '')));
   const hdr = el('table', { class: 'header' });
   const row = (k, v) => hdr.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
   row(tr('Command'), el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
