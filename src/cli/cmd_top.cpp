@@ -16,6 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "trainmon/cluster/cluster_view.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
@@ -160,6 +161,9 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
       tick_wait_for(std::chrono::milliseconds(t.interval_ms), t.sampler.backend.device_timeout);
   t.sampler.backend.init_wait = t.sampler.backend.tick_wait;
   t.utf8 = term.utf8 && !o.ascii;
+  // A terminal that cannot draw the translation (no UTF-8 locale, --ascii) reads English rather
+  // than rows of '?' (before run_top starts any thread: core/i18n.h).
+  if (!t.utf8 && !i18n::language().empty()) i18n::init("en");
   t.color = exp::use_color(o.no_color ? exp::ColorMode::never : exp::ColorMode::automatic, term);
   t.diagnose = !o.no_diagnose;
   t.db_path = store::resolve_db_path(o.db);

@@ -188,3 +188,18 @@ def test_top_help_box_aligns_at_80x24_in_chinese(tmp_path):
         t.wait(lambda s: "按任意键关闭帮助" not in s)
     finally:
         t.kill()
+
+
+def test_top_on_a_terminal_without_utf8_reads_english(tmp_path):
+    # TRAINMON_LANG asks for Chinese, the locale cannot draw it: English, not rows of '?'
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed")
+    t = Tmux(tmp_path)
+    try:
+        e = top_env("h100-idle.json", XDG_STATE_HOME=tmp_path, TRAINMON_LANG="zh_CN")
+        e["LANG"] = "C"
+        t.start(e, [trainmon_bin(), "top"], 80, 24)
+        screen = t.wait(lambda s: "q quit" in s)
+        assert "?? " not in screen.splitlines()[-1], screen
+    finally:
+        t.kill()
