@@ -98,6 +98,15 @@ def test_diagnose_speaks_chinese_and_its_json_is_the_english_one(d4):
     # LANGUAGE first (gettext's order), LC_ALL over LANG
     assert tm(args, lang_env(e, "en_US.UTF-8", LANGUAGE="zh_CN:en")).decode() == zh
     assert tm(args, lang_env(e, ZH, LC_ALL="C")).decode() == en
+    # what it says on stderr about the thresholds the run was recorded with: used, replaced, not found again
+    same = subprocess.run([trainmon_bin()] + args, env=e, capture_output=True, text=True, timeout=60)
+    assert same.returncode == 0 and "--threshold starved_for_s=8" in same.stderr, same.stderr
+    assert "这里也按它们判断" in same.stderr and "judged with" not in same.stderr, same.stderr
+    other = subprocess.run([trainmon_bin(), "diagnose", "last", "--db", db, "--threshold", "starved_for_s=600"],
+                           env=e, capture_output=True, text=True, timeout=60)
+    assert other.returncode == 0 and " D4 " not in other.stdout, other.stdout + other.stderr
+    assert "这次按 starved_for_s=600（记录时为 8）" in other.stderr, other.stderr
+    assert "没有再次发现" in other.stderr and "instead of" not in other.stderr, other.stderr
 
 
 def test_reports_speak_chinese_where_people_read_and_english_where_scripts_do(d4, tmp_path):
