@@ -343,9 +343,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
                      st.where.empty() ? "(no Python frame)" : st.where.c_str(),
                      st.caller.empty() ? "" : (" (called from " + st.caller + ")").c_str());
       // The advice as the stacks make it (the rank that holds the job, ranks in different
-      // collectives), so that someone watching a job that never ends reads it here.
+      // collectives), so that someone watching a job that never ends reads it here, in their language.
       if (!f.stacks.empty())
-        std::fprintf(stderr, "trainmon: D23 -> %s\n", f.advice.c_str());
+        std::fputs(fmt::format("trainmon: D23 -> {}\n", diagnose::shown_advice(f)).c_str(), stderr);
     }
   };
 
