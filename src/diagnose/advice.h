@@ -62,6 +62,13 @@ inline constexpr std::string_view kD23Hang =
        "lock or for data while the others sit in a collective holds them all; set a timeout in "
        "init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that a hang fails "
        "instead of holding the GPUs.");
+/// D23 of a job with one process (no torch.distributed), when no stack came.
+inline constexpr std::string_view kD23HangSingle =
+    N_("The loop makes no progress. Look at where it is: `py-spy dump --pid PID` (or run with the "
+       "trainmon package, which sends its stack when a hang is found). Waiting for data, it waits for its "
+       "DataLoader's worker processes: a worker stuck in the dataset's __getitem__ (I/O, a lock, a sleep) or "
+       "gone holds it; set DataLoader(timeout=...) so that a stuck worker raises instead of hanging. "
+       "Elsewhere, it is on a lock, on I/O or asleep in the loop itself.");
 /// D24 when no likely cause is known.
 inline constexpr std::string_view kD24Straggler =
     N_("One rank is slower and every step waits for it. Compare that rank with the others: its GPU "

@@ -293,6 +293,9 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     std::string who;
     for (const auto* r : ranks) who += (who.empty() ? "" : ", ") + rank_short(r->id);
     const std::size_t total_ranks = s.train.ranks.size();
+    // A job of one process (no torch.distributed): no collective to wait in, no rank to hold it.
+    bool distributed = total_ranks > 1;
+    for (const auto& r : s.train.ranks) distributed = distributed || r.id.world_size > 1;
     if (ranks.size() == 1)
       say(f, "no step completed on {} for {} (since {} s) while its process still runs", who,
           dur(t_end - since), num(since));
@@ -327,6 +330,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     // What each rank was doing (its phase at the end) and who stopped first.
     Phrase phases;
     std::vector<std::string> in_data, silent;
+    std::set<std::int64_t> data_keys;  // ranks waiting for data when they stalled
     double first_stop = 1e300, last_stop = -1e300;
     const RankSeries* first_rank = nullptr;
     for (const auto* r : ranks) {
@@ -351,7 +355,10 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
         phases += phrase("{}{} in {}{}", phases.empty() ? "" : ", ", rank_short(r->id),
                          train_phase_name(last.phase),
                          na(last.phase_t) ? Phrase{} : phrase(" since {} s", num(last.phase_t)));
-      if (last.phase == TrainPhase::data) in_data.push_back(rank_short(r->id));
+      if (last.phase == TrainPhase::data) {
+        in_data.push_back(rank_short(r->id));
+        data_keys.insert(r->id.key);
+      }
       if (t_rank - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
     }
     if (!phases.empty()) say(f, "; {}", phases);
@@ -366,6 +373,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                                                    "collective): {} hold them all",
                                                    d, d));
     }
+    if (!distributed && !in_data.empty())
+      kinds.push_back(phrase("it waits for data: its DataLoader gives it no batch"));
     const double p90_any = f.numbers.contains("p90_step_s") ? f.numbers["p90_step_s"] : NAN;
     if (first_rank && ranks.size() > 1 && !na(p90_any) && last_stop - first_stop > 2 * p90_any) {
       kinds.push_back(phrase("{} stopped first ({} s before the others)", rank_short(first_rank->id),
@@ -432,9 +441,36 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     }
     if (!at.empty()) say(f, "; {}", at);
     Phrase holder = who_holds_the_job(f);
-    if (f.stacks.empty()) {
+    if (!distributed) {
+      if (f.stacks.empty() || f.stacks.front().where.empty()) {
+        f.advice = std::string(advice::kD23HangSingle);
+      } else {
+        const auto& st = f.stacks.front();
+        Phrase a = phrase("The loop makes no progress: it is at {}: fix that line. ",
+                          st.caller.empty() ? st.where : st.caller);
+        if (!data_keys.empty())
+          a += phrase(
+              "It waits for its next batch: its DataLoader's worker processes feed it, and a worker stuck in "
+              "the dataset's __getitem__ (I/O, a lock, a sleep) or gone holds it; look at them with `py-spy "
+              "dump --pid PID` (the process's children: `pstree -p {}`) and set DataLoader(timeout=...) so "
+              "that a stuck worker raises instead of hanging.",
+              st.pid);
+        f.advice = std::move(a.en);
+        f.advice_local = std::move(a.loc);
+      }
+    } else if (f.stacks.empty()) {
       f.advice = std::string(advice::kD23Hang);
     } else {
+      // The rank that holds the job waits for its data: the loader's workers are where to look.
+      if (f.numbers.contains("holding_rank"))
+        for (const auto& st : f.stacks)
+          if (st.rank == static_cast<int>(f.numbers["holding_rank"]) && data_keys.contains(st.rank_key))
+            holder += phrase(
+                "rank {} waits for its next batch: its DataLoader's worker processes feed it, and a worker "
+                "stuck in the dataset's __getitem__ (I/O, a lock, a sleep) or gone holds it; look at them "
+                "with `py-spy dump --pid PID` (the rank's children: `pstree -p {}`) and set "
+                "DataLoader(timeout=...) so that a stuck worker raises instead of hanging. ",
+                st.rank, st.pid);
       holder += phrase(
           "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than the "
           "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: fix "

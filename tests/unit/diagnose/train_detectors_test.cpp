@@ -4,6 +4,8 @@
 // the training loop's own timing exists.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <fmt/format.h>
 
 #include "trainmon/diagnose/engine.h"
@@ -281,6 +283,79 @@ TEST(DiagD23Hang, StacksSayWhereEachRankIsStuck) {
   const nlohmann::json j = f[0];
   EXPECT_EQ(j.get<Finding>(), f[0]);
   EXPECT_EQ(j["stacks"][1]["where"], "ddp.py:12 in run");
+}
+
+/// faulthandler's text of a main thread whose innermost frames are `frames` ("file", line, "func").
+std::string main_thread_text(std::initializer_list<std::tuple<const char*, int, const char*>> frames) {
+  std::string t = "Current thread 0x00007f0000000009 (most recent call first):\n";
+  for (const auto& [file, line, func] : frames)
+    t += fmt::format("  File \"{}\", line {} in {}\n", file, line, func);
+  return t;
+}
+
+TEST(DiagD23Hang, AJobOfOneProcessIsToldOfItsLoopAndLoaderNotOfCollectives) {
+  // one process, no torch.distributed (WORLD_SIZE 1), stuck waiting for data
+  auto one = [](bool with_stack) {
+    Synth x(1, 400);
+    RankFeed r0(0, 1000, 0);
+    r0.id.world_size = 1;
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::data, 100);
+    job_process(x.s, 1000, 0, 400);
+    if (with_stack)
+      append_train_stack(
+          x.s, {250, 0, 1000, "D23",
+                main_thread_text({{"/usr/lib/python3.11/selectors.py", 415, "select"},
+                                  {"/usr/lib/python3.11/multiprocessing/connection.py", 930, "wait"},
+                                  {"/home/u/train.py", 20, "main"}})});
+    return detect_training_hang(x.s, kTh);
+  };
+  for (bool with_stack : {false, true}) {
+    const auto f = one(with_stack);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_NE(f[0].evidence.find("it waits for data: its DataLoader gives it no batch"), std::string::npos)
+        << f[0].evidence;
+    for (const char* word :
+         {"collective", "NCCL", "init_process_group", "rank 0 first", "holds the", "holds them"})
+      EXPECT_EQ(f[0].advice.find(word), std::string::npos) << word << ": " << f[0].advice;
+    EXPECT_NE(f[0].advice.find("DataLoader(timeout=...)"), std::string::npos) << f[0].advice;
+    if (with_stack)
+      EXPECT_TRUE(
+          f[0].advice.starts_with("The loop makes no progress: it is at train.py:20 in main: fix that "
+                                  "line. It waits for its next batch: its DataLoader's worker processes "
+                                  "feed it"))
+          << f[0].advice;
+    else
+      EXPECT_TRUE(f[0].advice.starts_with("The loop makes no progress. Look at where it is")) << f[0].advice;
+    EXPECT_EQ(f[0].evidence.find("stopped first"), std::string::npos) << f[0].evidence;
+  }
+  // two ranks: rank 1 waits for data (its loader), rank 0 in the all-reduce: the loader is named
+  auto x = hung_job(100, 400, 400);
+  x.s.train.ranks.clear();
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+  r1.heartbeats(x.s, 100, 400, 1.0, TrainPhase::data, 100);
+  append_train_stack(x.s, {250, 1, 1001, "D23",
+                           main_thread_text({{"/usr/lib/python3.11/selectors.py", 415, "select"},
+                                             {"/home/u/ddp.py", 20, "run"}})});
+  append_train_stack(
+      x.s, {250, 0, 1000, "D23",
+            main_thread_text(
+                {{"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 1536, "all_reduce"},
+                 {"/home/u/ddp.py", 30, "run"}})});
+  const auto f = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].numbers.at("holding_rank"), 1);
+  EXPECT_TRUE(
+      f[0].advice.starts_with("Look at rank 1 first: it is at ddp.py:20 in run while the others wait for "
+                              "it in a collective. rank 1 waits for its next batch: its DataLoader's "
+                              "worker processes feed it"))
+      << f[0].advice;
+  EXPECT_NE(f[0].advice.find("`pstree -p 1001`"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("init_process_group(timeout=...)"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].evidence.find("its DataLoader gives it no batch"), std::string::npos) << f[0].evidence;
 }
 
 TEST(DiagD23Hang, RanksInDifferentCollectivesAreAMismatchAndOneStackOrAllAlikeNameNoOne) {
