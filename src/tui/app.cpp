@@ -399,10 +399,13 @@ int run_top(const TopOptions& opt) {
     std::unique_lock lk(sh.mu);
     if (!sh.cv.wait_for(lk, kQuitWait, [&] { return sh.sampler_exited; })) {
       lk.unlock();
-      std::fprintf(stderr,
-                   "trainmon top: the GPU driver has not answered for %lld s (NVML start-up): "
-                   "quitting without waiting for it\n",
-                   static_cast<long long>(kQuitWait.count()));
+      std::fprintf(
+          stderr,
+          opt.cluster
+              ? "trainmon top: Prometheus has not answered for %lld s: quitting without waiting for it\n"
+              : "trainmon top: the GPU driver has not answered for %lld s (NVML start-up): "
+                "quitting without waiting for it\n",
+          static_cast<long long>(kQuitWait.count()));
       std::fflush(nullptr);
       std::_Exit(0);
     }
