@@ -65,10 +65,6 @@ int int_label(const std::map<std::string, std::string>& l, const char* k) {
   return std::stoi(v);
 }
 
-std::string tagged(const std::string& expr, const char* key) {
-  return fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", expr, key);
-}
-
 std::string utc(double unix_s) {
   const std::time_t t = static_cast<std::time_t>(std::floor(unix_s));
   std::tm tm{};
@@ -96,6 +92,29 @@ Expected<double> edge(const PromEndpoint& ep, std::string_view job, bool first, 
   if (!r) return std::unexpected(r.error());
   if (r->empty() || !std::isfinite(r->front().value)) return NAN;
   return r->front().value;
+}
+
+/// The first and last bucket end (unix s) within (hi - n * step_s, hi] in which the job's
+/// trainmon_labels_info has a sample: one range query of count_over_time per bucket (a range
+/// function reads every sample, so no job between two steps is missed, as an instant selector's
+/// 5 min lookback would). NaN, NaN: none.
+Expected<std::pair<double, double>> active_buckets(const PromEndpoint& ep, std::string_view job, double lo,
+                                                   double hi, double step_s) {
+  std::string inner;
+  for (const auto& m : job_matchers(job))
+    inner += fmt::format("{}count_over_time(trainmon_labels_info{{{}}}[{}s])", inner.empty() ? "" : " or ", m,
+                         static_cast<long long>(step_s));
+  const double n = std::max(1.0, std::ceil((hi - lo) / step_s));
+  auto r = query_range(ep, fmt::format("sum({})", inner), hi - (n - 1) * step_s, hi, step_s);
+  if (!r) return std::unexpected(r.error());
+  double first = NAN, last = NAN;
+  for (const auto& s : *r)
+    for (const auto& [t, v] : s.points)
+      if (v > 0) {
+        first = std::fmin(first, t);
+        last = std::fmax(last, t);
+      }
+  return std::pair{first, last};
 }
 
 /// "4242, 77 (and 3 nodes without a job id)" of the jobs trainmon_labels_info names within the window.
@@ -172,14 +191,15 @@ const diagnose::PromRule* rule_of(const std::vector<diagnose::PromRuleGroup>& gr
 
 }  // namespace
 
-std::string job_range_query(std::string_view job) {
+std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_view job) {
   const std::string nodes = job_selector("trainmon_labels_info", job);
-  std::string q = tagged(nodes, "info");
+  std::vector<std::pair<std::string, std::string>> q;
+  q.emplace_back("info", nodes);
   for (const auto& m : kGpuMetrics)
-    q += " or " + tagged(fmt::format("({} and on (Hostname) ({}))", m.name, nodes), m.key);
+    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
   for (const auto& m : kHostMetrics)
-    q += " or " + tagged(fmt::format("({} and on (Hostname) ({}))", m.name, nodes), m.key);
-  for (const auto& m : kRankMetrics) q += " or " + tagged("(" + job_selector(m.name, job) + ")", m.key);
+    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
+  for (const auto& m : kRankMetrics) q.emplace_back(m.key, job_selector(m.name, job));
   return q;
 }
 
@@ -432,15 +452,14 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
         "EMPTY_RANGE",
         fmt::format("the range is empty: --from {} is not before --to {}", utc(o.from_unix_s), utc(to))));
   // The job's first and last sample that Prometheus has (search_s back from now, or from --from):
-  // a coarse pass every 60 s, then to the second around what it found.
+  // the hours with samples, in them the minutes, in those the seconds.
   const double at = std::max(to, now_unix_s);
   const double window = std::max(o.search_s, std::isfinite(o.from_unix_s) ? at - o.from_unix_s + 60 : 0.0);
-  // The aligned coarse steps miss the last minute: the last 2 min are read to the second as well.
-  auto coarse_first = edge(o.endpoint, o.job, true, at, window, 60);
-  if (!coarse_first) return std::unexpected(coarse_first.error());
-  auto recent_first = edge(o.endpoint, o.job, true, at, 120, 1);
-  if (!recent_first) return std::unexpected(recent_first.error());
-  if (std::isnan(*coarse_first) && std::isnan(*recent_first)) {
+  // buckets of whole hours, at most 10,000 of them (Prometheus answers at most 11,000 points)
+  const double coarse_s = 3600 * std::max(1.0, std::ceil(window / 10000 / 3600));
+  auto hours = active_buckets(o.endpoint, o.job, at - window, at, coarse_s);
+  if (!hours) return std::unexpected(hours.error());
+  if (std::isnan(hours->first)) {
     auto jobs = known_jobs(o.endpoint, at, window);
     if (!jobs) return std::unexpected(jobs.error());
     return std::unexpected(
@@ -448,22 +467,17 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
                   fmt::format("Prometheus {} has no node of job {} between {} and {}; the jobs it has: {}",
                               o.endpoint.base_url, o.job, utc(at - window), utc(at), *jobs)));
   }
-  double first_s = *recent_first;
-  if (std::isfinite(*coarse_first)) {
-    auto fine = edge(o.endpoint, o.job, true, *coarse_first, 120, 1);
-    if (!fine) return std::unexpected(fine.error());
-    first_s = std::fmin(std::fmin(first_s, *coarse_first), *fine);  // fmin: NaN is missing
-  }
-  auto recent_last = edge(o.endpoint, o.job, false, at, 120, 1);
-  if (!recent_last) return std::unexpected(recent_last.error());
-  double last_s = *recent_last;
-  if (std::isnan(last_s)) {
-    auto coarse_last = edge(o.endpoint, o.job, false, at, window, 60);
-    if (!coarse_last) return std::unexpected(coarse_last.error());
-    auto fine = edge(o.endpoint, o.job, false, std::min(at, *coarse_last + 60), 120, 1);
-    if (!fine) return std::unexpected(fine.error());
-    last_s = std::fmax(*coarse_last, *fine);
-  }
+  auto first_min = active_buckets(o.endpoint, o.job, hours->first - coarse_s, hours->first, 60);
+  if (!first_min) return std::unexpected(first_min.error());
+  auto last_min = active_buckets(o.endpoint, o.job, hours->second - coarse_s, hours->second, 60);
+  if (!last_min) return std::unexpected(last_min.error());
+  // in the minute: the sample times themselves (timestamp() of the selector, every second)
+  auto first = edge(o.endpoint, o.job, true, first_min->first, 60, 1);
+  if (!first) return std::unexpected(first.error());
+  auto last = edge(o.endpoint, o.job, false, last_min->second, 60, 1);
+  if (!last) return std::unexpected(last.error());
+  const double first_s = std::isfinite(*first) ? *first : first_min->first - 60;
+  const double last_s = std::isfinite(*last) ? *last : last_min->second;
 
   JobHistory h;
   h.job = o.job;
@@ -479,9 +493,18 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
   h.step_s = range_step_s(h.start_unix_s, h.end_unix_s, o.max_points);
   for (double t = h.start_unix_s; t <= h.end_unix_s + 1e-6; t += h.step_s) h.t.push_back(t - h.start_unix_s);
 
-  auto series = query_range(o.endpoint, job_range_query(o.job), h.start_unix_s, h.end_unix_s, h.step_s);
-  if (!series) return std::unexpected(series.error());
-  add_job_series(h, *series);
+  // One range query per series kind: Prometheus joins a chain of `or` step by step, and one query of
+  // them all took 300 times as long as these (bench/compare_cluster_top.sh).
+  std::vector<PromSeries> series;
+  for (const auto& [key, promql] : job_range_queries(o.job)) {
+    auto part = query_range(o.endpoint, promql, h.start_unix_s, h.end_unix_s, h.step_s);
+    if (!part) return std::unexpected(part.error());
+    for (auto& x : *part) {
+      x.labels["trainmon_m"] = key;
+      series.push_back(std::move(x));
+    }
+  }
+  add_job_series(h, series);
   if (h.nodes.empty())
     return std::unexpected(
         job_error("EMPTY_RANGE",

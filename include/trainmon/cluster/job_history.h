@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trainmon/cluster/prometheus_client.h"
@@ -58,17 +60,19 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
 
 // ---- the parts, pure (unit tests) ---------------------------------------------------------------
 
-/// The range query of every series the report draws (one request): each series labelled
-/// `trainmon_m` with its key ("util", "fb_used", ..., "steps", "step_sum", "step_q", ...); the GPU
-/// series of the job's nodes (trainmon_labels_info of the job, joined on Hostname at each step),
-/// the ranks' series by their own job labels.
-std::string job_range_query(std::string_view job);
+/// The range queries of every series the report draws, as (key, PromQL): "info" (the job's
+/// trainmon_labels_info), the GPU and host series of the job's nodes (joined on Hostname at each
+/// step: "util", "fb_used", ..., "cpu_busy", ...), the ranks' series by their own job labels
+/// ("steps", "samples", "step_sum", "step_q", "data", "last_step"). add_job_series reads their
+/// answers with the key as the label `trainmon_m`.
+std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_view job);
 
 /// The range query of the job's alerts: ALERTS{alertstate="firing"} with the job's job_id, and those
 /// without a job_id on the job's nodes (hardware alerts of a node outside a job's rules).
 std::string job_alerts_query(std::string_view job);
 
-/// Fills `h.nodes` and `h.train` from the answer of job_range_query (h.t, start and step set).
+/// Fills `h.nodes` and `h.train` from the answers of job_range_queries, each series labelled
+/// `trainmon_m` with its query's key (h.t, start and step set).
 void add_job_series(JobHistory& h, const std::vector<PromSeries>& series);
 
 /// Fills `h.findings` from the answer of job_alerts_query: one finding per episode of each alert

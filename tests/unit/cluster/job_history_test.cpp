@@ -34,14 +34,18 @@ PromSeries series(std::map<std::string, std::string> labels, std::vector<double>
 }
 
 TEST(JobQueries, NameEverySeriesAndTheJob) {
-  const auto q = job_range_query("4242");
-  for (const char* key : {"\"info\"", "\"util\"", "\"fb_used\"", "\"reasons\"", "\"cpu_busy\"", "\"steps\"",
-                          "\"step_sum\"", "\"step_q\"", "\"last_step\""})
-    EXPECT_NE(q.find(key), std::string::npos) << key;
-  EXPECT_NE(q.find("(DCGM_FI_DEV_GPU_UTIL and on (Hostname) (trainmon_labels_info{train_job=\"4242\"} or "),
-            std::string::npos)
-      << q;
-  EXPECT_NE(q.find("trainmon_train_steps_total{train_job=\"\",slurm_job_id=\"4242\"}"), std::string::npos);
+  std::map<std::string, std::string> q;
+  for (const auto& [k, v] : job_range_queries("4242")) q[k] = v;
+  for (const char* key :
+       {"info", "util", "fb_used", "reasons", "up", "cpu_busy", "steps", "step_sum", "step_q", "last_step"})
+    EXPECT_TRUE(q.contains(key)) << key;
+  EXPECT_EQ(q["util"].rfind(
+                "DCGM_FI_DEV_GPU_UTIL and on (Hostname) (trainmon_labels_info{train_job=\"4242\"} or ", 0),
+            0u)
+      << q["util"];
+  EXPECT_NE(q["steps"].find("trainmon_train_steps_total{train_job=\"\",slurm_job_id=\"4242\"}"),
+            std::string::npos);
+  EXPECT_EQ(q["steps"].find("and on"), std::string::npos);
   const auto a = job_alerts_query("4242");
   EXPECT_EQ(
       a.rfind("ALERTS{alertstate=\"firing\",job_id=\"4242\"} or (ALERTS{alertstate=\"firing\",job_id=\"\"} "
