@@ -490,7 +490,20 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
                   fmt::format("job {} has no samples between {} and {}; Prometheus has it from {} to {}",
                               o.job, utc(h.start_unix_s), utc(h.end_unix_s), utc(first_s), utc(last_s))));
   if (h.end_unix_s <= h.start_unix_s) h.end_unix_s = h.start_unix_s + 1;  // one sample
-  h.step_s = range_step_s(h.start_unix_s, h.end_unix_s, o.max_points);
+  // No finer than the scrape interval (the points in between would repeat the last sample): the
+  // interval from the number of samples of the job's busiest node over its last hour (at most).
+  double scrape_s = 1;
+  {
+    const double w = std::clamp(last_s - first_s, 1.0, 3600.0);
+    std::string inner;
+    for (const auto& m : job_matchers(o.job))
+      inner += fmt::format("{}count_over_time(trainmon_labels_info{{{}}}[{}s])", inner.empty() ? "" : " or ",
+                           m, static_cast<long long>(std::ceil(w)));
+    auto counts = query(o.endpoint, fmt::format("max({})", inner), last_s);
+    if (!counts) return std::unexpected(counts.error());
+    if (!counts->empty() && counts->front().value > 1) scrape_s = std::floor(w / (counts->front().value - 1));
+  }
+  h.step_s = range_step_s(h.start_unix_s, h.end_unix_s, o.max_points, std::clamp(scrape_s, 1.0, 300.0));
   for (double t = h.start_unix_s; t <= h.end_unix_s + 1e-6; t += h.step_s) h.t.push_back(t - h.start_unix_s);
 
   // One range query per series kind: Prometheus joins a chain of `or` step by step, and one query of

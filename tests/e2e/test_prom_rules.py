@@ -783,7 +783,7 @@ def test_top_prometheus_shows_every_node_and_the_alerts(cluster, tmp_path):
     ("http://127.0.0.1:{silent}", "Timeout was reached")])
 def test_top_prometheus_unreachable_or_not_prometheus_says_so(cluster, tmp_path, url, message):
     """A closed port, a server that answers something else (the webhook receiver), a server that
-    accepts and never answers: a message on the screen, top keeps going and quits at once."""
+    accepts and never answers: a message on the screen, top keeps going and quits at once, status 1."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     silent = socket.socket()
@@ -796,7 +796,7 @@ def test_top_prometheus_unreachable_or_not_prometheus_says_so(cluster, tmp_path,
         assert "EXITED" not in screen
         t0 = time.monotonic()
         t.keys("q")
-        t.wait(lambda s: "EXITED rc=0" in s, timeout=10)
+        t.wait(lambda s: "EXITED rc=1" in s, timeout=10)
         assert time.monotonic() - t0 < 5
     finally:
         t.kill()
