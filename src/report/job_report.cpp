@@ -135,7 +135,7 @@ json build_job_report_model(const cluster::JobHistory& h, int max_points) {
   for (const auto& f : h.findings) order.push_back(&f);
   std::stable_sort(order.begin(), order.end(),
                    [](const auto* a, const auto* b) { return a->finding.severity > b->finding.severity; });
-  json findings = json::array(), advice = json::array();
+  json findings = json::array(), advice = json::array(), shown = json::array();
   for (std::size_t i = 0; i < order.size(); ++i) {
     const auto& jf = *order[i];
     json scope = json::object();
@@ -146,6 +146,8 @@ json build_job_report_model(const cluster::JobHistory& h, int max_points) {
     for (const auto& c : charts)
       if (c["kind"] == "train") scope["charts"].push_back(c);
     add_findings(scope, {jf.finding});
+    if (scope.contains("findings_shown"))
+      shown.push_back(scope["findings_shown"][0]);  // the reader's language
     json f = scope["findings"][0];
     f["id"] = fmt::format("f{}", i);
     f["host"] = jf.host;
@@ -154,6 +156,7 @@ json build_job_report_model(const cluster::JobHistory& h, int max_points) {
     for (auto& a : scope["batch_advice"]) advice.push_back(std::move(a));
   }
   model["findings"] = std::move(findings);
+  if (!shown.empty()) model["findings_shown"] = std::move(shown);
   model["batch_advice"] = std::move(advice);
   model["processes"] = json::array();
   model["processes_unknown"] = json::array();
@@ -177,8 +180,11 @@ Expected<std::string> render_job_report(const cluster::JobHistory& h, const Repo
   if (o.format == Format::markdown)
     return std::unexpected(Error{ErrorDomain::usage, 0, "USAGE",
                                  "a job's report is HTML or JSON (--format html or json), not Markdown"});
-  const json model = build_job_report_model(h, o.max_points);
-  if (o.format == Format::json) return write_json(model);
+  json model = build_job_report_model(h, o.max_points);
+  if (o.format == Format::json) {
+    model.erase("findings_shown");  // JSON stays English, as a run's (render_report)
+    return write_json(model);
+  }
   std::string html = write_html(model);
   if (html.empty())
     return std::unexpected(Error{ErrorDomain::internal, 0, "REPORT_ASSETS_MISSING",
