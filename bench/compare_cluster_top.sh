@@ -12,16 +12,24 @@
 #             0.1 s interval when a frame is faster), frames that failed (top's error line);
 #   server:   Prometheus' own time for top's frame query (its query log: execTotalTime, median), the
 #             answer's size, and Prometheus' CPU time per frame (/proc/PID/stat during the loop).
+#   --job:    `top --prometheus URL --job 5000 -n 1` (one job of JOB_NODES nodes, filtered in the query):
+#             median wall.
+#   report:   `report --prometheus URL --job 5000` (JOB_NODES nodes x 8 GPUs, a rank each, the whole history),
+#             REPORT_RUNS times: median wall and mean CPU, Prometheus' CPU and its execTotalTime summed
+#             over the report's queries (mean per report), the HTML's size, and what it holds.
 # The local reference, the same measures: `trainmon top -n 1` / `-n FRAMES -i 0.1` on the fake driver
 # (8 GPUs, 64 processes, tests/scenarios/bench-8gpu-64proc.json); ratios are cluster / local.
-# No target: a table for docs/cluster.md "Scale". top --prometheus gives up on a request after 2 s.
-# Usage: bench/compare_cluster_top.sh BUILD_DIR   (SIZES="10 100", HISTORY_S=1200, RUNS=5, FRAMES=10)
+# No target: a table for docs/cluster.md "Scale". top --prometheus gives up on a request after 2 s (--timeout).
+# Usage: bench/compare_cluster_top.sh BUILD_DIR   (SIZES="10 100", HISTORY_S=1200, RUNS=5, FRAMES=10,
+#        REPORT_RUNS=3, JOB_NODES=10: nodes per job)
 set -euo pipefail
 BUILD=${1:?usage: $0 BUILD_DIR}
 SIZES=${SIZES:-10 100}
 HISTORY_S=${HISTORY_S:-1200}
 RUNS=${RUNS:-5}
 FRAMES=${FRAMES:-10}
+REPORT_RUNS=${REPORT_RUNS:-3}
+JOB_NODES=${JOB_NODES:-10}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 TRAINMON=$BUILD/trainmon
 FAKE=$(find -L "$BUILD" -maxdepth 3 -name 'libnvidia-ml.so.1' -path '*fake_nvml*' | head -1)
@@ -105,12 +113,13 @@ L_LP_WALL=$LP_WALL_MS L_LP_CPU=$LP_CPU_MS
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.1fx", a / b; else print "-" }'; }
 
 ROWS_OUT=()
+REPORT_OUT=()
 for N in $SIZES; do
   D=$TMP/n$N
   mkdir -p "$D"
   END=$(($(date +%s) - 15))
   t0=$(date +%s.%N)
-  $PY "$SRC/bench/cluster_history.py" "$N" 8 "$HISTORY_S" 15 "$END" 10 >"$D/history.om"
+  $PY "$SRC/bench/cluster_history.py" "$N" 8 "$HISTORY_S" 15 "$END" "$JOB_NODES" >"$D/history.om"
   promtool tsdb create-blocks-from openmetrics "$D/history.om" "$D/data" >"$D/promtool.log" 2>&1 ||
     { cat "$D/promtool.log" >&2; exit 1; }
   SAMPLES=$(awk 'length($1) == 26 && $1 ~ /^[0-9A-Z]+$/ { s += $5 } END { print s + 0 }' "$D/promtool.log")
@@ -166,6 +175,49 @@ for line in open(sys.argv[1]):
         break
 EOF
 )" "$URL/api/v1/query")
+  # top --job: one job's nodes, picked inside the query
+  JG=$((JOB_NODES < N ? JOB_NODES * 8 : N * 8))
+  oneshot "$JG" "$TRAINMON" top --prometheus "$URL" --job 5000 -n 1
+  J_OS_WALL=$OS_WALL_MS
+  [[ $OS_OK == "$RUNS" ]] || J_OS_WALL="$J_OS_WALL (drew $JG GPUs $OS_OK/$RUNS)"
+  # the job report: job 5000's whole history
+  : >"$D/query.log"
+  P0=$(cpu_ticks "$PROM_PID")
+  walls=() cpus=()
+  for ((i = 0; i < REPORT_RUNS; i++)); do
+    read -r w c < <(measure "$TMP/report.txt" "$TRAINMON" report --prometheus "$URL" --job 5000 -o "$D/job.html")
+    walls+=("$w")
+    cpus+=("$c")
+  done
+  P1=$(cpu_ticks "$PROM_PID")
+  R_WALL=$(printf '%s\n' "${walls[@]}" | sort -g | awk '{ a[NR] = $1 } END { printf "%.0f", a[int((NR + 1) / 2)] * 1000 }')
+  R_CPU=$(printf '%s\n' "${cpus[@]}" | awk '{ s += $1 } END { printf "%.0f", s / NR * 1000 }')
+  R_PCPU=$(awk -v a="$P0" -v b="$P1" -v t="$TICK" -v n="$REPORT_RUNS" 'BEGIN { printf "%.0f", (b - a) / t / n * 1000 }')
+  R_Q=$($PY - "$D/query.log" "$REPORT_RUNS" <<'EOF'
+import json, sys
+t = 0
+for line in open(sys.argv[1]):
+    try:
+        t += json.loads(line).get("stats", {}).get("timings", {}).get("execTotalTime", 0)
+    except ValueError:
+        pass
+print(f"{t * 1000 / int(sys.argv[2]):.0f}")
+EOF
+)
+  R_HOLDS=$($PY - "$D/job.html" "$TMP/report.txt" <<'EOF'
+import json, os, re, sys
+try:
+    html = open(sys.argv[1]).read()
+    m = json.loads(re.search(r'id="trainmon-data">(.*?)</script>', html, re.S).group(1))
+    j = m["job"]
+    print(f'{os.path.getsize(sys.argv[1]) // 1024} {len(j["nodes"])} nodes, {j["gpus"]} GPUs, '
+          f'{len((m.get("train") or {}).get("ranks", []))} ranks, {len(m["x"])} points, {len(m["charts"])} charts')
+except (OSError, AttributeError, ValueError, KeyError):
+    print("- failed: " + open(sys.argv[2]).read().strip()[:200])
+EOF
+)
+  REPORT_OUT+=("$(printf '%-20s %9s %10s %10s %11s %11s %9s  %s' "$N x 8 (${HISTORY_S}s)" "$J_OS_WALL" "$R_WALL" \
+    "$R_CPU" "$R_Q" "$R_PCPU" "${R_HOLDS%% *}" "${R_HOLDS#* }")")
   kill "$PROM_PID" && wait "$PROM_PID" 2>/dev/null || true
   PROM_PID=
   ROWS_OUT+=("$(printf '%-20s %8s %10s %6s %9s %9s %9s %9s %9s %9s %8s  %s' "$N x 8 (${HISTORY_S}s)" \
@@ -185,3 +237,9 @@ printf '1shot: top -n 1, median wall / mean CPU of %s runs (start-up included); 
   "$RUNS" "$FRAMES"
 printf '(wall at least 0.1 s); prom q: Prometheus execTotalTime of the frame query (median); prom cpu: its CPU ms\n'
 printf 'per frame; gz KiB: the answer, gzip; load average %s, %s CPUs\n' "$(cut -d' ' -f1-3 /proc/loadavg)" "$(nproc)"
+printf '\n%-20s %9s %10s %10s %11s %11s %9s  %s\n' "nodes x GPUs" "--job ms" "report ms" "report cpu" \
+  "prom q ms" "prom cpu ms" "html KiB" "the report holds (job 5000, jobs of $JOB_NODES nodes)"
+printf '%s\n' "${REPORT_OUT[@]}"
+printf -- '--job: top --prometheus --job 5000 -n 1, median wall; report: report --prometheus --job 5000, median wall /\n'
+printf 'mean CPU of %s runs; prom q: execTotalTime of its queries, summed, per report; prom cpu: per report\n' \
+  "$REPORT_RUNS"

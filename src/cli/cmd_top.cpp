@@ -39,9 +39,11 @@ struct TopCliOptions {
   bool no_diagnose = false;
   std::string db;
   int iterations = 0;
-  std::string prometheus;  ///< base URL: the cluster from Prometheus instead of this machine
-  std::string job;         ///< with --prometheus: only this job
+  std::string prometheus;     ///< base URL: the cluster from Prometheus instead of this machine
+  std::string job;            ///< with --prometheus: only this job
   double stale_after_s = 30;  ///< with --prometheus: a node silent this long is marked stale
+  double timeout_s = 2;       ///< with --prometheus: one request's limit (under top's 3 s quit wait)
+  bool timeout_given = false;
 };
 
 SamplerOptions sampler_options(const GlobalOptions& global) {
@@ -65,6 +67,7 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
   view.columns = term.is_tty ? term.columns : 0;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
+  bool failed = false;  // the last frame could not be read whole (Prometheus unreachable, an error)
   for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
     const auto tick = std::chrono::steady_clock::now();
     const double now =
@@ -73,7 +76,8 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     if (n > 0) std::fputs("\n", stdout);
     std::vector<std::size_t> order(f.snapshot.gpus.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (!f.error.empty()) std::printf("trainmon top: %s\n", text::terminal(f.error).c_str());
+    failed = !f.error.empty();
+    if (failed) std::fprintf(stderr, "trainmon top: %s\n", text::terminal(f.error).c_str());
     if (f.snapshot.driver.loaded) {
       std::printf("%s\n", f.snapshot.host.hostname.c_str());
       std::fputs(exp::status_text(f.snapshot, order, view).c_str(), stdout);
@@ -89,7 +93,7 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return kExitOk;
+  return failed ? kExitFailure : kExitOk;
 }
 
 // TERM unset or dumb, or not a terminal: the `status -i` text, appended every interval.
@@ -133,8 +137,8 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
     return kExitUsage;
   }
   std::optional<cluster::ClusterOptions> co;
-  if (!o.job.empty() && o.prometheus.empty()) {
-    std::fputs("trainmon top: --job needs --prometheus URL\n", stderr);
+  if ((!o.job.empty() || o.timeout_given) && o.prometheus.empty()) {
+    std::fputs("trainmon top: --job and --timeout need --prometheus URL\n", stderr);
     return kExitUsage;
   }
   if (!o.prometheus.empty()) {
@@ -146,7 +150,7 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
     }
     co.emplace();
     co->endpoint.base_url = *url;
-    co->endpoint.timeout_s = 2;  // under top's quit wait (3 s)
+    co->endpoint.timeout_s = o.timeout_s;
     co->job = o.job;
     co->stale_after_s = o.stale_after_s;
   }
@@ -192,7 +196,16 @@ Registrar reg{{"top", "live dashboard: GPUs, host, processes and findings in one
                                 "with --prometheus: mark a node stale after this many seconds without data")
                      ->check(CLI::Range(1.0, 86400.0))
                      ->capture_default_str();
-                 return [o, &global] { return run(*o, global); };
+                 auto* timeout =
+                     app.add_option("--timeout", o->timeout_s,
+                                    "with --prometheus: seconds one request may take (over 3, a quit "
+                                    "waits for the request in flight)")
+                         ->check(CLI::Range(0.1, 600.0))
+                         ->capture_default_str();
+                 return [o, &global, timeout] {
+                   o->timeout_given = timeout->count() > 0;
+                   return run(*o, global);
+                 };
                },
                5}};
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/cluster/job_query.h"
 #include "trainmon/core/text_escape.h"
 
 namespace trainmon::cluster {
@@ -40,20 +41,45 @@ constexpr Metric kMetrics[] = {
     {"phase", "trainmon_train_phase"},
 };
 
-std::string frame_query(double lookback_s) {
+bool is_rank_metric(std::string_view key) {
+  return key == "steps" || key == "last_step" || key == "step_q" || key == "phase";
+}
+
+}  // namespace
+
+std::string frame_query(double lookback_s, std::string_view job) {
   const auto w = fmt::format("{}s", static_cast<long long>(std::max(1.0, lookback_s)));
+  // With a job: the GPU and node series of its nodes (trainmon_labels_info with its id, joined on
+  // Hostname), the ranks' series by their own job labels: Prometheus sends only the job's series.
+  const std::string nodes = job.empty() ? std::string() : job_selector("trainmon_labels_info", job, w);
   std::string q;
   for (const auto& m : kMetrics) {
     if (!q.empty()) q += " or ";
-    q +=
-        fmt::format(R"(label_replace(last_over_time({}[{}]), "trainmon_m", "{}", "", ""))", m.expr, w, m.key);
+    std::string e;
+    if (job.empty())
+      e = fmt::format("last_over_time({}[{}])", m.expr, w);
+    else if (is_rank_metric(m.key))
+      e = "(" + job_selector(m.expr, job, w) + ")";
+    else
+      e = fmt::format("(last_over_time({}[{}]) and on (Hostname) ({}))", m.expr, w, nodes);
+    q += fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", e, m.key);
   }
   // Rates over the last minute: samples/s and the data wait's share of the step time.
-  q += R"( or label_replace(rate(trainmon_train_samples_total[1m]), "trainmon_m", "samples_rate", "", ""))";
-  q +=
-      R"( or label_replace(rate(trainmon_train_data_wait_seconds_total[1m]) / rate(trainmon_train_step_seconds_sum[1m]), "trainmon_m", "data_share", "", ""))";
+  const auto rate = [&](const char* name) {
+    if (job.empty()) return fmt::format("rate({}[1m])", name);
+    std::string s;
+    for (const auto& m : job_matchers(job))
+      s += fmt::format("{}rate({}{{{}}}[1m])", s.empty() ? "" : " or ", name, m);
+    return "(" + s + ")";
+  };
+  q += fmt::format(R"( or label_replace({}, "trainmon_m", "samples_rate", "", ""))",
+                   rate("trainmon_train_samples_total"));
+  q += fmt::format(R"( or label_replace({} / {}, "trainmon_m", "data_share", "", ""))",
+                   rate("trainmon_train_data_wait_seconds_total"), rate("trainmon_train_step_seconds_sum"));
   return q;
 }
+
+namespace {
 
 std::string label(const std::map<std::string, std::string>& l, const char* k) {
   auto it = l.find(k);
@@ -98,7 +124,7 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
   ClusterFrame f;
   f.snapshot.time_unix_ns = static_cast<std::int64_t>(now_unix_s * 1e9);
   f.snapshot.driver.loaded = true;
-  auto samples = query(o.endpoint, frame_query(o.lookback_s), now_unix_s);
+  auto samples = query(o.endpoint, frame_query(o.lookback_s, o.job), now_unix_s);
   if (!samples) {
     f.error = samples.error().message;
     f.snapshot.driver.loaded = false;

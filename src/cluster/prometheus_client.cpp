@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/cluster/prometheus_client.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -137,6 +138,43 @@ double parse_rfc3339(const std::string& s) {
   return static_cast<double>(timegm(&tm)) + frac;  // Prometheus writes UTC ("Z")
 }
 
+/// What is wrong with a URL's authority ([user@]host[:port], RFC 3986 §3.2), empty when nothing:
+/// an IPv6 address without its ']' or with other characters, a host with characters no host name
+/// has, a port that is not 1..65535.
+std::string authority_problem(std::string_view a) {
+  if (const auto at = a.rfind('@'); at != std::string_view::npos) a.remove_prefix(at + 1);
+  std::string_view host, port;
+  bool has_port = false;
+  if (a.starts_with("[")) {
+    const auto close = a.find(']');
+    if (close == std::string_view::npos) return "the URL's IPv6 address has no closing ']'";
+    host = a.substr(1, close - 1);
+    if (host.empty() || host.find_first_not_of("0123456789abcdefABCDEF:.%") != std::string_view::npos)
+      return fmt::format("the URL's IPv6 address '[{}]' is not one", host);
+    const auto after = a.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return "the URL has characters after its IPv6 address's ']'";
+    has_port = !after.empty();
+    port = has_port ? after.substr(1) : std::string_view{};
+  } else {
+    const auto colon = a.find(':');
+    host = a.substr(0, colon);
+    has_port = colon != std::string_view::npos;
+    port = has_port ? a.substr(colon + 1) : std::string_view{};
+    if (host.empty()) return "the URL names no host";
+    for (unsigned char c : host)
+      if (!std::isalnum(c) && c != '-' && c != '.' && c != '_' && c != '~' && c != '%')
+        return fmt::format("the URL's host '{}' has a character a host name cannot have ('{}')", host,
+                           static_cast<char>(c));
+  }
+  if (has_port) {
+    const bool digits =
+        !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string_view::npos;
+    const long p = digits ? std::strtol(std::string(port).c_str(), nullptr, 10) : 0;
+    if (p < 1 || p > 65535) return fmt::format("the URL's port '{}' is not a number from 1 to 65535", port);
+  }
+  return {};
+}
+
 }  // namespace
 
 Expected<std::string> normalize_base_url(std::string_view url) {
@@ -151,6 +189,8 @@ Expected<std::string> normalize_base_url(std::string_view url) {
   if (rest.find_first_of("?#") != std::string_view::npos)
     return std::unexpected(
         fail("the URL must not have a query or fragment (give the server's base URL)", "USAGE"));
+  if (auto bad = authority_problem(rest.substr(0, rest.find('/'))); !bad.empty())
+    return std::unexpected(fail(std::move(bad), "USAGE"));
   std::string out(url);
   while (out.ends_with("/")) out.pop_back();
   return out;

@@ -38,7 +38,9 @@ std::string write_html(const nlohmann::json& model) {
   if (!uplot_js || !uplot_css || !js || !css) return {};
   const auto& run = model["run"];
   const std::string title =
-      i18n::trf("trainmon report: run {} {}", run.value("id", 0), run.value("name", std::string()));
+      model.contains("job")  // a whole job (job_report.h)
+          ? i18n::trf("trainmon report: job {}", model["job"].value("id", std::string()))
+          : i18n::trf("trainmon report: run {} {}", run.value("id", 0), run.value("name", std::string()));
   // The catalogue for report.js (its tr()): nothing for English.
   nlohmann::json messages = nlohmann::json::object();
   for (const auto& [id, text] : i18n::translations()) messages[std::string(id)] = std::string(text);

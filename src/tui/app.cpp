@@ -129,6 +129,7 @@ struct Shared {
   bool stop = false;
   std::atomic<bool> stopping{false};  ///< `stop`, readable without the lock (the backend's waits poll it)
   bool sampler_exited = false;        ///< set by the sampling thread as it returns
+  bool cluster_failed = false;        ///< --prometheus: the last frame could not be read whole
   // The screen.
   const TopOptions* opt = nullptr;
   CursesOutput* out = nullptr;  ///< nullptr once the terminal is given back: nothing is drawn
@@ -183,6 +184,7 @@ void cluster_thread(const TopOptions& opt, Shared& sh) {
     auto frame = cluster::read_cluster(*opt.cluster, now);
     auto snap = std::make_shared<Snapshot>(std::move(frame.snapshot));
     std::unique_lock lk(sh.mu);
+    sh.cluster_failed = !frame.error.empty();
     sh.snapshot = std::move(snap);
     sh.live.findings = std::move(frame.findings);
     sh.live.runs = std::move(frame.runs);
@@ -399,10 +401,13 @@ int run_top(const TopOptions& opt) {
     std::unique_lock lk(sh.mu);
     if (!sh.cv.wait_for(lk, kQuitWait, [&] { return sh.sampler_exited; })) {
       lk.unlock();
-      std::fprintf(stderr,
-                   "trainmon top: the GPU driver has not answered for %lld s (NVML start-up): "
-                   "quitting without waiting for it\n",
-                   static_cast<long long>(kQuitWait.count()));
+      std::fprintf(
+          stderr,
+          opt.cluster
+              ? "trainmon top: Prometheus has not answered for %lld s: quitting without waiting for it\n"
+              : "trainmon top: the GPU driver has not answered for %lld s (NVML start-up): "
+                "quitting without waiting for it\n",
+          static_cast<long long>(kQuitWait.count()));
       std::fflush(nullptr);
       std::_Exit(0);
     }
@@ -412,7 +417,7 @@ int run_top(const TopOptions& opt) {
   g_wake_fd = -1;
   ::close(pipefd[0]);
   ::close(pipefd[1]);
-  return 0;
+  return sh.cluster_failed ? 1 : 0;
 }
 
 }  // namespace trainmon::tui

@@ -783,7 +783,7 @@ def test_top_prometheus_shows_every_node_and_the_alerts(cluster, tmp_path):
     ("http://127.0.0.1:{silent}", "Timeout was reached")])
 def test_top_prometheus_unreachable_or_not_prometheus_says_so(cluster, tmp_path, url, message):
     """A closed port, a server that answers something else (the webhook receiver), a server that
-    accepts and never answers: a message on the screen, top keeps going and quits at once."""
+    accepts and never answers: a message on the screen, top keeps going and quits at once, status 1."""
     if shutil.which("tmux") is None:
         pytest.skip("tmux is not installed")
     silent = socket.socket()
@@ -796,17 +796,142 @@ def test_top_prometheus_unreachable_or_not_prometheus_says_so(cluster, tmp_path,
         assert "EXITED" not in screen
         t0 = time.monotonic()
         t.keys("q")
-        t.wait(lambda s: "EXITED rc=0" in s, timeout=10)
+        t.wait(lambda s: "EXITED rc=1" in s, timeout=10)
         assert time.monotonic() - t0 < 5
     finally:
         t.kill()
         silent.close()
 
 
-@pytest.mark.parametrize("bad", ["ftp://x", "127.0.0.1:9090", "http://", "http://h/?q=1", "http://a b"])
+@pytest.mark.parametrize("bad", ["ftp://x", "127.0.0.1:9090", "http://", "http://h/?q=1", "http://a b", "http://[::1",
+                                 "http://h:0", "http://h:99999", "http://h:x", "http://h^/"])
 def test_top_prometheus_refuses_a_bad_url(bad):
     r = subprocess.run([trainmon_bin(), "top", "--prometheus", bad], capture_output=True, text=True, timeout=30)
     assert r.returncode == 2 and r.stderr.startswith("trainmon top: --prometheus "), r.stderr
+
+
+# ---- report --prometheus: the whole job's report from the same cluster ----------------------------
+
+def report_model(html):
+    """The model the HTML page embeds (report.js draws it)."""
+    m = re.search(r'<script type="application/json" id="trainmon-data">(.*?)</script>', html, re.S)
+    assert m, html[:500]
+    return json.loads(m.group(1))
+
+
+def firing_alerts(url):
+    try:
+        got = prom_query(url, 'ALERTS{alertstate="firing"}')["data"]["result"]
+    except OSError:  # starting: 503, refused
+        return set()
+    return {(r["metric"]["code"], r["metric"].get("Hostname"), r["metric"].get("gpu")) for r in got}
+
+
+def test_report_prometheus_has_every_node_gpu_and_alert(cluster, tmp_path):
+    """`report --prometheus URL --job 4242` over the cluster's history: the three nodes, their 8 GPUs
+    each with the values Prometheus has, the alerts that fired as findings with the rules' codes and
+    advice (none on the healthy node); the page draws in Chromium."""
+    want = {("D7", "node-a", "1"), ("D2", "node-b", "0"), ("D12", "node-b", "0")}
+    assert wait_for(lambda: want <= firing_alerts(cluster.url), timeout=60, step=0.5), cluster.logs()
+    time.sleep(2)  # the job's last samples (the range's end) come after the alerts' first evaluation
+    out = tmp_path / "job.html"
+    r = subprocess.run([trainmon_bin(), "report", "--prometheus", cluster.url, "--job", "4242", "-o", str(out)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == str(out), r.stderr
+    html = out.read_text()
+    assert "<title>trainmon report: job 4242</title>" in html
+    m = report_model(html)
+    job = m["job"]
+    assert job["id"] == "4242" and job["gpus"] == 24 and job["prometheus"] == cluster.url
+    assert [n["host"] for n in job["nodes"]] == ["node-a", "node-b", "node-c"]
+    # the default range is the job's whole history: from its first sample to its last, <= 1000 points
+    first = prom_query(cluster.url, 'min(min_over_time(timestamp(trainmon_labels_info{slurm_job_id="4242"})[10m:1s]))')
+    assert abs(job["start_unix_s"] - float(first["data"]["result"][0]["value"][1])) <= 1.5, job
+    assert time.time() - 30 < job["end_unix_s"] <= time.time() and m["ticks"] <= 1000, job
+    totals = {(r["metric"]["Hostname"], int(r["metric"]["gpu"])): float(r["value"][1]) for r in prom_query(
+        cluster.url, "DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_RESERVED")["data"]["result"]}
+    for n in job["nodes"]:
+        assert [g["index"] for g in n["gpus"]] == list(range(8)), n
+        for g in n["gpus"]:
+            assert g["name"] == "NVIDIA H100 80GB HBM3" and not g["lost"], g
+            assert g["mem_total_mib"] == totals[(n["host"], g["index"])], (n["host"], g)
+            idle = (n["host"], g["index"]) == ("node-a", 1)
+            assert (g["mean_util_pct"] <= 5) if idle else (g["mean_util_pct"] >= 70), (n["host"], g)
+    clocks = {g["index"]: g["mean_sm_clock_mhz"] for g in job["nodes"][1]["gpus"]}
+    assert 1300 <= clocks[0] <= 1400 and clocks[1] >= 1900, clocks  # node-b's throttled GPU0
+    # every node's charts, under its name; the job's x axis is shared
+    groups = {c["group"] for c in m["charts"]}
+    for host in ("node-a", "node-b", "node-c"):
+        assert f"{host} · GPU 7 (NVIDIA H100 80GB HBM3)" in groups and f"{host} · All GPUs" in groups, groups
+    charts = {c["id"]: c for c in m["charts"]}
+    util = next(s for s in charts["n0-gpu1-util"]["series"] if s["label"] == "utilization.gpu")
+    assert len(util["mean"]) == len(m["x"]) and max(v for v in util["mean"] if v is not None) <= 5
+    # the alerts that fired, as findings: code, node, GPU, the rules' advice; none on node-c
+    found = {(f["code"], f["host"], f["gpus"][0] if f["gpus"] else None): f for f in m["findings"]}
+    assert {("D7", "node-a", 1), ("D2", "node-b", 0), ("D12", "node-b", 0)} <= set(found), sorted(found)
+    assert not [k for k in found if k[1] == "node-c"], sorted(found)
+    d2 = found[("D2", "node-b", 0)]
+    assert d2["advice"].startswith("GPU0 on node-b is the straggler") and d2["severity"] == "warning", d2
+    assert d2["slug"] and "TrainmonGpuStraggler GPU 0 on node-b" in d2["evidence"], d2
+    assert 0 <= d2["start_s"] <= d2["end_s"] <= job["duration_s"] + 1, d2
+    assert set(d2["charts"]) and all(c.startswith("n1-") for c in d2["charts"]), d2["charts"]
+    # the page draws every chart and shades the findings (the same report.js as a run's report)
+    from test_report import browser_check
+    shot = browser_check(out, tmp_path / "job.png")
+    assert shot["console_errors"] == [] and shot["errors"] == [] and shot["requests"] == []
+    assert len(shot["charts"]) == len(m["charts"]) == shot["canvases"]
+    shaded = {c["id"] for c in shot["charts"] if c["shaded"] > 0}
+    assert set(d2["charts"]) <= shaded
+    assert shot["title"] == "trainmon report: job 4242"
+
+
+def test_report_prometheus_failures_say_why(cluster, tmp_path):
+    """Unreachable (status 1), a job Prometheus does not have (2, naming the jobs it has), a range
+    without the job's samples (2, saying when it has them), a time or URL that is not one (2)."""
+    def report(*args):
+        return subprocess.run([trainmon_bin(), "report", *args, "-o", str(tmp_path / "x.html")],
+                              capture_output=True, text=True, timeout=60)
+    r = report("--prometheus", f"http://127.0.0.1:{free_port()}", "--job", "4242", "--timeout", "5")
+    assert r.returncode == 1 and "Couldn't connect to server" in r.stderr, r.stderr
+    r = report("--prometheus", cluster.url, "--job", "9999")
+    assert r.returncode == 2 and "has no node of job 9999" in r.stderr and "the jobs it has: 4242" in r.stderr, r.stderr
+    r = report("--prometheus", cluster.url, "--job", "4242", "--from", "2020-01-01T00:00:00Z", "--to", "1577840400")
+    assert r.returncode == 2 and "job 4242 has no samples between 2020-01-01T00:00:00Z and 2020-01-01T01:00:00Z" in r.stderr, r.stderr
+    r = report("--prometheus", cluster.url, "--job", "4242", "--from", "yesterday")
+    assert r.returncode == 2 and "--from: 'yesterday' is not a time" in r.stderr, r.stderr
+    r = report("--prometheus", "http://[::1", "--job", "4242")
+    assert r.returncode == 2 and "no closing ']'" in r.stderr, r.stderr
+    r = report("--job", "4242")
+    assert r.returncode == 2 and "need --prometheus" in r.stderr, r.stderr
+    assert not (tmp_path / "x.html").exists()
+    # a relative range: the last 20 s of the job, a point a second
+    out = tmp_path / "last.html"
+    r = subprocess.run([trainmon_bin(), "report", "--prometheus", cluster.url, "--job", "4242", "--from", "-20s",
+                        "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    m = json.loads(r.stdout)
+    assert 15 <= m["job"]["duration_s"] <= 21 and m["job"]["step_s"] == 1 and len(m["job"]["nodes"]) == 3, m["job"]
+    assert not out.exists()
+
+
+def test_top_prometheus_one_frame_exits_non_zero_when_unreachable(cluster, tmp_path):
+    """Without a terminal (-n 1): the frame of job 4242 only (filtered in the query), status 0; an
+    unreachable Prometheus or one answering an error: the reason on stderr, status 1."""
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", cluster.url, "--job", "4242", "-n", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert f"(3 nodes, 24 GPUs, job 4242)" in r.stdout, r.stdout
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", cluster.url, "--job", "none-such", "-n", "1"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "(0 nodes, 0 GPUs, job none-such)" in r.stdout, r.stdout
+    for url, message in ((f"http://127.0.0.1:{free_port()}", "Couldn't connect to server"),
+                         (f"http://127.0.0.1:{cluster.hook.server_port}", "not a Prometheus API answer")):
+        r = subprocess.run([trainmon_bin(), "top", "--prometheus", url, "-n", "1", "--timeout", "3"],
+                           capture_output=True, text=True, timeout=60)
+        assert r.returncode == 1 and message in r.stderr, (url, r.returncode, r.stderr)
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", "http://[::1", "-n", "1"], capture_output=True,
+                       text=True, timeout=30)
+    assert r.returncode == 2 and "no closing ']'" in r.stderr, r.stderr
 
 
 def test_top_prometheus_marks_a_stale_node(cluster, tmp_path):

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trainmon/cluster/prometheus_client.h"
@@ -43,6 +44,12 @@ struct ClusterFrame {
 /// The job id of a series' labels (the precedence of `trainmon rules`' job_id; torchrun's "none" is
 /// no id); empty when none is set.
 std::string job_id_of(const std::map<std::string, std::string>& labels);
+
+/// The instant query of one frame: the last value within `lookback_s` of every series top shows,
+/// each labelled `trainmon_m` with its key, and the ranks' rates over 1 min. With `job`: only the
+/// job's series (its nodes' by trainmon_labels_info joined on Hostname, its ranks' by their own
+/// job labels: job_query.h), so that Prometheus sends no other node.
+std::string frame_query(double lookback_s, std::string_view job = {});
 
 /// Reads the cluster at `now_unix_s`: one instant query for the series and one for the alerts.
 /// Never throws; a failed request leaves `error` set and the rest empty.

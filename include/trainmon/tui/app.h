@@ -24,7 +24,8 @@ struct TopOptions {
 };
 
 /// Runs the dashboard on the controlling terminal (stdin / stdout) until `q` or SIGINT / SIGTERM.
-/// Returns 0; 1 when a pipe cannot be made; kTerminalUnusable (nothing drawn, a message on stderr)
+/// Returns 0; 1 when a pipe cannot be made or (options.cluster) the last frame could not be read from
+/// Prometheus; kTerminalUnusable (nothing drawn, a message on stderr)
 /// when ncurses cannot drive the terminal (a TERM without a terminfo entry): the caller falls back.
 inline constexpr int kTerminalUnusable = 2;
 int run_top(const TopOptions& options);

@@ -67,26 +67,38 @@
 
   // ---- header ----
   const run = model.run || {};
-  root.append(el('h1', {}, trf('Run {} · {}', run.id, run.name || '')));
+  // A whole job read from Prometheus (`report --prometheus`, docs/cluster.md): its nodes, not a run.
+  const job = model.job;
+  root.append(el('h1', {}, job ? trf('Job {} · {} nodes, {} GPUs', job.id, job.nodes.length, job.gpus)
+    : trf('Run {} · {}', run.id, run.name || '')));
   const hdr = el('table', { class: 'header' });
   const row = (k, v) => hdr.append(el('tr', {}, el('th', {}, k), el('td', {}, v)));
-  row(tr('Command'), el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
-  row(tr('User@host'), `${run.user || '?'}@${run.host || '?'}`);
-  const gpus = (run.gpus || []).map((g) => {
-    const mem = g.memory_total_bytes != null ? ` · ${(g.memory_total_bytes / 2 ** 30).toFixed(0)} GiB` : '';
-    return `${g.index}: ${g.name || 'GPU'}${mem}${g.used_by_job ? ' (job)' : ''}`;
-  });
-  row(tr('GPUs'), gpus.length ? gpus.join('; ') : tr('none seen'));
-  row(tr('Start'), run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
-  const until = { now: ' so far (still recording)', last_sample: ' up to the last stored sample (the recorder is gone)' };
-  row(tr('Duration'), fmtDur(run.duration_s) + (until[run.duration_until] || ''));
-  let exit = run.status || '?';
-  if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
-  else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
-  row(tr('Status'), el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
-  const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
-  if (labels.length) row(tr('Labels'), labels.join(', '));
-  if (run.cgroup_limits) row(tr('Cgroup limits'), run.cgroup_limits);
+  const utc = (s) => new Date(s * 1000).toISOString().replace('.000Z', 'Z');
+  if (job) {
+    row('Prometheus', job.prometheus);
+    row(tr('Range'), trf('{} – {} ({}), a point every {}', utc(job.start_unix_s), utc(job.end_unix_s),
+      fmtDur(job.duration_s), fmtDur(job.step_s)));
+    row(tr('Nodes'), job.nodes.map((n) => n.ranks ? trf('{} ({} GPUs, {} ranks)', n.host, n.gpus.length, n.ranks)
+      : trf('{} ({} GPUs)', n.host, n.gpus.length)).join('; '));
+  } else {
+    row(tr('Command'), el('code', {}, (run.command && run.command.length) ? run.command.join(' ') : `(${run.kind})`));
+    row(tr('User@host'), `${run.user || '?'}@${run.host || '?'}`);
+    const gpus = (run.gpus || []).map((g) => {
+      const mem = g.memory_total_bytes != null ? ` · ${(g.memory_total_bytes / 2 ** 30).toFixed(0)} GiB` : '';
+      return `${g.index}: ${g.name || 'GPU'}${mem}${g.used_by_job ? ' (job)' : ''}`;
+    });
+    row(tr('GPUs'), gpus.length ? gpus.join('; ') : tr('none seen'));
+    row(tr('Start'), run.start_unix_s ? `${new Date(run.start_unix_s * 1000).toLocaleString()} (${run.start})` : '?');
+    const until = { now: ' so far (still recording)', last_sample: ' up to the last stored sample (the recorder is gone)' };
+    row(tr('Duration'), fmtDur(run.duration_s) + (until[run.duration_until] || ''));
+    let exit = run.status || '?';
+    if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
+    else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
+    row(tr('Status'), el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
+    const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
+    if (labels.length) row(tr('Labels'), labels.join(', '));
+    if (run.cgroup_limits) row(tr('Cgroup limits'), run.cgroup_limits);
+  }
   row(tr('Samples'), `${model.ticks} ticks${model.reduced ? `, drawn in buckets of ${fmtDur(model.bucket_s)} (min / mean / max)` : ''}` +
     `, ${model.train_events} training events, ${(model.epochs || []).length} epochs`);
   // The training loop over the run (the run summary's figures), per rank when there are several.
@@ -99,6 +111,21 @@
       `${fmtShare(train.data_share)} · ${train.steps} steps`);
   }
   root.append(hdr);
+  if (job) {
+    // Every GPU of the job over the range, node by node.
+    const t = el('table', { class: 'procs gpus' }, el('tr', {}, ...[tr('Node'), 'GPU', tr('Name'), tr('Mean util'),
+      tr('Peak util'), tr('Peak memory'), tr('Memory total'), tr('Mean power'), tr('Peak temp'), tr('Mean SM clock')]
+      .map((h) => el('th', {}, h))));
+    for (const n of job.nodes) {
+      for (const g of n.gpus) {
+        t.append(el('tr', { class: g.lost ? 'lost' : '' }, el('td', {}, n.host), el('td', {}, g.index + (g.lost ? tr(' (lost)') : '')),
+          el('td', {}, g.name || 'GPU'), el('td', {}, fmtValue(g.mean_util_pct, '%')), el('td', {}, fmtValue(g.peak_util_pct, '%')),
+          el('td', {}, fmtMiB(g.peak_mem_used_mib)), el('td', {}, fmtMiB(g.mem_total_mib)), el('td', {}, fmtValue(g.mean_power_w, 'W')),
+          el('td', {}, fmtValue(g.peak_temp_c, '°C')), el('td', {}, fmtValue(g.mean_sm_clock_mhz, 'MHz'))));
+      }
+    }
+    root.append(t);
+  }
   if (train && (train.ranks || []).length > 1) {
     const t = el('table', { class: 'procs ranks' }, el('tr', {}, ...[tr('Rank'), tr('Host'), 'GPU',
       tr('Steps'), 'Samples/s', tr('Median step'), tr('p90 step'), tr('Data wait')].map((h) => el('th', {}, h))));
@@ -122,7 +149,7 @@
     const say = shown[i] || f;
     const first = (f.charts || [])[0];
     const range = f.end_s > f.start_s ? `${fmtDur(f.start_s)} – ${fmtDur(f.end_s)}` : trf('at {}', fmtDur(f.start_s));
-    const where = (f.gpus || []).length ? ` · GPU ${f.gpus.join(', ')}` : '';
+    const where = ((f.gpus || []).length ? ` · GPU ${f.gpus.join(', ')}` : '') + (f.host ? trf(' on {}', f.host) : '');
     const head = el('div', { class: 'finding-head' },
       el('span', { class: 'sev sev-' + f.severity }, tr(f.severity)),
       el('b', {}, `${f.code} ${say.title}`), ` · ${range}${where} `,
@@ -338,12 +365,12 @@
     }
     psec.append(t);
   }
-  root.append(psec);
+  if (!job) root.append(psec);  // a job's report has no process table (Prometheus has none)
   const bsec = el('section', { class: 'batch' }, el('h2', {}, tr('Batch size')));
   const advice = model.batch_advice || [];
   if (!advice.length) bsec.append(el('p', {}, tr('No advice: the training process sent no batch size with PyTorch memory figures (D22).')));
   for (const a of advice) bsec.append(el('p', {}, a.evidence), el('p', { class: 'advice' }, '→ ' + a.advice));
-  root.append(bsec);
+  if (!job || advice.length) root.append(bsec);
   root.append(el('footer', {}, `trainmon report format ${model.version}`));
 
   // Finding links: scroll to the chart and flash it.
