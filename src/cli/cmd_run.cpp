@@ -338,8 +338,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     for (const auto& f : live.active()) {
       if (f.code != "D23") continue;
       for (const auto& st : f.stacks)
-        std::fprintf(stderr, "trainmon: %s pid %u is at %s%s\n",
-                     st.rank >= 0 ? fmt::format("rank {}", st.rank).c_str() : "process", st.pid,
+        std::fprintf(stderr, "trainmon: %s is at %s%s\n",
+                     (st.rank >= 0 ? fmt::format("rank {} pid {}", st.rank, st.pid)
+                                   : fmt::format("process {}", st.pid))
+                         .c_str(),
                      st.where.empty() ? "(no Python frame)" : st.where.c_str(),
                      st.caller.empty() ? "" : (" (called from " + st.caller + ")").c_str());
       // The advice as the stacks make it (the rank that holds the job, ranks in different

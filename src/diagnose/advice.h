@@ -65,10 +65,14 @@ inline constexpr std::string_view kD23Hang =
 /// D23 of a job with one process (no torch.distributed), when no stack came.
 inline constexpr std::string_view kD23HangSingle =
     N_("The loop makes no progress. Look at where it is: `py-spy dump --pid PID` (or run with the "
-       "trainmon package, which sends its stack when a hang is found). Waiting for data, it waits for its "
-       "DataLoader's worker processes: a worker stuck in the dataset's __getitem__ (I/O, a lock, a sleep) or "
-       "gone holds it; set DataLoader(timeout=...) so that a stuck worker raises instead of hanging. "
-       "Elsewhere, it is on a lock, on I/O or asleep in the loop itself.");
+       "trainmon package, which sends its stack when a hang is found): a lock, I/O, a sleep or an endless "
+       "loop in the training loop itself.");
+/// The same when it stalled waiting for data.
+inline constexpr std::string_view kD23HangSingleData =
+    N_("The loop makes no progress: it waits for its next batch. Its DataLoader's worker processes feed "
+       "it: a worker stuck in the dataset's __getitem__ (I/O, a lock, a sleep) or gone holds it; look at "
+       "them with `py-spy dump --pid PID` and set DataLoader(timeout=...) so that a stuck worker raises "
+       "instead of hanging.");
 /// D24 when no likely cause is known.
 inline constexpr std::string_view kD24Straggler =
     N_("One rank is slower and every step waits for it. Compare that rank with the others: its GPU "

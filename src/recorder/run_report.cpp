@@ -123,6 +123,8 @@ nlohmann::json run_to_json(const store::RunInfo& r) {
   j["status"] = store::effective_status(r);
   j["exit_code"] = r.exit_code ? nlohmann::json(*r.exit_code) : nlohmann::json();
   j["exit_signal"] = r.exit_signal ? nlohmann::json(*r.exit_signal) : nlohmann::json();
+  j["exit_signal_name"] =
+      r.exit_signal ? nlohmann::json(runner::signal_name(*r.exit_signal)) : nlohmann::json();
   j["interval_ms"] = r.interval_ms;
   j["labels"] = nlohmann::json::object();
   for (const auto& [k, v] : r.labels) j["labels"][k] = v;

@@ -69,7 +69,10 @@ std::string command_line(const json& run) {
 std::string exit_text(const json& run) {
   std::string s = str(run, "status");
   if (run.contains("exit_signal") && run["exit_signal"].is_number()) {
-    s += fmt::format(", signal {}", run["exit_signal"].get<int>());
+    const int sig = run["exit_signal"].get<int>();
+    const std::string name = str(run, "exit_signal_name");
+    s += name.empty() || name == fmt::format("signal {}", sig) ? fmt::format(", signal {}", sig)
+                                                               : fmt::format(", {} (signal {})", name, sig);
   } else if (run.contains("exit_code") && run["exit_code"].is_number()) {
     s += fmt::format(", exit status {}", run["exit_code"].get<int>());
   }

@@ -26,8 +26,11 @@ int exit_code_for(const ChildExit& e) noexcept {
 }
 
 std::string signal_name(int sig) {
-  const char* abbrev = ::sigabbrev_np(sig);
-  return abbrev ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+  if (const char* abbrev = ::sigabbrev_np(sig)) return fmt::format("SIG{}", abbrev);
+  // real-time signals have no abbreviation: named as `kill -l` names them
+  if (sig >= SIGRTMIN && sig <= SIGRTMAX)
+    return sig == SIGRTMIN ? std::string("SIGRTMIN") : fmt::format("SIGRTMIN+{}", sig - SIGRTMIN);
+  return fmt::format("signal {}", sig);
 }
 
 std::string describe_exit(const ChildExit& e) {

@@ -375,5 +375,7 @@ def test_runs_table_never_wraps_on_a_terminal(tmp_path):
     assert all(len(line) <= 80 for line in lines), text
     # a signal by its name, not 128 + its number
     assert "signaled(SIGSEGV)" in text and "(139)" not in text, text
+    md = subprocess.run([BIN, "report", "1", "--format", "md"], env=e, capture_output=True, text=True, timeout=60)
+    assert md.returncode == 0 and "signaled, SIGSEGV (signal 11)" in md.stdout, (md.stdout[:800], md.stderr)
     # the STATUS column is as wide as "signaled(SIGSEGV)": START lines up on every row
     assert len({line.index("START") if i == 0 else line.index("20") for i, line in enumerate(lines)}) == 1, text

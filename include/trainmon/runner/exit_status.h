@@ -21,7 +21,8 @@ ChildExit decode_wait_status(int wait_status) noexcept;
 int exit_code_for(const ChildExit& exit) noexcept;
 /// "exit status 3", "killed by SIGTERM (signal 15)", "killed by SIGSEGV (signal 11, core dumped)".
 std::string describe_exit(const ChildExit& exit);
-/// "SIGTERM" for 15; "signal 64" for a number without a name.
+/// "SIGTERM" for 15, "SIGRTMIN+6" for 40 (as `kill -l` names real-time signals), "signal 99" for a
+/// number without a name.
 std::string signal_name(int signal);
 
 }  // namespace trainmon::runner

@@ -139,23 +139,66 @@ std::string ranks_text(const std::vector<const RankStack*>& v) {
   return out;
 }
 
-/// From the ranks' stacks: which rank holds the others (not in a collective while they wait in
-/// one), or that the ranks wait in different collectives (one that only some ranks call). Adds it
-/// to the evidence (and numbers.holding_rank for a single one) and returns the advice's first
-/// sentence; empty when the stacks do not tell (all elsewhere, all in the same collective, or one
-/// stack only).
-Phrase who_holds_the_job(Finding& f) {
-  std::vector<const RankStack*> waiting, elsewhere;
-  for (const auto& st : f.stacks) {
+/// The DataLoader sentence of the advice for a process waiting for its next batch; `pid` its pid.
+Phrase loader_advice(std::uint32_t pid) {
+  return phrase(
+      "Its DataLoader's worker processes feed it: a worker stuck in the dataset's __getitem__ (I/O, a lock, "
+      "a sleep) or gone holds it; look at them with `py-spy dump --pid PID` (its children: `pstree -p {}`) "
+      "and set DataLoader(timeout=...) so that a stuck worker raises instead of hanging. ",
+      pid);
+}
+
+/// The ranks that hold the others, from the stacks: those not in a collective while others wait in
+/// one; else, while others wait in one, the stalled ranks in `mute` (they stopped reporting and sent
+/// no stack). Empty when the stacks do not tell.
+struct Holders {
+  std::vector<const RankStack*> ranks, waiting;
+  bool mute = false;  ///< the holders are `mute` ranks (no stack)
+};
+Holders holders_of(const std::vector<RankStack>& stacks, const std::vector<RankStack>& mute) {
+  Holders h;
+  std::vector<const RankStack*> elsewhere;
+  for (const auto& st : stacks) {
     if (st.where.empty()) continue;
-    (st.collective.empty() ? elsewhere : waiting).push_back(&st);
+    (st.collective.empty() ? elsewhere : h.waiting).push_back(&st);
   }
-  if (!waiting.empty() && !elsewhere.empty()) {
-    const RankStack& first = *elsewhere.front();
-    const std::string odd = ranks_text(elsewhere), others = ranks_text(waiting);
-    const std::string& coll = waiting.front()->collective;
-    const bool one = elsewhere.size() == 1, one_waits = waiting.size() == 1;
-    if (one && one_waits)
+  if (h.waiting.empty()) return h;
+  if (!elsewhere.empty()) {
+    h.ranks = std::move(elsewhere);
+  } else if (!mute.empty()) {
+    for (const auto& m : mute) h.ranks.push_back(&m);
+    h.mute = true;
+  }
+  return h;
+}
+
+/// From the ranks' stacks: which rank holds the others (not in a collective while they wait in
+/// one, or silent without a stack while they wait in one), or that the ranks wait in different
+/// collectives (one that only some ranks call). Adds it to the evidence (and numbers.holding_rank
+/// for a single one) and returns the advice's first sentences; empty when the stacks do not tell
+/// (all elsewhere, all in the same collective, or one stack only). `data_keys`: the ranks waiting
+/// for data.
+Phrase who_holds_the_job(Finding& f, const std::vector<RankStack>& mute,
+                         const std::set<std::int64_t>& data_keys) {
+  const Holders h = holders_of(f.stacks, mute);
+  if (!h.ranks.empty()) {
+    const RankStack& first = *h.ranks.front();
+    const std::string odd = ranks_text(h.ranks), others = ranks_text(h.waiting);
+    const std::string& coll = h.waiting.front()->collective;
+    const bool one = h.ranks.size() == 1, one_waits = h.waiting.size() == 1;
+    if (h.mute && one && one_waits)
+      say(f, "; {} sent no stack and stopped reporting while {} waits in a collective ({}): {} holds the job",
+          odd, others, coll, odd);
+    else if (h.mute && one)
+      say(f, "; {} sent no stack and stopped reporting while {} wait in a collective ({}): {} holds the job",
+          odd, others, coll, odd);
+    else if (h.mute && one_waits)
+      say(f, "; {} sent no stack and stopped reporting while {} waits in a collective ({}): {} hold the job",
+          odd, others, coll, odd);
+    else if (h.mute)
+      say(f, "; {} sent no stack and stopped reporting while {} wait in a collective ({}): {} hold the job",
+          odd, others, coll, odd);
+    else if (one && one_waits)
       say(f, "; {} is not in a collective while {} waits in one ({}): {} holds the job", odd, others, coll,
           odd);
     else if (one)
@@ -168,13 +211,35 @@ Phrase who_holds_the_job(Finding& f) {
       say(f, "; {} are not in a collective while {} wait in one ({}): {} hold the job", odd, others, coll,
           odd);
     if (one && first.rank >= 0) put(f.numbers, "holding_rank", first.rank);
+    if (h.mute)
+      return one ? phrase(
+                       "Look at {} first: it answers nothing (no stack, no heartbeat) while the others wait "
+                       "for it in a collective: its process is stopped (State: T in /proc/{}/status: "
+                       "SIGSTOP or a debugger; `kill -CONT {}` resumes it) or Python is blocked holding the "
+                       "GIL (`py-spy dump --pid {}` still reads it). ",
+                       odd, first.pid, first.pid, first.pid)
+                 : phrase(
+                       "Look at {} first: they answer nothing (no stack, no heartbeat) while the others wait "
+                       "for them in a collective: their processes are stopped (State: T in "
+                       "/proc/PID/status: SIGSTOP or a debugger; `kill -CONT PID` resumes them) or Python "
+                       "is blocked holding the GIL (`py-spy dump --pid PID` still reads it). ",
+                       odd);
     const std::string& line = first.caller.empty() ? first.where : first.caller;
+    if (one && data_keys.contains(first.rank_key)) {
+      Phrase p = phrase(
+          "Look at {} first: it waits for its next batch (at {}) while the others wait for it in a "
+          "collective. ",
+          odd, line);
+      p += loader_advice(first.pid);
+      return p;
+    }
     return one ? phrase("Look at {} first: it is at {} while the others wait for it in a collective. ", odd,
                         line)
                : phrase("Look at {} first: they are at {} while the others wait for them in a collective. ",
                         odd, line);
   }
-  if (waiting.size() < 2 || !elsewhere.empty()) return {};
+  const auto& waiting = h.waiting;
+  if (waiting.size() < 2) return {};
   // Waits that any collective ends in (a work handle's wait, a CUDA synchronize) say nothing of which.
   auto generic = [](const std::string& c) { return c == "wait" || c == "synchronize" || c == "_wait"; };
   std::vector<std::string> seen;
@@ -330,6 +395,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     // What each rank was doing (its phase at the end) and who stopped first.
     Phrase phases;
     std::vector<std::string> in_data, silent;
+    std::vector<const RankSeries*> silent_ranks;
     std::set<std::int64_t> data_keys;  // ranks waiting for data when they stalled
     double first_stop = 1e300, last_stop = -1e300;
     const RankSeries* first_rank = nullptr;
@@ -359,11 +425,35 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
         in_data.push_back(rank_short(r->id));
         data_keys.insert(r->id.key);
       }
-      if (t_rank - last.t > th.hang_alive_s) silent.push_back(rank_short(r->id));
+      if (t_rank - last.t > th.hang_alive_s) {
+        silent.push_back(rank_short(r->id));
+        silent_ranks.push_back(r);
+      }
     }
     if (!phases.empty()) say(f, "; {}", phases);
+    // The stacks trainmon asked for while it hung, and the ranks that sent none because they stopped
+    // reporting altogether (a stopped process, the GIL held).
+    for (const auto* r : ranks) {
+      if (auto st = stack_of(s, r->id, since, t_end + std::max(th.clear_s, th.hang_alive_s)))
+        f.stacks.push_back(*st);
+    }
+    std::vector<RankStack> mute;
+    for (const auto* r : silent_ranks) {
+      if (std::any_of(f.stacks.begin(), f.stacks.end(),
+                      [&](const RankStack& st) { return st.rank_key == r->id.key && !st.where.empty(); }))
+        continue;
+      RankStack m;
+      m.rank_key = r->id.key;
+      m.rank = r->id.rank;
+      m.pid = r->id.pid;
+      m.host = r->id.host;
+      mute.push_back(std::move(m));
+    }
+    std::set<std::int64_t> named;  // the ranks the stacks name as holding the job
+    for (const auto* st : holders_of(f.stacks, mute).ranks) named.insert(st->rank_key);
     std::vector<Phrase> kinds;
-    if (!in_data.empty() && in_data.size() < ranks.size()) {
+    // (said once: when the stacks name the same ranks, "holds the job" below says it)
+    if (!in_data.empty() && in_data.size() < ranks.size() && named != data_keys) {
       std::string d;
       for (const auto& x : in_data) d += (d.empty() ? "" : ", ") + x;
       kinds.push_back(in_data.size() == 1 ? phrase("{} waits for data while the others wait in compute (a "
@@ -427,11 +517,6 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     }
     for (const auto& k : kinds) say(f, "; {}", k);
 
-    // The stacks trainmon asked for while it hung.
-    for (const auto* r : ranks) {
-      if (auto st = stack_of(s, r->id, since, t_end + std::max(th.clear_s, th.hang_alive_s)))
-        f.stacks.push_back(*st);
-    }
     Phrase at;
     for (const auto& st : f.stacks) {
       if (st.where.empty()) continue;
@@ -440,43 +525,43 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                    st.caller.empty() ? Phrase{} : phrase(" (called from {})", st.caller));
     }
     if (!at.empty()) say(f, "; {}", at);
-    Phrase holder = who_holds_the_job(f);
+    Phrase holder = who_holds_the_job(f, mute, data_keys);
+    const RankStack* st0 = nullptr;
+    for (const auto& st : f.stacks)
+      if (!st.where.empty()) {
+        st0 = &st;
+        break;
+      }
     if (!distributed) {
-      if (f.stacks.empty() || f.stacks.front().where.empty()) {
-        f.advice = std::string(advice::kD23HangSingle);
+      if (!st0) {
+        f.advice = std::string(data_keys.empty() ? advice::kD23HangSingle : advice::kD23HangSingleData);
       } else {
-        const auto& st = f.stacks.front();
-        Phrase a = phrase("The loop makes no progress: it is at {}: fix that line. ",
-                          st.caller.empty() ? st.where : st.caller);
-        if (!data_keys.empty())
-          a += phrase(
-              "It waits for its next batch: its DataLoader's worker processes feed it, and a worker stuck in "
-              "the dataset's __getitem__ (I/O, a lock, a sleep) or gone holds it; look at them with `py-spy "
-              "dump --pid PID` (the process's children: `pstree -p {}`) and set DataLoader(timeout=...) so "
-              "that a stuck worker raises instead of hanging.",
-              st.pid);
+        const std::string& line = st0->caller.empty() ? st0->where : st0->caller;
+        Phrase a;
+        if (data_keys.empty()) {
+          a = phrase("The loop makes no progress; it is at {}. Fix that line.", line);
+        } else {
+          a = phrase("The loop makes no progress: it waits for its next batch (at {}). ", line);
+          a += loader_advice(st0->pid);
+        }
         f.advice = std::move(a.en);
         f.advice_local = std::move(a.loc);
       }
     } else if (f.stacks.empty()) {
       f.advice = std::string(advice::kD23Hang);
     } else {
-      // The rank that holds the job waits for its data: the loader's workers are where to look.
-      if (f.numbers.contains("holding_rank"))
-        for (const auto& st : f.stacks)
-          if (st.rank == static_cast<int>(f.numbers["holding_rank"]) && data_keys.contains(st.rank_key))
-            holder += phrase(
-                "rank {} waits for its next batch: its DataLoader's worker processes feed it, and a worker "
-                "stuck in the dataset's __getitem__ (I/O, a lock, a sleep) or gone holds it; look at them "
-                "with `py-spy dump --pid PID` (the rank's children: `pstree -p {}`) and set "
-                "DataLoader(timeout=...) so that a stuck worker raises instead of hanging. ",
-                st.rank, st.pid);
-      holder += phrase(
-          "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than the "
-          "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: fix "
-          "that "
-          "line. Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so "
-          "that a hang fails instead of holding the GPUs.");
+      if (holder.empty())
+        holder = phrase(
+            "The job makes no progress: the stacks say where each rank is. A rank that is elsewhere than the "
+            "others (sleeping, on a lock, in the loader) while they sit in a collective holds them all: fix "
+            "that "
+            "line. Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so "
+            "that a hang fails instead of holding the GPUs.");
+      else
+        holder += phrase(
+            "Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that "
+            "a "
+            "hang fails instead of holding the GPUs.");
       f.advice = std::move(holder.en);
       f.advice_local = std::move(holder.loc);
     }

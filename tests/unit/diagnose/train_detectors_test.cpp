@@ -349,13 +349,45 @@ TEST(DiagD23Hang, AJobOfOneProcessIsToldOfItsLoopAndLoaderNotOfCollectives) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].numbers.at("holding_rank"), 1);
   EXPECT_TRUE(
-      f[0].advice.starts_with("Look at rank 1 first: it is at ddp.py:20 in run while the others wait for "
-                              "it in a collective. rank 1 waits for its next batch: its DataLoader's "
-                              "worker processes feed it"))
+      f[0].advice.starts_with("Look at rank 1 first: it waits for its next batch (at ddp.py:20 in run) "
+                              "while the others wait for it in a collective. Its DataLoader's worker "
+                              "processes feed it"))
       << f[0].advice;
+  // said once: the stacks' "rank 1 holds the job", not also "rank 1 waits for data ... holds them all"
+  EXPECT_NE(f[0].evidence.find("rank 1 holds the job"), std::string::npos) << f[0].evidence;
+  EXPECT_EQ(f[0].evidence.find("holds them all"), std::string::npos) << f[0].evidence;
   EXPECT_NE(f[0].advice.find("`pstree -p 1001`"), std::string::npos) << f[0].advice;
   EXPECT_NE(f[0].advice.find("init_process_group(timeout=...)"), std::string::npos) << f[0].advice;
   EXPECT_EQ(f[0].evidence.find("its DataLoader gives it no batch"), std::string::npos) << f[0].evidence;
+}
+
+TEST(DiagD23Hang, ARankThatAnswersNothingWhileTheOthersWaitInACollectiveHoldsTheJob) {
+  // rank 1 stopped (SIGSTOP): no heartbeat, no stack; rank 0 waits in the all-reduce
+  Synth x(2, 400);
+  RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
+  r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+  r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+  job_process(x.s, 1000, 0, 400);
+  job_process(x.s, 1001, 0, 400);
+  append_train_stack(
+      x.s, {250, 0, 1000, "D23",
+            main_thread_text(
+                {{"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py", 1536, "all_reduce"},
+                 {"/home/u/ddp.py", 30, "run"}})});
+  const auto f = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_NE(
+      f[0].evidence.find("rank 1 sent no stack and stopped reporting while rank 0 waits in a collective "
+                         "(all_reduce): rank 1 holds the job"),
+      std::string::npos)
+      << f[0].evidence;
+  EXPECT_EQ(f[0].numbers.at("holding_rank"), 1);
+  EXPECT_TRUE(f[0].advice.starts_with("Look at rank 1 first: it answers nothing (no stack, no heartbeat)"))
+      << f[0].advice;
+  EXPECT_NE(f[0].advice.find("/proc/1001/status"), std::string::npos) << f[0].advice;
+  EXPECT_NE(f[0].advice.find("`kill -CONT 1001`"), std::string::npos) << f[0].advice;
+  EXPECT_EQ(f[0].advice.find("fix that line"), std::string::npos) << f[0].advice;
 }
 
 TEST(DiagD23Hang, RanksInDifferentCollectivesAreAMismatchAndOneStackOrAllAlikeNameNoOne) {

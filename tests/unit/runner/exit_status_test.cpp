@@ -42,6 +42,10 @@ TEST(RunnerExitStatus, MapsExitCodesAndSignalsAsAShell) {
   auto kill9 = decode_wait_status(real_status("kill -KILL $$"));
   EXPECT_EQ(exit_code_for(kill9), 137);
   EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
+  // real-time signals as `kill -l` names them, the number said once
+  EXPECT_EQ(signal_name(SIGRTMIN), "SIGRTMIN");
+  EXPECT_EQ(signal_name(SIGRTMIN + 6), "SIGRTMIN+6");
+  EXPECT_EQ(signal_name(200), "signal 200");
 }
 
 TEST(RunnerLaunch, MissingProgramIs127AndNothingIsLeftRunning) {

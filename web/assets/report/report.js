@@ -92,7 +92,9 @@
     const until = { now: ' so far (still recording)', last_sample: ' up to the last stored sample (the recorder is gone)' };
     row(tr('Duration'), fmtDur(run.duration_s) + (until[run.duration_until] || ''));
     let exit = run.status || '?';
-    if (run.exit_signal != null) exit += `, signal ${run.exit_signal}`;
+    if (run.exit_signal != null)
+      exit += run.exit_signal_name && run.exit_signal_name !== `signal ${run.exit_signal}`
+        ? `, ${run.exit_signal_name} (signal ${run.exit_signal})` : `, signal ${run.exit_signal}`;
     else if (run.exit_code != null) exit += `, exit status ${run.exit_code}`;
     row(tr('Status'), el('span', { class: 'status status-' + (run.status || 'unknown') }, exit));
     const labels = Object.entries(run.labels || {}).map(([k, v]) => `${k}=${v}`);
