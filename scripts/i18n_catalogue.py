@@ -191,6 +191,9 @@ def placeholders(s):
             elif name.isdigit():
                 idx = int(name)
                 kinds.add("manual")
+            elif name.isidentifier():
+                idx = name  # a named field: fmt::arg, or the alert templates' {target} (alerts/template.h)
+                kinds.add("manual")
             else:
                 return None
             fields.append((idx, spec))
@@ -206,7 +209,7 @@ def same_arguments(mid, mstr):
     """A translation may reorder its arguments only by number ({1} ... {0}); with automatic fields
     both must take the same specs in the same order. Either way each argument once per use."""
     (_, a), (manual, b) = mid, mstr
-    return sorted(a) == sorted(b) if manual else a == b
+    return sorted(a, key=str) == sorted(b, key=str) if manual else a == b
 
 
 def check(po_paths):
