@@ -16,7 +16,12 @@ import sys
 
 def _say(e):
     try:
-        sys.stderr.write("trainmon: zero-code step timing is off (%s: %s)\n" % (type(e).__name__, e))
+        from trainmon._i18n import trf  # only when there is something to say
+    except Exception:
+        def trf(text, *args):
+            return text.format(*args)
+    try:
+        sys.stderr.write(trf("trainmon: zero-code step timing is off ({}: {})", type(e).__name__, e) + "\n")
     except Exception:
         pass
 

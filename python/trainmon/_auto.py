@@ -21,6 +21,7 @@ import os
 import sys
 
 from . import _timing
+from ._i18n import trf
 from ._monitor import Monitor
 
 __all__ = ["install", "installed"]
@@ -290,6 +291,6 @@ def after_torch_import(module):
         install(module)
     except Exception as e:
         try:
-            sys.stderr.write("trainmon: zero-code step timing is off (%s: %s)\n" % (type(e).__name__, e))
+            sys.stderr.write(trf("trainmon: zero-code step timing is off ({}: {})", type(e).__name__, e) + "\n")
         except Exception:
             pass

@@ -15,6 +15,10 @@ leaves its part out too (these functions never raise).
 
 import math
 import re
+import string
+
+from . import _catalogue
+from ._i18n import N_, tr, trf
 
 __all__ = ["short_gpu_name", "gib", "format_progress", "format_train", "format_resource_line",
            "RESOURCE_LINE_RE"]
@@ -23,16 +27,58 @@ _GIB = float(1 << 30)
 _VENDOR_WORDS = ("NVIDIA", "Tesla", "GeForce", "Quadro")
 _TWO_WORD_FAMILIES = ("RTX", "GTX", "TITAN", "Titan")
 
-#: A regular expression every resource line matches (used by the tests and usable by log parsers).
+# The labels people read, in the selected language (_i18n): the same msgids as the binary's line
+# (src/recorder/resource_line.cpp). Numbers, units, GPU names, "epoch", "step", "samples/s" and
+# "CPU"/"RSS"/"torch" stay as they are in every language.
+_HEAD = N_("Resource{}: ")  # {}: the progress (format_progress), or ""
+_MEM = N_("Mem: {:.1f}%({}/{})")
+_TORCH = N_("torch: alloc {} reserved {} peak {} retries {} ooms {}")
+_TRAIN = N_("train:")
+_DATA = N_("data {:.1f}%")
+
+
+def _pattern(template, fields):
+    """A regular expression for ``template`` (str.format syntax) with each replacement field
+    replaced by the pattern ``fields[i]`` of its argument."""
+    out, auto = [], 0
+    for literal, name, _spec, _conv in string.Formatter().parse(template):
+        out.append(re.escape(literal))
+        if name is not None:
+            if name == "":
+                index, auto = auto, auto + 1
+            else:
+                index = int(name)
+            out.append(fields[index])
+    return "".join(out)
+
+
+def _either(template, *fields):
+    """The pattern of ``template`` in English or in any language of the built-in catalogue."""
+    texts = [template] + [table.get(template, template) for table in _catalogue.MESSAGES.values()]
+    alternatives = []
+    for t in texts:
+        try:
+            p = _pattern(t, fields)
+        except Exception:
+            continue  # a translation the catalogue check would reject: lines use the English then
+        if p not in alternatives:
+            alternatives.append(p)
+    return "(?:" + "|".join(alternatives) + ")"
+
+
+#: A regular expression every resource line matches, in English and in each translation of the
+#: labels (used by the tests and usable by log parsers).
 _GPU_CELL = r"GPU\d+\([^)]*\): (\d+\.\d|N/A)%/(\d+\.\d|N/A)%"
+_G = r"\d+\.\dG"
 RESOURCE_LINE_RE = re.compile(
-    r"^Resource( @ (epoch \d+(/\d+)?|step \d+|\d{2,}:\d{2}:\d{2}))?: "
-    r"(" + _GPU_CELL + r"( " + _GPU_CELL + r")* \| )?"
-    r"Mem: \d+\.\d%\(\d+\.\dG/\d+\.\dG\)"
-    r"( \| CPU: \d+\.\d%)?"
-    r"( \| RSS: \d+\.\dG)?"
-    r"( \| torch: alloc \d+\.\dG reserved \d+\.\dG peak \d+\.\dG retries \d+ ooms \d+)?"
-    r"( \| train:( \d+\.\d samples/s)? step \d+\.\d{3}s( data \d+\.\d%)?)?$"
+    r"^" + _either(_HEAD, r"( @ (epoch \d+(/\d+)?|step \d+|\d{2,}:\d{2}:\d{2}))?")
+    + r"(" + _GPU_CELL + r"( " + _GPU_CELL + r")* \| )?"
+    + _either(_MEM, r"\d+\.\d", _G, _G)
+    + r"( \| CPU: \d+\.\d%)?"
+    + r"( \| RSS: \d+\.\dG)?"
+    + r"( \| " + _either(_TORCH, _G, _G, _G, r"\d+", r"\d+") + r")?"
+    + r"( \| " + _either(_TRAIN) + r"( \d+\.\d samples/s)? step \d+\.\d{3}s( "
+    + _either(_DATA, r"\d+\.\d") + r")?)?$"
 )
 
 
@@ -104,14 +150,14 @@ def format_train(samples_per_s=None, step_s=None, data_pct=None):
     step = _num(step_s)
     if step is None or step < 0:
         return None
-    text = "train:"
+    text = tr(_TRAIN)
     rate = _num(samples_per_s)
     if rate is not None and rate >= 0:
         text += " %.1f samples/s" % rate
     text += " step %.3fs" % step
     share = _num(data_pct)
     if share is not None and share >= 0:
-        text += " data %.1f%%" % min(share, 100.0)
+        text += " " + trf(_DATA, min(share, 100.0))
     return text
 
 
@@ -150,7 +196,7 @@ def format_resource_line(gpus=None, memory=None, cpu_pct=None, rss_bytes=None, t
             total, used = _num(memory[0]), _num(memory[2])
             if total is not None and used is not None and total >= 0 and used >= 0:
                 pct = 100.0 * used / total if total else 0.0
-                parts.append("Mem: %.1f%%(%s/%s)" % (pct, gib(used), gib(total)))
+                parts.append(trf(_MEM, pct, gib(used), gib(total)))
     except Exception:
         pass
     cpu = _num(cpu_pct)
@@ -164,8 +210,7 @@ def format_resource_line(gpus=None, memory=None, cpu_pct=None, rss_bytes=None, t
             values = [_num(torch_mem.get(k, 0)) for k in ("allocated_bytes", "reserved_bytes", "peak_bytes")]
             counts = [_count(torch_mem.get(k, 0)) for k in ("num_alloc_retries", "num_ooms")]
             if all(v is not None and v >= 0 for v in values) and all(c is not None for c in counts):
-                parts.append("torch: alloc %s reserved %s peak %s retries %d ooms %d" % (
-                    gib(values[0]), gib(values[1]), gib(values[2]), counts[0], counts[1]))
+                parts.append(trf(_TORCH, gib(values[0]), gib(values[1]), gib(values[2]), counts[0], counts[1]))
     except Exception:
         pass
     try:
@@ -175,4 +220,4 @@ def format_resource_line(gpus=None, memory=None, cpu_pct=None, rss_bytes=None, t
                 parts.append(part)
     except Exception:
         pass
-    return "Resource%s: %s" % (format_progress(epoch, epochs, step, elapsed_s), " | ".join(parts))
+    return trf(_HEAD, format_progress(epoch, epochs, step, elapsed_s)) + " | ".join(parts)

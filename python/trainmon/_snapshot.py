@@ -18,6 +18,8 @@ import stat
 import subprocess
 import time
 
+from ._i18n import tr, trf
+
 __all__ = ["SnapshotSource", "default_agent_path", "read_snapshot"]
 
 
@@ -119,15 +121,15 @@ class SnapshotSource:
             if self.agent.poll() is None:
                 return  # ours is running or starting (first snapshot within a second)
             if self.agent.returncode != 0 or self._starts >= 3:
-                self._tell("trainmon: the GPU agent exited (status %s); resource lines show host data "
-                           "only" % self.agent.returncode)
+                self._tell(trf("trainmon: the GPU agent exited (status {}); resource lines show host data "
+                               "only", self.agent.returncode))
                 return
             # Status 0: another agent held the lock (and has since stopped): try again.
         if not self.start_agent:
             return
         if not self.binary:
-            self._tell("trainmon: no GPU data in resource lines: the `trainmon` binary was not found "
-                       "(install it or set TRAINMON_BIN), or run the job as `trainmon run -- python ...`")
+            self._tell(tr("trainmon: no GPU data in resource lines: the `trainmon` binary was not found "
+                          "(install it or set TRAINMON_BIN), or run the job as `trainmon run -- python ...`"))
             return
         self._starts += 1
         try:
@@ -139,8 +141,8 @@ class SnapshotSource:
                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 close_fds=True, start_new_session=True)
         except OSError as e:
-            self._tell("trainmon: cannot start `%s agent` (%s); resource lines show host data only"
-                       % (self.binary, e))
+            self._tell(trf("trainmon: cannot start `{} agent` ({}); resource lines show host data only",
+                           self.binary, e))
 
     def _tell(self, message):
         if not self._told:

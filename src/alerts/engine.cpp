@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/i18n.h"
 
 namespace trainmon::alerts {
 
@@ -163,7 +164,7 @@ Notification AlertEngine::make(const Rule& rule, const std::string& target, doub
   auto vars = template_vars(n);
   vars["finding"] = target;
   n.message = render_template(rule.message, vars);
-  if (state == "resolved") n.message = "resolved: " + n.message;
+  if (state == "resolved") n.message = std::string(i18n::tr("resolved: ")) + n.message;
   return n;
 }
 
@@ -252,8 +253,8 @@ std::vector<Notification> AlertEngine::evaluate(const Snapshot& snap,
             out[k].severity = std::string(diagnose::severity_name(f->severity));
             auto vars = template_vars(out[k]);
             vars["finding"] = diagnose::to_text(*f);
-            out[k].message =
-                (out[k].state == "resolved" ? "resolved: " : "") + render_template(rule.message, vars);
+            out[k].message = std::string(out[k].state == "resolved" ? i18n::tr("resolved: ") : "") +
+                             render_template(rule.message, vars);
           }
       continue;
     }

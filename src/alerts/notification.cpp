@@ -6,14 +6,19 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/i18n.h"
+
 namespace trainmon::alerts {
 
 std::string Notification::summary() const {
   std::string st = state;
   std::transform(st.begin(), st.end(), st.begin(),
                  [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  std::string s = fmt::format("[{}] {} {} {}: {}", severity, st, rule, target, message);
-  if (suppressed > 0) s += fmt::format(" ({} earlier alerts dropped by the rate limit)", suppressed);
+  // For people (the log line, Slack's text, the e-mail): severity and state in the reader's language;
+  // the rule and target are names and stay. The JSON fields keep the English values.
+  [[maybe_unused]] static constexpr const char* kStates[] = {N_("FIRING"), N_("RESOLVED"), N_("TEST")};
+  std::string s = fmt::format("[{}] {} {} {}: {}", i18n::tr(severity), i18n::tr(st), rule, target, message);
+  if (suppressed > 0) s += i18n::trf(" ({} earlier alerts dropped by the rate limit)", suppressed);
   return s;
 }
 

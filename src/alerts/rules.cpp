@@ -14,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/recorder/duration.h"
 
 namespace trainmon::alerts {
@@ -306,15 +307,16 @@ std::vector<Rule> builtin_rules(const std::vector<std::string>& sinks) {
   util.condition = {Op::lt, 30};
   util.for_s = 60;
   util.severity = diagnose::Severity::warning;
+  // The built-in templates in the language of the process that sends them (docs/language.md).
   util.message =
-      "GPU {target} utilization {value}% below 30% for {for}: the input pipeline is the bottleneck";
+      i18n::tr("GPU {target} utilization {value}% below 30% for {for}: the input pipeline is the bottleneck");
   out.push_back(util);
   Rule mem;
   mem.name = "gpu-memory-full";
   mem.metric = "memory.used_pct";
   mem.condition = {Op::gt, 95};
   mem.severity = diagnose::Severity::critical;
-  mem.message = "GPU {target} memory {value}% used (> 95%): out-of-memory risk";
+  mem.message = i18n::tr("GPU {target} memory {value}% used (> 95%): out-of-memory risk");
   out.push_back(mem);
   Rule xid;
   xid.name = "xid";
@@ -323,7 +325,7 @@ std::vector<Rule> builtin_rules(const std::vector<std::string>& sinks) {
   xid.cooldown_s = 60;
   xid.send_resolved = false;
   xid.severity = diagnose::Severity::critical;
-  xid.message = "GPU {target}: Xid {value} reported by the driver";
+  xid.message = i18n::tr("GPU {target}: Xid {value} reported by the driver");
   out.push_back(xid);
   Rule crit;
   crit.name = "critical-finding";
@@ -331,7 +333,7 @@ std::vector<Rule> builtin_rules(const std::vector<std::string>& sinks) {
   crit.min_severity = diagnose::Severity::critical;
   crit.severity = diagnose::Severity::critical;
   crit.cooldown_s = 3600;
-  crit.message = "{target}: {finding}";
+  crit.message = i18n::tr("{target}: {finding}");
   out.push_back(crit);
   for (auto& r : out) r.sinks = sinks;
   return out;
@@ -595,8 +597,9 @@ Expected<RuleSet> parse_rules(std::string_view text, std::string_view path) {
         rule.message = *v;
         check_template(r, *t, *v);
       } else {
-        rule.message = rule.finding.empty() ? "{rule}: {target} {metric} = {value} ({condition} for {for})"
-                                            : "{target}: {finding}";
+        rule.message = rule.finding.empty()
+                           ? i18n::tr("{rule}: {target} {metric} = {value} ({condition} for {for})")
+                           : i18n::tr("{target}: {finding}");
       }
       for (const auto& other : rs.rules)
         if (other.name == rule.name) r.fail(node, fmt::format("a second rule named '{}'", rule.name));

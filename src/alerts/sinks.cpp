@@ -8,7 +8,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +23,7 @@
 
 #include "alerts/curl_library.h"
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/runner/launcher.h"
 
@@ -240,6 +243,44 @@ class EmailSink final : public Sink {
 
 }  // namespace
 
+std::string encode_header_words(std::string_view value) {
+  const bool ascii = std::all_of(value.begin(), value.end(), [](char ch) {
+    const auto u = static_cast<unsigned char>(ch);
+    return u >= 0x20 && u < 0x7f;
+  });
+  if (ascii) return std::string(value);
+  static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  auto b64 = [](std::string_view in) {
+    std::string out;
+    for (std::size_t i = 0; i < in.size(); i += 3) {
+      std::uint32_t v = static_cast<unsigned char>(in[i]) << 16;
+      if (i + 1 < in.size()) v |= static_cast<unsigned char>(in[i + 1]) << 8;
+      if (i + 2 < in.size()) v |= static_cast<unsigned char>(in[i + 2]);
+      out += kB64[(v >> 18) & 63];
+      out += kB64[(v >> 12) & 63];
+      out += i + 1 < in.size() ? kB64[(v >> 6) & 63] : '=';
+      out += i + 2 < in.size() ? kB64[v & 63] : '=';
+    }
+    return out;
+  };
+  // RFC 2047: encoded words of at most 75 characters ("=?UTF-8?B?" + 60 + "?="), each holding whole
+  // UTF-8 characters (45 bytes at most), folded onto continuation lines. Control bytes become spaces.
+  std::string out;
+  std::size_t i = 0;
+  while (i < value.size()) {
+    std::size_t end = std::min(value.size(), i + 45);
+    while (end < value.size() && end > i && (static_cast<unsigned char>(value[end]) & 0xC0) == 0x80) --end;
+    if (end == i) end = std::min(value.size(), i + 45);  // not UTF-8: cut anyway
+    std::string chunk(value.substr(i, end - i));
+    for (char& ch : chunk)
+      if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
+    if (!out.empty()) out += "\r\n ";
+    out += "=?UTF-8?B?" + b64(chunk) + "?=";
+    i = end;
+  }
+  return out;
+}
+
 std::string webhook_body(const Notification& n, bool slack) {
   nlohmann::json j = n;
   if (slack) {
@@ -259,11 +300,10 @@ std::string email_message(const Notification& n, const SinkConfig& c) {
   std::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S +0000", &tm);
   std::string to;
   for (const auto& t : c.to) to += (to.empty() ? "" : ", ") + t;
-  std::string subject = fmt::format("[trainmon] {} {} {} on {}",
-                                    n.state == "resolved" ? "RESOLVED"
-                                    : n.state == "test"   ? "TEST"
-                                                          : n.severity,
-                                    n.rule, n.target, n.hostname);
+  const std::string_view what = n.state == "resolved" ? i18n::tr("RESOLVED")
+                                : n.state == "test"   ? i18n::tr("TEST")
+                                                      : i18n::tr(n.severity);
+  std::string subject = i18n::trf("[trainmon] {} {} {} on {}", what, n.rule, n.target, n.hostname);
   std::string body = n.summary() + "\r\n\r\n";
   for (const auto& [k, v] : template_vars(n)) body += fmt::format("{}: {}\r\n", k, v);
   // dot-stuffing is done by curl; bare LFs are normalised here
@@ -276,7 +316,7 @@ std::string email_message(const Notification& n, const SinkConfig& c) {
       "Date: {}\r\nFrom: {}\r\nTo: {}\r\nSubject: {}\r\nMessage-ID: <{}@trainmon>\r\nX-Trainmon-Alert-Id: "
       "{}\r\n"
       "MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n{}",
-      date, c.from, to, subject, n.id, n.id, text);
+      date, c.from, to, encode_header_words(subject), n.id, n.id, text);
 }
 
 Expected<std::pair<std::string, std::string>> smtp_credentials(const SinkConfig& c) {

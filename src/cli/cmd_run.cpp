@@ -25,6 +25,7 @@
 #include "cli/run_lookup.h"
 #include "cli/threshold_options.h"
 #include "trainmon/alerts/alert_observer.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/core/timeline.h"
 #include "trainmon/diagnose/cuda_devices.h"
@@ -196,6 +197,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   launch.argv = o.command;
   if (run_id) launch.extra_env.emplace_back("TRAINMON_RUN_ID", std::to_string(run_id));
   launch.extra_env.emplace_back("TRAINMON_DB", db_path);
+  // The job's trainmon package (resource line, notices) speaks the language chosen here, --lang included.
+  launch.extra_env.emplace_back("TRAINMON_LANG",
+                                i18n::language().empty() ? "en" : std::string(i18n::language()));
   // ---- the training process's events (python/trainmon): failure only loses them ----
   std::unique_ptr<ipc::TrainChannel> channel;
   if (auto ch = ipc::TrainChannel::open(std::to_string(run_id))) {

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -73,6 +74,9 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   so.threads = o.threads;
   so.max_connections = static_cast<std::size_t>(o.max_connections);
   so.allowed_hosts = o.allowed_hosts;
+  // The dashboard follows each browser's language unless this server was told one.
+  if (const char* env = std::getenv("TRAINMON_LANG"); !global.lang.empty() || (env && *env))
+    so.lang = global.lang.empty() ? env : global.lang;
   char hostname[256] = {};
   if (::gethostname(hostname, sizeof hostname - 1) == 0) so.hostname = hostname;
   if (!o.hostname_label.empty() || o.hostname_given) {

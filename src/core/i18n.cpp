@@ -143,14 +143,41 @@ bool load_catalogue(const std::string& mo_path, std::string_view lang) {
   return true;
 }
 
-void init(std::string_view lang) {
-  for (const auto& l : candidates(requested(lang))) {
+namespace {
+
+// The first catalogue `lang` names that is found and reads as a .mo (lang "" when none).
+Catalogue find_catalogue(std::string_view lang) {
+  std::string tag(lang);
+  std::replace(tag.begin(), tag.end(), '-', '_');  // a browser's "zh-CN" is gettext's "zh_CN"
+  for (const auto& l : candidates(tag)) {
     for (const auto& dir : locale_dirs()) {
       const std::string path = dir + "/" + l + "/LC_MESSAGES/trainmon.mo";
-      if (::access(path.c_str(), R_OK) == 0 && load_catalogue(path, l)) return;
+      Catalogue c;
+      c.lang = l;
+      if (::access(path.c_str(), R_OK) == 0 && read_file(path, c.data) && parse_mo(c)) return c;
     }
   }
-  catalogue() = Catalogue{};
+  return Catalogue{};
+}
+
+}  // namespace
+
+void init(std::string_view lang) {
+  catalogue() = find_catalogue(requested(lang));
+}
+
+std::string catalogue_language(std::string_view lang) {
+  return find_catalogue(lang).lang;
+}
+
+std::vector<std::pair<std::string, std::string>> translations_of(std::string_view lang) {
+  const Catalogue c = find_catalogue(lang);
+  std::vector<std::pair<std::string, std::string>> out;
+  if (c.lang.empty()) return out;
+  for (std::size_t i = 0; i < c.originals.size(); ++i)
+    if (!c.originals[i].empty() && !c.translations[i].empty())
+      out.emplace_back(c.originals[i], c.translations[i]);
+  return out;
 }
 
 std::string_view language() noexcept {

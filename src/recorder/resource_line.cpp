@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/runner/oom.h"
 
@@ -67,7 +68,8 @@ std::string format_train_part(const diagnose::TrainStats& t) {
   };
   if (std::isfinite(t.samples_per_s)) add(fmt::format("{:.1f} samples/s", t.samples_per_s));
   if (std::isfinite(t.step_median_s)) add(fmt::format("step {:.3f}s", t.step_median_s));
-  if (std::isfinite(t.data_share)) add(fmt::format("data {:.1f}%", 100.0 * t.data_share));
+  // The labels as python/trainmon/_format.py's (the same msgids): numbers, "samples/s", "step" stay.
+  if (std::isfinite(t.data_share)) add(i18n::trf("data {:.1f}%", 100.0 * t.data_share));
   return out;
 }
 
@@ -90,17 +92,20 @@ std::string format_resource_line(const Snapshot& snap, std::int64_t elapsed_ms,
   const auto& m = snap.host.memory;
   if (m.used_bytes.ok() && m.total_bytes.ok() && *m.total_bytes > 0) {
     parts.push_back(
-        fmt::format("Mem: {:.1f}%({:.1f}G/{:.1f}G)",
-                    100.0 * static_cast<double>(*m.used_bytes) / static_cast<double>(*m.total_bytes),
-                    static_cast<double>(*m.used_bytes) / kGiB, static_cast<double>(*m.total_bytes) / kGiB));
+        i18n::trf("Mem: {:.1f}%({}/{})",
+                  100.0 * static_cast<double>(*m.used_bytes) / static_cast<double>(*m.total_bytes),
+                  fmt::format("{:.1f}G", static_cast<double>(*m.used_bytes) / kGiB),
+                  fmt::format("{:.1f}G", static_cast<double>(*m.total_bytes) / kGiB)));
   }
   parts.push_back(fmt::format("CPU: {:.1f}%", snap.host.cpu_total.busy_pct));
   if (job) parts.push_back(fmt::format("RSS: {:.1f}G", static_cast<double>(job->rss_bytes) / kGiB));
   if (train && !train->empty()) {
-    if (auto t = format_train_part(*train); !t.empty()) parts.push_back("train: " + t);
+    if (auto t = format_train_part(*train); !t.empty())
+      parts.push_back(std::string(i18n::tr("train:")) + " " + t);
   }
-  std::string out = epoch ? fmt::format("Resource @ epoch {}: ", *epoch)
-                          : fmt::format("Resource @ {}: ", runner::format_elapsed(elapsed_ms));
+  std::string out =
+      i18n::trf("Resource{}: ", epoch ? fmt::format(" @ epoch {}", *epoch)
+                                      : fmt::format(" @ {}", runner::format_elapsed(elapsed_ms)));
   for (std::size_t i = 0; i < parts.size(); ++i) {
     if (i) out += " | ";
     out += parts[i];

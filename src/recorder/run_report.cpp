@@ -3,6 +3,7 @@
 
 #include <time.h>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/recording.h"
@@ -297,70 +298,104 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   return out;
 }
 
+namespace {
+
+// The rows' labels (thresholds: left out, its English is wider than the others and overflows by one).
+constexpr std::array<const char*, 13> kRowLabels = {
+    N_("command:"), N_("cwd:"), N_("user:"),   N_("start:"),  N_("duration:"), N_("status:"),  N_("label:"),
+    N_("job:"),     N_("gap:"), N_("cgroup:"), N_("events:"), N_("summary:"),  N_("findings:")};
+
+// A row label of `show` in the reader's language, indented and padded so the values line up: to
+// the widest label plus one space, at least 10 terminal columns (the English layout; CJK characters
+// count two: text::columns); a wider label (thresholds) gets one space.
+std::string row_label(std::string_view shown) {
+  std::size_t width = 10;
+  for (const char* l : kRowLabels) width = std::max(width, text::columns(i18n::tr(l)) + 1);
+  const std::size_t w = text::columns(shown);
+  return "  " + std::string(shown) + std::string(w < width ? width - w : 1, ' ');
+}
+
+std::string row_label_tr(std::string_view msgid) {
+  return row_label(i18n::tr(msgid));
+}
+
+}  // namespace
+
 std::string format_run_details(const store::RunInfo& r) {
-  std::string out = fmt::format("run {} \"{}\" ({})\n", r.id, exp::terminal_text(r.name), r.kind);
-  if (!r.command.empty()) out += fmt::format("  command:  {}\n", join_command(r.command));
-  out += fmt::format("  cwd:      {}\n  user:     {}@{}\n", exp::terminal_text(r.cwd),
-                     exp::terminal_text(r.user), exp::terminal_text(r.host));
-  out += fmt::format("  start:    {}\n", iso_time(r.start_unix_ns));
+  using i18n::tr;
+  using i18n::trf;
+  std::string out = trf("run {} \"{}\" ({})\n", r.id, exp::terminal_text(r.name), r.kind);
+  if (!r.command.empty()) out += row_label_tr(N_("command:")) + join_command(r.command) + "\n";
+  out += row_label_tr(N_("cwd:")) + exp::terminal_text(r.cwd) + "\n";
+  out += row_label_tr(N_("user:")) + exp::terminal_text(r.user) + "@" + exp::terminal_text(r.host) + "\n";
+  out += row_label_tr(N_("start:")) + iso_time(r.start_unix_ns) + "\n";
   const RunDuration d = run_duration(r);
-  out += fmt::format("  duration: {}{}\n", format_duration_ms(d.ms),
-                     d.until == "now"           ? " so far (still recording)"
-                     : d.until == "last_sample" ? " up to the last stored sample (the recorder is gone)"
-                                                : "");
+  out += row_label_tr(N_("duration:")) + format_duration_ms(d.ms) +
+         std::string(d.until == "now"           ? tr(" so far (still recording)")
+                     : d.until == "last_sample" ? tr(" up to the last stored sample (the recorder is gone)")
+                                                : std::string_view()) +
+         "\n";
   std::string status = store::effective_status(r);
   if (r.exit_signal) {
-    status += fmt::format(" ({}, signal {}, exit status {})", runner::signal_name(*r.exit_signal),
-                          *r.exit_signal, r.exit_code.value_or(0));
+    status += trf(" ({}, signal {}, exit status {})", runner::signal_name(*r.exit_signal), *r.exit_signal,
+                  r.exit_code.value_or(0));
   } else if (r.exit_code) {
-    status += fmt::format(" (exit status {})", *r.exit_code);
+    status += trf(" (exit status {})", *r.exit_code);
   }
-  out += fmt::format("  status:   {}\n", status);
+  out += row_label_tr(N_("status:")) + status + "\n";
   for (const auto& [k, v] : r.labels)
-    out += fmt::format("  label:    {}={}\n", exp::terminal_text(k), exp::terminal_text(v));
+    out += row_label_tr(N_("label:")) + exp::terminal_text(k) + "=" + exp::terminal_text(v) + "\n";
   auto s = summary_from_json(r.summary_json);
   for (const auto& g : r.gpus) {
     std::string stats;
     for (const auto& gs : s.gpus) {
       if (gs.index != g.index) continue;
-      stats = fmt::format(
-          ", utilisation mean {} peak {}, peak memory {}",
-          gs.mean_util_pct ? fmt::format("{:.1f}%", *gs.mean_util_pct) : "N/A",
-          gs.peak_util_pct ? fmt::format("{:.1f}%", *gs.peak_util_pct) : "N/A",
-          gs.peak_memory_used_bytes
-              ? fmt::format("{:.0f} MiB", static_cast<double>(*gs.peak_memory_used_bytes) / 1048576.0)
-              : "N/A");
+      stats = trf(", utilisation mean {} peak {}, peak memory {}",
+                  gs.mean_util_pct ? fmt::format("{:.1f}%", *gs.mean_util_pct) : "N/A",
+                  gs.peak_util_pct ? fmt::format("{:.1f}%", *gs.peak_util_pct) : "N/A",
+                  gs.peak_memory_used_bytes
+                      ? fmt::format("{:.0f} MiB", static_cast<double>(*gs.peak_memory_used_bytes) / 1048576.0)
+                      : "N/A");
     }
-    out += fmt::format("  GPU{}:     {} {}{}{}\n", g.index, text::terminal(g.name), text::terminal(g.uuid),
-                       g.used_by_job ? " (used by the job)" : "", stats);
+    out += row_label(fmt::format("GPU{}:", g.index)) +
+           fmt::format("{} {}{}{}\n", text::terminal(g.name), text::terminal(g.uuid),
+                       g.used_by_job ? tr(" (used by the job)") : std::string_view(), stats);
   }
   if (s.peak_job_rss_bytes) {
-    out += fmt::format("  job:      peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
-                       static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
-                       s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
+    out += row_label_tr(N_("job:")) + trf("peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+                                          static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
+                                          s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
   }
   for (const auto& g : r.gaps) {
     // The ticks from t0 to t1, one interval each.
     const double span_s =
         static_cast<double>(g.t1_unix_ns - g.t0_unix_ns) / 1e9 + static_cast<double>(r.interval_ms) / 1e3;
-    out += fmt::format("  gap:      {} tick{} not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
-                       g.ticks == 1 ? "" : "s", iso_time(g.t0_unix_ns), span_s, g.cause,
-                       exp::terminal_text(g.detail));
+    out += row_label_tr(N_("gap:")) +
+           (g.ticks == 1 ? trf("{} tick not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
+                               iso_time(g.t0_unix_ns), span_s, g.cause, exp::terminal_text(g.detail))
+                         : trf("{} ticks not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
+                               iso_time(g.t0_unix_ns), span_s, g.cause, exp::terminal_text(g.detail)));
   }
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty())
-    out += fmt::format("  cgroup:   {}{}\n", exp::terminal_text(limits),
-                       s.oom_at_cgroup_limit ? " (the OOM kill was at this memory limit)" : "");
+    out += row_label_tr(N_("cgroup:")) + exp::terminal_text(limits) +
+           std::string(s.oom_at_cgroup_limit ? tr(" (the OOM kill was at this memory limit)")
+                                             : std::string_view()) +
+           "\n";
   if (s.train) out += format_train_summary(*s.train, "  ");
   if (s.train_events) {
-    if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  events:   " + line + "\n";
+    if (auto line = format_train_events(*s.train_events); !line.empty())
+      out += row_label_tr(N_("events:")) + line + "\n";
   }
-  if (r.summary_json.empty()) out += "  summary:  none (the recorder has not finished this run)\n";
+  if (r.summary_json.empty())
+    out += row_label_tr(N_("summary:")) + std::string(tr("none (the recorder has not finished this run)")) +
+           "\n";
   if (!r.thresholds.empty()) {
     std::string list;
     for (const auto& [k, v] : r.thresholds) list += fmt::format("{}{}={}", list.empty() ? "" : " ", k, v);
-    out += fmt::format("  thresholds: {} (given to the run; `diagnose` uses them)\n", text::terminal(list));
+    out += row_label_tr(N_("thresholds:")) +
+           trf("{} (given to the run; `diagnose` uses them)\n", text::terminal(list));
   }
-  out += fmt::format("  findings: {}\n", r.finding_count);
+  out += row_label_tr(N_("findings:")) + fmt::format("{}\n", r.finding_count);
   return out;
 }
 

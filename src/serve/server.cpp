@@ -10,9 +10,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
+#include "trainmon/core/i18n.h"
+#include "trainmon/serve/accept_language.h"
 #include "trainmon/serve/api.h"
 #include "trainmon/serve/auth_throttle.h"
 #include "trainmon/serve/http_policy.h"
@@ -352,6 +358,34 @@ void install_routes(Server::Impl& s) {
                                                                        ? sp->options.hostname
                                                                        : sp->options.hostname_label),
                     "text/plain; version=0.0.4; charset=utf-8");
+  });
+  // The dashboard's messages in the reader's language (docs/language.md): the catalogue as
+  // msgid -> translation, read once here; the server's --lang / $TRAINMON_LANG, else the browser's.
+  auto messages = std::make_shared<std::map<std::string, std::string>>();
+  std::vector<std::string> languages;
+  for (const auto* lang : {"zh_CN"}) {
+    if (i18n::catalogue_language(lang) != lang) continue;
+    languages.emplace_back(lang);
+  }
+  auto messages_body = [](const std::string& lang, const char* chosen_by) {
+    nlohmann::json m = nlohmann::json::object();
+    for (auto& [id, text] : i18n::translations_of(lang)) m[id] = text;
+    return nlohmann::json{{"lang", lang.empty() ? "en" : lang}, {"chosen_by", chosen_by}, {"messages", m}}
+        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  };
+  const std::string forced =
+      s.options.lang.empty() ? std::string() : i18n::catalogue_language(s.options.lang);
+  for (const auto& lang : languages) (*messages)[lang] = messages_body(lang, "browser");
+  (*messages)[""] = messages_body("", "browser");
+  if (!s.options.lang.empty()) (*messages)["server"] = messages_body(forced, "server");
+  http.Get("/api/v1/messages", [messages, languages](const httplib::Request& req, httplib::Response& res) {
+    const auto it = messages->find("server");
+    const std::string& body =
+        it != messages->end()
+            ? it->second
+            : messages->at(choose_language(req.get_header_value("Accept-Language"), languages));
+    reply(res, {200, body});
+    res.set_header("Vary", "Accept-Language");
   });
   http.Get("/api/v1/snapshot", [state](const httplib::Request&, httplib::Response& res) {
     reply(res, {200, state->snapshot_json()});

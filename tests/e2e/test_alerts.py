@@ -3,6 +3,7 @@
 (aiosmtpd) on 127.0.0.1; receiver down then up; flapping under a cooldown; alerts check / test."""
 
 import email
+import email.header
 import json
 import os
 import socket
@@ -389,3 +390,42 @@ def test_numeric_options_refuse_nan_infinite_and_negative(tmp_path):
                         str(tmp_path / "spool")], capture_output=True,
                        text=True, timeout=30, env=env(SCENARIO, XDG_STATE_HOME=str(tmp_path / "state")))
     assert p.returncode == 0, p.stderr
+
+
+def test_alerts_speak_the_senders_language_and_keep_their_machine_fields(tmp_path, smtp):
+    """TRAINMON_LANG=zh_CN: the log line, the built-in and default templates, the webhook's message and
+    Slack-style text and the e-mail's subject are Chinese; the JSON keys and the machine fields (rule,
+    state, severity, target, metric, value, condition) are the English run's (docs/language.md)."""
+    bodies = {}
+    for lang in ("en", "zh_CN"):
+        rx = Receiver()
+        try:
+            d = tmp_path / lang
+            d.mkdir()
+            rules = rules_file(d, rx.port, smtp.port)
+            p = subprocess.run([trainmon_bin(), "record", "--db", str(d / "t.db"), "--interval", "0.2",
+                                "--duration", "2", "-q", "--alerts", str(rules)],
+                               env=env(SCENARIO, TRAINMON_LANG=lang), capture_output=True, text=True, timeout=120)
+            assert p.returncode == 0, p.stderr
+            assert wait_for(lambda: any(b["rule"] == "oom-risk" for b in rx.bodies), 10), rx.bodies
+            bodies[lang] = next(b for b in rx.bodies if b["rule"] == "oom-risk" and b["state"] == "firing")
+        finally:
+            rx.close()
+    en, zh = bodies["en"], bodies["zh_CN"]
+    assert sorted(en) == sorted(zh)
+    for k in ("rule", "state", "severity", "target", "metric", "value", "condition", "tool"):
+        assert zh[k] == en[k], k
+    assert en["message"] == "oom-risk: gpu1 memory.used_pct = 97 (> 95 for 0s)", en["message"]
+    assert zh["message"] == "oom-risk：gpu1 memory.used_pct = 97（> 95，持续 0s）", zh["message"]
+    subjects = [m[1]["Subject"] for m in smtp.messages]
+    assert any(s.startswith("[trainmon] critical oom-risk gpu1 on ") for s in subjects), subjects
+    zh_subjects = [str(email.header.make_header(email.header.decode_header(s))) for s in subjects]
+    assert any(s.startswith("[trainmon] 严重 oom-risk gpu1（主机 ") for s in zh_subjects), zh_subjects
+    # the built-in rules (no rules file) in the log line of `trainmon run`
+    e = env(SCENARIO, TRAINMON_LANG="zh_CN", XDG_CONFIG_HOME=tmp_path / "none", XDG_STATE_HOME=tmp_path / "state")
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(tmp_path / "r.db"), "--interval", "0.2", "--no-report",
+                        "--", "sleep", "3"], env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    lines = [x for x in p.stderr.splitlines() if "alert:" in x]
+    assert lines == ["trainmon run: alert: [严重] 告警中 gpu-memory-full gpu1: "
+                     "GPU gpu1 显存已用 97%（> 95%）：有 OOM（显存溢出）风险"], p.stderr

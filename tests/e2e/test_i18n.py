@@ -212,3 +212,23 @@ def test_top_on_a_terminal_without_utf8_reads_english(tmp_path):
         assert "?? " not in screen.splitlines()[-1], screen
     finally:
         t.kill()
+
+
+def test_show_speaks_chinese_aligned_and_its_json_is_the_english_one(d4):
+    db, e = d4
+    zh = tm(["show", "last", "--db", db], e).decode()
+    en = tm(["show", "last", "--db", db], lang_env(e)).decode()
+    assert zh.startswith("运行 ") and "  命令：" in zh and "  状态：" in zh and "  诊断结果：" in zh, zh
+    assert en.startswith("run ") and "  command:  " in en and "  findings: " in en, en
+    # each row's value starts at the same terminal column in both languages (CJK characters are two)
+    def value_columns(text):
+        cols = []
+        for line in text.splitlines()[1:]:
+            if not line.startswith("  ") or line.startswith("   "):
+                continue  # the training summary's own lines
+            label, _, _ = line[2:].partition(" ")
+            cols.append(2 + columns(label) + (len(line[2 + len(label):]) - len(line[2 + len(label):].lstrip(" "))))
+        return cols
+    zc, ec = value_columns(zh), value_columns(en)
+    assert zc and len(set(zc)) == 1 and len(zc) == len(ec), (zc, zh)
+    assert tm(["show", "last", "--db", db, "--json"], e) == tm(["show", "last", "--db", db, "--json"], lang_env(e))

@@ -26,8 +26,9 @@ SANITIZED = os.environ.get("TRAINMON_SANITIZED") == "1"
 def reset_package():
     """Forget the process-wide state of the package (step timer, shared client, printing
     Monitors), so that each test starts as a fresh process would."""
-    from trainmon import _client, _identity, _timing
+    from trainmon import _client, _i18n, _identity, _timing
     _timing._reset_for_tests()
+    _i18n.reset()
     _client._process_client = None
     _identity._lines.clear()
 

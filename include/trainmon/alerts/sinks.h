@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "trainmon/alerts/notification.h"
 #include "trainmon/alerts/rules.h"
@@ -24,7 +25,11 @@ std::unique_ptr<Sink> make_sink(const SinkConfig& config, const std::string& too
 
 /// The body a webhook sink POSTs (JSON; {"text": ...} plus the fields when slack).
 std::string webhook_body(const Notification& n, bool slack);
-/// The RFC 5322 message an e-mail sink sends (headers + text body).
+/// A header field's value as RFC 2047 encoded words ("=?UTF-8?B?...?=", at most 75 characters each,
+/// whole UTF-8 characters, folded with CRLF + space) when it holds anything but printable ASCII (a
+/// Chinese subject, a rule name from the user); printable ASCII is returned unchanged.
+std::string encode_header_words(std::string_view value);
+/// The RFC 5322 message an e-mail sink sends (headers + text body; the subject as encode_header_words).
 std::string email_message(const Notification& n, const SinkConfig& config);
 /// SMTP credentials: $TRAINMON_SMTP_USER / $TRAINMON_SMTP_PASSWORD, else `credentials_file`
 /// ("user:password" on the first line). The file is refused unless it is a regular file owned by

@@ -48,6 +48,16 @@ std::string_view tr(std::string_view msgid) noexcept;
 /// empty for English. For pages that translate in the browser (the HTML report).
 std::vector<std::pair<std::string_view, std::string_view>> translations();
 
+/// The language of the catalogue `lang` names, as init() would find it ("zh_CN.UTF-8", "zh_CN", "zh",
+/// and a browser's "zh-CN" -> "zh_CN"), without selecting it; "" for English, C, POSIX, an empty
+/// `lang`, or a language whose catalogue is not found or damaged. Reads the catalogue file.
+std::string catalogue_language(std::string_view lang);
+
+/// Every (msgid, translation) pair of the catalogue `lang` names (as catalogue_language), in msgid
+/// order, the header left out; empty when that is English or no catalogue is found. Does not change
+/// the selected language: for a server that answers each reader in their own (serve's dashboard).
+std::vector<std::pair<std::string, std::string>> translations_of(std::string_view lang);
+
 /// fmt::format of the translation of `fmt_msgid` (fmt syntax: {}, {:.1f}, {0}) with `args`. A
 /// translation whose placeholders do not fit the arguments (a catalogue the build-time check did not
 /// see) falls back to the English msgid: never throws for the translation's sake.

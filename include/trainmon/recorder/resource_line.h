@@ -39,7 +39,9 @@ std::string short_gpu_name(std::string_view name);
 /// The resource line for `snap`, `elapsed_ms` after the start. `job` adds "| RSS: x.yG"; `epoch`
 /// (e.g. "45/200", from the training process) replaces the time with "epoch 45/200"; `train` (the
 /// last interval's figures; null or empty: none) adds "| train: ...". Terminal-safe (text::terminal:
-/// GPU names come from the driver).
+/// GPU names come from the driver). The labels "Resource", "Mem", "train:" and "data" are in the
+/// selected language (i18n::tr, the same msgids as python/trainmon/_format.py, whose
+/// RESOURCE_LINE_RE matches both); numbers, units, "epoch", "step" and "samples/s" never change.
 std::string format_resource_line(const Snapshot& snap, std::int64_t elapsed_ms,
                                  const std::optional<JobTotals>& job,
                                  const std::optional<std::string>& epoch = std::nullopt,

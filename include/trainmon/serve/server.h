@@ -32,6 +32,9 @@ struct ServerOptions {
   /// /health answers 503 once the last sample is older than this (seconds; serve sets 3 intervals,
   /// at least 10 s).
   double health_max_age_s = 10;
+  /// The dashboard's language when the server was told one (--lang or $TRAINMON_LANG: "zh_CN", "en");
+  /// empty: each browser's Accept-Language decides (accept_language.h, /api/v1/messages).
+  std::string lang;
 };
 
 /// What the server refused or throttled since start, and its connections (for /metrics and tests).

@@ -10,7 +10,7 @@ import path from 'node:path';
 const require = createRequire(new URL('../../../web/package.json', import.meta.url));
 const { chromium } = require('playwright-core');
 
-export async function launchChromium(viewport = { width: 1400, height: 1000 }) {
+export async function launchChromium(viewport = { width: 1400, height: 1000 }, options = {}) {
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'trainmon-chromium-'));
   const browser = await chromium.launchPersistentContext(userDataDir, {
     executablePath: '/usr/bin/chromium',
@@ -18,6 +18,7 @@ export async function launchChromium(viewport = { width: 1400, height: 1000 }) {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
       '--disable-background-networking', '--disable-component-update', '--disable-sync'],
     viewport,
+    ...options,  // e.g. { locale: 'zh-CN' }: Accept-Language and navigator.languages
   });
   return { browser, userDataDir };
 }

@@ -204,5 +204,21 @@ TEST(AlertBodies, WebhookAndEmail) {
   EXPECT_NE(m.find("Subject: [trainmon] warning r gpu0 on "), std::string::npos);
 }
 
+TEST(AlertBodies, NonAsciiSubjectIsEncodedWords) {
+  EXPECT_EQ(encode_header_words("[trainmon] warning r gpu0 on vm"), "[trainmon] warning r gpu0 on vm");
+  EXPECT_EQ(encode_header_words("显存"), "=?UTF-8?B?5pi+5a2Y?=");
+  // 20 three-byte characters: two words, each of whole characters (15 = 45 bytes, then 5), folded
+  std::string many;
+  for (int i = 0; i < 20; ++i) many += "显";
+  const std::string e = encode_header_words(many);
+  const auto fold = e.find("\r\n ");
+  ASSERT_NE(fold, std::string::npos);
+  EXPECT_LE(fold, 75u);
+  EXPECT_LE(e.size() - fold - 3, 75u);
+  EXPECT_EQ(e.find("\r\n", fold + 1), std::string::npos);
+  EXPECT_EQ(encode_header_words("a\r\nBcc: x@y \xe6"),
+            "=?UTF-8?B?YSAgQmNjOiB4QHkg5g==?=");  // no header injection
+}
+
 }  // namespace
 }  // namespace trainmon::alerts

@@ -9,6 +9,32 @@ const COLORS = [
   '#7ee787', '#ffa657', '#ff9bce'
 ];
 
+// Messages in the reader's language (docs/language.md): /api/v1/messages answers the catalogue
+// (msgid -> translation) the server's --lang / $TRAINMON_LANG or else the browser's Accept-Language
+// asks for; English (the msgids) when it has none or cannot be read. index.html's fixed text is
+// marked data-tr (its msgids; scripts/i18n_catalogue.py extracts them).
+let MESSAGES = new Map();
+const tr = (s) => (s === undefined || s === null) ? '' : (MESSAGES.get(String(s)) || String(s));
+// tr() with fmt's automatic {} and numbered {0} fields filled from args (the catalogue's syntax).
+const trf = (s, ...args) => {
+  let i = 0;
+  return tr(s).replace(/\{(\d*)\}/g, (_, n) => String(args[n === '' ? i++ : Number(n)]));
+};
+
+async function loadMessages() {
+  try {
+    const m = await getJSON('/api/v1/messages');
+    const table = m && m.messages;
+    MESSAGES = new Map(table && typeof table === 'object' ?
+                           Object.entries(table).filter(([, v]) => typeof v === 'string' && v) : []);
+    if (m && m.lang) document.documentElement.lang = m.lang === 'en' ? 'en' : m.lang.replace('_', '-');
+  } catch (e) {
+    MESSAGES = new Map();  // English
+  }
+  document.documentElement.setAttribute('data-lang', document.documentElement.lang);
+  for (const e of document.querySelectorAll('[data-tr]')) e.textContent = tr(e.textContent);
+}
+
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -93,8 +119,9 @@ function gpuCard(g) {
   const node =
       el('div', {class: 'card gpu', 'data-gpu': String(g.index)},
          el('div', {class: 'title', text: 'GPU ' + g.index + ' · ' + (g.name || '')}),
-         field('util', 'utilisation'), bar('util'), field('mem', 'memory'), bar('mem'),
-         field('power', 'power'), field('temp', 'temperature'), field('procs', 'processes'), chartNode);
+         field('util', tr('utilisation')), bar('util'), field('mem', tr('GPU memory')), bar('mem'),
+         field('power', tr('power')), field('temp', tr('temperature')), field('procs', tr('processes')),
+         chartNode);
   document.getElementById('gpus').append(node);
   const chart = makeChart(chartNode, ['util %', 'mem %'], 90, [0, 100]);
   const c = {node, chart, fields, chartNode};
@@ -118,8 +145,8 @@ function renderGpus(status) {
     f.power.textContent = fmt.num(g['power.draw']) + ' / ' + fmt.num(g['enforced.power.limit']) + ' W';
     f.temp.textContent = fmt.num(g['temperature.gpu']) + ' °C';
     // processes null: the driver's lists failed (never shown as 0 next to the memory they hold)
-    f.procs.textContent = g.processes === null ? 'unknown' : String((g.processes || []).length);
-    f.procs.title = g.processes_unknown ? 'processes unknown: ' + g.processes_unknown : '';
+    f.procs.textContent = g.processes === null ? tr('unknown') : String((g.processes || []).length);
+    f.procs.title = g.processes_unknown ? trf('processes unknown: {}', g.processes_unknown) : '';
   }
 }
 
@@ -131,10 +158,10 @@ function renderHost(status) {
       el('div', {class: 'row'}, el('span', {class: 'muted', text: label}),
          el('span', {class: 'value', 'data-field': name, text: value})));
   const cpu = h.cpu || {}, mem = h.memory || {};
-  row('CPU busy', fmt.num(cpu.busy_pct, 1) + ' % of ' + (cpu.count_online || '?') + ' CPUs', 'cpu');
-  row('load', [h.load1, h.load5, h.load15].map((x) => fmt.num(x, 2)).join(' '), 'load');
-  row('memory', fmt.bytes(mem.used_bytes) + ' / ' + fmt.bytes(mem.total_bytes), 'memory');
-  row('swap', fmt.bytes(mem.swap_used_bytes) + ' / ' + fmt.bytes(mem.swap_total_bytes), 'swap');
+  row(tr('CPU busy'), trf('{} % of {} CPUs', fmt.num(cpu.busy_pct, 1), cpu.count_online || '?'), 'cpu');
+  row(tr('load'), [h.load1, h.load5, h.load15].map((x) => fmt.num(x, 2)).join(' '), 'load');
+  row(tr('memory'), fmt.bytes(mem.used_bytes) + ' / ' + fmt.bytes(mem.total_bytes), 'memory');
+  row(tr('swap'), fmt.bytes(mem.swap_used_bytes) + ' / ' + fmt.bytes(mem.swap_total_bytes), 'swap');
 }
 
 function renderProcs(status) {
@@ -145,7 +172,7 @@ function renderProcs(status) {
     if (g.processes_unknown) {
       unknown++;
       body.append(el('tr', {}, el('td', {text: String(g.index)}),
-                      el('td', {colspan: '7', class: 'warn', text: 'processes unknown: ' + g.processes_unknown})));
+                      el('td', {colspan: '7', class: 'warn', text: trf('processes unknown: {}', g.processes_unknown)})));
     }
     for (const p of g.processes || g.processes_listed || []) {
       body.append(
@@ -157,19 +184,20 @@ function renderProcs(status) {
     }
   }
   if (!body.children.length && !unknown)
-    body.append(el('tr', {}, el('td', {colspan: '8', class: 'muted', text: 'no GPU processes'})));
+    body.append(el('tr', {}, el('td', {colspan: '8', class: 'muted', text: tr('no GPU processes')})));
 }
 
 function renderFindings(list, node) {
   node.replaceChildren();
   if (!list.length) {
-    node.append(el('li', {class: 'muted', text: 'nothing to report'}));
+    node.append(el('li', {class: 'muted', text: tr('nothing to report')}));
     return;
   }
   for (const f of list) {
     node.append(
-        el('li', {class: f.severity}, el('strong', {text: f.code + ' ' + f.title}),
-           el('span', {class: 'muted', text: ' [' + f.severity + ']'}), el('div', {text: f.evidence || ''}),
+        // The title and severity from the catalogue; evidence and advice as the API gives them (English).
+        el('li', {class: f.severity}, el('strong', {text: f.code + ' ' + tr(f.title)}),
+           el('span', {class: 'muted', text: ' [' + tr(f.severity) + ']'}), el('div', {text: f.evidence || ''}),
            el('div', {class: 'muted', text: f.advice || ''})));
   }
 }
@@ -210,7 +238,7 @@ async function liveTick() {
     if (s.status) {
       document.getElementById('host').textContent = s.status.hostname || '';
       document.getElementById('updated').textContent =
-          'updated ' + new Date(s.status.query_time_unix_ns / 1e6).toLocaleTimeString();
+          trf('updated {}', new Date(s.status.query_time_unix_ns / 1e6).toLocaleTimeString());
       renderGpus(s.status);
       for (const g of s.status.gpus || []) {
         const c = cards.get(g.index);
@@ -221,9 +249,9 @@ async function liveTick() {
     }
     renderFindings(s.findings || [], document.getElementById('findings'));
     renderHistory(await getJSON('/api/v1/history?seconds=600'));
-    setConn(true, 'live · run ' + s.run_id);
+    setConn(true, trf('live · run {}', s.run_id));
   } catch (e) {
-    setConn(false, 'disconnected');
+    setConn(false, tr('disconnected'));
   }
 }
 
@@ -236,14 +264,15 @@ async function runsTick() {
 
 // ---------------- run page ----------------
 async function runPage(id) {
+  await loadMessages();
   document.getElementById('run').hidden = false;
   const run = await getJSON('/api/v1/runs/' + id);
-  document.title = 'trainmon · run ' + id;
-  document.getElementById('run-title').textContent = 'Run ' + run.id + ' · ' + run.name;
+  document.title = trf('trainmon · run {}', id);
+  document.getElementById('run-title').textContent = trf('Run {} · {}', run.id, run.name);
   const end = run.end_unix_ns || Date.now() * 1e6;
   const labels = Object.entries(run.labels || {}).map(([k, v]) => k + '=' + v).join(' ');
   document.getElementById('run-meta').textContent = run.kind + ' · ' + run.status + ' · ' + run.host +
-      ' · started ' + fmt.time(run.start_unix_ns) + ' · ' + fmt.dur((end - run.start_unix_ns) / 1e9) +
+      ' · ' + trf('started {}', fmt.time(run.start_unix_ns)) + ' · ' + fmt.dur((end - run.start_unix_ns) / 1e9) +
       (run.command.length ? ' · ' + run.command.join(' ') : '') + (labels ? ' · ' + labels : '');
   const report = document.getElementById('run-report');
   report.href = '/runs/' + id + '/report';
@@ -259,7 +288,7 @@ async function runPage(id) {
   draw('chart-util', s.gpus.map((g) => g.util_gpu_pct), names, [0, 100]);
   draw('chart-mem', s.gpus.map((g) => g.mem_used_mib), names);
   draw('chart-power', s.gpus.map((g) => g.power_w), names);
-  draw('chart-cpu', [s.host.cpu_busy_pct], ['CPU busy %'], [0, 100]);
+  draw('chart-cpu', [s.host.cpu_busy_pct], [tr('CPU busy %')], [0, 100]);
   let findings = await getJSON('/api/v1/runs/' + id + '/findings');
   if (!findings.length) {
     // the serve run itself stores its findings at the end: show the live ones meanwhile
@@ -271,6 +300,7 @@ async function runPage(id) {
 }
 
 async function livePage() {
+  await loadMessages();
   document.getElementById('live').hidden = false;
   await liveTick();
   await runsTick();
@@ -281,7 +311,7 @@ async function livePage() {
 
 const m = location.pathname.match(/^\/runs\/(\d+)$/);
 (m ? runPage(m[1]) : livePage()).catch((e) => {
-  setConn(false, 'error');
+  setConn(false, tr('error'));
   document.body.append(el('pre', {class: 'muted', text: String(e)}));
 });
 })();
