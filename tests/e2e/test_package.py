@@ -116,6 +116,12 @@ def test_deb_installs_runs_and_removes_cleanly(tmp_path):
     env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE, TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"))
     s = subprocess.run([str(binary), "status", "--no-color"], capture_output=True, text=True, env=env, timeout=60)
     assert s.returncode == 0 and "NVIDIA H200" in s.stdout, s.stderr
+    # serve's HTTP plugin, installed in /usr/lib/trainmon and found from the binary
+    assert (root / "usr/lib/trainmon/trainmon-http.so").is_file()
+    assert "libcpp-httplib" in info, info  # the plugin's libraries are the package's dependencies too
+    s = subprocess.run([str(binary), "serve", "--listen", "127.0.0.1:0", "--duration", "1", "--db",
+                        str(tmp_path / "serve.db")], capture_output=True, text=True, env=env, timeout=120)
+    assert s.returncode == 0 and "listening on http://127.0.0.1:" in s.stderr, s.stderr
     m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon"], capture_output=True, text=True)
     assert m.returncode == 0 and m.stdout.strip().endswith("man1/trainmon.1"), m.stdout + m.stderr
     m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon-query"], capture_output=True,
