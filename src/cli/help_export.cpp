@@ -278,7 +278,9 @@ std::string man_page(const CLI::App& root, const CLI::App& app, std::string_view
   }
   out += ".SH DESCRIPTION\n" + roff(one_line(app.get_description())) + ".\n";
   if (&root != &app) {
-    out += "Global options of\n.BR trainmon (1)\ngo before or after the command.\n";
+    out +=
+        "Global options of\n.BR trainmon (1)\ngo before or after the command; so do this command's own "
+        "options.\n";
   }
   out += ".SH OPTIONS\n";
   for (const CLI::Option* o : shown_options(app)) {

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/arg_order.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/help_export.h"
@@ -78,6 +79,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.description);
     runners[sub] = spec.setup(*sub, global);
   }
+
+  // A command's options before the command (`trainmon --db FILE runs`) go after it (arg_order.h).
+  std::vector<std::string> arg_words(argv + 1, argv + argc);
+  arg_words = command_options_after_command(app, std::move(arg_words));
+  std::vector<char*> arg_ptrs{argv[0]};
+  for (auto& w : arg_words) arg_ptrs.push_back(w.data());
+  arg_ptrs.push_back(nullptr);
+  argv = arg_ptrs.data();
 
   // nvidia-smi spells the query loop in milliseconds "-lms MS"; CLI11 takes no multi-letter option
   // after a single dash, so after the `query` subcommand that one token (alone or as "-lms=MS")

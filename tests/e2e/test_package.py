@@ -92,6 +92,38 @@ def test_a_mistyped_command_gets_did_you_mean():
     assert r.returncode == 0 and "NVIDIA H200" in r.stdout, r.stderr
 
 
+def test_command_options_work_before_the_command(tmp_path):
+    """A command's options before the command mean what they mean after it (flags, valued options,
+    --opt=VALUE, several at once, mixed with global ones); an option neither trainmon nor the command
+    knows is still refused (status 2)."""
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE,
+               TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"), TRAINMON_FAKE_NVML_TIME_S="0")
+    env.pop("TRAINMON_DB", None)
+    db = str(tmp_path / "runs.db")
+    r = tm("record", "--db", db, "--duration", "1", "--interval", "0.5", "--name", "before-test", env=env)
+    assert r.returncode == 0, r.stderr
+    pairs = [
+        (["--db", db, "runs"], ["runs", "--db", db]),
+        (["--db=" + db, "--json", "runs"], ["runs", "--db=" + db, "--json"]),
+        (["--no-color", "status", "--no-header"], ["status", "--no-header", "--no-color"]),
+        (["--json", "--nvml-library", FAKE, "status"], ["--nvml-library", FAKE, "status", "--json"]),
+        (["--format", "csv,noheader", "query", "--query-gpu=name,uuid"],
+         ["query", "--query-gpu=name,uuid", "--format", "csv,noheader"]),
+        (["-i", "0", "-L", "query"], ["query", "-L", "-i", "0"]),
+    ]
+    for before, after in pairs:
+        a, b = tm(*before, env=env), tm(*after, env=env)
+        assert a.returncode == b.returncode == 0, (before, a.stderr, b.stderr)
+        if "--json" not in before or "status" not in before:  # status --json carries the time
+            assert a.stdout == b.stdout, (before, a.stdout, b.stdout)
+        assert a.stdout.strip(), before
+    assert "before-test" in tm("--db", db, "runs", env=env).stdout
+    r = tm("--no-such-option", "status", env=env)
+    assert r.returncode == 2 and "--no-such-option" in r.stderr, r.stderr
+    r = tm("--query-gpu=name", "status", env=env)  # query's option, not status's
+    assert r.returncode == 2, r.stderr
+
+
 @need_tools
 @pytest.mark.skipif(os.environ.get("TRAINMON_SANITIZED") == "1", reason="packaging: one pass is enough")
 def test_deb_installs_runs_and_removes_cleanly(tmp_path):
