@@ -60,6 +60,66 @@ def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
     assert tm("--print-completion", "tcsh").returncode == 2
 
 
+def man_section(page, title):
+    """The roff lines of one .SH section of a page."""
+    lines = page.split("\n")
+    start = lines.index(f".SH {title}") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(".SH "))
+    return lines[start:end]
+
+
+def plain(roff):
+    return roff.replace("\\fB", "").replace("\\fR", "").replace("\\-", "-").replace("\\e", "\\")
+
+
+def test_man_pages_exit_status_environment_name_and_choices(tmp_path):
+    """--print-man creates its directory; EXIT STATUS is docs/cli.md's table (one table in the code,
+    src/cli/exit_codes.h, checked against the docs here); ENVIRONMENT names every variable the sources
+    read; NAME does not repeat the program's name; a choice list whose choices hold commas reads
+    clearly (choices separated by '|', in --help and the pages alike)."""
+    out = tmp_path / "new" / "nested"
+    r = tm("--print-man", str(out))
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    docs = open(os.path.join(os.environ.get("TRAINMON_SOURCE_DIR", ""), "docs", "cli.md")).read()
+    table = docs[docs.index("## Exit status"):].split("\n\n")[1]
+    want = [tuple(c.strip().replace("`", "") for c in row.strip("|").split("|", 1))
+            for row in table.split("\n")[2:] if row.startswith("|")]
+    assert len(want) >= 6, table
+    sources = []
+    for d, _, files in os.walk(os.path.join(os.environ.get("TRAINMON_SOURCE_DIR", ""), "src")):
+        sources += [open(os.path.join(d, f)).read() for f in files if f.endswith((".cpp", ".h"))]
+    read = set(re.findall(r'(?:getenv|\benv|env_or|envname)\("([A-Z][A-Z0-9_]+)"', "\n".join(sources)))
+    assert {"TRAINMON_DB", "TRAINMON_NVML_LIBRARY", "NO_COLOR", "XDG_STATE_HOME"} <= read, read
+    for page_file in sorted(os.listdir(out)):
+        page = open(out / page_file).read()
+        name = man_section(page, "NAME")[0]
+        assert not re.search(r"\\- trainmon\b", name), name
+        exit_rows = man_section(page, "EXIT STATUS")
+        got = [(exit_rows[i + 1].removeprefix(".B "), plain(exit_rows[i + 2]))
+               for i in range(0, len(exit_rows), 3)]
+        assert got == want, (page_file, got)
+        env_names = {plain(l.removeprefix(".B ")) for l in man_section(page, "ENVIRONMENT") if l.startswith(".B ")}
+        assert read <= env_names, (page_file, read - env_names)
+    for c in [""] + commands():
+        help_text = tm(*([c] if c else []), "--help").stdout
+        for choices in re.findall(r":\{([^}]*)\}", help_text):
+            assert "|" in choices or "," not in choices, (c, choices)
+    status_help = tm("status", "--help").stdout
+    assert "{draw|limit|draw,limit|limit,draw}" in status_help
+    assert "{draw|limit|draw,limit|limit,draw}" in open(out / "trainmon-status.1").read()
+
+
+def test_print_man_reports_a_failure_once(tmp_path):
+    (tmp_path / "file").write_text("x")
+    r = tm("--print-man", str(tmp_path / "file" / "sub"))
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and f"cannot create {tmp_path}/file/sub" in r.stderr, r.stderr
+    (tmp_path / "out" / "trainmon-status.1").mkdir(parents=True)  # a page that cannot be written
+    r = tm("--print-man", str(tmp_path / "out"))
+    assert r.returncode == 1
+    assert r.stderr == f"trainmon: cannot write {tmp_path}/out/trainmon-status.1: Is a directory\n", r.stderr
+
+
 def complete(script, words):
     """COMPREPLY of the bash completion for the command line `words` (the last one being completed)."""
     prog = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _trainmon; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % (
