@@ -5,7 +5,7 @@
 #
 # Usage:
 #   scripts/gpu-check.sh [-t TRAINMON] [-s NVIDIA_SMI] [-o OUTDIR] [--loop-s SEC] [--no-torch]
-#   scripts/gpu-check.sh --bundle DIR     # copy trainmon, its libraries and this script into DIR
+#   scripts/gpu-check.sh --bundle DIR     # copy trainmon, its plugin, their libraries and this script into DIR
 #
 # Needs bash, coreutils and awk only; python3 (any version, standard library) adds the
 # `status --json` against `nvidia-smi -q -x` section, python3 with a CUDA PyTorch adds the step-time
@@ -56,14 +56,20 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 if [ -n "$BUNDLE" ]; then
   BIN=${TM:-$HERE/../build/release/trainmon}
   [ -x "$BIN" ] || { echo "gpu-check: no trainmon binary at $BIN (-t PATH)" >&2; exit 2; }
+  # serve's HTTP server plugin: next to the binary in a build tree, in ../lib/trainmon installed.
+  # In the bundle it lies in lib/, next to the loader that runs trainmon.bin (/proc/self/exe).
+  PLUGIN=$(dirname "$BIN")/trainmon-http.so
+  [ -f "$PLUGIN" ] || PLUGIN=$(dirname "$BIN")/../lib/trainmon/trainmon-http.so
+  [ -f "$PLUGIN" ] || { echo "gpu-check: no trainmon-http.so next to $BIN (serve's plugin)" >&2; exit 2; }
   mkdir -p "$BUNDLE/lib" || exit 2
   cp "$BIN" "$BUNDLE/lib/trainmon.bin" || exit 2
+  cp "$PLUGIN" "$BUNDLE/lib/trainmon-http.so" || exit 2
   loader=
   while read -r lib; do
     [ -n "$lib" ] || continue
     cp -L "$lib" "$BUNDLE/lib/" || exit 2
     case "$lib" in */ld-linux*) loader=$(basename "$lib") ;; esac
-  done < <(ldd "$BIN" | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}')
+  done < <( (ldd "$BIN"; ldd "$PLUGIN") | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}' | sort -u)
   [ -n "$loader" ] || { echo "gpu-check: no ELF loader in ldd $BIN" >&2; exit 2; }
   cat > "$BUNDLE/trainmon" <<EOF
 #!/bin/sh

@@ -37,6 +37,7 @@ struct QueryOptions {
   std::string query_clocks;  ///< --query-supported-clocks
   bool list_gpus = false;    ///< -L
   bool query_text = false;   ///< -q
+  std::string display;       ///< -d TYPE[,TYPE...] with -q
   std::string format = "csv";
   std::string ids;
   double loop_s = 0;
@@ -44,6 +45,7 @@ struct QueryOptions {
   std::string file;
   bool help_gpu = false;
   bool help_apps = false;
+  bool help_clocks = false;
 };
 
 int run(const QueryOptions& o, const GlobalOptions& global) {
@@ -53,6 +55,10 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   }
   if (o.help_apps) {
     std::fputs(exp::help_query_compute_apps().c_str(), stdout);
+    return kExitOk;
+  }
+  if (o.help_clocks) {
+    std::fputs(exp::help_query_supported_clocks().c_str(), stdout);
     return kExitOk;
   }
   const int modes =
@@ -87,6 +93,17 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     }
     aq = *q;
   }
+  unsigned display = exp::kQueryDisplayAll;
+  if (!o.display.empty()) {
+    auto d = exp::parse_query_display(o.display);
+    if (!o.query_text || !d) {
+      std::fprintf(stderr, "trainmon query: %s\n",
+                   !o.query_text ? "-d/--display selects sections of -q: give -q with it"
+                                 : text::terminal(d.error()).c_str());
+      return kExitUsage;
+    }
+    display = *d;
+  }
   std::vector<const exp::ClockField*> cq;
   if (!o.query_clocks.empty()) {
     auto q = exp::parse_clock_query(o.query_clocks);
@@ -107,9 +124,11 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   SamplerOptions so;
   so.backend.library_path = global.nvml_library;
   so.backend.collect_processes = !o.query_apps.empty() || o.query_text;
-  so.backend.collect_pcie_throughput = false;
+  so.backend.collect_pcie_throughput = o.query_text && display == exp::kQueryDisplayAll;  // -q's PCI rows
   so.backend.collect_extended = !o.query_gpu.empty() || o.query_text;
-  so.backend.collect_supported_clocks = !o.query_clocks.empty();
+  so.backend.collect_supported_clocks =
+      !o.query_clocks.empty() ||
+      (o.query_text && display != exp::kQueryDisplayAll && (display & exp::kQdSupportedClocks) != 0);
   so.backend.collect_gpm = false;
   so.backend.watch_events = false;
   so.host.proc_root = global.proc_root;
@@ -151,7 +170,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
       break;
     }
     const std::string text = o.list_gpus    ? exp::list_gpus_text(snap, *order)
-                             : o.query_text ? exp::query_text(snap, *order)
+                             : o.query_text ? exp::query_text(snap, *order, display)
                              : !o.query_clocks.empty()
                                  ? exp::csv_query_supported_clocks(cq, *fmt, snap, *order, first)
                              : o.query_gpu.empty() ? exp::csv_query_apps(aq, *fmt, snap, *order, first)
@@ -194,6 +213,11 @@ Registrar reg{
                       "memory (mem), graphics (gr)");
        app.add_flag("-L,--list-gpus", o->list_gpus, "list the GPUs and their MIG devices, as nvidia-smi -L");
        app.add_flag("-q,--query", o->query_text, "the nvidia-smi -q text for the values trainmon reads");
+       app.add_option(
+           "-d,--display", o->display,
+           "with -q: only these sections, comma separated (MEMORY, UTILIZATION, ECC, TEMPERATURE, "
+           "POWER, CLOCK, COMPUTE, PIDS, PERFORMANCE, SUPPORTED_CLOCKS, PAGE_RETIREMENT, ACCOUNTING, "
+           "ENCODER_STATS, ROW_REMAPPER, ... as nvidia-smi -d)");
        app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
        app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
        app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C")
@@ -203,6 +227,8 @@ Registrar reg{
        app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
        app.add_flag("--help-query-gpu", o->help_gpu, "list the --query-gpu fields");
        app.add_flag("--help-query-compute-apps", o->help_apps, "list the --query-compute-apps fields");
+       app.add_flag("--help-query-supported-clocks", o->help_clocks,
+                    "list the --query-supported-clocks fields");
        return [o, &global] { return run(*o, global); };
      },
      20}};

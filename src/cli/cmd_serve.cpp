@@ -22,6 +22,7 @@
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/record_loop.h"
 #include "trainmon/runner/launcher.h"
+#include "trainmon/serve/http_plugin.h"
 #include "trainmon/serve/http_policy.h"
 #include "trainmon/serve/serve_state.h"
 #include "trainmon/serve/server.h"
@@ -127,6 +128,13 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
                  "trainmon serve: warning: listening on %s without a token: anyone who can reach this port "
                  "sees this machine's GPUs, processes and runs (use --token-file)\n",
                  addr->host.c_str());
+  }
+
+  // The HTTP server is a plugin (http_plugin.h): a missing or broken one stops here, before the
+  // store or the GPUs are touched.
+  if (auto plugin = serve::http_plugin(); !plugin) {
+    std::fprintf(stderr, "trainmon serve: %s\n", text::terminal(plugin.error().message).c_str());
+    return kExitFailure;
   }
 
   std::vector<std::string> env;

@@ -159,12 +159,12 @@ Registrar reg{{"status", "one line per GPU with its processes (gpustat compatibl
                  app.add_option("-P,--show-power", o->power,
                                 "power: draw, limit or draw,limit (the default without a value)")
                      ->expected(0, 1)
-                     ->check(CLI::IsMember({"", "draw", "limit", "draw,limit", "limit,draw"}));
+                     ->check(one_of({"", "draw", "limit", "draw,limit", "limit,draw"}));
                  app.add_flag("-F,--show-fan-speed,--show-fan", o->view.show_fan, "show fan speed");
                  app.add_option("-e,--show-codec", o->codec,
                                 "encoder / decoder utilisation: enc, dec or enc,dec (the default)")
                      ->expected(0, 1)
-                     ->check(CLI::IsMember({"", "enc", "dec", "enc,dec"}));
+                     ->check(one_of({"", "enc", "dec", "enc,dec"}));
                  app.add_flag("--no-processes", o->view.no_processes, "no process list");
                  app.add_flag("--no-color", o->no_color, "never colour (also: NO_COLOR)");
                  app.add_flag("--force-color,--color", o->force_color, "colour even on a pipe");

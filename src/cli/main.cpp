@@ -16,9 +16,11 @@
 #include <string_view>
 #include <vector>
 
+#include "cli/arg_order.h"
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/help_export.h"
+#include "cli/option_checks.h"
 #include "cli/output.h"
 #include "trainmon/core/i18n.h"
 
@@ -66,7 +68,7 @@ int main(int argc, char** argv) {
   std::string print_completion, print_man;
   app.add_option("--print-completion", print_completion,
                  "print the bash, zsh or fish completion script and exit")
-      ->check(CLI::IsMember({"bash", "zsh", "fish"}));
+      ->check(one_of({"bash", "zsh", "fish"}));
   app.add_option("--print-man", print_man,
                  "write the man pages (trainmon.1, trainmon-COMMAND.1) into DIR and exit");
 
@@ -78,6 +80,14 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(spec.name, spec.description);
     runners[sub] = spec.setup(*sub, global);
   }
+
+  // A command's options before the command (`trainmon --db FILE runs`) go after it (arg_order.h).
+  std::vector<std::string> arg_words(argv + 1, argv + argc);
+  arg_words = command_options_after_command(app, std::move(arg_words));
+  std::vector<char*> arg_ptrs{argv[0]};
+  for (auto& w : arg_words) arg_ptrs.push_back(w.data());
+  arg_ptrs.push_back(nullptr);
+  argv = arg_ptrs.data();
 
   // nvidia-smi spells the query loop in milliseconds "-lms MS"; CLI11 takes no multi-letter option
   // after a single dash, so after the `query` subcommand that one token (alone or as "-lms=MS")
@@ -120,24 +130,7 @@ int main(int argc, char** argv) {
     std::fputs(completion_script(app, print_completion).c_str(), stdout);
     return kExitOk;
   }
-  if (!print_man.empty()) {
-    auto write = [&](const CLI::App& page, const std::string& name) {
-      const std::string path = print_man + "/" + name + ".1";
-      FILE* f = std::fopen(path.c_str(), "w");
-      if (!f) {
-        std::fprintf(stderr, "trainmon: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
-        return false;
-      }
-      const std::string text = man_page(app, page, TRAINMON_VERSION);
-      const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
-      return std::fclose(f) == 0 && ok;
-    };
-    bool ok = write(app, "trainmon");
-    const CLI::App& root = app;
-    for (const CLI::App* sub : root.get_subcommands(std::function<bool(const CLI::App*)>{}))
-      ok = write(*sub, "trainmon-" + sub->get_name()) && ok;
-    return ok ? kExitOk : kExitFailure;
-  }
+  if (!print_man.empty()) return write_man_pages(app, print_man, TRAINMON_VERSION) ? kExitOk : kExitFailure;
   if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
 
   try {

@@ -8,10 +8,24 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
 namespace trainmon::cli {
+
+/// CLI::IsMember(`choices`), listed with '|' between the choices in --help, the man pages and the
+/// completions: "{draw|limit|draw,limit}". CLI11's own list joins them with ',' and reads wrongly as
+/// soon as one choice holds a comma ("{draw,limit,draw,limit}"). An empty choice (an option whose
+/// value may be left out, ->expected(0, 1)) is accepted and not listed. Use it for every choice list.
+inline CLI::Validator one_of(const std::vector<std::string>& choices) {
+  CLI::Validator v = CLI::IsMember(choices);
+  std::string listed;
+  for (const auto& c : choices)
+    if (!c.empty()) listed += (listed.empty() ? "" : "|") + c;
+  v.description("{" + listed + "}");
+  return v;
+}
 
 /// The longest loop interval of status / query (one day); longer ones are refused rather than
 /// overflowing the sleep arithmetic.

@@ -30,9 +30,22 @@ std::string mig_profile(const MigDeviceSample& m) {
   return at == std::string::npos ? *m.name : m.name->substr(at + 4);
 }
 
+// Descriptions of the first five as nvidia-smi's --help-query-compute-apps words them (the captures);
+// memory and graphics in our words (no capture holds --help-query-supported-clocks).
 constexpr ClockField kClockFields[] = {
-    {"timestamp", "", ""}, {"gpu_name", "", ""},     {"gpu_bus_id", "", ""},    {"gpu_serial", "", ""},
-    {"gpu_uuid", "", ""},  {"memory", "mem", "MHz"}, {"graphics", "gr", "MHz"},
+    {"timestamp", "", "", "The timestamp of when the query was made in format \"YYYY/MM/DD HH:MM:SS.msec\"."},
+    {"gpu_name", "", "",
+     "The official product name of the GPU. This is an alphanumeric string. For all products."},
+    {"gpu_bus_id", "", "", "PCI bus id as \"domain:bus:device.function\", in hex."},
+    {"gpu_serial", "", "",
+     "This number matches the serial number physically printed on each board. It is a globally unique "
+     "immutable alphanumeric value."},
+    {"gpu_uuid", "", "",
+     "This value is the globally unique immutable alphanumeric identifier of the GPU. It does not "
+     "correspond to any physical label on the board."},
+    {"memory", "mem", "MHz", "A memory clock the GPU supports (nvmlDeviceGetSupportedMemoryClocks)."},
+    {"graphics", "gr", "MHz",
+     "A graphics clock the GPU supports at that memory clock (nvmlDeviceGetSupportedGraphicsClocks)."},
 };
 
 }  // namespace
@@ -53,6 +66,21 @@ std::string list_gpus_text(const Snapshot& snap, std::span<const std::size_t> or
 
 std::span<const ClockField> clock_fields() {
   return kClockFields;
+}
+
+std::string help_query_supported_clocks() {
+  std::string out =
+      "List of valid properties to query for the switch \"--query-supported-clocks\":\n\n"
+      "Section about supported clocks properties\n"
+      "List of memory and graphics clock pairs the device supports.\n\n";
+  for (const ClockField& f : kClockFields) {
+    out += '"';
+    out += f.name;
+    out += '"';
+    if (!f.alias.empty()) fmt::format_to(std::back_inserter(out), " or \"{}\"", f.alias);
+    fmt::format_to(std::back_inserter(out), "\n{}\n\n", f.description);
+  }
+  return out;
 }
 
 std::expected<std::vector<const ClockField*>, std::string> parse_clock_query(std::string_view list) {

@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <ctime>
+#include <tuple>
 
 #include "export/static_info.h"
 #include "trainmon/export/nvidia_smi_views.h"
@@ -141,11 +143,50 @@ std::string log_time(std::int64_t unix_ns) {
   return buf;
 }
 
-void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
-  namespace ce = clock_event;
-  const GpuStaticInfo& i = info_of(g);
-  const int major = driver_major(snap);
-  w.section(0, "GPU " + plain(i.pci_bus_id));
+/// ECC Errors rows of one location from a total (see query_text in the header): N/A when the
+/// total is unreadable, 0 when it is 0 (every location then is), else N/A (the split is unknown).
+std::string from_total(const Reading<std::uint64_t>& total) {
+  return total.ok() && *total == 0 ? std::string("0") : std::string("N/A");
+}
+
+void ecc_errors(Writer& w, const GpuSample& g, const GpuStaticInfo& i) {
+  // Hopper and later split SRAM uncorrectable errors into parity and SEC-DED (the H100 / H200
+  // captures); the Turing capture (595.71.05) has one SRAM Uncorrectable row.
+  const bool split = i.architecture.ok() && *i.architecture >= 9;
+  w.section(1, "ECC Errors");
+  for (const auto& [name, cor, unc] :
+       {std::tuple{"Volatile", &g.ecc_corrected_volatile, &g.ecc_uncorrected_volatile},
+        std::tuple{"Aggregate", &g.ecc_corrected_aggregate, &g.ecc_uncorrected_aggregate}}) {
+    w.section(2, name);
+    w.row(3, "SRAM Correctable", from_total(*cor));
+    if (split) {
+      w.row(3, "SRAM Uncorrectable Parity", from_total(*unc));
+      w.row(3, "SRAM Uncorrectable SEC-DED", from_total(*unc));
+    } else {
+      w.row(3, "SRAM Uncorrectable", from_total(*unc));
+    }
+    w.row(3, "DRAM Correctable", from_total(*cor));
+    w.row(3, "DRAM Uncorrectable", from_total(*unc));
+  }
+}
+
+std::string kb_s(const Reading<unsigned>& r) {
+  return fmt_or_na(r, [](unsigned v) { return fmt::format("{} KB/s", v); });
+}
+
+void supported_clocks(Writer& w, const GpuStaticInfo& i) {
+  if (!i.supported_clocks.ok() || i.supported_clocks->empty()) {
+    w.row(1, "Supported Clocks", "N/A");
+    return;
+  }
+  w.section(1, "Supported Clocks");
+  for (const SupportedClocks& c : *i.supported_clocks) {
+    w.row(2, "Memory", fmt::format("{} MHz", c.memory_mhz));
+    for (unsigned gr : c.graphics_mhz) w.row(3, "Graphics", fmt::format("{} MHz", gr));
+  }
+}
+
+void identity_text(Writer& w, const GpuSample& g, const GpuStaticInfo& i, int major) {
   w.row(1, "Product Name", plain(i.name));
   w.row(1, "Product Brand", brand_name(i.brand));
   w.row(1, "Product Architecture", architecture_name(i.architecture));
@@ -196,7 +237,13 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   w.row(4, "Max", fmt_or_na(i.pcie_link_width_max, [](unsigned v) { return fmt::format("{}x", v); }));
   w.row(4, "Current", fmt_or_na(g.pcie_link_width_current, [](unsigned v) { return fmt::format("{}x", v); }));
   w.row(2, "Replays Since Reset", plain(g.pcie_replay_count));
+  w.row(2, "Tx Throughput", kb_s(g.pcie_tx_kib_s));
+  w.row(2, "Rx Throughput", kb_s(g.pcie_rx_kib_s));
   w.row(1, "Fan Speed", with_unit(g.fan_speed_pct, "%"));
+}
+
+void performance_text(Writer& w, const GpuSample& g) {
+  namespace ce = clock_event;
   w.row(1, "Performance State", fmt_or_na(g.pstate, [](unsigned p) { return fmt::format("P{}", p); }));
   w.section(1, "Clocks Event Reasons");
   w.row(2, "Idle", reason(g, ce::gpu_idle));
@@ -214,6 +261,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   w.row(2, "SW Thermal Slowdown", us_from_ns(g.violation_sw_thermal_ns));
   w.row(2, "HW Thermal Slowdown", us_from_ns(g.violation_hw_thermal_ns));
   w.row(2, "HW Power Braking", us_from_ns(g.violation_hw_power_brake_ns));
+}
+
+void memory_text(Writer& w, const GpuSample& g, const GpuStaticInfo& i) {
   w.section(1, "FB Memory Usage");
   w.row(2, "Total", mib(g.memory_total_bytes.ok() ? g.memory_total_bytes : i.memory_total_bytes));
   w.row(2, "Reserved", mib(g.memory_reserved_bytes));
@@ -223,7 +273,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   w.row(2, "Total", mib(i.bar1_total_bytes));
   w.row(2, "Used", mib(g.bar1_used_bytes));
   w.row(2, "Free", mib(g.bar1_free_bytes));
-  w.row(1, "Compute Mode", compute_mode_name(g.compute_mode));
+}
+
+void utilization_text(Writer& w, const GpuSample& g) {
   w.section(1, "Utilization");
   w.row(2, "GPU", with_unit(g.utilization_gpu_pct, "%"));
   w.row(2, "Memory", with_unit(g.utilization_memory_pct, "%"));
@@ -231,17 +283,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   w.row(2, "Decoder", with_unit(g.utilization_decoder_pct, "%"));
   w.row(2, "JPEG", with_unit(g.utilization_jpeg_pct, "%"));
   w.row(2, "OFA", with_unit(g.utilization_ofa_pct, "%"));
-  w.section(1, "Encoder Stats");
-  w.row(2, "Active Sessions", plain(g.encoder_session_count));
-  w.row(2, "Average FPS", plain(g.encoder_average_fps));
-  w.row(2, "Average Latency", plain(g.encoder_average_latency_us));
-  w.section(1, "ECC Mode");
-  w.row(2, "Current", words(g.ecc_mode_current, "Enabled", "Disabled"));
-  w.row(2, "Pending", words(g.ecc_mode_pending, "Enabled", "Disabled"));
-  w.section(1, "Retired Pages");
-  w.row(2, "Single Bit ECC", plain(g.retired_pages_sbe));
-  w.row(2, "Double Bit ECC", plain(g.retired_pages_dbe));
-  w.row(2, "Pending Page Blacklist", words(g.retired_pages_pending, "Yes", "No"));
+}
+
+void remapped_rows_text(Writer& w, const GpuSample& g) {
   if (g.remapped_rows_correctable.status == ReadStatus::not_supported) {
     w.row(1, "Remapped Rows", "N/A");  // nvidia-smi folds the section on a GPU without row remapping
   } else {
@@ -251,10 +295,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
     w.row(2, "Pending", words(g.remapped_rows_pending, "Yes", "No"));
     w.row(2, "Remapping Failure Occurred", words(g.remapped_rows_failure, "Yes", "No"));
   }
-  w.section(1, "Temperature");
-  w.row(2, "GPU Current Temp", with_unit(g.temperature_gpu_c, "C"));
-  w.row(2, "GPU T.Limit Temp", with_unit(g.temperature_tlimit_c, "C"));
-  w.row(2, "Memory Current Temp", with_unit(g.temperature_memory_c, "C"));
+}
+
+void power_text(Writer& w, const GpuSample& g, const GpuStaticInfo& i, int major) {
   w.section(1, "GPU Power Readings");
   w.row(2, "Average Power Draw", watts(g.power_draw_average_mw));
   w.row(2, "Instantaneous Power Draw", watts(g.power_draw_instant_mw));
@@ -265,6 +308,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   }
   w.row(2, "Min Power Limit", watts(i.power_min_limit_mw));
   w.row(2, "Max Power Limit", watts(i.power_max_limit_mw));
+}
+
+void clocks_text(Writer& w, const GpuSample& g, const GpuStaticInfo& i, int major) {
   w.section(1, "Clocks");
   w.row(2, "Graphics", with_unit(g.clocks_graphics_mhz, "MHz"));
   w.row(2, "SM", with_unit(g.clocks_sm_mhz, "MHz"));
@@ -281,13 +327,9 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   w.row(2, "Graphics", with_unit(i.clocks_max_graphics_mhz, "MHz"));
   w.row(2, "SM", with_unit(i.clocks_max_sm_mhz, "MHz"));
   w.row(2, "Memory", with_unit(i.clocks_max_memory_mhz, "MHz"));
-  w.section(1, "Fabric");
-  w.row(2, "State", fabric_state_name(g.fabric_state));
-  w.row(2, "Status", fmt_or_na(g.fabric_status, [](int s) {
-          return s == 0 ? std::string("Success") : fmt::format("Error {}", s);
-        }));
-  w.row(2, "CliqueId", plain(g.fabric_clique_id));
-  w.row(2, "ClusterUUID", plain(g.fabric_cluster_uuid));
+}
+
+void processes_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   std::vector<const GpuProcessSample*> procs;
   for (const auto& p : snap.gpu_processes)
     if (p.gpu_index == g.index) procs.push_back(&p);
@@ -309,9 +351,65 @@ void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g) {
   }
 }
 
+void gpu_text(Writer& w, const Snapshot& snap, const GpuSample& g, unsigned display) {
+  namespace ce = clock_event;
+  const GpuStaticInfo& i = info_of(g);
+  const int major = driver_major(snap);
+  const bool all = display == kQueryDisplayAll;
+  auto on = [display](unsigned bit) { return (display & bit) != 0; };
+  w.section(0, "GPU " + plain(i.pci_bus_id));
+  if (all) identity_text(w, g, i, major);
+  if (on(kQdAccounting) && !all) {
+    w.row(1, "Accounting Mode", words(g.accounting_mode, "Enabled", "Disabled"));
+    w.row(1, "Accounting Mode Buffer Size", plain(g.accounting_buffer_size));
+  }
+  if (on(kQdPerformance)) performance_text(w, g);
+  if (on(kQdMemory)) memory_text(w, g, i);
+  if (on(kQdCompute)) w.row(1, "Compute Mode", compute_mode_name(g.compute_mode));
+  if (on(kQdUtilization)) utilization_text(w, g);
+  if (on(kQdEncoderStats)) {
+    w.section(1, "Encoder Stats");
+    w.row(2, "Active Sessions", plain(g.encoder_session_count));
+    w.row(2, "Average FPS", plain(g.encoder_average_fps));
+    w.row(2, "Average Latency", plain(g.encoder_average_latency_us));
+  }
+  if (on(kQdEcc)) {
+    w.section(1, "ECC Mode");
+    w.row(2, "Current", words(g.ecc_mode_current, "Enabled", "Disabled"));
+    w.row(2, "Pending", words(g.ecc_mode_pending, "Enabled", "Disabled"));
+    ecc_errors(w, g, i);
+  }
+  if (on(kQdPageRetirement)) {
+    w.section(1, "Retired Pages");
+    w.row(2, "Single Bit ECC", plain(g.retired_pages_sbe));
+    w.row(2, "Double Bit ECC", plain(g.retired_pages_dbe));
+    w.row(2, "Pending Page Blacklist", words(g.retired_pages_pending, "Yes", "No"));
+  }
+  if (on(kQdRowRemapper)) remapped_rows_text(w, g);
+  if (on(kQdTemperature)) {
+    w.section(1, "Temperature");
+    w.row(2, "GPU Current Temp", with_unit(g.temperature_gpu_c, "C"));
+    w.row(2, "GPU T.Limit Temp", with_unit(g.temperature_tlimit_c, "C"));
+    w.row(2, "Memory Current Temp", with_unit(g.temperature_memory_c, "C"));
+  }
+  if (on(kQdPower)) power_text(w, g, i, major);
+  if (on(kQdClock)) clocks_text(w, g, i, major);
+  if (on(kQdSupportedClocks) && !all) supported_clocks(w, i);
+  if (all) {
+    w.section(1, "Fabric");
+    w.row(2, "State", fabric_state_name(g.fabric_state));
+    w.row(2, "Status", fmt_or_na(g.fabric_status, [](int s) {
+            return s == 0 ? std::string("Success") : fmt::format("Error {}", s);
+          }));
+    w.row(2, "CliqueId", plain(g.fabric_clique_id));
+    w.row(2, "ClusterUUID", plain(g.fabric_cluster_uuid));
+  }
+  if (on(kQdPids)) processes_text(w, snap, g);
+}
+
 }  // namespace
 
-std::string query_text(const Snapshot& snap, std::span<const std::size_t> order) {
+std::string query_text(const Snapshot& snap, std::span<const std::size_t> order, unsigned display) {
   Writer w;
   w.out = "\n==============NVSMI LOG==============\n\n";
   w.row(0, "Timestamp", log_time(snap.time_unix_ns));
@@ -322,8 +420,63 @@ std::string query_text(const Snapshot& snap, std::span<const std::size_t> order)
   w.out += '\n';
   w.row(0, "Attached GPUs",
         fmt::format("{}", snap.driver.device_count.value_or(static_cast<unsigned>(snap.gpus.size()))));
-  for (std::size_t pos : order) gpu_text(w, snap, snap.gpus.at(pos));
+  for (std::size_t pos : order) gpu_text(w, snap, snap.gpus.at(pos), display);
   return w.out;
+}
+
+namespace {
+
+constexpr QueryDisplayName kDisplayNames[] = {
+    {"MEMORY", kQdMemory},
+    {"UTILIZATION", kQdUtilization},
+    {"ECC", kQdEcc},
+    {"TEMPERATURE", kQdTemperature},
+    {"POWER", kQdPower},
+    {"CLOCK", kQdClock},
+    {"COMPUTE", kQdCompute},
+    {"PIDS", kQdPids},
+    {"PERFORMANCE", kQdPerformance},
+    {"SUPPORTED_CLOCKS", kQdSupportedClocks},
+    {"PAGE_RETIREMENT", kQdPageRetirement},
+    {"ACCOUNTING", kQdAccounting},
+    {"ENCODER_STATS", kQdEncoderStats},
+    {"SUPPORTED_GPU_TARGET_TEMP", kQdSupportedGpuTargetTemp},
+    {"VOLTAGE", kQdVoltage},
+    {"FBC_STATS", kQdFbcStats},
+    {"ROW_REMAPPER", kQdRowRemapper},
+    {"GSP_FIRMWARE_VERSION", kQdGspFirmwareVersion},
+    {"POWER_SMOOTHING", kQdPowerSmoothing},
+    {"POWER_PROFILES", kQdPowerProfiles},
+};
+
+}  // namespace
+
+std::span<const QueryDisplayName> query_display_names() {
+  return kDisplayNames;
+}
+
+std::expected<unsigned, std::string> parse_query_display(std::string_view list) {
+  unsigned mask = 0;
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const std::size_t comma = std::min(list.find(',', start), list.size());
+    std::string name(list.substr(start, comma - start));
+    while (!name.empty() && name.front() == ' ') name.erase(0, 1);
+    while (!name.empty() && name.back() == ' ') name.pop_back();
+    for (char& c : name) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const auto it = std::find_if(std::begin(kDisplayNames), std::end(kDisplayNames),
+                                 [&](const QueryDisplayName& d) { return d.name == name; });
+    if (it == std::end(kDisplayNames)) {
+      std::string valid;
+      for (const auto& d : kDisplayNames) valid += (valid.empty() ? "" : ", ") + std::string(d.name);
+      return std::unexpected(
+          (name.empty() ? std::string("an empty display type") : "\"" + name + "\" is not a display type") +
+          " for -d (one or more of " + valid + ", comma separated)");
+    }
+    mask |= it->bit;
+    start = comma + 1;
+  }
+  return mask;
 }
 
 }  // namespace trainmon::exp

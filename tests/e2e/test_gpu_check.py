@@ -74,6 +74,13 @@ def test_gpu_check_runs_the_bundle(tmp_path):
     assert (bundle / "gpu-check.sh").exists() and (bundle / "lib" / "trainmon.bin").exists()
     v = subprocess.run([str(bundle / "trainmon"), "--version"], capture_output=True, text=True, timeout=30)
     assert v.returncode == 0 and v.stdout.startswith("trainmon ")
+    # serve's plugin and the libraries only it links travel too, and the bundled serve loads them
+    libs = os.listdir(bundle / "lib")
+    assert "trainmon-http.so" in libs and any(l.startswith("libcpp-httplib") for l in libs), libs
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE, TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"))
+    s = subprocess.run([str(bundle / "trainmon"), "serve", "--listen", "127.0.0.1:0", "--duration", "1",
+                        "--db", str(tmp_path / "serve.db")], env=env, capture_output=True, text=True, timeout=120)
+    assert s.returncode == 0 and "listening on http://127.0.0.1:" in s.stderr, s.stderr
     r, rows = gpu_check(tmp_path, "h200-idle", trainmon=str(bundle / "trainmon"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert any(s == "query" and f == "name" and v == "equal" for s, _, f, _, _, v in rows)

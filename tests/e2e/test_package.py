@@ -60,6 +60,66 @@ def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
     assert tm("--print-completion", "tcsh").returncode == 2
 
 
+def man_section(page, title):
+    """The roff lines of one .SH section of a page."""
+    lines = page.split("\n")
+    start = lines.index(f".SH {title}") + 1
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith(".SH "))
+    return lines[start:end]
+
+
+def plain(roff):
+    return roff.replace("\\fB", "").replace("\\fR", "").replace("\\-", "-").replace("\\e", "\\")
+
+
+def test_man_pages_exit_status_environment_name_and_choices(tmp_path):
+    """--print-man creates its directory; EXIT STATUS is docs/cli.md's table (one table in the code,
+    src/cli/exit_codes.h, checked against the docs here); ENVIRONMENT names every variable the sources
+    read; NAME does not repeat the program's name; a choice list whose choices hold commas reads
+    clearly (choices separated by '|', in --help and the pages alike)."""
+    out = tmp_path / "new" / "nested"
+    r = tm("--print-man", str(out))
+    assert r.returncode == 0 and not r.stderr, r.stderr
+    docs = open(os.path.join(os.environ.get("TRAINMON_SOURCE_DIR", ""), "docs", "cli.md")).read()
+    table = docs[docs.index("## Exit status"):].split("\n\n")[1]
+    want = [tuple(c.strip().replace("`", "") for c in row.strip("|").split("|", 1))
+            for row in table.split("\n")[2:] if row.startswith("|")]
+    assert len(want) >= 6, table
+    sources = []
+    for d, _, files in os.walk(os.path.join(os.environ.get("TRAINMON_SOURCE_DIR", ""), "src")):
+        sources += [open(os.path.join(d, f)).read() for f in files if f.endswith((".cpp", ".h"))]
+    read = set(re.findall(r'(?:getenv|\benv|env_or|envname)\("([A-Z][A-Z0-9_]+)"', "\n".join(sources)))
+    assert {"TRAINMON_DB", "TRAINMON_NVML_LIBRARY", "NO_COLOR", "XDG_STATE_HOME"} <= read, read
+    for page_file in sorted(os.listdir(out)):
+        page = open(out / page_file).read()
+        name = man_section(page, "NAME")[0]
+        assert not re.search(r"\\- trainmon\b", name), name
+        exit_rows = man_section(page, "EXIT STATUS")
+        got = [(exit_rows[i + 1].removeprefix(".B "), plain(exit_rows[i + 2]))
+               for i in range(0, len(exit_rows), 3)]
+        assert got == want, (page_file, got)
+        env_names = {plain(l.removeprefix(".B ")) for l in man_section(page, "ENVIRONMENT") if l.startswith(".B ")}
+        assert read <= env_names, (page_file, read - env_names)
+    for c in [""] + commands():
+        help_text = tm(*([c] if c else []), "--help").stdout
+        for choices in re.findall(r":\{([^}]*)\}", help_text):
+            assert "|" in choices or "," not in choices, (c, choices)
+    status_help = tm("status", "--help").stdout
+    assert "{draw|limit|draw,limit|limit,draw}" in status_help
+    assert "{draw|limit|draw,limit|limit,draw}" in open(out / "trainmon-status.1").read()
+
+
+def test_print_man_reports_a_failure_once(tmp_path):
+    (tmp_path / "file").write_text("x")
+    r = tm("--print-man", str(tmp_path / "file" / "sub"))
+    assert r.returncode == 1
+    assert r.stderr.count("\n") == 1 and f"cannot create {tmp_path}/file/sub" in r.stderr, r.stderr
+    (tmp_path / "out" / "trainmon-status.1").mkdir(parents=True)  # a page that cannot be written
+    r = tm("--print-man", str(tmp_path / "out"))
+    assert r.returncode == 1
+    assert r.stderr == f"trainmon: cannot write {tmp_path}/out/trainmon-status.1: Is a directory\n", r.stderr
+
+
 def complete(script, words):
     """COMPREPLY of the bash completion for the command line `words` (the last one being completed)."""
     prog = script + "\nCOMP_WORDS=(%s); COMP_CWORD=%d; _trainmon; printf '%%s\\n' \"${COMPREPLY[@]}\"\n" % (
@@ -92,6 +152,38 @@ def test_a_mistyped_command_gets_did_you_mean():
     assert r.returncode == 0 and "NVIDIA H200" in r.stdout, r.stderr
 
 
+def test_command_options_work_before_the_command(tmp_path):
+    """A command's options before the command mean what they mean after it (flags, valued options,
+    --opt=VALUE, several at once, mixed with global ones); an option neither trainmon nor the command
+    knows is still refused (status 2)."""
+    env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE,
+               TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"), TRAINMON_FAKE_NVML_TIME_S="0")
+    env.pop("TRAINMON_DB", None)
+    db = str(tmp_path / "runs.db")
+    r = tm("record", "--db", db, "--duration", "1", "--interval", "0.5", "--name", "before-test", env=env)
+    assert r.returncode == 0, r.stderr
+    pairs = [
+        (["--db", db, "runs"], ["runs", "--db", db]),
+        (["--db=" + db, "--json", "runs"], ["runs", "--db=" + db, "--json"]),
+        (["--no-color", "status", "--no-header"], ["status", "--no-header", "--no-color"]),
+        (["--json", "--nvml-library", FAKE, "status"], ["--nvml-library", FAKE, "status", "--json"]),
+        (["--format", "csv,noheader", "query", "--query-gpu=name,uuid"],
+         ["query", "--query-gpu=name,uuid", "--format", "csv,noheader"]),
+        (["-i", "0", "-L", "query"], ["query", "-L", "-i", "0"]),
+    ]
+    for before, after in pairs:
+        a, b = tm(*before, env=env), tm(*after, env=env)
+        assert a.returncode == b.returncode == 0, (before, a.stderr, b.stderr)
+        if "--json" not in before or "status" not in before:  # status --json carries the time
+            assert a.stdout == b.stdout, (before, a.stdout, b.stdout)
+        assert a.stdout.strip(), before
+    assert "before-test" in tm("--db", db, "runs", env=env).stdout
+    r = tm("--no-such-option", "status", env=env)
+    assert r.returncode == 2 and "--no-such-option" in r.stderr, r.stderr
+    r = tm("--query-gpu=name", "status", env=env)  # query's option, not status's
+    assert r.returncode == 2, r.stderr
+
+
 @need_tools
 @pytest.mark.skipif(os.environ.get("TRAINMON_SANITIZED") == "1", reason="packaging: one pass is enough")
 def test_deb_installs_runs_and_removes_cleanly(tmp_path):
@@ -116,6 +208,12 @@ def test_deb_installs_runs_and_removes_cleanly(tmp_path):
     env = dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE, TRAINMON_FAKE_NVML_SCENARIO=os.path.join(SCEN, "h200-idle.json"))
     s = subprocess.run([str(binary), "status", "--no-color"], capture_output=True, text=True, env=env, timeout=60)
     assert s.returncode == 0 and "NVIDIA H200" in s.stdout, s.stderr
+    # serve's HTTP plugin, installed in /usr/lib/trainmon and found from the binary
+    assert (root / "usr/lib/trainmon/trainmon-http.so").is_file()
+    assert "libcpp-httplib" in info, info  # the plugin's libraries are the package's dependencies too
+    s = subprocess.run([str(binary), "serve", "--listen", "127.0.0.1:0", "--duration", "1", "--db",
+                        str(tmp_path / "serve.db")], capture_output=True, text=True, env=env, timeout=120)
+    assert s.returncode == 0 and "listening on http://127.0.0.1:" in s.stderr, s.stderr
     m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon"], capture_output=True, text=True)
     assert m.returncode == 0 and m.stdout.strip().endswith("man1/trainmon.1"), m.stdout + m.stderr
     m = subprocess.run(["man", "-M", str(root / "usr/share/man"), "-w", "trainmon-query"], capture_output=True,

@@ -397,3 +397,43 @@ def test_health_and_dcgm_exporter_listen_spellings(tmp_path):
             out = p.communicate(timeout=60)[1]
         assert p.returncode == 0, out
         assert f"listening on http://127.0.0.1:{port}/" in out
+
+
+def test_http_server_is_a_plugin_only_serve_loads(served, tmp_path):
+    """cpp-httplib and its TLS / compression libraries are not linked into the binary (every command
+    would pay for loading them): serve loads them with its plugin, trainmon-http.so, next to the
+    binary; a missing or broken plugin is a clear error naming the path, never a crash."""
+    linked = subprocess.run([trainmon_bin(), "--version"], env=dict(os.environ, LD_TRACE_LOADED_OBJECTS="1"),
+                            capture_output=True, text=True, timeout=60).stdout
+    assert "libc.so" in linked, linked
+    for lib in ("libcpp-httplib", "libssl", "libcrypto", "libbrotli"):
+        assert lib not in linked, linked
+    maps = open(f"/proc/{served.proc.pid}/maps").read()
+    plugin = os.path.join(os.path.dirname(trainmon_bin()), "trainmon-http.so")
+    assert plugin in maps and "libcpp-httplib" in maps
+    # the binary alone, without its plugin
+    alone = tmp_path / "bin"
+    alone.mkdir()
+    shutil.copy(trainmon_bin(), alone / "trainmon")
+    args = [str(alone / "trainmon"), "serve", "--listen", "127.0.0.1:0", "--db", str(tmp_path / "p.db")]
+    p = subprocess.run(args, env=env("h200-idle.json"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert f"looked for {alone}/trainmon-http.so, {alone}/../lib/trainmon/trainmon-http.so" in p.stderr, p.stderr
+    assert not (tmp_path / "p.db").exists()
+    # a file that is not a loadable library
+    (alone / "trainmon-http.so").write_text("not an ELF file\n")
+    p = subprocess.run(args, env=env("h200-idle.json"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert f"cannot load the HTTP server plugin {alone}/trainmon-http.so (" in p.stderr, p.stderr
+    # a real shared library that is not the plugin
+    shutil.copy(os.environ["TRAINMON_FAKE_NVML_PATH"], alone / "trainmon-http.so")
+    p = subprocess.run(args, env=env("h200-idle.json"), capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1, p.stderr
+    assert "is not trainmon's HTTP server plugin (no trainmon_http_plugin())" in p.stderr, p.stderr
+    # the installed layout: <prefix>/bin/trainmon and <prefix>/lib/trainmon/trainmon-http.so
+    (alone / "trainmon-http.so").unlink()
+    (tmp_path / "lib" / "trainmon").mkdir(parents=True)
+    shutil.copy(plugin, tmp_path / "lib" / "trainmon" / "trainmon-http.so")
+    p = subprocess.run(args + ["--duration", "1"], env=env("h200-idle.json"), capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and "listening on http://127.0.0.1:" in p.stderr, p.stderr

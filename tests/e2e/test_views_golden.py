@@ -270,7 +270,9 @@ VOLATILE_Q_ROWS = {"GPU Current Temp", "Memory Current Temp", "GPU T.Limit Temp"
                    # clock event reasons and their counters
                    "Idle", "Applications Clocks Setting", "SW Power Cap", "HW Slowdown", "HW Thermal Slowdown",
                    "HW Power Brake Slowdown", "Sync Boost", "SW Thermal Slowdown", "Display Clock Setting",
-                   "SW Power Capping", "HW Power Braking"}
+                   "SW Power Capping", "HW Power Braking",
+                   # PCIe traffic over the driver's 20 ms window
+                   "Tx Throughput", "Rx Throughput"}
 
 
 def q_shape(line):
@@ -289,6 +291,17 @@ def test_query_text_matches_capture(scenario):
     r = run(["query", "-q"], scenario)
     assert r.returncode == 0, r.stdout + r.stderr
     got = [l for l in r.stdout.split("\n") if l.strip()]
+    missing = unmatched_q_lines(got, want)
+    assert not missing, "not in the capture (or out of its order):\n" + "\n".join(missing)
+    assert len(got) >= 110, "too few rows printed"
+    # the sections trainmon has data for: ECC Errors (the ecc.errors.*.total counters) and the PCIe
+    # traffic (dmon -s t's)
+    assert "    ECC Errors" in got and any(l.startswith("        Tx Throughput ") for l in got)
+
+
+def unmatched_q_lines(got, want):
+    """The lines of trainmon's -q (`got`) that are not the capture's (`want`) in its order (a moving
+    reading may differ in its digits, VOLATILE_Q_ROWS)."""
     assert got[0] == want[0] == "==============NVSMI LOG=============="
     at, missing = 0, []
     for line in got[1:]:
@@ -310,8 +323,121 @@ def test_query_text_matches_capture(scenario):
             at = nxt + 1
         else:
             missing.append(line)
+    return missing
+
+
+# nvidia-smi -q -d TYPE: the GPU's sections each display type selects (nvidia-smi's grouping; the
+# captures hold no -d output, so the capture's -q restricted to these sections is the golden).
+DISPLAY_SECTIONS = {
+    "MEMORY": {"FB Memory Usage", "BAR1 Memory Usage", "Conf Compute Protected Memory Usage"},
+    "UTILIZATION": {"Utilization"},
+    "ECC": {"ECC Mode", "ECC Errors"},
+    "TEMPERATURE": {"Temperature"},
+    "POWER": {"GPU Power Readings", "GPU Memory Power Readings", "Module Power Readings"},
+    "CLOCK": {"Clocks", "Applications Clocks", "Default Applications Clocks", "Deferred Clocks", "Max Clocks",
+              "Max Customer Boost Clocks", "Clock Policy"},
+    "COMPUTE": {"Compute Mode"},
+    "PIDS": {"Processes"},
+    "PERFORMANCE": {"Performance State", "Clocks Event Reasons", "Clocks Event Reasons Counters",
+                    "Sparse Operation Mode"},
+    "SUPPORTED_CLOCKS": {"Supported Clocks"},
+    "PAGE_RETIREMENT": {"Retired Pages"},
+    "ACCOUNTING": {"Accounting Mode", "Accounting Mode Buffer Size", "Accounted Processes"},
+    "ENCODER_STATS": {"Encoder Stats"},
+    "FBC_STATS": {"FBC Stats"},
+    "ROW_REMAPPER": {"Remapped Rows"},
+    "GSP_FIRMWARE_VERSION": {"GSP Firmware Version"},
+    "POWER_SMOOTHING": {"Power Smoothing"},
+    "POWER_PROFILES": {"Workload Power Profiles"},
+    "VOLTAGE": {"Voltage"},
+    "SUPPORTED_GPU_TARGET_TEMP": {"Supported GPU Target Temp"},
+}
+
+
+def display_types(cap_file):
+    """The -d types a capture's `nvidia-smi -h` lists ("-d, --display=" up to "Flags can be combined")."""
+    text = open(os.path.join(CAPS, cap_file)).read()
+    block = text[text.index("--display="):text.index("Flags can be combined")]
+    return re.findall(r"\b[A-Z][A-Z_]{2,}\b", block.split(":", 1)[1])
+
+
+def gpu_sections(lines):
+    """The level-1 headings (4 spaces of indent) of -q lines, by key."""
+    return [l.split(":")[0].strip() for l in lines if re.match(r"^ {4}\S", l)]
+
+
+DISPLAY_CASES = sorted({(sc, d) for sc, (cap, _) in CASES.items() if CAPS and os.path.isdir(CAPS)
+                        for d in display_types(cap)})
+
+
+@pytest.mark.parametrize("scenario,display", DISPLAY_CASES)
+def test_query_display_matches_capture(scenario, display):
+    """`query -q -d TYPE` for every type the capture's -h lists: the log header, each GPU's line,
+    then exactly the sections of that type that plain -q prints, each line the capture's, in its
+    order; nothing of another type (no identity rows)."""
+    need(scenario)
+    assert display in DISPLAY_SECTIONS, f"{display}: a -d type this test does not know yet"
+    want = query_text_capture(scenario)
+    full = [l for l in run(["query", "-q"], scenario).stdout.split("\n") if l.strip()]
+    r = run(["query", "-q", "-d", display], scenario)
+    assert r.returncode == 0, r.stdout + r.stderr
+    got = [l for l in r.stdout.split("\n") if l.strip()]
+    def head(lines):  # the log header and the GPU lines (the Timestamp is each run's own)
+        return [l for l in lines if not l.startswith((" ", "Timestamp "))]
+    assert head(got) == head(full)
+    assert any(l.startswith("GPU ") for l in got)
+    expected = [k for k in gpu_sections(full) if k in DISPLAY_SECTIONS[display]]
+    shown = gpu_sections(got)
+    if display == "SUPPORTED_CLOCKS":  # not part of plain -q: nvidia-smi prints it for -d only
+        assert shown == ["Supported Clocks"], shown
+        got = [l for l in got if not l.startswith("    Supported Clocks")]
+    else:
+        assert shown == expected, (shown, expected)
+    missing = unmatched_q_lines(got, want)
     assert not missing, "not in the capture (or out of its order):\n" + "\n".join(missing)
-    assert len(got) >= 110, "too few rows printed"
+
+
+def test_query_display_combined_and_refused():
+    """Types combine with commas (any case), in -q's order; an unknown type or -d without -q is
+    refused (status 2) naming the valid types."""
+    need("h100-idle")
+    r = run(["query", "-q", "-d", "power, ecc"], "h100-idle")
+    assert r.returncode == 0, r.stderr
+    assert gpu_sections(r.stdout.split("\n")) == ["ECC Mode", "ECC Errors", "GPU Power Readings"]
+    r = run(["query", "-q", "-d", "ECC,BOGUS"], "h100-idle")
+    assert r.returncode == 2 and '"BOGUS" is not a display type for -d' in r.stderr and "PAGE_RETIREMENT" in r.stderr
+    r = run(["query", "-q", "-d", "ECC,"], "h100-idle")
+    assert r.returncode == 2 and "an empty display type" in r.stderr
+    r = run(["query", "-L", "-d", "ECC"], "h100-idle")
+    assert r.returncode == 2 and "give -q with it" in r.stderr
+
+
+def test_query_display_supported_clocks(tmp_path):
+    """-d SUPPORTED_CLOCKS: each memory clock, then its graphics clocks one level deeper."""
+    need("h200-idle")
+    path = scenario_with(tmp_path, "h200-idle", device={"supported_clocks": [
+        {"memory": 3201, "graphics": [1980, 1965]}, {"memory": 1593, "graphics": [1410]}]})
+    r = run_file(["query", "-q", "-d", "SUPPORTED_CLOCKS"], path)
+    assert r.returncode == 0, r.stderr
+    rows = r.stdout.split("\n")
+    at = rows.index("    Supported Clocks")
+    assert rows[at + 1:at + 6] == [f"{' ' * 8}{'Memory':<47}: 3201 MHz", f"{' ' * 12}{'Graphics':<43}: 1980 MHz",
+                                   f"{' ' * 12}{'Graphics':<43}: 1965 MHz", f"{' ' * 8}{'Memory':<47}: 1593 MHz",
+                                   f"{' ' * 12}{'Graphics':<43}: 1410 MHz"], rows[at:]
+
+
+def test_help_query_supported_clocks_lists_the_accepted_fields():
+    """--help-query-supported-clocks, like the other --help-query-* options: every name (and alias)
+    it lists is accepted by --query-supported-clocks."""
+    need("h200-idle")
+    r = run(["query", "--help-query-supported-clocks"], "h200-idle")
+    assert r.returncode == 0 and r.stdout.startswith(
+        'List of valid properties to query for the switch "--query-supported-clocks":')
+    names = [n for l in r.stdout.split("\n") if re.fullmatch(r'"[\w.]+"( or "[\w.]+")*', l)
+             for n in re.findall(r'"([^"]+)"', l)]
+    assert {"timestamp", "gpu_uuid", "memory", "mem", "graphics", "gr"} <= set(names), names
+    q = run(["query", "--query-supported-clocks=" + ",".join(names), "--format=csv"], "h200-idle")
+    assert q.returncode == 0 and len(q.stdout.split("\n")[1].split(", ")) == len(names), q.stdout + q.stderr
 
 
 def capture_field_names(path):

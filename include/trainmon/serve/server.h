@@ -5,6 +5,10 @@
 // when one is set, with repeated failures slowed down per client (AuthThrottle). Connections wait in
 // a ConnectionHub, never in a worker thread, so idle or slow clients cannot starve /metrics.
 // Routes: docs/serve.md.
+//
+// The server lives in a plugin, trainmon-http.so (src/serve/http/, built with cpp-httplib), that
+// Server::bind loads with dlopen when `serve` starts (http_plugin.h): cpp-httplib and the TLS,
+// brotli and zlib libraries it links are then mapped only by `serve`, not by every one-shot command.
 #pragma once
 
 #include <cstdint>
@@ -46,27 +50,27 @@ struct ServerStats {
   std::uint64_t throttled = 0;     ///< 429: a client that failed too often, made to wait
 };
 
+/// One HTTP server (an interface: the implementation is in the plugin, src/serve/http/server.cpp).
 class Server {
  public:
-  /// Binds the socket (no thread yet). Errors: the address cannot be bound (in use, not local).
+  /// Loads the HTTP plugin (once per process, http_plugin.h) and binds the socket (no thread yet).
+  /// Errors: the plugin is missing or cannot be loaded (the message names the paths tried); the
+  /// address cannot be bound (in use, not local).
   static Expected<std::unique_ptr<Server>> bind(const ServerOptions& options, ServeState& state);
-  ~Server();
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
+  virtual ~Server() = default;
 
   /// The bound port (the chosen one when the options asked for 0).
-  int port() const noexcept;
+  virtual int port() const noexcept = 0;
   /// Starts serving on a thread of its own. Call after runner::prepare_signals().
-  void start();
+  virtual void start() = 0;
   /// Stops accepting, finishes the requests in flight and joins the thread. Idempotent.
-  void stop();
-  ServerStats stats() const;
+  virtual void stop() = 0;
+  virtual ServerStats stats() const = 0;
 
-  struct Impl;  ///< implementation detail (httplib stays out of this header)
-
- private:
-  explicit Server(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+ protected:
+  Server() = default;
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
 };
 
 }  // namespace trainmon::serve

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// The HTTP server of `trainmon serve` on cpp-httplib, built into the plugin trainmon-http.so
+// (trainmon/serve/http_plugin.h): Server::bind in the binary reaches it through
+// trainmon_http_plugin() at the end of this file.
 #include "trainmon/serve/server.h"
 
 #include <sys/socket.h>
@@ -21,6 +24,7 @@
 #include "trainmon/serve/accept_language.h"
 #include "trainmon/serve/api.h"
 #include "trainmon/serve/auth_throttle.h"
+#include "trainmon/serve/http_plugin.h"
 #include "trainmon/serve/http_policy.h"
 #include "trainmon/serve/metrics_text.h"
 
@@ -95,9 +99,7 @@ class InlineQueue final : public httplib::TaskQueue {
   ConnectionHub& hub_;
 };
 
-}  // namespace
-
-struct Server::Impl {
+struct ServerImpl {
   ServerOptions options;
   ServeState* state = nullptr;
   HostPolicy hosts;
@@ -109,8 +111,6 @@ struct Server::Impl {
   AuthThrottle throttle;
   std::atomic<std::uint64_t> bad_host{0}, body_refused{0}, unauthorized{0}, throttled{0};
 };
-
-namespace {
 
 void reply(httplib::Response& res, const ApiReply& r) {
   res.status = r.status;
@@ -150,21 +150,23 @@ void end_connection(httplib::Response& res) {
   if (tl_connection) tl_connection->close_after();
 }
 
-void install_routes(Server::Impl& s);
+void install_routes(ServerImpl& s);
 
-}  // namespace
+/// The Server the plugin hands out (trainmon/serve/server.h).
+class HttpServer final : public Server {
+ public:
+  explicit HttpServer(std::unique_ptr<ServerImpl> impl) : impl_(std::move(impl)) {}
+  ~HttpServer() override { stop(); }
+  int port() const noexcept override { return impl_->port; }
+  void start() override;
+  void stop() override;
+  ServerStats stats() const override;
 
-Server::Server(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ private:
+  std::unique_ptr<ServerImpl> impl_;
+};
 
-Server::~Server() {
-  stop();
-}
-
-int Server::port() const noexcept {
-  return impl_->port;
-}
-
-ServerStats Server::stats() const {
+ServerStats HttpServer::stats() const {
   ServerStats st;
   if (impl_->hub) st.connections = impl_->hub->stats();
   st.bad_host = impl_->bad_host;
@@ -174,8 +176,9 @@ ServerStats Server::stats() const {
   return st;
 }
 
-Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, ServeState& state) {
-  auto impl = std::make_unique<Impl>();
+/// Binds the socket; nullptr with `error` set when the address cannot be bound.
+Server* bind_server(const ServerOptions& options, ServeState& state, std::string& error) {
+  auto impl = std::make_unique<ServerImpl>();
   impl->options = options;
   impl->state = &state;
   impl->hosts = host_policy_for(options.host, options.allowed_hosts, options.hostname);
@@ -209,16 +212,16 @@ Expected<std::unique_ptr<Server>> Server::bind(const ServerOptions& options, Ser
     port = 0;
   }
   if (port <= 0) {
-    return std::unexpected(Error{ErrorDomain::os, 0, "EADDRNOTAVAIL",
-                                 "cannot listen on " + options.host + ":" + std::to_string(options.port) +
-                                     " (address in use, or not an address of this machine)"});
+    error = "cannot listen on " + options.host + ":" + std::to_string(options.port) +
+            " (address in use, or not an address of this machine)";
+    return nullptr;
   }
   impl->port = port;
   http.widen_backlog();
-  return std::unique_ptr<Server>(new Server(std::move(impl)));
+  return new HttpServer(std::move(impl));
 }
 
-void Server::start() {
+void HttpServer::start() {
   if (impl_->thread.joinable()) return;
   impl_->hub->start();
   impl_->thread = std::thread([this] { impl_->http.listen_after_bind(); });
@@ -229,16 +232,14 @@ void Server::start() {
   }
 }
 
-void Server::stop() {
+void HttpServer::stop() {
   if (!impl_) return;
   impl_->http.stop();
   if (impl_->thread.joinable()) impl_->thread.join();
   if (impl_->hub) impl_->hub->stop();
 }
 
-namespace {
-
-void install_routes(Server::Impl& s) {
+void install_routes(ServerImpl& s) {
   auto& http = s.http;
   auto* state = s.state;
   const std::string token = s.options.token;
@@ -457,3 +458,11 @@ void install_routes(Server::Impl& s) {
 
 }  // namespace
 }  // namespace trainmon::serve
+
+extern "C" __attribute__((visibility("default"))) const trainmon::serve::HttpPluginApi*
+trainmon_http_plugin() {
+  using namespace trainmon::serve;
+  static const HttpPluginApi api{kHttpPluginAbi, kHttpPluginBuild, sizeof(ServerOptions), sizeof(ServeState),
+                                 &bind_server};
+  return &api;
+}
