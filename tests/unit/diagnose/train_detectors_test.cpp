@@ -321,13 +321,29 @@ TEST(DiagD23Hang, AJobOfOneProcessIsToldOfItsLoopAndLoaderNotOfCollectives) {
     EXPECT_NE(f[0].advice.find("DataLoader(timeout=...)"), std::string::npos) << f[0].advice;
     if (with_stack)
       EXPECT_TRUE(
-          f[0].advice.starts_with("The loop makes no progress: it is at train.py:20 in main: fix that "
-                                  "line. It waits for its next batch: its DataLoader's worker processes "
-                                  "feed it"))
+          f[0].advice.starts_with("The loop makes no progress: it waits for its next batch (at train.py:20 "
+                                  "in main). Its DataLoader's worker processes feed it"))
           << f[0].advice;
     else
-      EXPECT_TRUE(f[0].advice.starts_with("The loop makes no progress. Look at where it is")) << f[0].advice;
+      EXPECT_TRUE(
+          f[0].advice.starts_with("The loop makes no progress: it waits for its next batch. Its "
+                                  "DataLoader's"))
+          << f[0].advice;
+    EXPECT_EQ(f[0].advice.find("fix that line"), std::string::npos) << f[0].advice;
     EXPECT_EQ(f[0].evidence.find("stopped first"), std::string::npos) << f[0].evidence;
+  }
+  {  // one process stalled in compute, no stack: where it is, no DataLoader sentence
+    Synth x(1, 400);
+    RankFeed r0(0, 1000, 0);
+    r0.id.world_size = 1;
+    r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
+    r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
+    job_process(x.s, 1000, 0, 400);
+    const auto f = detect_training_hang(x.s, kTh);
+    ASSERT_EQ(f.size(), 1u);
+    EXPECT_TRUE(f[0].advice.starts_with("The loop makes no progress. Look at where it is")) << f[0].advice;
+    EXPECT_EQ(f[0].advice.find("DataLoader"), std::string::npos) << f[0].advice;
+    EXPECT_EQ(f[0].advice.find("collective"), std::string::npos) << f[0].advice;
   }
   // two ranks: rank 1 waits for data (its loader), rank 0 in the all-reduce: the loader is named
   auto x = hung_job(100, 400, 400);
