@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <map>
 #include <set>
@@ -117,37 +118,6 @@ Expected<std::pair<double, double>> active_buckets(const PromEndpoint& ep, std::
   return std::pair{first, last};
 }
 
-/// "4242, 77 (and 3 nodes without a job id)" of the jobs trainmon_labels_info names within the window.
-Expected<std::string> known_jobs(const PromEndpoint& ep, double at, double window_s) {
-  std::string by;
-  for (auto k : kJobLabels) by += (by.empty() ? "" : ", ") + std::string(k);
-  auto r = query(ep,
-                 fmt::format("group by (Hostname, {}) (last_over_time(trainmon_labels_info[{}s]))", by,
-                             static_cast<long long>(std::ceil(window_s))),
-                 at);
-  if (!r) return std::unexpected(r.error());
-  std::set<std::string> jobs, bare;
-  for (const auto& s : *r) {
-    const auto id = job_id_of(s.labels);
-    (id.empty() ? bare : jobs).insert(id.empty() ? label(s.labels, "Hostname") : id);
-  }
-  if (jobs.empty() && bare.empty())
-    return std::string("none (no node's trainmon_labels_info: is serve scraped?)");
-  std::string out;
-  std::size_t n = 0;
-  for (const auto& j : jobs) {
-    if (++n > 20) {
-      out += fmt::format(" and {} more", jobs.size() - 20);
-      break;
-    }
-    out += (out.empty() ? "" : ", ") + j;
-  }
-  if (jobs.empty()) out = "none";
-  if (!bare.empty())
-    out += fmt::format(" ({} node{} without a job id)", bare.size(), bare.size() == 1 ? "" : "s");
-  return out;
-}
-
 /// `{{ $labels.X }}` of a rule's text filled in from `labels`; every other template action left out.
 std::string fill_labels(std::string_view text, const std::map<std::string, std::string>& labels) {
   std::string out;
@@ -189,7 +159,56 @@ const diagnose::PromRule* rule_of(const std::vector<diagnose::PromRuleGroup>& gr
   return by_name;
 }
 
+/// The annotation `thresholds` of a rule ("hang_p90_factor=5, hang_floor_s=120", th_list in
+/// prom_rules.cpp) as name -> value; an item that is not `name=number` is left out.
+std::map<std::string, double> parse_thresholds(std::string_view text) {
+  std::map<std::string, double> out;
+  while (!text.empty()) {
+    const auto comma = text.find(',');
+    std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    const auto eq = item.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    const std::string value(item.substr(eq + 1));
+    char* end = nullptr;
+    const double v = std::strtod(value.c_str(), &end);
+    if (end != value.c_str() && *end == '\0' && std::isfinite(v)) out[std::string(item.substr(0, eq))] = v;
+  }
+  return out;
+}
+
 }  // namespace
+
+Expected<std::string> known_jobs(const PromEndpoint& ep, double at, double window_s) {
+  std::string by;
+  for (auto k : kJobLabels) by += (by.empty() ? "" : ", ") + std::string(k);
+  auto r = query(ep,
+                 fmt::format("group by (Hostname, {}) (last_over_time(trainmon_labels_info[{}s]))", by,
+                             static_cast<long long>(std::ceil(window_s))),
+                 at);
+  if (!r) return std::unexpected(r.error());
+  std::set<std::string> jobs, bare;
+  for (const auto& s : *r) {
+    const auto id = job_id_of(s.labels);
+    (id.empty() ? bare : jobs).insert(id.empty() ? label(s.labels, "Hostname") : id);
+  }
+  if (jobs.empty() && bare.empty())
+    return std::string("none (no node's trainmon_labels_info: is serve scraped?)");
+  std::string out;
+  std::size_t n = 0;
+  for (const auto& j : jobs) {
+    if (++n > 20) {
+      out += fmt::format(" and {} more", jobs.size() - 20);
+      break;
+    }
+    out += (out.empty() ? "" : ", ") + j;
+  }
+  if (jobs.empty()) out = "none";
+  if (!bare.empty())
+    out += fmt::format(" ({} node{} without a job id)", bare.size(), bare.size() == 1 ? "" : "s");
+  return out;
+}
 
 std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_view job) {
   const std::string nodes = job_selector("trainmon_labels_info", job);
@@ -203,11 +222,42 @@ std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_v
   return q;
 }
 
-std::string job_alerts_query(std::string_view job) {
+std::string job_alerts_query(std::string_view job, double window_s) {
+  std::string codes;
+  for (auto c : kNodeAlertCodes) codes += (codes.empty() ? "" : "|") + std::string(c);
+  const std::string own = fmt::format("ALERTS{{alertstate=\"firing\",job_id={}}}", promql_string(job));
+  const std::string node = fmt::format("ALERTS{{alertstate=\"firing\",job_id=\"\",code=~\"{}\"}}", codes);
+  if (!(window_s > 0))
+    return fmt::format("{} or ({} and on (Hostname) ({}))", own, node,
+                       job_selector("trainmon_labels_info", job));
+  const auto w = fmt::format("{}s", static_cast<long long>(std::ceil(window_s)));
   return fmt::format(
-      "ALERTS{{alertstate=\"firing\",job_id={0}}} or (ALERTS{{alertstate=\"firing\",job_id=\"\"}} and on "
-      "(Hostname) ({1}))",
-      promql_string(job), job_selector("trainmon_labels_info", job));
+      "{0} or max_over_time({0}[{2}]) or (({1} or max_over_time({1}[{2}])) and on (Hostname) ({3}))", own,
+      node, w, job_selector("trainmon_labels_info", job, w));
+}
+
+void add_hang_ranks(JobFinding& jf, const std::vector<PromSample>& stalled) {
+  std::vector<const PromSample*> ranks;
+  for (const auto& s : stalled)
+    if (std::isfinite(s.value)) ranks.push_back(&s);
+  if (ranks.empty()) return;
+  std::stable_sort(ranks.begin(), ranks.end(),
+                   [](const auto* a, const auto* b) { return a->value > b->value; });
+  std::set<std::string> hosts;
+  std::string list;
+  for (const auto* r : ranks) {
+    const auto host = label(r->labels, "Hostname");
+    hosts.insert(host);
+    std::string one = "rank " + (label(r->labels, "rank").empty() ? "?" : label(r->labels, "rank"));
+    if (!host.empty()) one += " on " + host;
+    if (const auto g = label(r->labels, "gpu"); !g.empty()) one += " (GPU " + g + ")";
+    list += (list.empty() ? "" : ", ") + one + fmt::format(" for {:.1f} s", r->value);
+  }
+  auto& f = jf.finding;
+  if (hosts.size() == 1 && jf.host.empty()) jf.host = *hosts.begin();
+  f.evidence += fmt::format("; stuck: {}", list);
+  f.numbers["stuck_ranks"] = static_cast<double>(ranks.size());
+  f.numbers["max_stall_s"] = ranks.front()->value;
 }
 
 void add_job_series(JobHistory& h, const std::vector<PromSeries>& series) {
@@ -338,9 +388,15 @@ void add_job_series(JobHistory& h, const std::vector<PromSeries>& series) {
     if (!steps) continue;
     auto& rank = h.train.upsert(r.id);
     double prev_steps = NAN, prev_samples = NAN, prev_sum = NAN, prev_data = NAN;
+    bool seen = false;
     for (std::size_t i = 0; i < n; ++i) {
       const double st = at(steps, i);
       if (std::isnan(st)) continue;
+      // A counter that began in the range (the range starts with the job, or the rank's series
+      // appears after the range's start) counts from 0: the steps before its first scrape are the
+      // job's too.
+      if (!seen && (h.from_job_start || i > 0)) prev_steps = prev_samples = prev_sum = prev_data = 0;
+      seen = true;
       diagnose::TrainWindow w;
       w.t = h.t[i];
       w.total_steps = st;
@@ -381,14 +437,26 @@ void add_job_series(JobHistory& h, const std::vector<PromSeries>& series) {
 void add_job_alerts(JobHistory& h, const std::vector<PromSeries>& alerts,
                     const std::vector<PromAlert>& live) {
   const auto groups = diagnose::prometheus_rule_groups(diagnose::Thresholds{});
+  // The instant series (ALERTS) and the window's (max_over_time, no __name__) of one alert: one.
+  std::map<std::map<std::string, std::string>, std::vector<std::pair<double, double>>> merged;
   for (const auto& s : alerts) {
-    if (s.points.empty()) continue;
-    auto labels = s.labels;
-    labels.erase("__name__");
+    auto l = s.labels;
+    l.erase("__name__");
+    auto& pts = merged[l];
+    pts.insert(pts.end(), s.points.begin(), s.points.end());
+  }
+  for (auto& [l, pts] : merged) {
+    std::sort(pts.begin(), pts.end());
+    pts.erase(
+        std::unique(pts.begin(), pts.end(), [](const auto& a, const auto& b) { return a.first == b.first; }),
+        pts.end());
+  }
+  for (const auto& [labels, points] : merged) {
+    if (points.empty()) continue;
     const auto* rule = rule_of(groups, labels);
     // episodes: points at most 1.5 steps apart
     std::vector<std::pair<double, double>> episodes;
-    for (const auto& [t, v] : s.points) {
+    for (const auto& [t, v] : points) {
       if (!episodes.empty() && t - episodes.back().second <= 1.5 * h.step_s)
         episodes.back().second = t;
       else
@@ -418,6 +486,9 @@ void add_job_alerts(JobHistory& h, const std::vector<PromSeries>& alerts,
           fmt::format("{}{} fired from {} to {} ({})", label(labels, "alertname"), where, utc(t0), utc(t1),
                       jf.firing_at_end ? "still firing at the end of the range" : "resolved");
       f.advice = rule ? fill_labels(rule->annotations.at("description"), labels) : std::string();
+      if (rule)
+        if (auto it = rule->annotations.find("thresholds"); it != rule->annotations.end())
+          f.thresholds = parse_thresholds(it->second);
       // An alert firing now: Prometheus' own summary (its values) and description.
       if (jf.firing_at_end) {
         for (const auto& a : live) {
@@ -431,6 +502,8 @@ void add_job_alerts(JobHistory& h, const std::vector<PromSeries>& alerts,
           if (auto it = a.annotations.find("ranks"); it != a.annotations.end())
             f.evidence += "; stuck: " + it->second;
           if (auto it = a.annotations.find("description"); it != a.annotations.end()) f.advice = it->second;
+          if (auto it = a.annotations.find("thresholds"); it != a.annotations.end())
+            if (auto th = parse_thresholds(it->second); !th.empty()) f.thresholds = std::move(th);
           break;
         }
       }
@@ -446,15 +519,23 @@ void add_job_alerts(JobHistory& h, const std::vector<PromSeries>& alerts,
 
 Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_unix_s) {
   if (o.job.empty()) return std::unexpected(job_error("USAGE", "no job id given"));
-  const double to = std::isfinite(o.to_unix_s) ? o.to_unix_s : now_unix_s;
+  // Prometheus has nothing after now: a --to in the future ends the range now (and the search for
+  // the job looks back from now, not from that future time).
+  if (std::isfinite(o.from_unix_s) && o.from_unix_s > now_unix_s)
+    return std::unexpected(job_error(
+        "EMPTY_RANGE", fmt::format("--from {} is in the future (now is {}): Prometheus has nothing after now",
+                                   utc(o.from_unix_s), utc(now_unix_s))));
+  const double to = std::isfinite(o.to_unix_s) ? std::min(o.to_unix_s, now_unix_s) : now_unix_s;
   if (std::isfinite(o.from_unix_s) && o.from_unix_s >= to)
     return std::unexpected(job_error(
         "EMPTY_RANGE",
         fmt::format("the range is empty: --from {} is not before --to {}", utc(o.from_unix_s), utc(to))));
-  // The job's first and last sample that Prometheus has (search_s back from now, or from --from):
-  // the hours with samples, in them the minutes, in those the seconds.
-  const double at = std::max(to, now_unix_s);
-  const double window = std::max(o.search_s, std::isfinite(o.from_unix_s) ? at - o.from_unix_s + 60 : 0.0);
+  // The job's first and last sample that Prometheus has, looked for from now back to --from, or
+  // search_s before --to (never from a --to in the future: nothing is there): the hours with
+  // samples, in them the minutes, in those the seconds. The range is then cut to that span.
+  const double at = now_unix_s;
+  const double window = std::max(
+      {o.search_s, std::isfinite(o.from_unix_s) ? at - o.from_unix_s + 60 : 0.0, at - to + o.search_s});
   // buckets of whole hours, at most 10,000 of them (Prometheus answers at most 11,000 points)
   const double coarse_s = 3600 * std::max(1.0, std::ceil(window / 10000 / 3600));
   auto hours = active_buckets(o.endpoint, o.job, at - window, at, coarse_s);
@@ -482,13 +563,20 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
   JobHistory h;
   h.job = o.job;
   h.prometheus = o.endpoint.base_url;
-  h.start_unix_s = std::isfinite(o.from_unix_s) ? o.from_unix_s : first_s;
-  h.end_unix_s = std::isfinite(o.to_unix_s) ? o.to_unix_s : last_s;
-  if (h.end_unix_s < first_s || h.start_unix_s > last_s)
-    return std::unexpected(
-        job_error("EMPTY_RANGE",
-                  fmt::format("job {} has no samples between {} and {}; Prometheus has it from {} to {}",
-                              o.job, utc(h.start_unix_s), utc(h.end_unix_s), utc(first_s), utc(last_s))));
+  // The report covers the part of the range with the job's samples: a range wider than the job
+  // (--from -30d) neither coarsens the step nor puts the job between two points.
+  const auto span = clamp_to_job(o.from_unix_s, to, first_s, last_s);
+  if (!span)
+    return std::unexpected(job_error(
+        "EMPTY_RANGE", fmt::format("job {} has no samples between {} and {}; Prometheus has it from {} to {}",
+                                   o.job, utc(std::isfinite(o.from_unix_s) ? o.from_unix_s : first_s),
+                                   utc(to), utc(first_s), utc(last_s))));
+  h.start_unix_s = span->start_unix_s;
+  h.end_unix_s = span->end_unix_s;
+  h.from_job_start = h.start_unix_s <= first_s;
+  if (std::isfinite(o.to_unix_s) && o.to_unix_s > now_unix_s + 1)
+    h.notes.push_back(
+        fmt::format("--to {} is in the future: the range ends now ({})", utc(o.to_unix_s), utc(now_unix_s)));
   if (h.end_unix_s <= h.start_unix_s) h.end_unix_s = h.start_unix_s + 1;  // one sample
   // No finer than the scrape interval (the points in between would repeat the last sample): the
   // interval from the number of samples of the job's busiest node over its last hour (at most).
@@ -503,7 +591,8 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
     if (!counts) return std::unexpected(counts.error());
     if (!counts->empty() && counts->front().value > 1) scrape_s = std::floor(w / (counts->front().value - 1));
   }
-  h.step_s = range_step_s(h.start_unix_s, h.end_unix_s, o.max_points, std::clamp(scrape_s, 1.0, 300.0));
+  h.scrape_s = std::clamp(scrape_s, 1.0, 300.0);
+  h.step_s = range_step_s(h.start_unix_s, h.end_unix_s, o.max_points, h.scrape_s);
   for (double t = h.start_unix_s; t <= h.end_unix_s + 1e-6; t += h.step_s) h.t.push_back(t - h.start_unix_s);
 
   // One range query per series kind: Prometheus joins a chain of `or` step by step, and one query of
@@ -521,14 +610,28 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
   if (h.nodes.empty())
     return std::unexpected(
         job_error("EMPTY_RANGE",
-                  fmt::format("job {} has no samples between {} and {}; Prometheus has it from {} to {}",
+                  fmt::format("job {}'s nodes sent no series Prometheus kept between {} and {} (its "
+                              "trainmon_labels_info is there from {} to {})",
                               o.job, utc(h.start_unix_s), utc(h.end_unix_s), utc(first_s), utc(last_s))));
-  auto fired = query_range(o.endpoint, job_alerts_query(o.job), h.start_unix_s, h.end_unix_s, h.step_s);
+  auto fired =
+      query_range(o.endpoint, job_alerts_query(o.job, h.step_s), h.start_unix_s, h.end_unix_s, h.step_s);
   std::vector<PromAlert> live;
   if (auto a = alerts(o.endpoint)) live = std::move(*a);
-  if (fired)
+  if (fired) {
     add_job_alerts(h, *fired, live);
-  else
+    // The job's own hang (one alert per job_id, no node or rank label): its ranks, nodes and longest
+    // stall over the episode, from the recording rule the alert is made of.
+    for (auto& jf : h.findings) {
+      if (jf.finding.code != "D23" || !jf.host.empty()) continue;
+      const double t1 = h.start_unix_s + jf.finding.end_s,
+                   dur = jf.finding.end_s - jf.finding.start_s + h.step_s;
+      auto stalled = query(o.endpoint,
+                           fmt::format("max_over_time(trainmon:rank_stalled:seconds{{job_id={}}}[{}s])",
+                                       promql_string(o.job), static_cast<long long>(std::ceil(dur))),
+                           t1);
+      if (stalled) add_hang_ranks(jf, *stalled);
+    }
+  } else
     h.notes.push_back("the job's alerts could not be read: " + fired.error().message);
   if (h.train.empty())
     h.notes.push_back("no rank of the job exported step timing (trainmon_train_*) in the range");

@@ -172,4 +172,12 @@ double range_step_s(double start_unix_s, double end_unix_s, int max_points, doub
   return std::max({min_step_s, std::ceil(per), 1.0});
 }
 
+std::optional<TimeRange> clamp_to_job(double from_unix_s, double to_unix_s, double first_s, double last_s) {
+  if (!std::isfinite(first_s) || !std::isfinite(last_s) || last_s < first_s) return std::nullopt;
+  TimeRange r{std::isfinite(from_unix_s) ? std::max(from_unix_s, first_s) : first_s,
+              std::isfinite(to_unix_s) ? std::min(to_unix_s, last_s) : last_s};
+  if (r.end_unix_s < r.start_unix_s) return std::nullopt;
+  return r;
+}
+
 }  // namespace trainmon::cluster

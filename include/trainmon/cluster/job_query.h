@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -42,5 +43,17 @@ Expected<double> parse_time_arg(std::string_view text, double now_unix_s);
 /// The step (seconds) of a range query over [start, end] that gives at most `max_points` points a
 /// series: span / (max_points - 1) rounded up to a whole second, at least `min_step_s`.
 double range_step_s(double start_unix_s, double end_unix_s, int max_points, double min_step_s = 1);
+
+/// A time range in unix seconds.
+struct TimeRange {
+  double start_unix_s = 0, end_unix_s = 0;
+};
+
+/// The part of the asked range [from, to] in which the job has samples: [max(from, first_s),
+/// min(to, last_s)], where first_s / last_s are the job's first and last sample that Prometheus has.
+/// A NaN `from` / `to` (not given) is the job's own edge. The report is drawn over this part, so a
+/// range much wider than the job (`--from -30d`) neither stretches the step nor loses the job
+/// between two points. Empty: the range and the job's span do not overlap (or first_s / last_s NaN).
+std::optional<TimeRange> clamp_to_job(double from_unix_s, double to_unix_s, double first_s, double last_s);
 
 }  // namespace trainmon::cluster

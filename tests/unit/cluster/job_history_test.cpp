@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+
+#include "trainmon/diagnose/prom_rules.h"
+#include "trainmon/diagnose/thresholds.h"
 
 #include "trainmon/recorder/train_summary.h"
 #include "trainmon/report/job_report.h"
@@ -48,11 +52,38 @@ TEST(JobQueries, NameEverySeriesAndTheJob) {
   EXPECT_EQ(q["steps"].find("and on"), std::string::npos);
   const auto a = job_alerts_query("4242");
   EXPECT_EQ(
-      a.rfind("ALERTS{alertstate=\"firing\",job_id=\"4242\"} or (ALERTS{alertstate=\"firing\",job_id=\"\"} "
-              "and on (Hostname) (trainmon_labels_info{train_job=\"4242\"} or ",
-              0),
+      a.rfind(
+          "ALERTS{alertstate=\"firing\",job_id=\"4242\"} or (ALERTS{alertstate=\"firing\",job_id=\"\","
+          "code=~\"D3|D10|D12|D13|D14|D21\"} and on (Hostname) (trainmon_labels_info{train_job=\"4242\"} or ",
+          0),
       0u)
       << a;
+  // at a step: the instant value, or whether it fired within the step before (a short episode)
+  const auto w = job_alerts_query("4242", 2595);
+  EXPECT_EQ(
+      w.rfind("ALERTS{alertstate=\"firing\",job_id=\"4242\"} or max_over_time(ALERTS{alertstate=\"firing\","
+              "job_id=\"4242\"}[2595s]) or ",
+              0),
+      0u)
+      << w;
+  EXPECT_NE(w.find("last_over_time(trainmon_labels_info{train_job=\"4242\"}[2595s])"), std::string::npos)
+      << w;
+}
+
+// Without a job_id only the node's hardware alerts are the job's: never another run's hang or a
+// job alert; the list matches what the rules give a job_id only where the node is in a job.
+TEST(JobQueries, NodeAlertsAreTheRulesHardwareAlerts) {
+  std::set<std::string> optional, job_only;
+  for (const auto& g : diagnose::prometheus_rule_groups(diagnose::Thresholds{}))
+    for (const auto& r : g.rules) {
+      if (r.alert.empty()) continue;
+      const bool node =
+          r.expr.find("group_left (job_id) trainmon:job_node_single:info or on") != std::string::npos;
+      (node ? optional : job_only).insert(r.labels.at("code"));
+    }
+  std::set<std::string> listed(std::begin(kNodeAlertCodes), std::end(kNodeAlertCodes));
+  EXPECT_EQ(optional, listed);
+  for (const char* c : {"D2", "D7", "D23", "D24"}) EXPECT_FALSE(listed.contains(c)) << c;
 }
 
 TEST(AddJobSeries, GroupsGpusByNodeOnTheSharedAxis) {
@@ -156,6 +187,28 @@ TEST(AddJobSeries, RanksBecomeTrainWindowsFromTheCounters) {
   EXPECT_NEAR(stats.ranks[1].samples_per_s, 16, 1e-9);
 }
 
+// Steps before a counter's first scrape: counted when the counter began in the range (the range
+// starts with the job, or the rank's series appears later); not when the range cuts into the job.
+TEST(AddJobSeries, AFreshCounterCountsFromZero) {
+  auto rank = [](const char* r, const char* key) {
+    return std::map<std::string, std::string>{
+        {"trainmon_m", key}, {"Hostname", "node-a"}, {"rank", r}, {"slurm_job_id", "4242"}};
+  };
+  const std::vector<PromSeries> in = {series(rank("0", "steps"), {6, 14, 22, 30}, 10),
+                                      series(rank("1", "steps"), {NAN, 5, 13, 21}, 10)};
+  JobHistory cut = grid(4, 10);  // --from inside the job: rank 0's 6 came before the range
+  add_job_series(cut, in);
+  ASSERT_EQ(cut.train.ranks.size(), 2u);
+  EXPECT_EQ(cut.train.ranks[0].rows[0].steps, 0u);
+  EXPECT_EQ(cut.train.ranks[1].rows[0].steps, 5u);  // began inside the range
+  EXPECT_EQ(diagnose::train_stats(cut.train).ranks[0].steps, 24u);
+  JobHistory whole = grid(4, 10);
+  whole.from_job_start = true;  // the job's whole span: its first 6 steps are the job's
+  add_job_series(whole, in);
+  EXPECT_EQ(whole.train.ranks[0].rows[0].steps, 6u);
+  EXPECT_EQ(diagnose::train_stats(whole.train).ranks[0].steps, 30u);
+}
+
 TEST(AddJobAlerts, OneFindingPerEpisodeWithTheRulesAdvice) {
   JobHistory h = grid(20, 1);
   const std::map<std::string, std::string> d2{
@@ -197,6 +250,67 @@ TEST(AddJobAlerts, OneFindingPerEpisodeWithTheRulesAdvice) {
   EXPECT_TRUE(last.firing_at_end);
   EXPECT_EQ(last.finding.advice, "live advice");
   EXPECT_EQ(last.finding.evidence.rfind("GPU 0 on node-b (job 4242) is the straggler at 99 % (", 0), 0u);
+}
+
+// A short alert in a long range: the window's series (no __name__) and the instant one are one
+// alert; a point the instant value missed still makes an episode.
+TEST(AddJobAlerts, MergesTheWindowSeriesAndFindsAShortEpisode) {
+  JobHistory h = grid(10, 600);
+  std::map<std::string, std::string> d12{{"__name__", "ALERTS"},
+                                         {"alertname", "TrainmonGpuThermalThrottle"},
+                                         {"alertstate", "firing"},
+                                         {"code", "D12"},
+                                         {"severity", "warning"},
+                                         {"Hostname", "node-b"},
+                                         {"gpu", "0"},
+                                         {"job_id", "4242"}};
+  std::vector<double> instant(10, NAN), window(10, NAN);
+  instant[2] = instant[3] = 1;
+  window[4] = 1;  // it resolved between 3 and 4
+  window[7] = 1;  // 20 s of throttling between two points: only the window saw it
+  auto no_name = d12;
+  no_name.erase("__name__");
+  add_job_alerts(h, {series(d12, instant, 600), series(no_name, window, 600)}, {});
+  ASSERT_EQ(h.findings.size(), 2u);
+  EXPECT_EQ(h.findings[0].finding.start_s, 1200);
+  EXPECT_EQ(h.findings[0].finding.end_s, 2400);
+  EXPECT_EQ(h.findings[1].finding.start_s, 4200);
+  EXPECT_EQ(h.findings[1].host, "node-b");
+  // the rule's thresholds, as numbers
+  EXPECT_EQ(h.findings[0].finding.thresholds.at("throttle_for_s"), 30);
+}
+
+// The job's hang (labels job_id only) gets its ranks, node and longest stall from the episode.
+TEST(AddHangRanks, NamesTheStuckRanksAndTheirNode) {
+  JobHistory h = grid(20, 1);
+  std::map<std::string, std::string> d23{{"__name__", "ALERTS"},   {"alertname", "TrainmonTrainingHang"},
+                                         {"alertstate", "firing"}, {"code", "D23"},
+                                         {"severity", "critical"}, {"job_id", "4242"}};
+  std::vector<double> on(20, NAN);
+  for (int i = 5; i < 9; ++i) on[static_cast<std::size_t>(i)] = 1;
+  add_job_alerts(h, {series(d23, on)}, {});
+  ASSERT_EQ(h.findings.size(), 1u);
+  auto& jf = h.findings[0];
+  EXPECT_TRUE(jf.host.empty());
+  EXPECT_EQ(jf.finding.thresholds.at("hang_floor_s"), 120);
+  EXPECT_EQ(jf.finding.thresholds.at("hang_p90_factor"), 5);
+  PromSample r1{{{"rank", "1"}, {"Hostname", "node-a"}, {"gpu", "1"}, {"job_id", "4242"}}, 21.91, 0};
+  PromSample r0{{{"rank", "0"}, {"Hostname", "node-a"}, {"gpu", "0"}, {"job_id", "4242"}}, 12.5, 0};
+  add_hang_ranks(jf, {r0, r1});
+  EXPECT_EQ(jf.host, "node-a");
+  EXPECT_NE(jf.finding.evidence.find(
+                "; stuck: rank 1 on node-a (GPU 1) for 21.9 s, rank 0 on node-a (GPU 0) for 12.5 s"),
+            std::string::npos)
+      << jf.finding.evidence;
+  EXPECT_EQ(jf.finding.numbers.at("stuck_ranks"), 2);
+  EXPECT_EQ(jf.finding.numbers.at("max_stall_s"), 21.91);
+  // ranks on two nodes: the finding stays the job's (no single host)
+  JobFinding two;
+  PromSample b{{{"rank", "2"}, {"Hostname", "node-b"}}, 3, 0};
+  add_hang_ranks(two, {r1, b});
+  EXPECT_TRUE(two.host.empty());
+  add_hang_ranks(two, {});  // nothing: unchanged
+  EXPECT_EQ(two.finding.numbers.at("stuck_ranks"), 2);
 }
 
 TEST(JobReportModel, EveryNodeUnderItsNameWithItsFindings) {

@@ -94,6 +94,44 @@ TEST(RangeStep, AtMostMaxPointsAndWholeSeconds) {
   EXPECT_EQ(range_step_s(10, 10, 1000), 1);
 }
 
+// A range wider than the job: the report covers the job's span, and its step follows from that.
+TEST(ClampToJob, CutsTheRangeToTheJobsSpan) {
+  constexpr double first = 1764634157, last = first + 655;  // an 11-minute job
+  // --from -30d: the job's own span, not the month
+  auto r = clamp_to_job(first - 30 * 86400, first + 86400, first, last);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start_unix_s, first);
+  EXPECT_EQ(r->end_unix_s, last);
+  // the step of that part: a point a second (the scrape interval), not the month's 2595 s
+  EXPECT_EQ(range_step_s(r->start_unix_s, r->end_unix_s, 1000, 1), 1);
+  EXPECT_EQ(range_step_s(first - 30 * 86400, first + 86400, 1000, 1), 2682);  // what it was
+  // not given: the job's edges
+  r = clamp_to_job(NAN, NAN, first, last);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start_unix_s, first);
+  EXPECT_EQ(r->end_unix_s, last);
+  // a range inside the job stays as given; one across its start is cut there
+  r = clamp_to_job(first + 60, first + 120, first, last);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start_unix_s, first + 60);
+  EXPECT_EQ(r->end_unix_s, first + 120);
+  r = clamp_to_job(first - 3600, first + 100, first, last);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->start_unix_s, first);
+  EXPECT_EQ(r->end_unix_s, first + 100);
+  // a 30-day job in a 30-day range: at most 1000 points, never finer than a 15 s scrape
+  EXPECT_EQ(range_step_s(0, 30 * 86400, 1000, 15), 2595);
+  EXPECT_EQ(range_step_s(0, 600, 1000, 15), 15);
+  // no overlap (the job ended before the range, or began after it), or no span at all
+  EXPECT_FALSE(clamp_to_job(last + 1, last + 100, first, last));
+  EXPECT_FALSE(clamp_to_job(first - 100, first - 1, first, last));
+  EXPECT_FALSE(clamp_to_job(NAN, NAN, NAN, NAN));
+  // a single sample: a range of no length, which the caller widens to a second
+  r = clamp_to_job(first - 10, last, first, first);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->end_unix_s - r->start_unix_s, 0);
+}
+
 TEST(NormalizeBaseUrl, RefusesWhatIsNoUrl) {
   EXPECT_EQ(*normalize_base_url("http://prom:9090/"), "http://prom:9090");
   EXPECT_EQ(*normalize_base_url("https://[::1]:9090"), "https://[::1]:9090");
