@@ -11,6 +11,9 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
@@ -58,16 +61,40 @@ SamplerOptions sampler_options(const GlobalOptions& global) {
   return so;
 }
 
+/// The cluster frame as `status` text: the header once (Prometheus, node and GPU counts, the time,
+/// the nodes' driver version), then one line per GPU that starts with its job and node, and
+/// "STALE 45s" for a stale node (ClusterFrame's group, as the TUI's rows), padded to one width.
+std::string cluster_text(const cluster::ClusterFrame& f, const std::vector<std::size_t>& order,
+                         const exp::StatusOptions& view) {
+  const std::string text = exp::status_text(f.snapshot, order, view);
+  std::vector<std::string> lines;
+  for (std::size_t at = 0; at < text.size();) {
+    const auto nl = text.find('\n', at);
+    lines.push_back(text.substr(at, nl == std::string::npos ? std::string::npos : nl - at));
+    at = nl == std::string::npos ? text.size() : nl + 1;
+  }
+  if (lines.size() != f.snapshot.gpus.size() + 1) return text;  // not one line per GPU: as it is
+  std::size_t width = 0;
+  for (const auto& g : f.snapshot.gpus) width = std::max(width, g.info ? g.info->group.size() : 0);
+  std::string out = lines[0] + "\n";
+  for (std::size_t i = 0; i < f.snapshot.gpus.size(); ++i) {
+    const auto& g = f.snapshot.gpus[i];
+    out += fmt::format("{:<{}}  {}\n", g.info ? g.info->group : std::string(), width, lines[i + 1]);
+  }
+  return out;
+}
+
 // --prometheus without a usable terminal: the cluster as `status` text, every interval.
 int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& co,
                          const exp::TerminalInfo& term) {
   exp::StatusOptions view;
   view.show_power = true;
   view.utf8 = term.utf8 && !o.ascii;
-  view.columns = term.is_tty ? term.columns : 0;
+  view.columns = 0;  // the job and node go in front of each line (cluster_text)
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  bool failed = false;  // the last frame could not be read whole (Prometheus unreachable, an error)
+  bool failed = false;         // the last frame could not be read whole (Prometheus unreachable, an error)
+  bool job_not_found = false;  // the last frame: --job names no job Prometheus has
   for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
     const auto tick = std::chrono::steady_clock::now();
     const double now =
@@ -76,11 +103,11 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     if (n > 0) std::fputs("\n", stdout);
     std::vector<std::size_t> order(f.snapshot.gpus.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    failed = !f.error.empty();
-    if (failed) std::fprintf(stderr, "trainmon top: %s\n", text::terminal(f.error).c_str());
+    job_not_found = f.job_not_found;
+    failed = !f.error.empty() && !f.job_not_found;
+    if (!f.error.empty()) std::fprintf(stderr, "trainmon top: %s\n", text::terminal(f.error).c_str());
     if (f.snapshot.driver.loaded) {
-      std::printf("%s\n", f.snapshot.host.hostname.c_str());
-      std::fputs(exp::status_text(f.snapshot, order, view).c_str(), stdout);
+      std::fputs(cluster_text(f, order, view).c_str(), stdout);
       for (const auto& run : f.runs)
         for (const auto& x : run.findings)
           std::printf("[%s] %s %s: %s\n", run.name.c_str(), x.code.c_str(), x.title.c_str(),
@@ -93,7 +120,7 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
-  return failed ? kExitFailure : kExitOk;
+  return job_not_found ? kExitUsage : failed ? kExitFailure : kExitOk;
 }
 
 // TERM unset or dumb, or not a terminal: the `status -i` text, appended every interval.

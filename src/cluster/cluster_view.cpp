@@ -5,10 +5,12 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "trainmon/cluster/job_history.h"
 #include "trainmon/cluster/job_query.h"
 #include "trainmon/core/text_escape.h"
 
@@ -32,6 +34,7 @@ constexpr Metric kMetrics[] = {
     {"fb_reserved", "DCGM_FI_DEV_FB_RESERVED"},
     {"temp", "DCGM_FI_DEV_GPU_TEMP"},
     {"power", "DCGM_FI_DEV_POWER_USAGE"},
+    {"power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"},
     {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
     {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
     {"up", "trainmon_gpu_up"},
@@ -94,6 +97,13 @@ int int_label(const std::map<std::string, std::string>& l, const char* k) {
   return std::stoi(v);
 }
 
+/// "10 min", "45 s", "2 h" of a window.
+std::string lookback_text(double s) {
+  if (s >= 3600 && std::fmod(s, 3600) == 0) return fmt::format("{:.0f} h", s / 3600);
+  if (s >= 60 && std::fmod(s, 60) == 0) return fmt::format("{:.0f} min", s / 60);
+  return fmt::format("{:.0f} s", s);
+}
+
 template <class T>
 Reading<T> reading(double v) {
   if (!std::isfinite(v) || v < 0) return Reading<T>::fail(ReadStatus::not_supported);
@@ -152,7 +162,7 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
   }
   // --- GPUs --------------------------------------------------------------------------------------
   struct Gpu {
-    std::string host, uuid, model;
+    std::string host, uuid, model, driver;
     int index = -1;
     std::map<std::string, double> v;
   };
@@ -170,6 +180,7 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     g.index = idx;
     if (g.uuid.empty()) g.uuid = label(s.labels, "UUID");
     if (g.model.empty()) g.model = label(s.labels, "modelName");
+    if (g.driver.empty()) g.driver = label(s.labels, "DCGM_FI_DRIVER_VERSION");
     g.v[m] = s.value;
     node(host);
   }
@@ -187,8 +198,10 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     return std::tie(nodes[a->host].job_id, a->host, a->index) <
            std::tie(nodes[b->host].job_id, b->host, b->index);
   });
+  std::set<std::string> drivers;  // the header's driver version: every node's, as they export it
   for (const Gpu* g : order) {
     const auto& n = nodes[g->host];
+    if (!g->driver.empty()) drivers.insert(g->driver);
     auto info = std::make_shared<GpuStaticInfo>();
     info->index = static_cast<unsigned>(g->index);
     std::string group = n.job_id.empty() ? "" : "job " + n.job_id + " ";
@@ -218,9 +231,17 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     s.utilization_memory_pct = reading<unsigned>(v("mem_util"));
     s.temperature_gpu_c = reading<unsigned>(v("temp"));
     s.power_draw_mw = reading<unsigned>(v("power") * 1000);
+    // DCGM_FI_DEV_POWER_MGMT_LIMIT is nvmlDeviceGetPowerManagementLimit (W); serve exports no other
+    s.power_limit_mw = reading<unsigned>(v("power_limit") * 1000);
+    s.enforced_power_limit_mw = s.power_limit_mw;
     s.clocks_sm_mhz = reading<unsigned>(v("sm_clock"));
     s.clocks_event_reasons_active = reading<std::uint64_t>(v("reasons"));
     f.snapshot.gpus.push_back(std::move(s));
+  }
+  if (!drivers.empty()) {
+    std::string d;
+    for (const auto& x : drivers) d += (d.empty() ? "" : ", ") + x;
+    f.snapshot.driver.driver_version = Reading<std::string>::of(text::terminal(d));
   }
   // --- ranks -------------------------------------------------------------------------------------
   std::map<std::string, ipc::LiveRankState> ranks;  // by rank_key
@@ -324,9 +345,21 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     stale += n.stale ? 1 : 0;
     f.nodes.push_back(n);
   }
-  f.snapshot.host.hostname = text::terminal(fmt::format(
-      "{} ({} nodes{}, {} GPUs{})", o.endpoint.base_url, shown, stale ? fmt::format(", {} stale", stale) : "",
-      f.snapshot.gpus.size(), o.job.empty() ? "" : ", job " + o.job));
+  f.snapshot.host.hostname = text::terminal(
+      fmt::format("{} ({} node{}{}, {} GPU{}{})", o.endpoint.base_url, shown, shown == 1 ? "" : "s",
+                  stale ? fmt::format(", {} stale", stale) : "", f.snapshot.gpus.size(),
+                  f.snapshot.gpus.size() == 1 ? "" : "s", o.job.empty() ? "" : ", job " + o.job));
+  // A job Prometheus does not have (a typo in --job) is no healthy empty job: say so, naming the
+  // jobs it has, as `report --prometheus` does.
+  if (!o.job.empty() && shown == 0 && f.runs.empty() && f.error.empty()) {
+    f.job_not_found = true;
+    auto jobs = known_jobs(o.endpoint, now_unix_s, o.lookback_s);
+    f.error = fmt::format("Prometheus {} has no node of job {} in the last {}; the jobs it has: {}",
+                          o.endpoint.base_url, o.job, lookback_text(o.lookback_s),
+                          jobs ? *jobs : "(unknown: " + jobs.error().message + ")");
+    f.snapshot.driver.loaded = false;
+    f.snapshot.driver.error = text::terminal(f.error);
+  }
   return f;
 }
 

@@ -496,7 +496,7 @@ def test_hang_alert_names_the_stuck_ranks(tmp_path):
             "exp_labels": {"severity": "critical", "code": "D23", "slug": hang["labels"]["slug"], "job_id": "77"},
             "exp_annotations": {
                 **{k: v for k, v in hang["annotations"].items() if k not in ("summary", "ranks")},
-                "summary": "job 77: 2 rank(s) stuck, no step ended for 3m 0s",
+                "summary": "job 77: 2 ranks stuck, no step ended for 3m 0s",
                 "ranks": "rank 0 on node-a (GPU 0) for 3m 0s, rank 1 on node-b (GPU 3) for 2m 0s"}}]}]}
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(
         {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [test]}, sort_keys=False))
@@ -875,6 +875,19 @@ def test_report_prometheus_has_every_node_gpu_and_alert(cluster, tmp_path):
     assert d2["slug"] and "TrainmonGpuStraggler GPU 0 on node-b" in d2["evidence"], d2
     assert 0 <= d2["start_s"] <= d2["end_s"] <= job["duration_s"] + 1, d2
     assert set(d2["charts"]) and all(c.startswith("n1-") for c in d2["charts"]), d2["charts"]
+    # a range far wider than the job (--from -30d, --to 40 days ahead): cut to the job's span, the
+    # step from that span (not 2595 s), every node and every alert still there; the future is no fault
+    far = int(time.time()) + 40 * 86400
+    r = subprocess.run([trainmon_bin(), "report", "--prometheus", cluster.url, "--job", "4242", "--from", "-30d",
+                        "--to", str(far), "--format", "json", "-o", "-"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    wide = json.loads(r.stdout)
+    assert [n["host"] for n in wide["job"]["nodes"]] == ["node-a", "node-b", "node-c"], wide["job"]
+    assert abs(wide["job"]["start_unix_s"] - job["start_unix_s"]) <= 1.5 and wide["job"]["step_s"] <= 2, wide["job"]
+    assert wide["job"]["duration_s"] <= job["duration_s"] + 30, wide["job"]
+    wide_found = {(f["code"], f["host"], f["gpus"][0] if f["gpus"] else None) for f in wide["findings"]}
+    assert {("D7", "node-a", 1), ("D2", "node-b", 0), ("D12", "node-b", 0)} <= wide_found, sorted(wide_found)
+    assert any("is in the future: the range ends now" in n for n in wide["notes"]), wide["notes"]
     # the page draws every chart and shades the findings (the same report.js as a run's report)
     from test_report import browser_check
     shot = browser_check(out, tmp_path / "job.png")
@@ -921,9 +934,19 @@ def test_top_prometheus_one_frame_exits_non_zero_when_unreachable(cluster, tmp_p
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert f"(3 nodes, 24 GPUs, job 4242)" in r.stdout, r.stdout
+    assert r.stdout.count("(3 nodes, 24 GPUs, job 4242)") == 1, r.stdout  # the header once
+    # each GPU row names its job and node, and the power limit serve exports (700 W), not "??"
+    rows = re.findall(r"^job 4242 (node-[abc]) +\[(\d)\] .*, +\d+ / +(\S+) W \|", r.stdout, re.M)
+    assert sorted((h, int(i)) for h, i, _ in rows) == [(h, i) for h in ("node-a", "node-b", "node-c")
+                                                       for i in range(8)], r.stdout
+    assert {w for _, _, w in rows} == {"700"}, r.stdout
+    assert "N/A" not in r.stdout.splitlines()[0], r.stdout  # the driver version of the GPUs' series
+    # a job Prometheus does not have: said, with the jobs it has, status 2 (as report)
     r = subprocess.run([trainmon_bin(), "top", "--prometheus", cluster.url, "--job", "none-such", "-n", "1"],
                        capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0 and "(0 nodes, 0 GPUs, job none-such)" in r.stdout, r.stdout
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stderr.startswith("trainmon top: Prometheus ") and "has no node of job none-such" in r.stderr, r.stderr
+    assert "the jobs it has: 4242" in r.stderr, r.stderr
     for url, message in ((f"http://127.0.0.1:{free_port()}", "Couldn't connect to server"),
                          (f"http://127.0.0.1:{cluster.hook.server_port}", "not a Prometheus API answer")):
         r = subprocess.run([trainmon_bin(), "top", "--prometheus", url, "-n", "1", "--timeout", "3"],
@@ -946,3 +969,8 @@ def test_top_prometheus_marks_a_stale_node(cluster, tmp_path):
         assert "3 nodes, 1 stale, 24 GPUs, job 4242" in screen, screen
     finally:
         t.kill()
+    # the text view (a pipe) marks node-c's rows too, and only those
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", cluster.url, "--stale-after", "3", "-n", "1"],
+                       capture_output=True, text=True, timeout=60)
+    rows = re.findall(r"^job 4242 (node-[abc])( STALE \d+s)? +\[\d\] ", r.stdout, re.M)
+    assert len(rows) == 24 and all(bool(st) == (n == "node-c") for n, st in rows), r.stdout

@@ -33,12 +33,17 @@ struct ClusterNode {
 
 struct ClusterFrame {
   /// Every node's GPUs, ordered by job, node and GPU index; a GPU's info->group says its job and
-  /// node ("job 4242 node-a"), with " STALE 45s" for a stale node. host.hostname: a summary.
+  /// node ("job 4242 node-a"), with " STALE 45s" for a stale node. host.hostname: a summary;
+  /// driver.driver_version: the DCGM_FI_DRIVER_VERSION label of the GPUs' series (several, joined
+  /// with ", "); power limits: DCGM_FI_DEV_POWER_MGMT_LIMIT.
   Snapshot snapshot;
   std::vector<ipc::LiveRunState> runs;      ///< one per job with ranks; its findings: the job's alerts
   std::vector<diagnose::Finding> findings;  ///< firing alerts of no job
   std::vector<ClusterNode> nodes;
   std::string error;  ///< empty: read; else one sentence why nothing could be read (shown on screen)
+  /// --job names a job of which Prometheus has no node and no rank within the lookback: `error`
+  /// says so and lists the jobs it has (`top` exits 2, as `report --prometheus` for that job).
+  bool job_not_found = false;
 };
 
 /// The job id of a series' labels (the precedence of `trainmon rules`' job_id; torchrun's "none" is
