@@ -83,8 +83,8 @@ Expected<nlohmann::json> api_get(const PromEndpoint& ep, const std::string& path
     std::string head = body.text.substr(0, 60);
     for (auto& c : head)
       if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) c = ' ';
-    return std::unexpected(fail(
-        fmt::format("{}: not a Prometheus API answer (HTTP {}, not JSON: \"{}\")", where, status, head)));
+    return std::unexpected(fail(fmt::format(
+        "Prometheus {}: not a Prometheus API answer (HTTP {}, not JSON: \"{}\")", where, status, head)));
   }
   if (doc.value("status", "") != "success" || status != 200) {
     std::string err =

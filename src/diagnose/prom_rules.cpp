@@ -362,9 +362,10 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
       "}}, "
       "{{ end }}rank {{ $r.Labels.rank }} on {{ $r.Labels.Hostname }}{{ with $r.Labels.gpu }} (GPU {{ . "
       "}}){{ end }} for {{ $r.Value | humanizeDuration }}{{ end }}";
-  const std::string count_ranks = sel +
-                                  "{{ with query (printf \"count(trainmon:rank_stalled:seconds{%s})\" $sel) "
-                                  "}}{{ . | first | value }}{{ end }}";
+  const std::string count_ranks =
+      sel +
+      "{{ with query (printf \"count(trainmon:rank_stalled:seconds{%s})\" $sel) "
+      "}}{{ $n := . | first | value }}{{ $n }} rank{{ if ne $n 1.0 }}s{{ end }}{{ end }}";
   // In the alerts' group, just before the hang alert, so that the alert and its annotations (which
   // query it) read the same evaluation: rules of one group run in order, groups side by side.
   // The stall counts from the rank's last step, or from its return to the loop when its current
@@ -388,7 +389,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
                    "{{ with $labels.job_id }}job {{ . }}{{ else }}run {{ $labels.run_id }} on {{ "
                    "$labels.Hostname }}{{ end "
                    "}}: " +
-                       count_ranks + " rank(s) stuck, no step ended for {{ $value | humanizeDuration }}",
+                       count_ranks + " stuck, no step ended for {{ $value | humanizeDuration }}",
                    advice::kD23Hang,
                    th_list({{"hang_p90_factor", th.hang_p90_factor},
                             {"hang_floor_s", th.hang_floor_s},
