@@ -498,6 +498,9 @@ def test_hang_alert_names_the_stuck_ranks(tmp_path):
                 **{k: v for k, v in hang["annotations"].items() if k not in ("summary", "ranks")},
                 "summary": "job 77: 2 ranks stuck, no step ended for 3m 0s",
                 "ranks": "rank 0 on node-a (GPU 0) for 3m 0s, rank 1 on node-b (GPU 3) for 2m 0s"}}]}]}
+    # the query the job report reads the hang's ranks with (job_history.cpp): both stuck ranks of job 77
+    test["promql_expr_test"] = [{"expr": 'count(max_over_time(trainmon:rank_stalled:seconds{job_id="77"}[300s]))',
+                                 "eval_time": "8m", "exp_samples": [{"labels": "{}", "value": 2}]}]
     (tmp_path / "tests.yml").write_text(yaml.safe_dump(
         {"rule_files": ["rules.yml"], "evaluation_interval": "15s", "tests": [test]}, sort_keys=False))
     r = promtool("test", "rules", "tests.yml", cwd=tmp_path)
@@ -888,6 +891,9 @@ def test_report_prometheus_has_every_node_gpu_and_alert(cluster, tmp_path):
     wide_found = {(f["code"], f["host"], f["gpus"][0] if f["gpus"] else None) for f in wide["findings"]}
     assert {("D7", "node-a", 1), ("D2", "node-b", 0), ("D12", "node-b", 0)} <= wide_found, sorted(wide_found)
     assert any("is in the future: the range ends now" in n for n in wide["notes"]), wide["notes"]
+    r = subprocess.run([trainmon_bin(), "report", "--prometheus", cluster.url, "--job", "4242", "--from", "0",
+                        "--format", "json", "-o", "-"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and len(json.loads(r.stdout)["job"]["nodes"]) == 3, r.stderr  # since 1970
     # the page draws every chart and shades the findings (the same report.js as a run's report)
     from test_report import browser_check
     shot = browser_check(out, tmp_path / "job.png")
