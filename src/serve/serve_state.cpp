@@ -4,6 +4,7 @@
 #include <malloc.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "trainmon/core/text_escape.h"
+#include "trainmon/diagnose/detectors.h"
 #include "trainmon/export/status.h"
 
 namespace trainmon::serve {
@@ -38,6 +40,11 @@ nlohmann::json column(const std::vector<float>& v) {
 
 bool answers(const GpuSample& g) {
   return g.responsive.ok() && *g.responsive;
+}
+
+template <class T>
+nlohmann::json value_or_null(const Reading<T>& r) {
+  return r.ok() ? nlohmann::json(*r) : nlohmann::json(nullptr);
 }
 
 }  // namespace
@@ -98,6 +105,14 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
       }
     }
     if (!found) state_.last_xid.emplace_back(ev.gpu_index, ev.xid);
+    bool timed = false;
+    for (auto& x : last_xid_) {
+      if (x.gpu == ev.gpu_index) {
+        x = {ev.gpu_index, ev.xid, ev.time_unix_ns};
+        timed = true;
+      }
+    }
+    if (!timed) last_xid_.push_back({ev.gpu_index, ev.xid, ev.time_unix_ns});
     bool counted = false;
     for (auto& [gpu, n] : state_.xid_events) {
       if (gpu == ev.gpu_index) {
@@ -166,8 +181,35 @@ std::string ServeState::snapshot_json() {
       std::vector<std::size_t> order(snap_->gpus.size());
       std::iota(order.begin(), order.end(), std::size_t{0});
       j["status"] = nlohmann::json::parse(exp::status_json(*snap_, order, false));
+      // What the dashboard's health line needs beyond the status document (nvidia-smi's field names
+      // for the ECC counts; null when not read). The Xid's meaning and severity: trainmon's Xid table.
+      auto health = nlohmann::json::array();
+      for (const auto& g : snap_->gpus) {
+        nlohmann::json h;
+        h["index"] = g.index;
+        h["ecc.errors.corrected.aggregate.total"] = value_or_null(g.ecc_corrected_aggregate);
+        h["ecc.errors.uncorrected.aggregate.total"] = value_or_null(g.ecc_uncorrected_aggregate);
+        h["xid"] = nullptr;
+        std::uint64_t events = 0;
+        for (const auto& [gpu, n] : state_.xid_events)
+          if (gpu == g.index) events = n;
+        for (const auto& x : last_xid_) {
+          if (x.gpu != g.index) continue;
+          const auto& info =
+              diagnose::xid_info(static_cast<unsigned>(std::min<std::uint64_t>(x.xid, 0xFFFFFFFFu)));
+          const bool known = info.xid == x.xid;
+          h["xid"] = {{"code", x.xid},
+                      {"meaning", known ? info.meaning : std::string_view("Unknown Error")},
+                      {"severity", diagnose::severity_name(info.severity)},
+                      {"time_unix_ns", x.time_unix_ns},
+                      {"events", events}};
+        }
+        health.push_back(std::move(h));
+      }
+      j["gpu_health"] = std::move(health);
     } else {
       j["status"] = nullptr;
+      j["gpu_health"] = nlohmann::json::array();
     }
     json_cache_ = text::json_dump(j);
     json_tick_ = state_.ticks_total;

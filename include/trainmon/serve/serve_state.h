@@ -49,7 +49,8 @@ class ServeState : public recorder::TickObserver {
   /// going on at the last tick, oldest first (a JSON array; [] when none).
   std::string train_json();
   /// /api/v1/snapshot body: {"run_id", "db", "elapsed_s", "status" (docs/status-json.md),
-  /// "findings" (the open ones), "gpu_indices"}; {"status": null} before the first tick.
+  /// "findings" (the open ones), "gpu_health" (per GPU what the status document lacks: aggregate ECC
+  /// counts, the last Xid since serve started; docs/serve.md)}; {"status": null} before the first tick.
   std::string snapshot_json();
   /// /api/v1/history body: the last `seconds` of history as columns ({"t": [...], "gpus": [{"index",
   /// "name", "util_gpu_pct": [...], ...}], "host": {...}}); null for N/A.
@@ -79,6 +80,13 @@ class ServeState : public recorder::TickObserver {
   std::string runs_dir_;
   std::string hostname_label_;
   std::vector<ipc::LiveRunState> runs_;  ///< live runs at the last tick
+  /// The last Xid event per GPU since serve started (the dashboard's health line).
+  struct LastXid {
+    unsigned gpu = 0;
+    std::uint64_t xid = 0;
+    std::int64_t time_unix_ns = 0;
+  };
+  std::vector<LastXid> last_xid_;
   std::deque<HistoryRow> history_;
   std::vector<std::pair<unsigned, std::string>> history_gpus_;  ///< index, name of each column
   std::size_t history_rows_;

@@ -81,24 +81,52 @@ const fmt = {
 
 function chartWidth(node) { return Math.max(200, (node.clientWidth || 300) - 10); }
 
-function makeChart(node, seriesNames, height, yRange) {
-  const series = [{}].concat(seriesNames.map(
-      (n, i) => ({label: n, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: false, points: {show: false}})));
+// A chart with a legend (each series' name with its unit) and labelled axes (time; the unit), at a
+// height that stays readable on a phone as on a desktop (`height` CSS pixels, never less than 120).
+// `series`: [{label, unit}], `yLabel`: the y axis' title with its unit.
+function makeChart(node, series, height, yRange, yLabel, live = true) {
+  const s = [{label: tr('time')}].concat(series.map(
+      (n, i) => ({
+        label: n.unit ? n.label + ' (' + n.unit + ')' : n.label,
+        stroke: COLORS[i % COLORS.length],
+        width: 1.5,
+        spanGaps: false,
+        points: {show: false},
+        value: (u, v) => v === null || v === undefined ? '–' : fmt.num(v, 1) + (n.unit ? ' ' + n.unit : ''),
+      })));
   const opts = {
     width: chartWidth(node),
-    height: height,
-    series: series,
-    legend: {show: height > 120},  // the GPU cards' small charts have none
+    height: Math.max(120, height),
+    series: s,
+    legend: {show: true, live: live},  // live: the values under the cursor (the run page's charts)
     scales: {x: {time: true}, y: yRange ? {range: yRange} : {}},
     axes: [
-      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}},
-      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}, size: 64},
+      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}, label: tr('time'), labelSize: 18, font: '11px system-ui',
+       labelFont: '11px system-ui'},
+      {stroke: '#8a94a0', grid: {stroke: '#2a3440'}, size: 52, label: yLabel, labelSize: 18,
+       font: '11px system-ui', labelFont: '11px system-ui'},
     ],
-    cursor: {points: {show: height > 120}},
+    cursor: {points: {show: true}},
   };
-  const data = [[]].concat(seriesNames.map(() => []));
-  return new uPlot(opts, data, node);
+  const data = [[]].concat(series.map(() => []));
+  const chart = new uPlot(opts, data, node);
+  // uPlot draws the axis titles on its canvas: name them on the chart's element too (tests, a11y).
+  chart.root.setAttribute('aria-label', chart.axes.map((a) => a.label || '').join(' / '));
+  chart.root.setAttribute('data-axis-labels', JSON.stringify(chart.axes.map((a) => a.label || '')));
+  charts.push({chart, node});
+  return chart;
 }
+
+// Charts follow the width of their box (a resized window, a phone turned round).
+const charts = [];
+let resizeTimer = 0;
+window.addEventListener('resize', () => {
+  clearTimeout(resizeTimer);
+  resizeTimer = setTimeout(() => {
+    for (const c of charts)
+      if (c.node.isConnected) c.chart.setSize({width: chartWidth(c.node), height: c.chart.height});
+  }, 150);
+});
 
 // ---------------- live page ----------------
 const cards = new Map();  // gpu index -> {node, chart, fields}
@@ -116,23 +144,114 @@ function gpuCard(g) {
     return el('div', {class: 'bar'}, b);
   };
   const chartNode = el('div', {class: 'mini'});
+  const health = el('div', {class: 'health', 'data-field': 'health'});
+  const findings = el('ul', {class: 'gpu-findings', 'data-field': 'findings'});
+  fields.health = health;
+  fields.findings = findings;
   const node =
       el('div', {class: 'card gpu', 'data-gpu': String(g.index)},
-         el('div', {class: 'title', text: 'GPU ' + g.index + ' · ' + (g.name || '')}),
+         el('div', {class: 'title', text: 'GPU ' + g.index + ' · ' + (g.name || '')}), health, findings,
          field('util', tr('utilisation')), bar('util'), field('mem', tr('GPU memory')), bar('mem'),
          field('power', tr('power')), field('temp', tr('temperature')), field('procs', tr('processes')),
          chartNode);
   document.getElementById('gpus').append(node);
-  const chart = makeChart(chartNode, ['util %', 'mem %'], 90, [0, 100]);
+  const chart = makeChart(
+      chartNode, [{label: tr('utilisation'), unit: '%'}, {label: tr('GPU memory'), unit: '%'}], 150, [0, 100], '%',
+      false);
   const c = {node, chart, fields, chartNode};
   cards.set(g.index, c);
   return c;
 }
 
-function renderGpus(status) {
+// Clock event ("throttle") reasons as nvidia-smi -q names them (its "Clocks Event Reasons" section),
+// by the status document's names (docs/status-json.md), with how bad each is: the hardware slowing
+// the clocks down (HW Slowdown, HW Thermal, HW Power Brake) is critical, the driver capping them for
+// power or heat a warning; Idle, Applications Clocks, Sync Boost and Display Clock are no throttling.
+const THROTTLE = new Map([
+  ['sw_power_cap', ['SW Power Cap', 'warning']],
+  ['sw_thermal_slowdown', ['SW Thermal Slowdown', 'warning']],
+  ['hw_slowdown', ['HW Slowdown', 'critical']],
+  ['hw_thermal_slowdown', ['HW Thermal Slowdown', 'critical']],
+  ['hw_power_brake_slowdown', ['HW Power Brake Slowdown', 'critical']],
+]);
+const SEVERITY_RANK = {ok: 0, info: 0, warning: 1, critical: 2};
+
+// The health line of one GPU: [{what, severity, text, title}] from the status document's gpu `g` and
+// the snapshot's gpu_health entry `h` (docs/serve.md). Severities: a GPU that does not answer, any
+// volatile uncorrected ECC error, a hardware slowdown: critical; uncorrected errors only in the
+// aggregate (lifetime) count, a driver power / thermal cap: warning; the last Xid: its severity in
+// trainmon's Xid table (docs/diagnosis.md, D10 / D11).
+function gpuHealth(g, h) {
+  const items = [];
+  if (g.responsive && g.responsive !== 'ok') {
+    items.push({
+      what: 'lost',
+      severity: 'critical',
+      text: g.responsive === 'gpu_lost' ? tr('GPU lost') : trf('GPU unreadable: {}', g.responsive),
+    });
+  }
+  const vol = g['ecc.errors.uncorrected.volatile.total'];
+  const agg = h ? h['ecc.errors.uncorrected.aggregate.total'] : null;
+  if (vol > 0 || agg > 0) {
+    items.push({
+      what: 'ecc',
+      severity: vol > 0 ? 'critical' : 'warning',
+      text: trf('ECC uncorrected: {} volatile, {} aggregate', fmt.num(vol), fmt.num(agg)),
+    });
+  } else if (g['ecc.mode.current'] === true && vol === 0) {
+    items.push({what: 'ecc', severity: 'ok', text: tr('ECC: no uncorrected errors')});
+  }
+  const x = h && h.xid;
+  if (x) {
+    items.push({
+      what: 'xid',
+      severity: x.severity,
+      text: trf('Xid {}: {}', x.code, tr(x.meaning)),
+      title: trf('last at {}, {} Xid events since serve started', fmt.time(x.time_unix_ns), x.events),
+    });
+  }
+  const reasons = (g['clocks_event_reasons.active_names'] || []).filter((n) => THROTTLE.has(n));
+  if (reasons.length) {
+    const worst = reasons.some((n) => THROTTLE.get(n)[1] === 'critical') ? 'critical' : 'warning';
+    items.push({
+      what: 'throttle',
+      severity: worst,
+      text: trf('throttled: {}', reasons.map((n) => THROTTLE.get(n)[0]).join(', ')),
+    });
+  }
+  if (!items.some((i) => i.severity !== 'ok') && !(g.responsive && g.responsive !== 'ok'))
+    items.unshift({what: 'ok', severity: 'ok', text: tr('healthy')});
+  return items;
+}
+
+// The id of a finding's entry in the findings list (code, GPUs and pids: how the live diagnosis
+// tells findings apart).
+function findingId(f) {
+  return 'finding-' + f.code + '-g' + (f.gpus || []).join('_') + '-p' + (f.pids || []).join('_');
+}
+
+function renderGpuHealth(c, g, h, findings) {
+  const items = gpuHealth(g, h);
+  let worst = 'ok';
+  c.fields.health.replaceChildren(...items.map((i) => {
+    if (SEVERITY_RANK[i.severity] > SEVERITY_RANK[worst]) worst = i.severity;
+    const e = el('span', {class: 'h-item ' + i.severity, 'data-health': i.what, text: i.text});
+    if (i.title) e.title = i.title;
+    return e;
+  }));
+  c.node.classList.remove('sev-ok', 'sev-warning', 'sev-critical');
+  c.node.classList.add('sev-' + worst);
+  const mine = findings.filter((f) => (f.gpus || []).includes(g.index));
+  c.fields.findings.replaceChildren(...mine.map(
+      (f) => el('li', {class: f.severity},
+                el('a', {href: '#' + findingId(f), 'data-code': f.code, text: f.code + ' ' + tr(f.title)}))));
+}
+
+function renderGpus(status, health, findings) {
   for (const g of status.gpus || []) {
     const c = cards.get(g.index) || gpuCard(g);
     const f = c.fields;
+    renderGpuHealth(c, g, (health || []).find((h) => h.index === g.index), findings || []);
     if (g.responsive && g.responsive !== 'ok') {
       f.util.textContent = g.responsive;
       continue;
@@ -196,7 +315,7 @@ function renderFindings(list, node) {
   for (const f of list) {
     node.append(
         // The title and severity from the catalogue; evidence and advice as the API gives them (English).
-        el('li', {class: f.severity}, el('strong', {text: f.code + ' ' + tr(f.title)}),
+        el('li', {class: f.severity, id: findingId(f)}, el('strong', {text: f.code + ' ' + tr(f.title)}),
            el('span', {class: 'muted', text: ' [' + tr(f.severity) + ']'}), el('div', {text: f.evidence || ''}),
            el('div', {class: 'muted', text: f.advice || ''})));
   }
@@ -222,7 +341,10 @@ function renderRuns(runs) {
         'tr', {'data-run': String(r.id)}, el('td', {}, el('a', {href: '/runs/' + r.id, text: String(r.id)})),
         el('td', {text: r.name}), el('td', {text: r.kind}), el('td', {text: r.status}),
         el('td', {text: fmt.time(r.start_unix_ns)}), el('td', {text: fmt.dur((end - r.start_unix_ns) / 1e9)}),
-        el('td', {text: String(r.gpus.length)}), el('td', {text: String(r.finding_count)})));
+        el('td', {text: String(r.gpus.length)}),
+        el('td', {class: r.finding_count > 0 ? 'warn' : 'muted', 'data-field': 'findings'},
+           r.finding_count > 0 ? el('a', {href: '/runs/' + r.id + '#run-findings', text: String(r.finding_count)}) :
+                                 '0')));
   }
 }
 
@@ -239,7 +361,7 @@ async function liveTick() {
       document.getElementById('host').textContent = s.status.hostname || '';
       document.getElementById('updated').textContent =
           trf('updated {}', new Date(s.status.query_time_unix_ns / 1e6).toLocaleTimeString());
-      renderGpus(s.status);
+      renderGpus(s.status, s.gpu_health, s.findings);
       for (const g of s.status.gpus || []) {
         const c = cards.get(g.index);
         if (c && g['memory.total']) c.totalMib = g['memory.total'];
@@ -279,16 +401,16 @@ async function runPage(id) {
   const s = await getJSON('/api/v1/runs/' + id + '/samples?step=0');
   const t0 = run.start_unix_ns / 1e9;
   const t = s.t.map((x) => t0 + x);
-  const names = s.gpus.map((g) => 'GPU ' + g.index);
-  const draw = (nodeId, cols, nm, range) => {
+  const names = (unit) => s.gpus.map((g) => ({label: 'GPU ' + g.index, unit}));
+  const draw = (nodeId, cols, series, range, yLabel) => {
     const node = document.getElementById(nodeId);
     node.replaceChildren();
-    makeChart(node, nm, 220, range).setData([t].concat(cols));
+    makeChart(node, series, 240, range, yLabel).setData([t].concat(cols));
   };
-  draw('chart-util', s.gpus.map((g) => g.util_gpu_pct), names, [0, 100]);
-  draw('chart-mem', s.gpus.map((g) => g.mem_used_mib), names);
-  draw('chart-power', s.gpus.map((g) => g.power_w), names);
-  draw('chart-cpu', [s.host.cpu_busy_pct], [tr('CPU busy %')], [0, 100]);
+  draw('chart-util', s.gpus.map((g) => g.util_gpu_pct), names('%'), [0, 100], trf('utilisation ({})', '%'));
+  draw('chart-mem', s.gpus.map((g) => g.mem_used_mib), names('MiB'), null, trf('GPU memory ({})', 'MiB'));
+  draw('chart-power', s.gpus.map((g) => g.power_w), names('W'), null, trf('power ({})', 'W'));
+  draw('chart-cpu', [s.host.cpu_busy_pct], [{label: tr('CPU busy'), unit: '%'}], [0, 100], trf('CPU busy ({})', '%'));
   let findings = await getJSON('/api/v1/runs/' + id + '/findings');
   if (!findings.length) {
     // the serve run itself stores its findings at the end: show the live ones meanwhile
