@@ -45,7 +45,7 @@ try {
       languages: navigator.languages,
       title: document.title,
       h2: texts('#live h2'),
-      th: texts('#live th'),
+      th: texts('#live table:not(.u-legend) th'),  // the tables' headers, not the charts' legends
       labels: texts('.card.gpu .row .muted').slice(0, 5),
       host_rows: texts('#hostcard .row .muted'),
       conn: document.getElementById('conn').textContent,
