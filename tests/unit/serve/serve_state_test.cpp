@@ -18,6 +18,7 @@ TEST(ServeState, BeforeTheFirstTick) {
   EXPECT_EQ(m.find("DCGM_FI_"), std::string::npos);
   auto j = nlohmann::json::parse(st.snapshot_json());
   EXPECT_TRUE(j["status"].is_null());
+  EXPECT_EQ(j["gpu_health"], nlohmann::json::array());
   EXPECT_EQ(nlohmann::json::parse(st.history_json(60))["t"].size(), 0u);
 }
 
@@ -39,6 +40,7 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
       ev.gpu_index = 0;
       ev.event_type = 0x8;
       ev.xid = 48;
+      ev.time_unix_ns = snap.time_unix_ns - 200'000'000;
       snap.events = {ev};
     } else {
       snap.events.clear();
@@ -68,6 +70,20 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
   EXPECT_EQ(j["status"]["gpus"][0]["utilization.gpu"], 40);
   ASSERT_EQ(j["findings"].size(), 1u);
   EXPECT_EQ(j["findings"][0]["code"], "D6");
+  // gpu_health: what the status document lacks (aggregate ECC, the last Xid since start)
+  ASSERT_EQ(j["gpu_health"].size(), snap.gpus.size());
+  const auto& gh = j["gpu_health"][0];
+  EXPECT_EQ(gh["index"], 0);
+  EXPECT_EQ(gh["ecc.errors.uncorrected.aggregate.total"], 0);
+  ASSERT_TRUE(gh["xid"].is_object()) << gh;
+  EXPECT_EQ(gh["xid"]["code"], 48);
+  EXPECT_EQ(gh["xid"]["events"], 1);
+  EXPECT_EQ(gh["xid"]["severity"], "critical");
+  EXPECT_EQ(gh["xid"]["meaning"], "Double-bit ECC error (uncorrectable memory error)");
+  EXPECT_EQ(gh["xid"]["time_unix_ns"], 1'700'000'000'000'000'000 + 3'000'000'000LL - 200'000'000);
+  if (snap.gpus.size() > 1) {
+    EXPECT_TRUE(j["gpu_health"][1]["xid"].is_null());
+  }
 
   auto h = nlohmann::json::parse(st.history_json(3600));
   ASSERT_EQ(h["t"].size(), 3u) << "the ring keeps 3 rows";
