@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/serve_series.h"
 #include "trainmon/cluster/job_history.h"
 #include "trainmon/cluster/job_query.h"
 #include "trainmon/core/text_escape.h"
@@ -24,20 +25,12 @@ struct Metric {
   const char* key;
   const char* expr;  ///< {W}: the lookback window
 };
-constexpr Metric kMetrics[] = {
+constexpr Metric kNodeMetrics[] = {
     {"info", "trainmon_labels_info"},
     {"tick", "trainmon_exporter_last_tick_timestamp_seconds"},
-    {"util", "DCGM_FI_DEV_GPU_UTIL"},
-    {"mem_util", "DCGM_FI_DEV_MEM_COPY_UTIL"},
-    {"fb_used", "DCGM_FI_DEV_FB_USED"},
-    {"fb_free", "DCGM_FI_DEV_FB_FREE"},
-    {"fb_reserved", "DCGM_FI_DEV_FB_RESERVED"},
-    {"temp", "DCGM_FI_DEV_GPU_TEMP"},
-    {"power", "DCGM_FI_DEV_POWER_USAGE"},
-    {"power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"},
-    {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
-    {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
-    {"up", "trainmon_gpu_up"},
+};
+// then serve's per-GPU series (kServeGpuSeries), then the ranks'
+constexpr Metric kRankMetrics[] = {
     {"steps", "trainmon_train_steps_total"},
     {"last_step", "trainmon_train_last_step_timestamp_seconds"},
     {"step_q", "trainmon_train_step_seconds"},
@@ -56,17 +49,20 @@ std::string frame_query(double lookback_s, std::string_view job) {
   // Hostname), the ranks' series by their own job labels: Prometheus sends only the job's series.
   const std::string nodes = job.empty() ? std::string() : job_selector("trainmon_labels_info", job, w);
   std::string q;
-  for (const auto& m : kMetrics) {
+  const auto add = [&](const char* key, const char* expr) {
     if (!q.empty()) q += " or ";
     std::string e;
     if (job.empty())
-      e = fmt::format("last_over_time({}[{}])", m.expr, w);
-    else if (is_rank_metric(m.key))
-      e = "(" + job_selector(m.expr, job, w) + ")";
+      e = fmt::format("last_over_time({}[{}])", expr, w);
+    else if (is_rank_metric(key))
+      e = "(" + job_selector(expr, job, w) + ")";
     else
-      e = fmt::format("(last_over_time({}[{}]) and on (Hostname) ({}))", m.expr, w, nodes);
-    q += fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", e, m.key);
-  }
+      e = fmt::format("(last_over_time({}[{}]) and on (Hostname) ({}))", expr, w, nodes);
+    q += fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", e, key);
+  };
+  for (const auto& m : kNodeMetrics) add(m.key, m.expr);
+  for (const auto& m : kServeGpuSeries) add(m.key, m.name);
+  for (const auto& m : kRankMetrics) add(m.key, m.expr);
   // Rates over the last minute: samples/s and the data wait's share of the step time.
   const auto rate = [&](const char* name) {
     if (job.empty()) return fmt::format("rate({}[1m])", name);

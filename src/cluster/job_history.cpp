@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cluster/serve_series.h"
 #include "trainmon/cluster/cluster_view.h"
 #include "trainmon/cluster/job_query.h"
 #include "trainmon/diagnose/prom_rules.h"
@@ -22,20 +23,6 @@ constexpr double kMiB = 1048576.0;
 struct Metric {
   const char* key;
   const char* name;
-};
-/// What serve exports per GPU (docs/serve.md), by the report's column.
-constexpr Metric kGpuMetrics[] = {
-    {"util", "DCGM_FI_DEV_GPU_UTIL"},
-    {"mem_util", "DCGM_FI_DEV_MEM_COPY_UTIL"},
-    {"fb_used", "DCGM_FI_DEV_FB_USED"},
-    {"fb_free", "DCGM_FI_DEV_FB_FREE"},
-    {"fb_reserved", "DCGM_FI_DEV_FB_RESERVED"},
-    {"temp", "DCGM_FI_DEV_GPU_TEMP"},
-    {"power", "DCGM_FI_DEV_POWER_USAGE"},
-    {"power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"},
-    {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
-    {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
-    {"up", "trainmon_gpu_up"},
 };
 /// Per node (no gpu label).
 constexpr Metric kHostMetrics[] = {
@@ -214,7 +201,7 @@ std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_v
   const std::string nodes = job_selector("trainmon_labels_info", job);
   std::vector<std::pair<std::string, std::string>> q;
   q.emplace_back("info", nodes);
-  for (const auto& m : kGpuMetrics)
+  for (const auto& m : kServeGpuSeries)
     q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
   for (const auto& m : kHostMetrics)
     q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
