@@ -18,39 +18,21 @@ namespace {
 
 using nlohmann::json;
 
-json rounded(double v) {
-  return std::isfinite(v) ? json(std::round(v * 100.0) / 100.0) : json(nullptr);
-}
-
-/// NaN-skipping mean and max.
-std::pair<double, double> mean_max(const std::vector<float>& v) {
-  double sum = 0, mx = -INFINITY;
-  std::size_t n = 0;
-  for (float x : v) {
-    if (std::isnan(x)) continue;
-    sum += x;
-    mx = std::max(mx, static_cast<double>(x));
-    ++n;
-  }
-  return n ? std::pair{sum / static_cast<double>(n), mx} : std::pair<double, double>{NAN, NAN};
-}
-
 json node_gpus(const diagnose::RunSeries& rs) {
   json out = json::array();
   for (const auto& g : rs.gpus) {
-    const auto util = mean_max(g.util_gpu_pct), mem = mean_max(g.mem_used_mib),
-               total = mean_max(g.mem_total_mib), power = mean_max(g.power_w), temp = mean_max(g.temp_c),
-               clock = mean_max(g.sm_clock_mhz);
+    const auto util = stat(g.util_gpu_pct), mem = stat(g.mem_used_mib), total = stat(g.mem_total_mib),
+               power = stat(g.power_w), temp = stat(g.temp_c), clock = stat(g.sm_clock_mhz);
     const bool lost = std::find(g.state.begin(), g.state.end(), diagnose::GpuState::lost) != g.state.end();
     out.push_back({{"index", g.index},
                    {"name", g.name},
-                   {"mean_util_pct", rounded(util.first)},
-                   {"peak_util_pct", rounded(util.second)},
-                   {"peak_mem_used_mib", rounded(mem.second)},
-                   {"mem_total_mib", rounded(total.second)},
-                   {"mean_power_w", rounded(power.first)},
-                   {"peak_temp_c", rounded(temp.second)},
-                   {"mean_sm_clock_mhz", rounded(clock.first)},
+                   {"mean_util_pct", rounded(util.mean)},
+                   {"peak_util_pct", rounded(util.max)},
+                   {"peak_mem_used_mib", rounded(mem.max)},
+                   {"mem_total_mib", rounded(total.max)},
+                   {"mean_power_w", rounded(power.mean)},
+                   {"peak_temp_c", rounded(temp.max)},
+                   {"mean_sm_clock_mhz", rounded(clock.mean)},
                    {"lost", lost}});
   }
   return out;

@@ -16,26 +16,6 @@ namespace {
 
 using nlohmann::json;
 
-json rounded(double v) {
-  return std::isfinite(v) ? json(std::round(v * 100.0) / 100.0) : json(nullptr);
-}
-
-/// NaN-skipping mean and max of a column (NaN when it has no finite value).
-struct Stat {
-  double mean = NAN, max = NAN;
-};
-Stat stat(const std::vector<float>& v) {
-  double sum = 0, mx = -INFINITY;
-  std::size_t n = 0;
-  for (float x : v) {
-    if (std::isnan(x)) continue;
-    sum += x;
-    mx = std::max(mx, static_cast<double>(x));
-    ++n;
-  }
-  return n ? Stat{sum / static_cast<double>(n), mx} : Stat{};
-}
-
 /// GPU utilisation over the run, as the recorder's end-of-run summary measures it
 /// (recorder::RunStats with recorder::gpu_utilization): each tick counts once, with the mean of the
 /// driver's high-resolution samples of that tick (the ones after the previous tick, up to this one)
@@ -139,6 +119,22 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
   if (series.size() == 0) notes.push_back("no samples were recorded for this run");
   model["notes"] = std::move(notes);
   return model;
+}
+
+nlohmann::json rounded(double v) {
+  return std::isfinite(v) ? nlohmann::json(std::round(v * 100.0) / 100.0) : nlohmann::json(nullptr);
+}
+
+Stat stat(const std::vector<float>& v) {
+  double sum = 0, mx = -INFINITY;
+  std::size_t n = 0;
+  for (float x : v) {
+    if (std::isnan(x)) continue;
+    sum += x;
+    mx = std::max(mx, static_cast<double>(x));
+    ++n;
+  }
+  return n ? Stat{sum / static_cast<double>(n), mx} : Stat{};
 }
 
 }  // namespace trainmon::report

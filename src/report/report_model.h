@@ -3,7 +3,9 @@
 // The HTML page embeds it and draws it; the JSON format prints it; the Markdown summary reads it.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,5 +32,14 @@ void add_charts(nlohmann::json& model, const diagnose::RunSeries& series, int ma
 /// "findings" (each with "id" and the "charts" its region is shaded on) and "batch_advice" (D22);
 /// call after add_charts.
 void add_findings(nlohmann::json& model, const std::vector<diagnose::Finding>& findings);
+
+/// `v` rounded to 2 decimals; null when not finite (what the model's figures hold).
+nlohmann::json rounded(double v);
+
+/// NaN-skipping mean and max of a column (both NaN when it has no finite value).
+struct Stat {
+  double mean = NAN, max = NAN;
+};
+Stat stat(const std::vector<float>& v);
 
 }  // namespace trainmon::report
