@@ -14,20 +14,20 @@
 namespace trainmon::cli {
 
 void add_record_options(CLI::App& app, RecordCliOptions& o) {
-  app.add_option("--name", o.name, "Run name")->capture_default_str();
-  app.add_option("--interval", o.interval, "Sampling interval: seconds (0.5) or 500ms")
+  app.add_option("--name", o.name, tr("Run name"))->capture_default_str();
+  app.add_option("--interval", o.interval, tr("Sampling interval: seconds (0.5) or 500ms"))
       ->capture_default_str();
   app.add_option("--db", o.db,
-                 "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-  app.add_option("--label", o.labels, "KEY=VALUE label (repeatable)");
+                 tr("Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)"));
+  app.add_option("--label", o.labels, tr("KEY=VALUE label (repeatable)"));
   app.add_option("--retention", o.retention,
-                 "Delete runs and samples older than this (30d, 12h); default: keep");
+                 tr("Delete runs and samples older than this (30d, 12h); default: keep"));
   app.add_option("--downsample-after", o.downsample_after,
-                 "With --retention: keep older samples as mean/min/max per minute")
+                 tr("With --retention: keep older samples as mean/min/max per minute"))
       ->capture_default_str();
-  app.add_option("--duration", o.duration, "Stop after this long (default: until SIGINT/SIGTERM)");
-  app.add_option("--threshold", o.thresholds, "Override a diagnosis threshold: name=value (repeatable)");
-  app.add_flag("-q,--quiet", o.quiet, "Print only errors");
+  app.add_option("--duration", o.duration, tr("Stop after this long (default: until SIGINT/SIGTERM)"));
+  app.add_option("--threshold", o.thresholds, tr("Override a diagnosis threshold: name=value (repeatable)"));
+  app.add_flag("-q,--quiet", o.quiet, tr("Print only errors"));
   alerts::add_alert_options(app, o.alerts);
 }
 
