@@ -25,6 +25,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/parse_errors.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/private_files.h"
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
@@ -76,11 +77,13 @@ int run_agent(const AgentOptions& o) {
   std::string lock_path = path + ".lock";
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd < 0) {
-    std::fprintf(stderr, "trainmon agent: cannot open %s: %s\n", lock_path.c_str(), std::strerror(errno));
+    std::fputs(i18n::trf("trainmon agent: cannot open {}: {}\n", lock_path, std::strerror(errno)).c_str(),
+               stderr);
     return kExitFailure;
   }
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (!o.quiet) std::fprintf(stderr, "trainmon agent: another agent already writes %s\n", path.c_str());
+    if (!o.quiet)
+      std::fputs(i18n::trf("trainmon agent: another agent already writes {}\n", path).c_str(), stderr);
     ::close(lock_fd);
     return kExitOk;
   }

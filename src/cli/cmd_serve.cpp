@@ -59,10 +59,11 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   }
   const bool loopback = serve::is_loopback_host(addr->host);
   if (!loopback && !o.allow_remote) {
-    std::fprintf(stderr,
-                 "trainmon serve: %s is reachable from other machines; add --allow-remote to listen there "
-                 "(and --token-file to require a token)\n",
-                 addr->host.c_str());
+    std::fputs(i18n::trf("trainmon serve: {} is reachable from other machines; add --allow-remote to listen "
+                         "there (and --token-file to require a token)\n",
+                         addr->host)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   if (o.threads < 1 || o.threads > 64) {
@@ -128,10 +129,12 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
   if (!loopback && so.token.empty()) {
-    std::fprintf(stderr,
-                 "trainmon serve: warning: listening on %s without a token: anyone who can reach this port "
-                 "sees this machine's GPUs, processes and runs (use --token-file)\n",
-                 addr->host.c_str());
+    std::fputs(
+        i18n::trf("trainmon serve: warning: listening on {} without a token: anyone who can reach this "
+                  "port sees this machine's GPUs, processes and runs (use --token-file)\n",
+                  addr->host)
+            .c_str(),
+        stderr);
   }
 
   // The HTTP server is a plugin (http_plugin.h): a missing or broken one stops here, before the
