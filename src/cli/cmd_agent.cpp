@@ -24,6 +24,8 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/parse_errors.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/private_files.h"
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
@@ -75,11 +77,13 @@ int run_agent(const AgentOptions& o) {
   std::string lock_path = path + ".lock";
   int lock_fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (lock_fd < 0) {
-    std::fprintf(stderr, "trainmon agent: cannot open %s: %s\n", lock_path.c_str(), std::strerror(errno));
+    std::fputs(i18n::trf("trainmon agent: cannot open {}: {}\n", lock_path, std::strerror(errno)).c_str(),
+               stderr);
     return kExitFailure;
   }
   if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    if (!o.quiet) std::fprintf(stderr, "trainmon agent: another agent already writes %s\n", path.c_str());
+    if (!o.quiet)
+      std::fputs(i18n::trf("trainmon agent: another agent already writes {}\n", path).c_str(), stderr);
     ::close(lock_fd);
     return kExitOk;
   }
@@ -124,7 +128,7 @@ int run_agent(const AgentOptions& o) {
     snap.driver = backend->driver_info();
     host.collect(snap.host, no_processes, {});
     if (auto w = ipc::write_file_atomic(path, ipc::snapshot_json(snap, "agent", o.interval_ms)); !w) {
-      std::fprintf(stderr, "trainmon agent: %s\n", w.error().message.c_str());
+      std::fprintf(stderr, "trainmon agent: %s\n", said(w.error()).c_str());
       rc = kExitFailure;
       break;
     }
@@ -146,22 +150,22 @@ int run_agent(const AgentOptions& o) {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "agent", "Background sampler for the Python package: rewrite a snapshot file every interval",
+    "agent", N_("Background sampler for the Python package: rewrite a snapshot file every interval"),
     [](CLI::App& app, const GlobalOptions&) -> Runner {
       auto o = std::make_shared<AgentOptions>();
       app.add_option("--snapshot-file", o->snapshot_file,
-                     "Snapshot file to rewrite (default: $XDG_RUNTIME_DIR/trainmon/agent.json, else "
-                     "/tmp/trainmon-UID/agent.json)");
-      app.add_option("--interval-ms", o->interval_ms, "Milliseconds between snapshots")
+                     tr("Snapshot file to rewrite (default: $XDG_RUNTIME_DIR/trainmon/agent.json, else "
+                        "/tmp/trainmon-UID/agent.json)"));
+      app.add_option("--interval-ms", o->interval_ms, tr("Milliseconds between snapshots"))
           ->check(CLI::Range(100, 3'600'000))
           ->capture_default_str();
-      app.add_option("--parent-pid", o->parent_pid, "Exit when this process is gone")
+      app.add_option("--parent-pid", o->parent_pid, tr("Exit when this process is gone"))
           ->check(CLI::PositiveNumber);
-      app.add_option("--duration", o->duration_s, "Exit after this many seconds (0: no limit)")
+      app.add_option("--duration", o->duration_s, tr("Exit after this many seconds (0: no limit)"))
           ->check(seconds_span(kMaxDurationS, true));
-      app.add_option("--count", o->count, "Exit after writing this many snapshots (0: no limit)")
+      app.add_option("--count", o->count, tr("Exit after writing this many snapshots (0: no limit)"))
           ->check(CLI::NonNegativeNumber);
-      app.add_flag("-q,--quiet", o->quiet, "No start-up message");
+      app.add_flag("-q,--quiet", o->quiet, tr("No start-up message"));
       return [o] { return run_agent(*o); };
     },
     900}};

@@ -16,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/parse_errors.h"
 #include "trainmon/alerts/delivery.h"
 #include "trainmon/alerts/rules.h"
 #include "trainmon/alerts/sinks.h"
@@ -60,7 +61,7 @@ std::string spool_of(const AlertsOptions& o, const alerts::RuleSet& rs) {
 int check(const AlertsOptions& o) {
   auto rs = load(o.file, true);
   if (!rs) {
-    std::fprintf(stderr, "trainmon alerts check: %s\n", rs.error().message.c_str());
+    std::fprintf(stderr, "trainmon alerts check: %s\n", said(rs.error()).c_str());
     return kExitUsage;
   }
   std::printf("%s: %zu rule(s), %zu sink(s): OK\n", rs->path.c_str(), rs->rules.size(), rs->sinks.size());
@@ -84,7 +85,7 @@ int check(const AlertsOptions& o) {
 int test(const AlertsOptions& o) {
   auto rs = load(o.file, false);
   if (!rs) {
-    std::fprintf(stderr, "trainmon alerts test: %s\n", rs.error().message.c_str());
+    std::fprintf(stderr, "trainmon alerts test: %s\n", said(rs.error()).c_str());
     return kExitUsage;
   }
   int failed = 0;
@@ -107,7 +108,7 @@ int test(const AlertsOptions& o) {
                   std::string(alerts::sink_type_name(cfg.type)).c_str());
     } else {
       std::printf("sink %s (%s): FAILED: %s\n", name.c_str(),
-                  std::string(alerts::sink_type_name(cfg.type)).c_str(), r.error().message.c_str());
+                  std::string(alerts::sink_type_name(cfg.type)).c_str(), said(r.error()).c_str());
       ++failed;
     }
   }
@@ -117,7 +118,7 @@ int test(const AlertsOptions& o) {
 int flush(const AlertsOptions& o) {
   auto rs = load(o.file, true);
   if (!rs) {
-    std::fprintf(stderr, "trainmon alerts flush: %s\n", rs.error().message.c_str());
+    std::fprintf(stderr, "trainmon alerts flush: %s\n", said(rs.error()).c_str());
     return kExitUsage;
   }
   rs->delivery.finish_grace_s = o.wait_s;
@@ -143,21 +144,21 @@ int metrics() {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "alerts", "Alert rules: check a rules file, send a test alert, deliver spooled alerts",
+    "alerts", N_("Alert rules: check a rules file, send a test alert, deliver spooled alerts"),
     [](CLI::App& app, const GlobalOptions&) -> Runner {
       auto o = std::make_shared<AlertsOptions>();
-      auto* c = app.add_subcommand("check", "Validate a rules file (errors name the line)");
-      c->add_option("file", o->file, "Rules file (default: $XDG_CONFIG_HOME/trainmon/alerts.toml)");
-      auto* t = app.add_subcommand("test", "Send a test alert through every sink of the rules file");
-      t->add_option("file", o->file, "Rules file (default: as for run/record)");
-      auto* f = app.add_subcommand("flush", "Deliver the alerts waiting in the spool, then exit");
-      f->add_option("file", o->file, "Rules file (default: $XDG_CONFIG_HOME/trainmon/alerts.toml)");
+      auto* c = app.add_subcommand("check", tr("Validate a rules file (errors name the line)"));
+      c->add_option("file", o->file, tr("Rules file (default: $XDG_CONFIG_HOME/trainmon/alerts.toml)"));
+      auto* t = app.add_subcommand("test", tr("Send a test alert through every sink of the rules file"));
+      t->add_option("file", o->file, tr("Rules file (default: as for run/record)"));
+      auto* f = app.add_subcommand("flush", tr("Deliver the alerts waiting in the spool, then exit"));
+      f->add_option("file", o->file, tr("Rules file (default: $XDG_CONFIG_HOME/trainmon/alerts.toml)"));
       f->add_option("--alerts-spool", o->spool,
-                    "Spool directory (default: the file's, else $XDG_STATE_HOME/...)");
-      f->add_option("--wait", o->wait_s, "Keep retrying this many seconds (0 to 86400)")
+                    tr("Spool directory (default: the file's, else $XDG_STATE_HOME/...)"));
+      f->add_option("--wait", o->wait_s, tr("Keep retrying this many seconds (0 to 86400)"))
           ->check(seconds_span(kMaxLoopIntervalS, true))
           ->capture_default_str();
-      auto* m = app.add_subcommand("metrics", "List the metric names rules can watch");
+      auto* m = app.add_subcommand("metrics", tr("List the metric names rules can watch"));
       app.require_subcommand(1);
       return [=, &app]() -> int {
         if (c->parsed()) return check(*o);

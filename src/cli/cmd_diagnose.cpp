@@ -14,6 +14,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
 #include "cli/threshold_options.h"
 #include "trainmon/core/i18n.h"
@@ -46,12 +47,12 @@ int diagnose(const DiagnoseOptions& o) {
   }
   auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
   if (!st) {
-    std::fprintf(stderr, "trainmon diagnose: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon diagnose: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   auto id = st->resolve_run(o.run);
   if (!id) {
-    std::fprintf(stderr, "trainmon diagnose: %s\n", id.error().message.c_str());
+    std::fprintf(stderr, "trainmon diagnose: %s\n", said(id.error()).c_str());
     return run_lookup_exit(id.error());
   }
   // The run is judged with the thresholds it ran with (stored with it), under --config and
@@ -95,7 +96,7 @@ int diagnose(const DiagnoseOptions& o) {
   }
   auto series = store::load_run_series(*st, *id);
   if (!series) {
-    std::fprintf(stderr, "trainmon diagnose: %s\n", series.error().message.c_str());
+    std::fprintf(stderr, "trainmon diagnose: %s\n", said(series.error()).c_str());
     return kExitFailure;
   }
   auto findings = diagnose::DiagnosisEngine{}.run_all(*series, th);
@@ -142,16 +143,16 @@ int diagnose(const DiagnoseOptions& o) {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "diagnose", "Name what went wrong in a recorded run, with evidence and advice",
+    "diagnose", N_("Name what went wrong in a recorded run, with evidence and advice"),
     [](CLI::App& app, const GlobalOptions&) -> Runner {
       auto o = std::make_shared<DiagnoseOptions>();
-      app.add_option("RUN", o->run, "Run id, name, or 'last'");
+      app.add_option("RUN", o->run, tr("Run id, name, or 'last'"));
       app.add_option("--db", o->db,
-                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-      app.add_flag("--json", o->json, "JSON array of findings");
-      app.add_option("--config", o->config, "TOML file with a [diagnose] table of thresholds");
-      app.add_option("--threshold", o->thresholds, "Override a threshold: name=value (repeatable)");
-      app.add_option("--min-severity", o->min_severity, "info, warning or critical");
+                     tr("Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)"));
+      app.add_flag("--json", o->json, tr("JSON array of findings"));
+      app.add_option("--config", o->config, tr("TOML file with a [diagnose] table of thresholds"));
+      app.add_option("--threshold", o->thresholds, tr("Override a threshold: name=value (repeatable)"));
+      app.add_option("--min-severity", o->min_severity, tr("info, warning or critical"));
       return [o] { return diagnose(*o); };
     },
     60}};

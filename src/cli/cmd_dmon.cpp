@@ -6,13 +6,13 @@ namespace trainmon::cli {
 namespace {
 
 Registrar reg{
-    {"dmon", "per-device scrolling monitor (nvidia-smi dmon columns)",
+    {"dmon", N_("per-device scrolling monitor (nvidia-smi dmon columns)"),
      [](CLI::App& app, const GlobalOptions& global) -> Runner {
        return setup_monitor(
            app, global,
            {.name = "dmon",
-            .groups_help = "metric groups p,u,c,v,m,e,t (default puc)",
-            .json_help = "one JSON object per GPU per line",
+            .groups_help = N_("metric groups p,u,c,v,m,e,t (default puc)"),
+            .json_help = N_("one JSON object per GPU per line"),
             .parse_groups = [](const std::string& s) { return exp::parse_dmon_groups(s); },
             .configure =
                 [](SamplerOptions& so, const exp::MonitorOptions& mo) {

@@ -14,7 +14,9 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/output.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -32,24 +34,24 @@ struct ExportOptions {
 
 int export_run(const ExportOptions& o) {
   if (o.format != "csv" && o.format != "jsonl") {
-    std::fprintf(stderr, "trainmon export: --format is csv or jsonl\n");
+    std::fputs(i18n::tr("trainmon export: --format is csv or jsonl\n").data(), stderr);
     return kExitUsage;
   }
   auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
   if (!st) {
-    std::fprintf(stderr, "trainmon export: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon export: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   auto id = st->resolve_run(o.run);
   if (!id) {
-    std::fprintf(stderr, "trainmon export: %s\n", id.error().message.c_str());
+    std::fprintf(stderr, "trainmon export: %s\n", said(id.error()).c_str());
     return run_lookup_exit(id.error());
   }
   std::ofstream file;
   if (!o.output.empty() && o.output != "-") {
     file.open(o.output, std::ios::binary | std::ios::trunc);
     if (!file) {
-      std::fprintf(stderr, "trainmon export: cannot write %s\n", o.output.c_str());
+      std::fputs(i18n::trf("trainmon export: cannot write {}\n", o.output).c_str(), stderr);
       return kExitFailure;
     }
   }
@@ -61,30 +63,30 @@ int export_run(const ExportOptions& o) {
   const bool gone = !out && !file.is_open() && (errno == EPIPE || reader_gone(STDOUT_FILENO));
   if (gone) return kExitOk;
   if (!r) {
-    std::fprintf(stderr, "trainmon export: %s\n", r.error().message.c_str());
+    std::fprintf(stderr, "trainmon export: %s\n", said(r.error()).c_str());
     return r.error().domain == ErrorDomain::usage ? kExitUsage : kExitFailure;
   }
   if (!out) {
-    std::fprintf(stderr, "trainmon export: write failed\n");
+    std::fputs(i18n::tr("trainmon export: write failed\n").data(), stderr);
     return kExitFailure;
   }
   return kExitOk;
 }
 
-const Registrar kRegistrar{
-    CommandSpec{"export", "Export a recorded run's samples and events (csv or jsonl)",
-                [](CLI::App& app, const GlobalOptions&) -> Runner {
-                  auto o = std::make_shared<ExportOptions>();
-                  app.add_option("run", o->run, "Run id, unique name, or last")->capture_default_str();
-                  app.add_option("--format", o->format, "csv or jsonl")->capture_default_str();
-                  app.add_option("--series", o->series,
-                                 "gpu, gpu_util_hr, host, process, gpu_process or events (csv default: gpu; "
-                                 "jsonl default: all)");
-                  app.add_option("-o,--output", o->output, "Output file (default: stdout)");
-                  app.add_option("--db", o->db, "Run store");
-                  return [o] { return export_run(*o); };
-                },
-                34}};
+const Registrar kRegistrar{CommandSpec{
+    "export", N_("Export a recorded run's samples and events (csv or jsonl)"),
+    [](CLI::App& app, const GlobalOptions&) -> Runner {
+      auto o = std::make_shared<ExportOptions>();
+      app.add_option("run", o->run, tr("Run id, unique name, or last"))->capture_default_str();
+      app.add_option("--format", o->format, tr("csv or jsonl"))->capture_default_str();
+      app.add_option("--series", o->series,
+                     tr("gpu, gpu_util_hr, host, process, gpu_process or events (csv default: gpu; "
+                        "jsonl default: all)"));
+      app.add_option("-o,--output", o->output, tr("Output file (default: stdout)"));
+      app.add_option("--db", o->db, tr("Run store"));
+      return [o] { return export_run(*o); };
+    },
+    34}};
 
 }  // namespace
 }  // namespace trainmon::cli

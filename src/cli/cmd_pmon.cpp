@@ -6,13 +6,13 @@ namespace trainmon::cli {
 namespace {
 
 Registrar reg{
-    {"pmon", "per-process scrolling monitor (nvidia-smi pmon columns)",
+    {"pmon", N_("per-process scrolling monitor (nvidia-smi pmon columns)"),
      [](CLI::App& app, const GlobalOptions& global) -> Runner {
        return setup_monitor(
            app, global,
            {.name = "pmon",
-            .groups_help = "metric groups u (utilisation), m (memory) (default u)",
-            .json_help = "one JSON object per process per line",
+            .groups_help = N_("metric groups u (utilisation), m (memory) (default u)"),
+            .json_help = N_("one JSON object per process per line"),
             .parse_groups = [](const std::string& s) { return exp::parse_pmon_groups(s); },
             .configure =
                 [](SamplerOptions& so, const exp::MonitorOptions&) {

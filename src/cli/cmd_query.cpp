@@ -17,6 +17,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/output.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/nvidia_smi_views.h"
 #include "trainmon/export/processes_unknown.h"
@@ -98,7 +99,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     auto d = exp::parse_query_display(o.display);
     if (!o.query_text || !d) {
       std::fprintf(stderr, "trainmon query: %s\n",
-                   !o.query_text ? "-d/--display selects sections of -q: give -q with it"
+                   !o.query_text ? i18n::tr("-d/--display selects sections of -q: give -q with it").data()
                                  : text::terminal(d.error()).c_str());
       return kExitUsage;
     }
@@ -117,7 +118,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   if (!o.file.empty()) {
     out = std::fopen(o.file.c_str(), "w");
     if (!out) {
-      std::fprintf(stderr, "trainmon query: cannot open %s for writing\n", o.file.c_str());
+      std::fputs(i18n::trf("trainmon query: cannot open {} for writing\n", o.file).c_str(), stderr);
       return kExitFailure;
     }
   }
@@ -178,7 +179,8 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     if (const WriteResult w = write_out(out, text); w != WriteResult::ok) {
       // A reader that left (`query -l 1 | head -2`) is no failure; a full disk under -f is.
       if (w == WriteResult::failed && out != stdout) {
-        std::fprintf(stderr, "trainmon query: cannot write %s: %s\n", o.file.c_str(), std::strerror(errno));
+        std::fputs(i18n::trf("trainmon query: cannot write {}: {}\n", o.file, std::strerror(errno)).c_str(),
+                   stderr);
         rc = kExitFailure;
       }
       break;
@@ -203,32 +205,33 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
 }
 
 Registrar reg{
-    {"query", "nvidia-smi compatible --query-gpu / --query-compute-apps CSV",
+    {"query", N_("nvidia-smi compatible --query-gpu / --query-compute-apps CSV"),
      [](CLI::App& app, const GlobalOptions& global) -> Runner {
        auto o = std::make_shared<QueryOptions>();
-       app.add_option("--query-gpu", o->query_gpu, "comma list of GPU fields (see --help-query-gpu)");
-       app.add_option("--query-compute-apps", o->query_apps, "comma list of compute process fields");
+       app.add_option("--query-gpu", o->query_gpu, tr("comma list of GPU fields (see --help-query-gpu)"));
+       app.add_option("--query-compute-apps", o->query_apps, tr("comma list of compute process fields"));
        app.add_option("--query-supported-clocks", o->query_clocks,
-                      "comma list of clock fields: timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, "
-                      "memory (mem), graphics (gr)");
-       app.add_flag("-L,--list-gpus", o->list_gpus, "list the GPUs and their MIG devices, as nvidia-smi -L");
-       app.add_flag("-q,--query", o->query_text, "the nvidia-smi -q text for the values trainmon reads");
+                      tr("comma list of clock fields: timestamp, gpu_name, gpu_bus_id, gpu_serial, gpu_uuid, "
+                         "memory (mem), graphics (gr)"));
+       app.add_flag("-L,--list-gpus", o->list_gpus,
+                    tr("list the GPUs and their MIG devices, as nvidia-smi -L"));
+       app.add_flag("-q,--query", o->query_text, tr("the nvidia-smi -q text for the values trainmon reads"));
        app.add_option(
            "-d,--display", o->display,
-           "with -q: only these sections, comma separated (MEMORY, UTILIZATION, ECC, TEMPERATURE, "
-           "POWER, CLOCK, COMPUTE, PIDS, PERFORMANCE, SUPPORTED_CLOCKS, PAGE_RETIREMENT, ACCOUNTING, "
-           "ENCODER_STATS, ROW_REMAPPER, ... as nvidia-smi -d)");
-       app.add_option("--format", o->format, "csv[,noheader][,nounits]")->capture_default_str();
-       app.add_option("-i,--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-       app.add_option("-l,--loop", o->loop_s, "repeat every SEC seconds until Ctrl-C")
+           tr("with -q: only these sections, comma separated (MEMORY, UTILIZATION, ECC, TEMPERATURE, "
+              "POWER, CLOCK, COMPUTE, PIDS, PERFORMANCE, SUPPORTED_CLOCKS, PAGE_RETIREMENT, ACCOUNTING, "
+              "ENCODER_STATS, ROW_REMAPPER, ... as nvidia-smi -d)"));
+       app.add_option("--format", o->format, tr("csv[,noheader][,nounits]"))->capture_default_str();
+       app.add_option("-i,--id", o->ids, tr("GPUs: indexes, UUIDs or PCI bus ids, comma separated"));
+       app.add_option("-l,--loop", o->loop_s, tr("repeat every SEC seconds until Ctrl-C"))
            ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
-       app.add_option("--lms,--loop-ms", o->loop_ms, "repeat every MS milliseconds until Ctrl-C")
+       app.add_option("--lms,--loop-ms", o->loop_ms, tr("repeat every MS milliseconds until Ctrl-C"))
            ->check(loop_interval(kMaxLoopIntervalS * 1000, "milliseconds"));
-       app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
-       app.add_flag("--help-query-gpu", o->help_gpu, "list the --query-gpu fields");
-       app.add_flag("--help-query-compute-apps", o->help_apps, "list the --query-compute-apps fields");
+       app.add_option("-f,--filename", o->file, tr("write to FILE instead of stdout"));
+       app.add_flag("--help-query-gpu", o->help_gpu, tr("list the --query-gpu fields"));
+       app.add_flag("--help-query-compute-apps", o->help_apps, tr("list the --query-compute-apps fields"));
        app.add_flag("--help-query-supported-clocks", o->help_clocks,
-                    "list the --query-supported-clocks fields");
+                    tr("list the --query-supported-clocks fields"));
        return [o, &global] { return run(*o, global); };
      },
      20}};

@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/record_options.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/record_loop.h"
 #include "trainmon/runner/launcher.h"
@@ -28,8 +29,10 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   if (!lo) return kExitUsage;
   auto print_every = recorder::parse_duration_ns(o.print_every);
   if (!print_every) {
-    std::fprintf(stderr, "trainmon record: --print-every wants %s (got '%s')\n",
-                 recorder::duration_syntax().c_str(), o.print_every.c_str());
+    std::fputs(i18n::trf("trainmon record: --print-every wants {} (got '{}')\n", recorder::duration_syntax(),
+                         o.print_every)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   lo->print_every_ns = *print_every;
@@ -42,16 +45,16 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   return recorder::run_record_loop(*lo, observers) == 0 ? kExitOk : kExitFailure;
 }
 
-const Registrar kRegistrar{
-    CommandSpec{"record", "Record the whole machine until stopped (a foreground daemon for shared servers)",
-                [](CLI::App& app, const GlobalOptions& global) -> Runner {
-                  auto o = std::make_shared<RecordOptions>();
-                  add_record_options(app, o->common);
-                  app.add_option("--print-every", o->print_every, "Seconds between resource lines; 0: none")
-                      ->capture_default_str();
-                  return [o, &global] { return record(*o, global); };
-                },
-                31}};
+const Registrar kRegistrar{CommandSpec{
+    "record", N_("Record the whole machine until stopped (a foreground daemon for shared servers)"),
+    [](CLI::App& app, const GlobalOptions& global) -> Runner {
+      auto o = std::make_shared<RecordOptions>();
+      add_record_options(app, o->common);
+      app.add_option("--print-every", o->print_every, tr("Seconds between resource lines; 0: none"))
+          ->capture_default_str();
+      return [o, &global] { return record(*o, global); };
+    },
+    31}};
 
 }  // namespace
 }  // namespace trainmon::cli

@@ -14,9 +14,11 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/output.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
 #include "trainmon/cluster/job_history.h"
 #include "trainmon/cluster/job_query.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/private_files.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/report/job_report.h"
@@ -45,11 +47,11 @@ int job_report_command(const ReportCliOptions& o, const report::ReportOptions& r
   auto say = [](const std::string& m) {
     std::fprintf(stderr, "trainmon report: %s\n", text::terminal(m).c_str());
   };
-  if (o.run_given) return say("give either RUN or --prometheus URL --job ID, not both"), kExitUsage;
+  if (o.run_given) return say(tr("give either RUN or --prometheus URL --job ID, not both")), kExitUsage;
   if (o.job.empty())
-    return say("--prometheus needs --job ID (the job's id: train_job, slurm_job_id, ...)"), kExitUsage;
+    return say(tr("--prometheus needs --job ID (the job's id: train_job, slurm_job_id, ...)")), kExitUsage;
   auto url = cluster::normalize_base_url(o.prometheus);
-  if (!url) return say("--prometheus '" + o.prometheus + "': " + url.error().message), kExitUsage;
+  if (!url) return say("--prometheus '" + o.prometheus + "': " + said(url.error())), kExitUsage;
   const double now =
       std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   cluster::JobHistoryOptions jo;
@@ -106,28 +108,30 @@ int report_command(const ReportCliOptions& o) {
   } else if (o.format == "json") {
     ro.format = report::Format::json;
   } else {
-    std::fprintf(stderr, "trainmon report: --format must be html, md or json (got '%s')\n", o.format.c_str());
+    std::fputs(i18n::trf("trainmon report: --format must be html, md or json (got '{}')\n", o.format).c_str(),
+               stderr);
     return kExitUsage;
   }
   if (o.max_points < 0 || o.max_points > 1'000'000) {
-    std::fprintf(stderr, "trainmon report: --max-points must be 0 (no reduction) to 1000000\n");
+    std::fputs(i18n::tr("trainmon report: --max-points must be 0 (no reduction) to 1000000\n").data(),
+               stderr);
     return kExitUsage;
   }
   ro.max_points = o.max_points;
   if (!o.prometheus.empty()) return job_report_command(o, ro);
   if (!o.job.empty() || !o.from.empty() || !o.to.empty()) {
-    std::fprintf(stderr, "trainmon report: --job, --from and --to need --prometheus URL\n");
+    std::fputs(i18n::tr("trainmon report: --job, --from and --to need --prometheus URL\n").data(), stderr);
     return kExitUsage;
   }
   const std::string db_path = store::resolve_db_path(o.db);
   auto st = store::Store::open(db_path, store::OpenMode::read_only);
   if (!st) {
-    std::fprintf(stderr, "trainmon report: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon report: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   auto id = st->resolve_run(o.run);
   if (!id) {
-    std::fprintf(stderr, "trainmon report: %s\n", id.error().message.c_str());
+    std::fprintf(stderr, "trainmon report: %s\n", said(id.error()).c_str());
     return run_lookup_exit(id.error());
   }
   std::string out = o.output;
@@ -135,7 +139,7 @@ int report_command(const ReportCliOptions& o) {
   if (out == "-") {
     auto text = report::render_report(*st, *id, ro);
     if (!text) {
-      std::fprintf(stderr, "trainmon report: %s\n", text.error().message.c_str());
+      std::fprintf(stderr, "trainmon report: %s\n", said(text.error()).c_str());
       return kExitFailure;
     }
     // main() reports a write failure once; a reader that left (`| head`) is none.
@@ -145,7 +149,7 @@ int report_command(const ReportCliOptions& o) {
   // An explicit -o FILE must name an existing directory (as curl -o); the default location under the
   // store directory creates its reports/ directory.
   if (auto r = report::write_report_file(*st, *id, out, ro, o.output.empty()); !r) {
-    std::fprintf(stderr, "trainmon report: %s\n", r.error().message.c_str());
+    std::fprintf(stderr, "trainmon report: %s\n", said(r.error()).c_str());
     return kExitFailure;
   }
   std::printf("%s\n", out.c_str());
@@ -153,28 +157,29 @@ int report_command(const ReportCliOptions& o) {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "report", "Write a run's report: one offline HTML page with charts, or a Markdown / JSON summary",
+    "report", N_("Write a run's report: one offline HTML page with charts, or a Markdown / JSON summary"),
     [](CLI::App& app, const GlobalOptions&) -> Runner {
       auto o = std::make_shared<ReportCliOptions>();
-      auto* run = app.add_option("RUN", o->run, "Run id, name, or 'last'")->capture_default_str();
+      auto* run = app.add_option("RUN", o->run, tr("Run id, name, or 'last'"))->capture_default_str();
       app.add_option("--db", o->db,
-                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
+                     tr("Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)"));
       app.add_option(
           "-o,--output", o->output,
-          "Output file; '-' is stdout (default: html to <store dir>/reports/<db name>-run-<id>.html, "
-          "md and json to stdout)");
-      app.add_option("--format", o->format, "html, md or json")->capture_default_str();
+          tr("Output file; '-' is stdout (default: html to <store dir>/reports/<db name>-run-<id>.html, "
+             "md and json to stdout)"));
+      app.add_option("--format", o->format, tr("html, md or json"))->capture_default_str();
       app.add_option("--max-points", o->max_points,
-                     "Buckets per chart series (min/mean/max); 0: every sample")
+                     tr("Buckets per chart series (min/mean/max); 0: every sample"))
           ->capture_default_str();
       app.add_option("--prometheus", o->prometheus,
-                     "A whole job's report from this Prometheus (base URL), every node of --job");
-      app.add_option("--job", o->job, "With --prometheus: the job id (train_job, slurm_job_id, ...)");
+                     tr("A whole job's report from this Prometheus (base URL), every node of --job"));
+      app.add_option("--job", o->job, tr("With --prometheus: the job id (train_job, slurm_job_id, ...)"));
       app.add_option(
           "--from", o->from,
-          "With --prometheus: start (RFC 3339, unix seconds, now, -2h; default: the job's first sample)");
-      app.add_option("--to", o->to, "With --prometheus: end (same forms; default: the job's last sample)");
-      app.add_option("--timeout", o->timeout_s, "With --prometheus: seconds one request may take")
+          tr("With --prometheus: start (RFC 3339, unix seconds, now, -2h; default: the job's first sample)"));
+      app.add_option("--to", o->to,
+                     tr("With --prometheus: end (same forms; default: the job's last sample)"));
+      app.add_option("--timeout", o->timeout_s, tr("With --prometheus: seconds one request may take"))
           ->check(CLI::Range(0.1, 3600.0))
           ->capture_default_str();
       return [o, run] {

@@ -10,7 +10,9 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/report/report_file.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -28,12 +30,12 @@ int remove_runs(const RmOptions& o) {
   // A missing store is status 1 as for show / export (opening it read-write would create it).
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) {
-    std::fprintf(stderr, "trainmon rm: no run store at %s\n", path.c_str());
+    std::fputs(i18n::trf("trainmon rm: no run store at {}\n", path).c_str(), stderr);
     return kExitFailure;
   }
   auto st = store::Store::open(path, store::OpenMode::read_write);
   if (!st) {
-    std::fprintf(stderr, "trainmon rm: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon rm: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   // Every RUN is resolved before anything is deleted: one unknown or ambiguous RUN (status 2) or a
@@ -43,7 +45,7 @@ int remove_runs(const RmOptions& o) {
   for (const auto& spec : o.runs) {
     auto id = st->resolve_run(spec);
     if (!id) {
-      std::fprintf(stderr, "trainmon rm: %s; nothing deleted\n", id.error().message.c_str());
+      std::fputs(i18n::trf("trainmon rm: {}; nothing deleted\n", said(id.error())).c_str(), stderr);
       return run_lookup_exit(id.error());
     }
     if (std::find(ids.begin(), ids.end(), *id) == ids.end()) ids.push_back(*id);
@@ -52,13 +54,12 @@ int remove_runs(const RmOptions& o) {
   for (const std::int64_t id : ids) {
     auto run = st->get_run(id);
     if (run && store::effective_status(*run) == "running") {
-      std::fprintf(stderr, "trainmon rm: run %lld is still recording; stop it first\n",
-                   static_cast<long long>(id));
+      std::fputs(i18n::trf("trainmon rm: run {} is still recording; stop it first\n", id).c_str(), stderr);
       rc = kExitFailure;
       continue;
     }
     if (auto r = st->delete_run(id); !r) {
-      std::fprintf(stderr, "trainmon rm: %s\n", r.error().message.c_str());
+      std::fprintf(stderr, "trainmon rm: %s\n", said(r.error()).c_str());
       rc = kExitFailure;
       continue;
     }
@@ -70,19 +71,19 @@ int remove_runs(const RmOptions& o) {
       if (std::filesystem::remove(report, ec))
         std::printf("deleted report %s\n", report.c_str());
       else
-        std::fprintf(stderr, "trainmon rm: cannot delete report %s: %s\n", report.c_str(),
-                     ec.message().c_str());
+        std::fputs(i18n::trf("trainmon rm: cannot delete report {}: {}\n", report, ec.message()).c_str(),
+                   stderr);
     }
   }
   return rc;
 }
 
 const Registrar kRegistrar{
-    CommandSpec{"rm", "Delete recorded runs",
+    CommandSpec{"rm", N_("Delete recorded runs"),
                 [](CLI::App& app, const GlobalOptions&) -> Runner {
                   auto o = std::make_shared<RmOptions>();
-                  app.add_option("run", o->runs, "Run ids, unique names, or last")->required();
-                  app.add_option("--db", o->db, "Run store");
+                  app.add_option("run", o->runs, tr("Run ids, unique names, or last"))->required();
+                  app.add_option("--db", o->db, tr("Run store"));
                   return [o] { return remove_runs(*o); };
                 },
                 35}};

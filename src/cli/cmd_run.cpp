@@ -22,6 +22,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
 #include "cli/threshold_options.h"
 #include "trainmon/alerts/alert_observer.h"
@@ -129,20 +130,24 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   auto interval = recorder::parse_duration_ns(o.interval);
   auto print_every = recorder::parse_duration_ns(o.print_every);
   if (!interval || *interval < 100'000'000) {
-    std::fprintf(stderr, "trainmon run: --interval must be at least 0.1 s, as %s (got '%s')\n",
-                 recorder::duration_syntax().c_str(), o.interval.c_str());
+    std::fputs(i18n::trf("trainmon run: --interval must be at least 0.1 s, as {} (got '{}')\n",
+                         recorder::duration_syntax(), o.interval)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   if (!print_every) {
-    std::fprintf(stderr, "trainmon run: --print-every wants %s (got '%s')\n",
-                 recorder::duration_syntax().c_str(), o.print_every.c_str());
+    std::fputs(i18n::trf("trainmon run: --print-every wants {} (got '{}')\n", recorder::duration_syntax(),
+                         o.print_every)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   std::vector<std::pair<std::string, std::string>> given;
   for (const auto& l : o.labels) {
     auto kv = recorder::parse_label(l);
     if (!kv) {
-      std::fprintf(stderr, "trainmon run: --label wants KEY=VALUE (got '%s')\n", l.c_str());
+      std::fputs(i18n::trf("trainmon run: --label wants KEY=VALUE (got '{}')\n", l).c_str(), stderr);
       return kExitUsage;
     }
     given.push_back(*kv);
@@ -161,11 +166,11 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   alert_setup.findings_printed = true;  // live findings are printed below
   auto alert_observer = alerts::make_alert_observer(alert_setup);
   if (!alert_observer) {
-    std::fprintf(stderr, "trainmon run: %s\n", alert_observer.error().message.c_str());
+    std::fprintf(stderr, "trainmon run: %s\n", said(alert_observer.error()).c_str());
     return kExitUsage;
   }
   if (auto why = reserved_run_name(o.name); why && !o.name.empty()) {
-    std::fprintf(stderr, "trainmon run: --name %s; choose another name\n", why->c_str());
+    std::fputs(i18n::trf("trainmon run: --name {}; choose another name\n", *why).c_str(), stderr);
     return kExitUsage;
   }
   std::string name = o.name.empty() ? recorder::default_run_name(o.command) : o.name;
@@ -188,7 +193,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     recording = std::move(*r);
   } else {
     std::fprintf(stderr, "trainmon: not recording: %s; monitoring goes on (summary at the end)\n",
-                 r.error().message.c_str());
+                 said(r.error()).c_str());
   }
   std::int64_t run_id = recording ? recording->run_id : 0;  // 0 until the store accepts the run
 
@@ -216,16 +221,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
         for (auto& kv : runner::python_hook_environment(*py, current ? current : ""))
           launch.extra_env.push_back(std::move(kv));
       } else if (!o.quiet) {
-        std::fprintf(stderr, "trainmon: Python not instrumented: %s\n", py.error().message.c_str());
+        std::fprintf(stderr, "trainmon: Python not instrumented: %s\n", said(py.error()).c_str());
       }
     }
   } else {
-    std::fprintf(stderr, "trainmon: no training events: %s; monitoring goes on\n",
-                 ch.error().message.c_str());
+    std::fprintf(stderr, "trainmon: no training events: %s; monitoring goes on\n", said(ch.error()).c_str());
   }
   auto child = runner::launch(launch);
   if (!child) {
-    std::fprintf(stderr, "trainmon: %s\n", child.error().message.c_str());
+    std::fprintf(stderr, "trainmon: %s\n", said(child.error()).c_str());
     if (recording) {
       (void)recording->writer->finish(store::RunEnd{timeline.at(now_ns(CLOCK_MONOTONIC)),
                                                     "failed_to_start",
@@ -394,7 +398,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     if (auto f = ipc::RunStateFile::create(std::move(h))) {
       state_file = std::move(*f);
     } else if (!o.quiet) {
-      std::fprintf(stderr, "trainmon: no live state for top and serve: %s\n", f.error().message.c_str());
+      std::fprintf(stderr, "trainmon: no live state for top and serve: %s\n", said(f.error()).c_str());
     }
   }
 
@@ -467,7 +471,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           if (auto w = state_file->write(live.series().train, now_s, active); !w && !state_error_reported) {
             state_error_reported = true;
             if (!o.quiet)
-              std::fprintf(stderr, "trainmon: live state not written: %s\n", w.error().message.c_str());
+              std::fprintf(stderr, "trainmon: live state not written: %s\n", said(w.error()).c_str());
           }
         }
         if (!observers.empty()) {
@@ -593,7 +597,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     if (r) {
       report_path = path;
     } else {
-      std::fprintf(stderr, "trainmon: no report: %s\n", r.error().message.c_str());
+      std::fprintf(stderr, "trainmon: no report: %s\n", said(r.error()).c_str());
     }
   } else if (!o.no_report && !o.report.empty()) {
     std::fprintf(stderr, "trainmon: no report: the run was not recorded\n");
@@ -614,29 +618,31 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "run", "Run a training command and watch, record and summarise it (trainmon run -- python train.py)",
+    "run", N_("Run a training command and watch, record and summarise it (trainmon run -- python train.py)"),
     [](CLI::App& app, const GlobalOptions& global) -> Runner {
       auto o = std::make_shared<RunOptions>();
-      app.add_option("--name", o->name, "Run name (default: the script or program name)");
-      app.add_option("--interval", o->interval, "Sampling interval: seconds (0.5) or 500ms; at least 0.1 s")
+      app.add_option("--name", o->name, tr("Run name (default: the script or program name)"));
+      app.add_option("--interval", o->interval,
+                     tr("Sampling interval: seconds (0.5) or 500ms; at least 0.1 s"))
           ->capture_default_str();
       app.add_option("--db", o->db,
-                     "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-      app.add_option("--label", o->labels, "KEY=VALUE label for the run (repeatable)")
+                     tr("Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)"));
+      app.add_option("--label", o->labels, tr("KEY=VALUE label for the run (repeatable)"))
           ->allow_extra_args(false);  // one value per --label, so `--label a=b -- cmd` keeps its `--`
-      app.add_flag("-q,--quiet", o->quiet, "No resource lines and no summary");
-      app.add_option("--print-every", o->print_every, "Seconds between resource lines on stderr; 0: none")
+      app.add_flag("-q,--quiet", o->quiet, tr("No resource lines and no summary"));
+      app.add_option("--print-every", o->print_every, tr("Seconds between resource lines on stderr; 0: none"))
           ->capture_default_str();
-      app.add_option("--threshold", o->thresholds, "Override a diagnosis threshold: name=value (repeatable)")
+      app.add_option("--threshold", o->thresholds,
+                     tr("Override a diagnosis threshold: name=value (repeatable)"))
           ->allow_extra_args(false);
       app.add_option("--report", o->report,
-                     "HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)");
-      app.add_flag("--no-report", o->no_report, "Write no HTML report at the end");
+                     tr("HTML report file (default: <store dir>/reports/<db name>-run-<id>.html)"));
+      app.add_flag("--no-report", o->no_report, tr("Write no HTML report at the end"));
       app.add_flag("--no-instrument", o->no_instrument,
-                   "Do not time PyTorch by itself (no start-up hook on the child's PYTHONPATH; "
-                   "explicit trainmon callbacks still report)");
+                   tr("Do not time PyTorch by itself (no start-up hook on the child's PYTHONPATH; "
+                      "explicit trainmon callbacks still report)"));
       alerts::add_alert_options(app, o->alerts);
-      app.add_option("command", o->command, "The command to run, after --")->required();
+      app.add_option("command", o->command, tr("The command to run, after --"))->required();
       app.prefix_command(false);
       return [o, &global] { return run_command(*o, global); };
     },

@@ -9,6 +9,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/terminal.h"
 #include "trainmon/recorder/run_report.h"
@@ -31,17 +32,17 @@ int list_runs(const RunsOptions& o) {
       std::puts("[]");
     } else {
       // the store's own words: no file at all, or an empty database
-      std::printf("%s\n", st.error().message.c_str());
+      std::printf("%s\n", said(st.error()).c_str());
     }
     return kExitOk;
   }
   if (!st) {
-    std::fprintf(stderr, "trainmon runs: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon runs: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   auto runs = st->list_runs();
   if (!runs) {
-    std::fprintf(stderr, "trainmon runs: %s\n", runs.error().message.c_str());
+    std::fprintf(stderr, "trainmon runs: %s\n", said(runs.error()).c_str());
     return kExitFailure;
   }
   if (o.json) {
@@ -56,13 +57,13 @@ int list_runs(const RunsOptions& o) {
   return kExitOk;
 }
 
-const Registrar kRegistrar{CommandSpec{"runs", "List recorded runs",
+const Registrar kRegistrar{CommandSpec{"runs", N_("List recorded runs"),
                                        [](CLI::App& app, const GlobalOptions&) -> Runner {
                                          auto o = std::make_shared<RunsOptions>();
                                          app.add_option("--db", o->db,
-                                                        "Run store (default: $TRAINMON_DB, then "
-                                                        "$XDG_STATE_HOME/trainmon/trainmon.db)");
-                                         app.add_flag("--json", o->json, "JSON array of runs");
+                                                        tr("Run store (default: $TRAINMON_DB, then "
+                                                           "$XDG_STATE_HOME/trainmon/trainmon.db)"));
+                                         app.add_flag("--json", o->json, tr("JSON array of runs"));
                                          return [o] { return list_runs(*o); };
                                        },
                                        32}};

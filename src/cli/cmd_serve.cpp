@@ -17,7 +17,9 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "cli/record_options.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/record_loop.h"
@@ -49,24 +51,27 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   if (!lo) return kExitUsage;
   auto addr = serve::parse_listen(o.listen);
   if (!addr) {
-    std::fprintf(stderr, "trainmon serve: --listen wants HOST:PORT (127.0.0.1:9400, [::1]:9400), got '%s'\n",
-                 o.listen.c_str());
+    std::fputs(i18n::trf("trainmon serve: --listen wants HOST:PORT (127.0.0.1:9400, [::1]:9400), got '{}'\n",
+                         o.listen)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   const bool loopback = serve::is_loopback_host(addr->host);
   if (!loopback && !o.allow_remote) {
-    std::fprintf(stderr,
-                 "trainmon serve: %s is reachable from other machines; add --allow-remote to listen there "
-                 "(and --token-file to require a token)\n",
-                 addr->host.c_str());
+    std::fputs(i18n::trf("trainmon serve: {} is reachable from other machines; add --allow-remote to listen "
+                         "there (and --token-file to require a token)\n",
+                         addr->host)
+                   .c_str(),
+               stderr);
     return kExitUsage;
   }
   if (o.threads < 1 || o.threads > 64) {
-    std::fprintf(stderr, "trainmon serve: --threads must be 1..64\n");
+    std::fputs(i18n::tr("trainmon serve: --threads must be 1..64\n").data(), stderr);
     return kExitUsage;
   }
   if (o.max_connections < 1 || o.max_connections > 65536) {
-    std::fprintf(stderr, "trainmon serve: --max-connections must be 1..65536\n");
+    std::fputs(i18n::tr("trainmon serve: --max-connections must be 1..65536\n").data(), stderr);
     return kExitUsage;
   }
   serve::ServerOptions so;
@@ -124,10 +129,12 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
   if (!loopback && so.token.empty()) {
-    std::fprintf(stderr,
-                 "trainmon serve: warning: listening on %s without a token: anyone who can reach this port "
-                 "sees this machine's GPUs, processes and runs (use --token-file)\n",
-                 addr->host.c_str());
+    std::fputs(
+        i18n::trf("trainmon serve: warning: listening on {} without a token: anyone who can reach this "
+                  "port sees this machine's GPUs, processes and runs (use --token-file)\n",
+                  addr->host)
+            .c_str(),
+        stderr);
   }
 
   // The HTTP server is a plugin (http_plugin.h): a missing or broken one stops here, before the
@@ -149,7 +156,7 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   if (!alerts) return kExitUsage;
   auto server = serve::Server::bind(so, state);
   if (!server) {
-    std::fprintf(stderr, "trainmon serve: %s\n", server.error().message.c_str());
+    std::fprintf(stderr, "trainmon serve: %s\n", said(server.error()).c_str());
     return kExitFailure;
   }
   const bool v6 = addr->host.find(':') != std::string::npos;
@@ -167,28 +174,28 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
 }
 
 const Registrar kRegistrar{CommandSpec{
-    "serve", "Record like `record` and serve /metrics (Prometheus), a JSON API and a live dashboard",
+    "serve", N_("Record like `record` and serve /metrics (Prometheus), a JSON API and a live dashboard"),
     [](CLI::App& app, const GlobalOptions& global) -> Runner {
       auto o = std::make_shared<ServeOptions>();
       app.add_option("--listen,-a,--address", o->listen,
-                     "HOST:PORT to listen on (port 0: any free port; \":9400\" is every address, as "
-                     "dcgm-exporter's -a)")
+                     tr("HOST:PORT to listen on (port 0: any free port; \":9400\" is every address, as "
+                        "dcgm-exporter's -a)"))
           ->envname("DCGM_EXPORTER_LISTEN")
           ->capture_default_str();
-      app.add_flag("--allow-remote", o->allow_remote, "Allow a --listen address other than loopback");
+      app.add_flag("--allow-remote", o->allow_remote, tr("Allow a --listen address other than loopback"));
       app.add_option("--token-file", o->token_file,
-                     "File whose first line is a bearer token every request must carry");
-      app.add_option("--threads", o->threads, "HTTP worker threads")->capture_default_str();
+                     tr("File whose first line is a bearer token every request must carry"));
+      app.add_option("--threads", o->threads, tr("HTTP worker threads"))->capture_default_str();
       app.add_option("--allowed-host", o->allowed_hosts,
-                     "Host header name to answer besides the listen address (repeatable; '*': any, "
-                     "behind a proxy that checks it)")
+                     tr("Host header name to answer besides the listen address (repeatable; '*': any, "
+                        "behind a proxy that checks it)"))
           ->allow_extra_args(false);
       app.add_option("--hostname", o->hostname_label,
-                     "Hostname label of every exported series instead of this machine's name (one "
-                     "name per node, e.g. the scheduler's node name)")
+                     tr("Hostname label of every exported series instead of this machine's name (one "
+                        "name per node, e.g. the scheduler's node name)"))
           ->each([o](const std::string&) { o->hostname_given = true; });
       app.add_option("--max-connections", o->max_connections,
-                     "Connections open at once, idle ones included (beyond: the longest idle is closed)")
+                     tr("Connections open at once, idle ones included (beyond: the longest idle is closed)"))
           ->capture_default_str();
       add_record_options(app, o->common);
       return [o, &global] { return serve(*o, global); };

@@ -6,6 +6,7 @@
 
 #include "cli/command.h"
 #include "cli/exit_codes.h"
+#include "cli/parse_errors.h"
 #include "cli/run_lookup.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/run_report.h"
@@ -24,17 +25,17 @@ struct ShowOptions {
 int show(const ShowOptions& o) {
   auto st = store::Store::open(store::resolve_db_path(o.db), store::OpenMode::read_only);
   if (!st) {
-    std::fprintf(stderr, "trainmon show: %s\n", st.error().message.c_str());
+    std::fprintf(stderr, "trainmon show: %s\n", said(st.error()).c_str());
     return kExitFailure;
   }
   auto id = st->resolve_run(o.run);
   if (!id) {
-    std::fprintf(stderr, "trainmon show: %s\n", id.error().message.c_str());
+    std::fprintf(stderr, "trainmon show: %s\n", said(id.error()).c_str());
     return run_lookup_exit(id.error());
   }
   auto run = st->get_run(*id);
   if (!run) {
-    std::fprintf(stderr, "trainmon show: %s\n", run.error().message.c_str());
+    std::fprintf(stderr, "trainmon show: %s\n", said(run.error()).c_str());
     return kExitFailure;
   }
   if (o.json) {
@@ -46,12 +47,12 @@ int show(const ShowOptions& o) {
 }
 
 const Registrar kRegistrar{
-    CommandSpec{"show", "Show one recorded run (id, unique name, or last)",
+    CommandSpec{"show", N_("Show one recorded run (id, unique name, or last)"),
                 [](CLI::App& app, const GlobalOptions&) -> Runner {
                   auto o = std::make_shared<ShowOptions>();
-                  app.add_option("run", o->run, "Run id, unique name, or last")->capture_default_str();
-                  app.add_option("--db", o->db, "Run store");
-                  app.add_flag("--json", o->json, "JSON object");
+                  app.add_option("run", o->run, tr("Run id, unique name, or last"))->capture_default_str();
+                  app.add_option("--db", o->db, tr("Run store"));
+                  app.add_flag("--json", o->json, tr("JSON object"));
                   return [o] { return show(*o); };
                 },
                 33}};

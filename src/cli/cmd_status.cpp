@@ -15,6 +15,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/output.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
@@ -70,7 +71,7 @@ void resolve_gpustat_options(StatusCliOptions& o) {
 int run(StatusCliOptions o, const GlobalOptions& global) {
   resolve_gpustat_options(o);
   if (o.no_color && o.force_color) {
-    std::fputs("trainmon status: --no-color and --force-color exclude each other\n", stderr);
+    std::fputs(i18n::tr("trainmon status: --no-color and --force-color exclude each other\n").data(), stderr);
     return kExitUsage;
   }
   const exp::TerminalInfo term = exp::probe_terminal(STDOUT_FILENO);
@@ -145,46 +146,46 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   return rc;
 }
 
-Registrar reg{{"status", "one line per GPU with its processes (gpustat compatible, --json for scripts)",
-               [](CLI::App& app, const GlobalOptions& global) -> Runner {
-                 auto o = std::make_shared<StatusCliOptions>();
-                 app.add_flag("--json", o->json, "print JSON (a superset of gpustat --json)");
-                 app.add_flag("-a,--show-all", o->show_all,
-                              "every column and process detail (-c -u -p -F -e -P)");
-                 app.add_flag("-c,--show-cmd", o->view.show_cmd, "show each process's command");
-                 app.add_flag("-f,--show-full-cmd", o->view.show_full_cmd,
-                              "a line per process: pid, CPU %, host memory, full command line");
-                 app.add_flag("-u,--show-user", o->view.show_user, "show the user even with --show-cmd");
-                 app.add_flag("-p,--show-pid", o->view.show_pid, "show each process's pid");
-                 app.add_option("-P,--show-power", o->power,
-                                "power: draw, limit or draw,limit (the default without a value)")
-                     ->expected(0, 1)
-                     ->check(one_of({"", "draw", "limit", "draw,limit", "limit,draw"}));
-                 app.add_flag("-F,--show-fan-speed,--show-fan", o->view.show_fan, "show fan speed");
-                 app.add_option("-e,--show-codec", o->codec,
-                                "encoder / decoder utilisation: enc, dec or enc,dec (the default)")
-                     ->expected(0, 1)
-                     ->check(one_of({"", "enc", "dec", "enc,dec"}));
-                 app.add_flag("--no-processes", o->view.no_processes, "no process list");
-                 app.add_flag("--no-color", o->no_color, "never colour (also: NO_COLOR)");
-                 app.add_flag("--force-color,--color", o->force_color, "colour even on a pipe");
-                 app.add_flag("--no-header", o->no_header, "no hostname / time / driver line");
-                 app.add_option("-i,--interval,--watch", o->interval,
-                                "redraw every SEC seconds (1 without a value) until Ctrl-C")
-                     ->expected(0, 1)
-                     ->check(CLI::Validator(
-                         [check = loop_interval(kMaxLoopIntervalS, "seconds")](std::string& text) mutable {
-                           return text.empty() ? std::string() : check(text);
-                         },
-                         "[SEC]", "optional loop_interval"));
-                 app.add_option("--id", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-                 app.add_option("--gpuname-width", o->gpuname_width,
-                                "name column width: names are cut to it from the left (0: no name column)")
-                     ->check(CLI::Range(0, 1000));
-                 app.add_flag("--all-processes", o->all_processes, "include every host process in --json");
-                 return [o, &global] { return run(*o, global); };
+Registrar reg{
+    {"status", N_("one line per GPU with its processes (gpustat compatible, --json for scripts)"),
+     [](CLI::App& app, const GlobalOptions& global) -> Runner {
+       auto o = std::make_shared<StatusCliOptions>();
+       app.add_flag("--json", o->json, tr("print JSON (a superset of gpustat --json)"));
+       app.add_flag("-a,--show-all", o->show_all, tr("every column and process detail (-c -u -p -F -e -P)"));
+       app.add_flag("-c,--show-cmd", o->view.show_cmd, tr("show each process's command"));
+       app.add_flag("-f,--show-full-cmd", o->view.show_full_cmd,
+                    tr("a line per process: pid, CPU %, host memory, full command line"));
+       app.add_flag("-u,--show-user", o->view.show_user, tr("show the user even with --show-cmd"));
+       app.add_flag("-p,--show-pid", o->view.show_pid, tr("show each process's pid"));
+       app.add_option("-P,--show-power", o->power,
+                      tr("power: draw, limit or draw,limit (the default without a value)"))
+           ->expected(0, 1)
+           ->check(one_of({"", "draw", "limit", "draw,limit", "limit,draw"}));
+       app.add_flag("-F,--show-fan-speed,--show-fan", o->view.show_fan, tr("show fan speed"));
+       app.add_option("-e,--show-codec", o->codec,
+                      tr("encoder / decoder utilisation: enc, dec or enc,dec (the default)"))
+           ->expected(0, 1)
+           ->check(one_of({"", "enc", "dec", "enc,dec"}));
+       app.add_flag("--no-processes", o->view.no_processes, tr("no process list"));
+       app.add_flag("--no-color", o->no_color, tr("never colour (also: NO_COLOR)"));
+       app.add_flag("--force-color,--color", o->force_color, tr("colour even on a pipe"));
+       app.add_flag("--no-header", o->no_header, tr("no hostname / time / driver line"));
+       app.add_option("-i,--interval,--watch", o->interval,
+                      tr("redraw every SEC seconds (1 without a value) until Ctrl-C"))
+           ->expected(0, 1)
+           ->check(CLI::Validator(
+               [check = loop_interval(kMaxLoopIntervalS, "seconds")](std::string& text) mutable {
+                 return text.empty() ? std::string() : check(text);
                },
-               10}};
+               "[SEC]", "optional loop_interval"));
+       app.add_option("--id", o->ids, tr("GPUs: indexes, UUIDs or PCI bus ids, comma separated"));
+       app.add_option("--gpuname-width", o->gpuname_width,
+                      tr("name column width: names are cut to it from the left (0: no name column)"))
+           ->check(CLI::Range(0, 1000));
+       app.add_flag("--all-processes", o->all_processes, tr("include every host process in --json"));
+       return [o, &global] { return run(*o, global); };
+     },
+     10}};
 
 }  // namespace
 }  // namespace trainmon::cli

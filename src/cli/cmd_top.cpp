@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/parse_errors.h"
 #include "trainmon/cluster/cluster_view.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
@@ -160,19 +161,19 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
 
 int run(const TopCliOptions& o, const GlobalOptions& global) {
   if (!(o.interval_s >= 0.1 && o.interval_s <= 10)) {
-    std::fputs("trainmon top: --interval must be between 0.1 and 10 seconds\n", stderr);
+    std::fputs(i18n::tr("trainmon top: --interval must be between 0.1 and 10 seconds\n").data(), stderr);
     return kExitUsage;
   }
   std::optional<cluster::ClusterOptions> co;
   if ((!o.job.empty() || o.timeout_given) && o.prometheus.empty()) {
-    std::fputs("trainmon top: --job and --timeout need --prometheus URL\n", stderr);
+    std::fputs(i18n::tr("trainmon top: --job and --timeout need --prometheus URL\n").data(), stderr);
     return kExitUsage;
   }
   if (!o.prometheus.empty()) {
     auto url = cluster::normalize_base_url(o.prometheus);
     if (!url) {
       std::fprintf(stderr, "trainmon top: --prometheus '%s': %s\n", text::terminal(o.prometheus).c_str(),
-                   url.error().message.c_str());
+                   said(url.error()).c_str());
       return kExitUsage;
     }
     co.emplace();
@@ -204,37 +205,37 @@ int run(const TopCliOptions& o, const GlobalOptions& global) {
   return rc == 0 ? kExitOk : kExitFailure;
 }
 
-Registrar reg{{"top", "live dashboard: GPUs, host, processes and findings in one screen (nvitop + htop)",
-               [](CLI::App& app, const GlobalOptions& global) -> Runner {
-                 auto o = std::make_shared<TopCliOptions>();
-                 app.add_option("-i,--interval", o->interval_s, "seconds between samples (0.1 to 10)")
-                     ->capture_default_str();
-                 app.add_flag("--no-color", o->no_color, "no colours (also: NO_COLOR)");
-                 app.add_flag("--ascii", o->ascii, "ASCII drawing even in a UTF-8 locale");
-                 app.add_flag("--no-diagnose", o->no_diagnose, "do not run the live diagnosis");
-                 app.add_option("--db", o->db, "run store to show the active run from (default: as `runs`)");
-                 app.add_option("-n,--iterations", o->iterations,
-                                "without a usable terminal: print this many status views, then exit")
-                     ->check(sample_count());
-                 app.add_option("--prometheus", o->prometheus,
-                                "the cluster from this Prometheus (base URL) instead of this machine");
-                 app.add_option("--job", o->job, "with --prometheus: only this job's nodes and ranks");
-                 app.add_option("--stale-after", o->stale_after_s,
-                                "with --prometheus: mark a node stale after this many seconds without data")
-                     ->check(CLI::Range(1.0, 86400.0))
-                     ->capture_default_str();
-                 auto* timeout =
-                     app.add_option("--timeout", o->timeout_s,
-                                    "with --prometheus: seconds one request may take (over 3, a quit "
-                                    "waits for the request in flight)")
-                         ->check(CLI::Range(0.1, 600.0))
-                         ->capture_default_str();
-                 return [o, &global, timeout] {
-                   o->timeout_given = timeout->count() > 0;
-                   return run(*o, global);
-                 };
-               },
-               5}};
+Registrar reg{
+    {"top", N_("live dashboard: GPUs, host, processes and findings in one screen (nvitop + htop)"),
+     [](CLI::App& app, const GlobalOptions& global) -> Runner {
+       auto o = std::make_shared<TopCliOptions>();
+       app.add_option("-i,--interval", o->interval_s, tr("seconds between samples (0.1 to 10)"))
+           ->capture_default_str();
+       app.add_flag("--no-color", o->no_color, tr("no colours (also: NO_COLOR)"));
+       app.add_flag("--ascii", o->ascii, tr("ASCII drawing even in a UTF-8 locale"));
+       app.add_flag("--no-diagnose", o->no_diagnose, tr("do not run the live diagnosis"));
+       app.add_option("--db", o->db, tr("run store to show the active run from (default: as `runs`)"));
+       app.add_option("-n,--iterations", o->iterations,
+                      tr("without a usable terminal: print this many status views, then exit"))
+           ->check(sample_count());
+       app.add_option("--prometheus", o->prometheus,
+                      tr("the cluster from this Prometheus (base URL) instead of this machine"));
+       app.add_option("--job", o->job, tr("with --prometheus: only this job's nodes and ranks"));
+       app.add_option("--stale-after", o->stale_after_s,
+                      tr("with --prometheus: mark a node stale after this many seconds without data"))
+           ->check(CLI::Range(1.0, 86400.0))
+           ->capture_default_str();
+       auto* timeout = app.add_option("--timeout", o->timeout_s,
+                                      tr("with --prometheus: seconds one request may take (over 3, a quit "
+                                         "waits for the request in flight)"))
+                           ->check(CLI::Range(0.1, 600.0))
+                           ->capture_default_str();
+       return [o, &global, timeout] {
+         o->timeout_given = timeout->count() > 0;
+         return run(*o, global);
+       };
+     },
+     5}};
 
 }  // namespace
 }  // namespace trainmon::cli

@@ -7,9 +7,19 @@
 
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "trainmon/core/i18n.h"
+
 namespace trainmon::cli {
+
+/// Help and error text in the chosen language: i18n::tr() as the std::string CLI11 takes. main.cpp
+/// chooses the language before any setup runs, so descriptions are translated where they are
+/// defined; the man pages and completions come from a second, English definition (main.cpp).
+inline std::string tr(std::string_view msgid) {
+  return std::string(i18n::tr(msgid));
+}
 
 /// Options every subcommand sees (added to the top-level app by main.cpp).
 struct GlobalOptions {
@@ -28,7 +38,7 @@ using Setup = std::function<Runner(CLI::App& app, const GlobalOptions& global)>;
 
 struct CommandSpec {
   std::string name;
-  std::string description;
+  std::string description;  ///< English, marked N_(): main.cpp translates it for --help
   Setup setup;
   int order = 100;  ///< position in --help
 };

@@ -15,6 +15,7 @@
 
 #include "cli/environment.h"
 #include "cli/exit_codes.h"
+#include "trainmon/core/i18n.h"
 
 namespace trainmon::cli {
 
@@ -370,7 +371,7 @@ bool write_man_pages(const CLI::App& root, const std::string& dir, std::string_v
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    std::fprintf(stderr, "trainmon: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+    std::fputs(i18n::trf("trainmon: cannot create {}: {}\n", dir, ec.message()).c_str(), stderr);
     return false;
   }
   std::vector<std::pair<const CLI::App*, std::string>> pages{{&root, std::string(kProgram)}};
@@ -388,7 +389,7 @@ bool write_man_pages(const CLI::App& root, const std::string& dir, std::string_v
       if (std::fclose(f) != 0 && err == 0) err = errno ? errno : EIO;
     }
     if (err != 0) {
-      std::fprintf(stderr, "trainmon: cannot write %s: %s\n", path.c_str(), std::strerror(err));
+      std::fputs(i18n::trf("trainmon: cannot write {}: {}\n", path, std::strerror(err)).c_str(), stderr);
       return false;
     }
   }

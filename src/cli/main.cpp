@@ -22,7 +22,9 @@
 #include "cli/help_export.h"
 #include "cli/option_checks.h"
 #include "cli/output.h"
+#include "cli/parse_errors.h"
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_english.h"
 
 namespace trainmon::cli {
 
@@ -31,6 +33,68 @@ std::vector<CommandSpec>& command_registry() {
   return registry;
 }
 
+namespace {
+
+/// What the root app's definition holds: the global options, the two that print and exit, and each
+/// command's runner.
+struct Definition {
+  GlobalOptions global;
+  std::string print_completion, print_man;
+  std::map<CLI::App*, Runner> runners;
+};
+
+/// Defines trainmon's options and commands on `app`, their text in the language selected now
+/// (descriptions, CLI11's labels, its help flag and error messages): the help and the errors follow
+/// the language, the man pages and completions are made from a definition under i18n::EnglishScope.
+void define(CLI::App& app, Definition& d) {
+  // Before any option or command: commands inherit the labels, the groups' names and the error text.
+  auto formatter = app.get_formatter();
+  for (const char* label : {N_("Usage"), N_("OPTIONS"), N_("SUBCOMMAND"), N_("SUBCOMMANDS"), N_("REQUIRED"),
+                            N_("Positionals"), N_("Env"), N_("Needs"), N_("Excludes")})
+    formatter->label(label, tr(label));
+  app.option_defaults()->group(tr("Options"));
+  app.group(tr("Subcommands"));
+  app.failure_message(failure_message);
+  app.description(
+      tr("trainmon: watch, record and diagnose deep-learning training jobs (GPUs, host, processes)"));
+  app.set_help_flag("-h,--help", tr("Print this help message and exit"));
+  app.set_version_flag("-V,--version", std::string("trainmon ") + TRAINMON_VERSION,
+                       tr("Display program version information and exit"));
+  app.require_subcommand(0, 1);
+  app.fallthrough();
+
+  GlobalOptions& global = d.global;
+  app.add_option("--nvml-library", global.nvml_library,
+                 tr("NVML library to load (default: $TRAINMON_NVML_LIBRARY, then libnvidia-ml.so.1)"));
+  // A root that does not exist would silently read nothing (no host data, no job processes).
+  app.add_option("--proc-root", global.proc_root, tr("procfs mount point to read host data from"))
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--sys-root", global.sys_root, tr("sysfs mount point to read host data from"))
+      ->capture_default_str()
+      ->check(CLI::ExistingDirectory);
+  app.add_option("--lang", global.lang,
+                 tr("language of messages: zh_CN or en (default: $TRAINMON_LANG, then $LANGUAGE, $LC_ALL, "
+                    "$LC_MESSAGES, $LANG)"));
+
+  app.add_option("--print-completion", d.print_completion,
+                 tr("print the bash, zsh or fish completion script and exit"))
+      ->check(one_of({"bash", "zsh", "fish"}));
+  app.add_option("--print-man", d.print_man,
+                 tr("write the man pages (trainmon.1, trainmon-COMMAND.1) into DIR and exit"));
+
+  auto& registry = command_registry();
+  std::stable_sort(registry.begin(), registry.end(),
+                   [](const CommandSpec& a, const CommandSpec& b) { return a.order < b.order; });
+  for (auto& spec : registry) {
+    CLI::App* sub = app.add_subcommand(spec.name, tr(spec.description));
+    // CLI11 makes a command's help flag before it inherits the option group's name: again, in it.
+    sub->set_help_flag("-h,--help", tr("Print this help message and exit"));
+    d.runners[sub] = spec.setup(*sub, global);
+  }
+}
+
+}  // namespace
 }  // namespace trainmon::cli
 
 int main(int argc, char** argv) {
@@ -46,40 +110,11 @@ int main(int argc, char** argv) {
     if (a.starts_with("--lang=")) lang_arg = a.substr(7);
   }
   trainmon::i18n::init(lang_arg);
-  CLI::App app{"trainmon: watch, record and diagnose deep-learning training jobs (GPUs, host, processes)"};
-  app.set_version_flag("-V,--version", std::string("trainmon ") + TRAINMON_VERSION);
-  app.require_subcommand(0, 1);
-  app.fallthrough();
-
-  GlobalOptions global;
-  app.add_option("--nvml-library", global.nvml_library,
-                 "NVML library to load (default: $TRAINMON_NVML_LIBRARY, then libnvidia-ml.so.1)");
-  // A root that does not exist would silently read nothing (no host data, no job processes).
-  app.add_option("--proc-root", global.proc_root, "procfs mount point to read host data from")
-      ->capture_default_str()
-      ->check(CLI::ExistingDirectory);
-  app.add_option("--sys-root", global.sys_root, "sysfs mount point to read host data from")
-      ->capture_default_str()
-      ->check(CLI::ExistingDirectory);
-  app.add_option("--lang", global.lang,
-                 std::string(trainmon::i18n::tr("language of messages: zh_CN or en (default: $TRAINMON_LANG, "
-                                                "then $LANGUAGE, $LC_ALL, $LC_MESSAGES, $LANG)")));
-
-  std::string print_completion, print_man;
-  app.add_option("--print-completion", print_completion,
-                 "print the bash, zsh or fish completion script and exit")
-      ->check(one_of({"bash", "zsh", "fish"}));
-  app.add_option("--print-man", print_man,
-                 "write the man pages (trainmon.1, trainmon-COMMAND.1) into DIR and exit");
-
-  auto& registry = command_registry();
-  std::stable_sort(registry.begin(), registry.end(),
-                   [](const CommandSpec& a, const CommandSpec& b) { return a.order < b.order; });
-  std::map<CLI::App*, Runner> runners;
-  for (auto& spec : registry) {
-    CLI::App* sub = app.add_subcommand(spec.name, spec.description);
-    runners[sub] = spec.setup(*sub, global);
-  }
+  CLI::App app;
+  Definition def;
+  define(app, def);
+  GlobalOptions& global = def.global;
+  auto& runners = def.runners;
 
   // A command's options before the command (`trainmon --db FILE runs`) go after it (arg_order.h).
   std::vector<std::string> arg_words(argv + 1, argv + argc);
@@ -116,9 +151,15 @@ int main(int argc, char** argv) {
       if (!app.get_subcommands().empty()) break;  // extras of a command: CLI11's own message
       if (extra.empty() || extra[0] == '-') continue;
       const std::string near = nearest_subcommand(app, extra);
-      std::fprintf(stderr, "trainmon: '%s' is not a trainmon command.%s%s%s See 'trainmon --help'.\n",
-                   extra.c_str(), near.empty() ? "" : " Did you mean '", near.c_str(),
-                   near.empty() ? "" : "'?");
+      std::fputs(
+          (near.empty() ? trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. See 'trainmon "
+                                              "--help'.\n",
+                                              extra)
+                        : trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. Did you mean "
+                                              "'{}'? See 'trainmon --help'.\n",
+                                              extra, near))
+              .c_str(),
+          stderr);
       return kExitUsage;
     }
     return app.exit(e) == 0 ? kExitOk : kExitUsage;
@@ -126,11 +167,21 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);  // --help, --version: printed to stdout, which may be a closed pipe
     return finish_stdout(rc == 0 ? kExitOk : kExitUsage, "help");
   }
-  if (!print_completion.empty()) {
-    std::fputs(completion_script(app, print_completion).c_str(), stdout);
-    return kExitOk;
+  if (!def.print_completion.empty() || !def.print_man.empty()) {
+    // Generated files: English whatever the locale (a second definition, made in English; what
+    // goes wrong writing them is said in the chosen language).
+    CLI::App english;
+    Definition english_def;
+    {
+      const trainmon::i18n::EnglishScope in_english;
+      define(english, english_def);
+    }
+    if (!def.print_completion.empty()) {
+      std::fputs(completion_script(english, def.print_completion).c_str(), stdout);
+      return kExitOk;
+    }
+    return write_man_pages(english, def.print_man, TRAINMON_VERSION) ? kExitOk : kExitFailure;
   }
-  if (!print_man.empty()) return write_man_pages(app, print_man, TRAINMON_VERSION) ? kExitOk : kExitFailure;
   if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
 
   try {
@@ -149,7 +200,7 @@ int main(int argc, char** argv) {
     std::fputs(app.help().c_str(), stdout);
     return finish_stdout(kExitOk, "help");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainmon: internal error: %s\n", e.what());
+    std::fputs(trainmon::i18n::trf("trainmon: internal error: {}\n", e.what()).c_str(), stderr);
     return kExitFailure;
   }
 }

@@ -16,6 +16,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/output.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
 
@@ -57,7 +58,7 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   mo = *withdt;
   if (!o.smi_format.empty()) {
     if (o.json || o.csv) {
-      std::fprintf(stderr, "trainmon %s: --format excludes --json and --csv\n", name);
+      std::fputs(i18n::trf("trainmon {}: --format excludes --json and --csv\n", name).c_str(), stderr);
       return kExitUsage;
     }
     auto f = exp::parse_monitor_format(o.smi_format, mo);
@@ -68,7 +69,7 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     mo = *f;
   }
   if (o.delay_s == 0) {
-    std::fprintf(stderr, "trainmon %s: -d must be at least 1 second\n", name);
+    std::fputs(i18n::trf("trainmon {}: -d must be at least 1 second\n", name).c_str(), stderr);
     return kExitUsage;
   }
   SamplerOptions so;
@@ -84,8 +85,10 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   if (!o.file.empty()) {
     out = std::fopen(o.file.c_str(), "w");
     if (!out) {
-      std::fprintf(stderr, "trainmon %s: cannot open %s for writing: %s\n", name, o.file.c_str(),
-                   std::strerror(errno));
+      std::fputs(
+          i18n::trf("trainmon {}: cannot open {} for writing: {}\n", name, o.file, std::strerror(errno))
+              .c_str(),
+          stderr);
       return kExitFailure;
     }
   }
@@ -145,7 +148,8 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     // `trainmon dmon | head -1`: the reader left, we stop quietly (main reports other failures).
     const WriteResult written = write_out(out, text);
     if (written == WriteResult::failed && out != stdout) {  // -f FILE: a full disk is an error
-      std::fprintf(stderr, "trainmon %s: cannot write %s: %s\n", name, o.file.c_str(), std::strerror(errno));
+      std::fputs(i18n::trf("trainmon {}: cannot write {}: {}\n", name, o.file, std::strerror(errno)).c_str(),
+                 stderr);
       return kExitFailure;
     }
     if (written != WriteResult::ok) return kExitOk;
@@ -172,17 +176,17 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
 
 Runner setup_monitor(CLI::App& app, const GlobalOptions& global, MonitorSpec spec) {
   auto o = std::make_shared<MonitorCliOptions>();
-  app.add_option("-s", o->groups, spec.groups_help);
-  app.add_option("-d", o->delay_s, "interval in whole seconds (default 1)")
+  app.add_option("-s", o->groups, tr(spec.groups_help));
+  app.add_option("-d", o->delay_s, tr("interval in whole seconds (default 1)"))
       ->check(loop_interval(kMaxLoopIntervalS, "seconds"));
-  app.add_option("-c", o->count, "stop after COUNT samples (at least 1; default: until Ctrl-C)")
+  app.add_option("-c", o->count, tr("stop after COUNT samples (at least 1; default: until Ctrl-C)"))
       ->check(sample_count());
-  app.add_option("-i", o->ids, "GPUs: indexes, UUIDs or PCI bus ids, comma separated");
-  app.add_option("-o", o->date_time, "D: date column, T: time column");
-  auto* json = app.add_flag("--json", o->json, spec.json_help);
-  app.add_flag("--csv", o->csv, "CSV with a header line")->excludes(json);  // one format: status 2
-  app.add_option("--format", o->smi_format, "nvidia-smi's output format: csv[,nounit][,noheader]");
-  app.add_option("-f,--filename", o->file, "write to FILE instead of stdout");
+  app.add_option("-i", o->ids, tr("GPUs: indexes, UUIDs or PCI bus ids, comma separated"));
+  app.add_option("-o", o->date_time, tr("D: date column, T: time column"));
+  auto* json = app.add_flag("--json", o->json, tr(spec.json_help));
+  app.add_flag("--csv", o->csv, tr("CSV with a header line"))->excludes(json);  // one format: status 2
+  app.add_option("--format", o->smi_format, tr("nvidia-smi's output format: csv[,nounit][,noheader]"));
+  app.add_option("-f,--filename", o->file, tr("write to FILE instead of stdout"));
   auto s = std::make_shared<MonitorSpec>(std::move(spec));
   return [s, o, &global] { return run(*s, *o, global); };
 }

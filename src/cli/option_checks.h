@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/i18n.h"
+
 namespace trainmon::cli {
 
 /// CLI::IsMember(`choices`), listed with '|' between the choices in --help, the man pages and the
@@ -31,7 +33,7 @@ inline CLI::Validator one_of(const std::vector<std::string>& choices) {
 /// overflowing the sleep arithmetic.
 inline constexpr double kMaxLoopIntervalS = 86400.0;
 
-/// A loop interval in `unit` ("seconds", "milliseconds"): a finite number > 0 and <= `max`.
+/// A loop interval in `unit` ("seconds" or "milliseconds"): a finite number > 0 and <= `max`.
 /// 0, negatives, NaN and infinities are refused (they would run once or never stop).
 inline CLI::Validator loop_interval(double max, const std::string& unit) {
   return CLI::Validator(
@@ -39,8 +41,14 @@ inline CLI::Validator loop_interval(double max, const std::string& unit) {
         char* end = nullptr;
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v <= 0 || v > max)
-          return fmt::format("interval must be a number of {} greater than 0 and at most {} (got '{}')", unit,
-                             max, text);
+          return unit == "milliseconds"
+                     ? i18n::trf(
+                           "interval must be a number of milliseconds greater than 0 and at most {} (got "
+                           "'{}')",
+                           max, text)
+                     : i18n::trf(
+                           "interval must be a number of seconds greater than 0 and at most {} (got '{}')",
+                           max, text);
         return {};
       },
       fmt::format("{} in (0, {}]", unit, max), "loop_interval");
@@ -60,8 +68,11 @@ inline CLI::Validator seconds_span(double max, bool allow_zero) {
         const double v = std::strtod(text.c_str(), &end);
         if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v) || v < 0 ||
             (!allow_zero && v == 0) || v > max)
-          return fmt::format("must be a number of seconds {} 0 and at most {} (got '{}')",
-                             allow_zero ? "at least" : "greater than", max, text);
+          return allow_zero
+                     ? i18n::trf("must be a number of seconds at least 0 and at most {} (got '{}')", max,
+                                 text)
+                     : i18n::trf("must be a number of seconds greater than 0 and at most {} (got '{}')", max,
+                                 text);
         return {};
       },
       fmt::format("seconds in {}0, {}]", allow_zero ? "[" : "(", max), "seconds_span");
@@ -74,7 +85,7 @@ inline CLI::Validator sample_count() {
         char* end = nullptr;
         const long long v = std::strtoll(text.c_str(), &end, 10);
         if (text.empty() || end != text.c_str() + text.size() || v < 1)
-          return fmt::format("count must be a whole number of samples, at least 1 (got '{}')", text);
+          return i18n::trf("count must be a whole number of samples, at least 1 (got '{}')", text);
         return {};
       },
       "COUNT >= 1", "sample_count");

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "cli/exit_codes.h"
+#include "trainmon/core/i18n.h"
 
 namespace trainmon::cli {
 
@@ -52,8 +53,10 @@ int finish_stdout(int rc, const char* tool) {
   const WriteResult r = check_out(stdout);
   if (r != WriteResult::failed) return rc;
   const int err = g_failed_errno != 0 ? g_failed_errno : errno;
-  std::fprintf(stderr, "trainmon %s: cannot write the output: %s\n", tool,
-               err != 0 ? std::strerror(err) : "the write failed");
+  std::fputs(i18n::trf("trainmon {}: cannot write the output: {}\n", tool,
+                       err != 0 ? std::string_view(std::strerror(err)) : i18n::tr("the write failed"))
+                 .c_str(),
+             stderr);
   return rc == kExitOk ? kExitFailure : rc;
 }
 

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "cli/run_lookup.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/diagnose/thresholds.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/labels.h"
@@ -14,20 +15,20 @@
 namespace trainmon::cli {
 
 void add_record_options(CLI::App& app, RecordCliOptions& o) {
-  app.add_option("--name", o.name, "Run name")->capture_default_str();
-  app.add_option("--interval", o.interval, "Sampling interval: seconds (0.5) or 500ms")
+  app.add_option("--name", o.name, tr("Run name"))->capture_default_str();
+  app.add_option("--interval", o.interval, tr("Sampling interval: seconds (0.5) or 500ms"))
       ->capture_default_str();
   app.add_option("--db", o.db,
-                 "Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)");
-  app.add_option("--label", o.labels, "KEY=VALUE label (repeatable)");
+                 tr("Run store (default: $TRAINMON_DB, then $XDG_STATE_HOME/trainmon/trainmon.db)"));
+  app.add_option("--label", o.labels, tr("KEY=VALUE label (repeatable)"));
   app.add_option("--retention", o.retention,
-                 "Delete runs and samples older than this (30d, 12h); default: keep");
+                 tr("Delete runs and samples older than this (30d, 12h); default: keep"));
   app.add_option("--downsample-after", o.downsample_after,
-                 "With --retention: keep older samples as mean/min/max per minute")
+                 tr("With --retention: keep older samples as mean/min/max per minute"))
       ->capture_default_str();
-  app.add_option("--duration", o.duration, "Stop after this long (default: until SIGINT/SIGTERM)");
-  app.add_option("--threshold", o.thresholds, "Override a diagnosis threshold: name=value (repeatable)");
-  app.add_flag("-q,--quiet", o.quiet, "Print only errors");
+  app.add_option("--duration", o.duration, tr("Stop after this long (default: until SIGINT/SIGTERM)"));
+  app.add_option("--threshold", o.thresholds, tr("Override a diagnosis threshold: name=value (repeatable)"));
+  app.add_flag("-q,--quiet", o.quiet, tr("Print only errors"));
   alerts::add_alert_options(app, o.alerts);
 }
 
@@ -42,29 +43,30 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
   recorder::RecordLoopOptions lo;
   lo.tool = t;
   lo.kind = "record";
-  if (auto why = reserved_run_name(o.name)) return bad("--name " + *why + "; choose another name");
+  if (auto why = reserved_run_name(o.name)) return bad(i18n::trf("--name {}; choose another name", *why));
   lo.name = o.name;
   lo.quiet = o.quiet;
   auto interval = recorder::parse_duration_ns(o.interval);
   if (!interval || *interval < 100'000'000)
-    return bad("--interval must be at least 0.1 s, as " + recorder::duration_syntax() + " (got '" +
-               o.interval + "')");
+    return bad(i18n::trf("--interval must be at least 0.1 s, as {} (got '{}')", recorder::duration_syntax(),
+                         o.interval));
   lo.interval_ns = *interval;
   if (!o.retention.empty()) {
     auto r = recorder::parse_duration_ns(o.retention);
     auto d = recorder::parse_duration_ns(o.downsample_after);
-    if (!r || !d) return bad("--retention / --downsample-after want " + recorder::duration_syntax());
+    if (!r || !d)
+      return bad(i18n::trf("--retention / --downsample-after want {}", recorder::duration_syntax()));
     lo.retention.delete_after_ns = *r;
     lo.retention.downsample_after_ns = *d;
   }
   if (!o.duration.empty()) {
     lo.stop_after_ns = recorder::parse_duration_ns(o.duration);
     if (!lo.stop_after_ns)
-      return bad("--duration wants " + recorder::duration_syntax() + " (got '" + o.duration + "')");
+      return bad(i18n::trf("--duration wants {} (got '{}')", recorder::duration_syntax(), o.duration));
   }
   for (const auto& l : o.labels) {
     auto kv = recorder::parse_label(l);
-    if (!kv) return bad("--label wants KEY=VALUE (got '" + l + "')");
+    if (!kv) return bad(i18n::trf("--label wants KEY=VALUE (got '{}')", l));
     lo.labels.push_back(*kv);
   }
   auto th = thresholds_from_options(t, "", o.thresholds);  // prints why

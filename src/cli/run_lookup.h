@@ -12,6 +12,7 @@
 
 #include "cli/exit_codes.h"
 #include "trainmon/core/error.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/store/store.h"
 
 namespace trainmon::cli {
@@ -21,15 +22,15 @@ inline int run_lookup_exit(const Error& e) {
   return e.name == store::kErrNotFound || e.name == store::kErrAmbiguous ? kExitUsage : kExitFailure;
 }
 
-/// Why `name` cannot be given to a run, or nullopt when it can. RUN arguments read `last` and
+/// Why `name` cannot be given to a run (in the chosen language), or nullopt when it can. RUN arguments read `last` and
 /// anything that parses as an integer ("12", "-1", "007") as the newest run / a run id first
 /// (Store::resolve_run), so a run named so could never be reached by its name.
 inline std::optional<std::string> reserved_run_name(std::string_view name) {
-  if (name == "last") return std::string("'last' is reserved (RUN 'last' means the newest run)");
+  if (name == "last") return std::string(i18n::tr("'last' is reserved (RUN 'last' means the newest run)"));
   std::int64_t id = 0;
   auto [p, ec] = std::from_chars(name.data(), name.data() + name.size(), id);
   if (!name.empty() && ec == std::errc() && p == name.data() + name.size())
-    return "'" + std::string(name) + "' is a number, which RUN arguments read as a run id";
+    return i18n::trf("'{}' is a number, which RUN arguments read as a run id", name);
   return std::nullopt;
 }
 

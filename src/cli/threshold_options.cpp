@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cli/threshold_options.h"
+#include "trainmon/core/i18n.h"
 
 #include <cstdio>
 #include <fstream>
@@ -15,7 +16,7 @@ std::optional<diagnose::Thresholds> thresholds_from_options(std::string_view cmd
   if (!config.empty()) {
     std::ifstream in(config);
     if (!in) {
-      std::fprintf(stderr, "trainmon %s: cannot read %s\n", name.c_str(), config.c_str());
+      std::fputs(i18n::trf("trainmon {}: cannot read {}\n", name, config).c_str(), stderr);
       return std::nullopt;
     }
     std::stringstream text;

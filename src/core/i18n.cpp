@@ -7,6 +7,7 @@
 // machine ("C"), or one we must not set (LC_NUMERIC would change the CSV output) would silently
 // give English, and --lang could not work without changing the process environment.
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_english.h"
 
 #include <unistd.h>
 
@@ -37,6 +38,8 @@ Catalogue& catalogue() {
   static Catalogue c;
   return c;
 }
+
+bool english_only = false;  // an EnglishScope lives
 
 bool parse_mo(Catalogue& c) {
   const std::string& d = c.data;
@@ -181,12 +184,20 @@ std::vector<std::pair<std::string, std::string>> translations_of(std::string_vie
 }
 
 std::string_view language() noexcept {
-  return catalogue().lang;
+  return english_only ? std::string_view{} : std::string_view(catalogue().lang);
+}
+
+EnglishScope::EnglishScope() noexcept : was_(english_only) {
+  english_only = true;
+}
+
+EnglishScope::~EnglishScope() {
+  english_only = was_;
 }
 
 std::string_view tr(std::string_view msgid) noexcept {
   const Catalogue& c = catalogue();
-  if (c.lang.empty() || msgid.empty()) return msgid;
+  if (c.lang.empty() || english_only || msgid.empty()) return msgid;
   const auto it = std::lower_bound(c.originals.begin(), c.originals.end(), msgid);
   if (it == c.originals.end() || *it != msgid) return msgid;
   const std::string_view t = c.translations[static_cast<std::size_t>(it - c.originals.begin())];

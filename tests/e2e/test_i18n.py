@@ -232,3 +232,53 @@ def test_show_speaks_chinese_aligned_and_its_json_is_the_english_one(d4):
     zc, ec = value_columns(zh), value_columns(en)
     assert zc and len(set(zc)) == 1 and len(zc) == len(ec), (zc, zh)
     assert tm(["show", "last", "--db", db, "--json"], e) == tm(["show", "last", "--db", db, "--json"], lang_env(e))
+
+
+def run_tm(args, e):
+    return subprocess.run([trainmon_bin()] + args, env=e, capture_output=True, text=True, timeout=60)
+
+
+def option_names(help_text):
+    """Every option spelling a --help lists (-q, --quiet, ...)."""
+    import re
+    return set(re.findall(r"(?<![\w-])(--?[a-zA-Z][a-zA-Z0-9-]*)", help_text))
+
+
+def test_help_speaks_chinese_with_the_option_names_of_the_english_one():
+    base = env("h100-idle.json")
+    en_env = lang_env(base, "C")
+    for cmd, said in (("run", "运行名称（默认：脚本或程序名）"), ("diagnose", "含 [diagnose] 阈值表的 TOML 文件")):
+        en = run_tm([cmd, "--help"], en_env)
+        zh = run_tm(["--lang", "zh_CN", cmd, "--help"], en_env)
+        assert en.returncode == zh.returncode == 0, zh.stderr
+        assert said in zh.stdout and "显示此帮助信息并退出" in zh.stdout, zh.stdout
+        assert "用法:" in zh.stdout and "选项:" in zh.stdout and "Usage:" not in zh.stdout, zh.stdout
+        assert option_names(en.stdout) <= option_names(zh.stdout), option_names(en.stdout) - option_names(zh.stdout)
+        assert "Print this help message" in en.stdout and not any(ord(c) > 0x2e80 for c in en.stdout), en.stdout
+        # English is English however it is chosen
+        assert run_tm(["--lang", "en", cmd, "--help"], lang_env(base, ZH)).stdout == en.stdout
+        assert run_tm([cmd, "--help"], lang_env(base, "en_US.UTF-8")).stdout == en.stdout
+    top = run_tm(["--help"], lang_env(base, ZH)).stdout
+    assert "子命令:" in top and "监控、记录并诊断深度学习训练任务" in top, top
+    assert "  diagnose " in top and "指出已记录运行中出了什么问题" in top, top
+
+
+def test_parse_and_command_errors_speak_chinese_with_the_same_exit_status(tmp_path):
+    base = env("h100-idle.json")
+    missing = str(tmp_path / "none.db")
+    cases = [
+        # CLI11's: a value that is no number, an unknown option; trainmon's own: no store, a bad URL
+        (["report", "last", "--max-points", "abc"], ["--max-points: 无法解析的取值 abc", "运行 --help 查看更多信息。"]),
+        (["top", "--timeout", "abc"], ["--timeout: 取值 abc 不在 0.100000 到 600.000000 的范围内"]),
+        (["runs", "--bogus"], ["无法识别的参数：--bogus"]),
+        (["show", "last", "--db", missing], [f"trainmon show: {missing} 处没有运行存储"]),
+        (["top", "--prometheus", "ftp://x"], ["trainmon top: --prometheus 'ftp://x': URL 必须以 http:// 或 https:// 开头"]),
+        (["stauts"], ["trainmon: 'stauts' 不是 trainmon 命令。你是想输入 'status' 吗？"]),
+    ]
+    for args, want in cases:
+        en = run_tm(args, lang_env(base))
+        zh = run_tm(args, lang_env(base, ZH))
+        assert en.returncode == zh.returncode and en.returncode in (1, 2), (args, en.returncode, zh.returncode)
+        for w in want:
+            assert w in zh.stderr, (args, zh.stderr)
+        assert not any(ord(c) > 0x2e80 for c in en.stderr), (args, en.stderr)

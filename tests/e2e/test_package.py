@@ -58,6 +58,17 @@ def test_man_pages_and_completions_come_from_the_option_definitions(tmp_path):
             g = subprocess.run(["groff", "-man", "-Tutf8", "-z"], input=page, capture_output=True, text=True)
             assert g.returncode == 0 and not g.stderr, (c, g.stderr)
     assert tm("--print-completion", "tcsh").returncode == 2
+    # generated files: English, the same bytes whatever language the user's messages are in
+    zh = dict(os.environ, TRAINMON_LANG="zh_CN")
+    zh_dir = tmp_path / "zh"
+    r = tm("--lang", "zh_CN", "--print-man", str(zh_dir), env=zh)
+    assert r.returncode == 0, r.stderr
+    assert "显示此帮助信息" in tm("--help", env=zh).stdout  # the help itself does speak Chinese
+    for name in os.listdir(zh_dir):
+        assert (zh_dir / name).read_bytes() == (tmp_path / name).read_bytes(), name
+    assert tm("--print-completion", "bash", env=zh).stdout == bash
+    assert tm("--lang", "zh_CN", "--print-completion", "zsh").stdout == zsh
+    assert tm("status", "--print-completion", "fish", env=zh).stdout == fish
 
 
 def man_section(page, title):

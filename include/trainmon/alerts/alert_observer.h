@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "trainmon/core/error.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/recorder/tick_observer.h"
 
 namespace trainmon::alerts {
@@ -34,11 +35,14 @@ struct AlertSetup {
 
 /// Adds --alerts FILE and --alerts-spool DIR to `app`, stored in `setup`.
 inline void add_alert_options(CLI::App& app, AlertSetup& setup) {
-  app.add_option("--alerts", setup.rules_path,
-                 "Alert rules file (TOML, docs/alerts.md); default: $XDG_CONFIG_HOME/trainmon/alerts.toml "
-                 "if it exists, else built-in rules to the log");
+  app.add_option(
+      "--alerts", setup.rules_path,
+      std::string(
+          i18n::tr("Alert rules file (TOML, docs/alerts.md); default: $XDG_CONFIG_HOME/trainmon/alerts.toml "
+                   "if it exists, else built-in rules to the log")));
   app.add_option("--alerts-spool", setup.spool_dir,
-                 "Directory for undelivered alerts (default: $XDG_STATE_HOME/trainmon/alerts-spool)");
+                 std::string(i18n::tr(
+                     "Directory for undelivered alerts (default: $XDG_STATE_HOME/trainmon/alerts-spool)")));
 }
 
 /// Loads the rules and starts the delivery thread. The value is nullptr when there is nothing to
