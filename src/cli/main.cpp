@@ -20,6 +20,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/help_export.h"
+#include "cli/lazy_setup.h"
 #include "cli/option_checks.h"
 #include "cli/output.h"
 #include "cli/parse_errors.h"
@@ -46,7 +47,9 @@ struct Definition {
 /// Defines trainmon's options and commands on `app`, their text in the language selected now
 /// (descriptions, CLI11's labels, its help flag and error messages): the help and the errors follow
 /// the language, the man pages and completions are made from a definition under i18n::EnglishScope.
-void define(CLI::App& app, Definition& d) {
+/// Every command is added; when `only` is not empty, only the command it names gets its options and
+/// runner (lazy_setup.h).
+void define(CLI::App& app, Definition& d, std::string_view only = {}) {
   // Before any option or command: commands inherit the labels, the groups' names and the error text.
   auto formatter = app.get_formatter();
   for (const char* label : {N_("Usage"), N_("OPTIONS"), N_("SUBCOMMAND"), N_("SUBCOMMANDS"), N_("REQUIRED"),
@@ -90,32 +93,47 @@ void define(CLI::App& app, Definition& d) {
     CLI::App* sub = app.add_subcommand(spec.name, tr(spec.description));
     // CLI11 makes a command's help flag before it inherits the option group's name: again, in it.
     sub->set_help_flag("-h,--help", tr("Print this help message and exit"));
-    d.runners[sub] = spec.setup(*sub, global);
+    if (only.empty() || spec.name == only) d.runners[sub] = spec.setup(*sub, global);
   }
 }
 
-}  // namespace
-}  // namespace trainmon::cli
+/// The root's options that take a value (named_command skips their values).
+const std::vector<std::string_view> kRootValueOptions = {
+    "--nvml-library", "--proc-root", "--sys-root", "--lang", "--print-completion", "--print-man"};
 
-int main(int argc, char** argv) {
-  using namespace trainmon::cli;
-  catch_sigpipe();  // a closed pipe ends us quietly (cli/output.h), not by SIGPIPE
-  // The language before any text is made (the help included): --lang is read here, ahead of the
-  // parser, which only accepts it (core/i18n.h).
-  std::string_view lang_arg;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    if (a == "--") break;
-    if (a == "--lang" && i + 1 < argc) lang_arg = argv[i + 1];
-    if (a.starts_with("--lang=")) lang_arg = a.substr(7);
+/// What a command line that does not parse gets: the message (or the help, the version) and the
+/// exit status.
+int report_parse_error(CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::ExtrasError*>(&e)) {
+    // A mistyped command: "trainmon stauts" gets "did you mean", as git does.
+    for (const std::string& extra : app.remaining()) {
+      if (!app.get_subcommands().empty()) break;  // extras of a command: CLI11's own message
+      if (extra.empty() || extra[0] == '-') continue;
+      const std::string near = nearest_subcommand(app, extra);
+      std::fputs(
+          (near.empty() ? trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. See 'trainmon "
+                                              "--help'.\n",
+                                              extra)
+                        : trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. Did you mean "
+                                              "'{}'? See 'trainmon --help'.\n",
+                                              extra, near))
+              .c_str(),
+          stderr);
+      return kExitUsage;
+    }
+    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   }
-  trainmon::i18n::init(lang_arg);
-  CLI::App app;
-  Definition def;
-  define(app, def);
-  GlobalOptions& global = def.global;
-  auto& runners = def.runners;
+  int rc = app.exit(e);  // --help, --version: printed to stdout, which may be a closed pipe
+  return finish_stdout(rc == 0 ? kExitOk : kExitUsage, "help");
+}
 
+constexpr int kParseOk = -1;     ///< parsed: run the command
+constexpr int kParseRetry = -2;  ///< a lazy definition did not parse the line: parse it with every command
+
+/// Parses the command line into `app` (defined into `d`): kParseOk, or an exit status after the
+/// message (help, version, a usage error); for a definition with one command set up (`lazy`),
+/// kParseRetry instead of any error, and when the line names another command.
+int parse_command_line(CLI::App& app, const Definition& d, int argc, char** argv, bool lazy) {
   // A command's options before the command (`trainmon --db FILE runs`) go after it (arg_order.h).
   std::vector<std::string> arg_words(argv + 1, argv + argc);
   arg_words = command_options_after_command(app, std::move(arg_words));
@@ -145,29 +163,57 @@ int main(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ExtrasError& e) {
-    // A mistyped command: "trainmon stauts" gets "did you mean", as git does.
-    for (const std::string& extra : app.remaining()) {
-      if (!app.get_subcommands().empty()) break;  // extras of a command: CLI11's own message
-      if (extra.empty() || extra[0] == '-') continue;
-      const std::string near = nearest_subcommand(app, extra);
-      std::fputs(
-          (near.empty() ? trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. See 'trainmon "
-                                              "--help'.\n",
-                                              extra)
-                        : trainmon::i18n::trf("trainmon: '{}' is not a trainmon command. Did you mean "
-                                              "'{}'? See 'trainmon --help'.\n",
-                                              extra, near))
-              .c_str(),
-          stderr);
-      return kExitUsage;
-    }
-    return app.exit(e) == 0 ? kExitOk : kExitUsage;
   } catch (const CLI::ParseError& e) {
-    int rc = app.exit(e);  // --help, --version: printed to stdout, which may be a closed pipe
-    return finish_stdout(rc == 0 ? kExitOk : kExitUsage, "help");
+    if (lazy && e.get_exit_code() != 0) return kParseRetry;  // the full definition says what is wrong
+    return report_parse_error(app, e);
   }
-  if (!def.print_completion.empty() || !def.print_man.empty()) {
+  if (lazy) {
+    for (const CLI::App* sub : app.get_subcommands()) {
+      if (!d.runners.count(const_cast<CLI::App*>(sub))) return kParseRetry;
+    }
+  }
+  return kParseOk;
+}
+
+}  // namespace
+}  // namespace trainmon::cli
+
+int main(int argc, char** argv) {
+  using namespace trainmon::cli;
+  catch_sigpipe();  // a closed pipe ends us quietly (cli/output.h), not by SIGPIPE
+  // The language before any text is made (the help included): --lang is read here, ahead of the
+  // parser, which only accepts it (core/i18n.h).
+  std::string_view lang_arg;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    if (a == "--") break;
+    if (a == "--lang" && i + 1 < argc) lang_arg = argv[i + 1];
+    if (a.starts_with("--lang=")) lang_arg = a.substr(7);
+  }
+  trainmon::i18n::init(lang_arg);
+  const auto& registry = command_registry();
+  // Only the command the line names is set up (its options defined): the others' cost ~0.7 ms of
+  // every start; a line that does not parse so is parsed again with every command (lazy_setup.h).
+  // A copy: define() sorts the registry, which moves its names.
+  const std::string named(named_command(argc, argv, registry, kRootValueOptions));
+  std::vector<char*> args(argv, argv + argc);
+  args.push_back(nullptr);
+  auto app = std::make_unique<CLI::App>();
+  auto def = std::make_unique<Definition>();
+  define(*app, *def, named);
+  int parsed = parse_command_line(*app, *def, argc, args.data(), !named.empty());
+  if (parsed == kParseRetry) {
+    args.assign(argv, argv + argc);
+    args.push_back(nullptr);
+    app = std::make_unique<CLI::App>();
+    def = std::make_unique<Definition>();
+    define(*app, *def);
+    parsed = parse_command_line(*app, *def, argc, args.data(), false);
+  }
+  if (parsed != kParseOk) return parsed;
+  GlobalOptions& global = def->global;
+  auto& runners = def->runners;
+  if (!def->print_completion.empty() || !def->print_man.empty()) {
     // Generated files: English whatever the locale (a second definition, made in English; what
     // goes wrong writing them is said in the chosen language).
     CLI::App english;
@@ -176,11 +222,11 @@ int main(int argc, char** argv) {
       const trainmon::i18n::EnglishScope in_english;
       define(english, english_def);
     }
-    if (!def.print_completion.empty()) {
-      std::fputs(completion_script(english, def.print_completion).c_str(), stdout);
+    if (!def->print_completion.empty()) {
+      std::fputs(completion_script(english, def->print_completion).c_str(), stdout);
       return kExitOk;
     }
-    return write_man_pages(english, def.print_man, TRAINMON_VERSION) ? kExitOk : kExitFailure;
+    return write_man_pages(english, def->print_man, TRAINMON_VERSION) ? kExitOk : kExitFailure;
   }
   if (global.nvml_library.size()) ::setenv("TRAINMON_NVML_LIBRARY", global.nvml_library.c_str(), 1);
 
@@ -197,7 +243,7 @@ int main(int argc, char** argv) {
     for (auto& [sub, runner] : runners) {
       if (sub->get_name() == fallback) return finish_stdout(runner(), sub->get_name().c_str());
     }
-    std::fputs(app.help().c_str(), stdout);
+    std::fputs(app->help().c_str(), stdout);
     return finish_stdout(kExitOk, "help");
   } catch (const std::exception& e) {
     std::fputs(trainmon::i18n::trf("trainmon: internal error: {}\n", e.what()).c_str(), stderr);
