@@ -5,7 +5,8 @@
 #
 # Usage:
 #   scripts/gpu-check.sh [-t TRAINMON] [-s NVIDIA_SMI] [-o OUTDIR] [--loop-s SEC] [--no-torch]
-#   scripts/gpu-check.sh --bundle DIR     # copy trainmon, its plugin, their libraries and this script into DIR
+#   scripts/gpu-check.sh --bundle DIR     # copy trainmon, its plugin, their libraries, its message
+#                                         # catalogues and this script into DIR
 #
 # Needs bash, coreutils and awk only; python3 (any version, standard library) adds the
 # `status --json` against `nvidia-smi -q -x` section, python3 with a CUDA PyTorch adds the step-time
@@ -71,10 +72,27 @@ if [ -n "$BUNDLE" ]; then
     case "$lib" in */ld-linux*) loader=$(basename "$lib") ;; esac
   done < <( (ldd "$BIN"; ldd "$PLUGIN") | awk '/=>/ && $3 ~ /^\// {print $3} /^\t\/.*ld-linux/ {print $1}' | sort -u)
   [ -n "$loader" ] || { echo "gpu-check: no ELF loader in ldd $BIN" >&2; exit 2; }
+  # The compiled message catalogues (--lang zh_CN, docs/language.md): <build>/locale next to the
+  # binary, or <prefix>/share/locale installed. In the bundle they lie in lib/locale, next to the
+  # loader (/proc/self/exe), where trainmon looks first after $TRAINMON_LOCALEDIR.
+  LOCALES=$(dirname "$BIN")/locale
+  [ -d "$LOCALES" ] || LOCALES=$(dirname "$BIN")/../share/locale
+  found=0
+  for mo in "$LOCALES"/*/LC_MESSAGES/trainmon.mo; do
+    [ -f "$mo" ] || continue
+    lang=$(basename "$(dirname "$(dirname "$mo")")")
+    mkdir -p "$BUNDLE/lib/locale/$lang/LC_MESSAGES" || exit 2
+    cp "$mo" "$BUNDLE/lib/locale/$lang/LC_MESSAGES/trainmon.mo" || exit 2
+    found=$((found + 1))
+  done
+  [ "$found" -gt 0 ] || echo "gpu-check: no message catalogue near $BIN: the bundle speaks English only" >&2
   cat > "$BUNDLE/trainmon" <<EOF
 #!/bin/sh
 # trainmon with the loader and libraries it was built with (scripts/gpu-check.sh --bundle).
 d=\$(cd "\$(dirname "\$0")" && pwd)
+# the catalogues for the job's Python package too (trainmon run passes the environment on)
+TRAINMON_LOCALEDIR=\${TRAINMON_LOCALEDIR:-\$d/lib/locale}
+export TRAINMON_LOCALEDIR
 exec "\$d/lib/$loader" --library-path "\$d/lib" "\$d/lib/trainmon.bin" "\$@"
 EOF
   chmod +x "$BUNDLE/trainmon"

@@ -3,7 +3,8 @@
 """The message catalogues' checks and template (docs/language.md).
 
   i18n_catalogue.py check PO...   fail (exit 1) on an untranslated or fuzzy entry, a msgstr whose
-                                  fmt placeholders ({}, {:.1f}, {0}) differ from its msgid's, a
+                                  fmt placeholders ({}, {:.1f}, {0}) differ from its msgid's or
+                                  with an ASCII , or ; between CJK characters (，；), a
                                   string marked in the sources (tr, trf, N_; say, advise, word, phrase
                                   in src/diagnose; tr, trf in web/assets/*.js) missing from the .po,
                                   or an entry no source uses any more
@@ -37,6 +38,18 @@ def sources(tops=("src", "include"), exts=(".cpp", ".h")):
         for d, _, files in os.walk(os.path.join(ROOT, top)):
             out += [os.path.relpath(os.path.join(d, f), ROOT) for f in files if f.endswith(exts)]
     return sorted(out)
+
+
+# CJK characters and the full-width punctuation written with them (CJK symbols, full-width forms).
+CJK = "\u2e80-\u9fff\uf900-\ufaff\u3000-\u303f\uff00-\uffef"
+# An ASCII comma or semicolon directly between two of them: Chinese text takes the full-width ，；
+# there (ASCII stays inside numbers, units and code, which are not CJK).
+MIXED_PUNCT = re.compile(f"[{CJK}][,;] ?[{CJK}]")
+
+
+def mixed_punctuation(msgstr):
+    """The places in `msgstr` where an ASCII ',' or ';' stands between CJK characters (list of str)."""
+    return [m.group(0) for m in MIXED_PUNCT.finditer(msgstr)]
 
 
 DATA_TR = re.compile(r"<[a-z0-9]+\b[^>]*\sdata-tr\b[^>]*>([^<]+)<")
@@ -231,6 +244,9 @@ def check(po_paths):
             if not mstr:
                 problems.append(f"{where}: untranslated: {mid!r}")
                 continue
+            for bad in mixed_punctuation(mstr):
+                problems.append(f"{where}: ASCII comma or semicolon between Chinese characters ({bad!r}: "
+                                f"use ，or ；): {mstr!r}")
             pid, pstr = placeholders(mid), placeholders(mstr)
             if pid is None:
                 problems.append(f"{where}: msgid is not a valid fmt string: {mid!r}")

@@ -459,7 +459,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           so_far.reserve(live.history().size());
           for (const auto& h : live.history()) so_far.push_back(h.finding);
           diagnose::rank_findings(so_far, static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9);
-          session->set_live_findings(std::move(so_far));
+          // which are still open (an episode that closed is kept, and `runs` counts only the open)
+          std::vector<bool> open;
+          for (const auto& f : so_far)
+            open.push_back(
+                std::any_of(live.history().begin(), live.history().end(),
+                            [&](const diagnose::LiveFinding& h) { return h.open && h.finding == f; }));
+          session->set_live_findings(std::move(so_far), std::move(open));
         }
         if (!observers.empty() || state_file) {
           active = live.active();  // in the order to fix them, as diagnose and the summary list them
@@ -546,7 +552,11 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   }
   std::string status = exit.signal ? "signaled" : "exited";
   if (oom && oom->main_process_killed) status = "oom_killed";
-  std::string status_line = "command " + runner::describe_exit(exit);
+  // runner::describe_exit's words for people, in the reader's language (the summary's first line)
+  std::string status_line =
+      exit.signal ? i18n::trf("command killed by {} (signal {}{})", runner::signal_name(*exit.signal),
+                              *exit.signal, exit.core_dumped ? i18n::tr(", core dumped") : std::string_view())
+                  : i18n::trf("command exit status {}", exit.code);
   // The final diagnosis: every detector over the whole run (what `trainmon diagnose` gives offline).
   std::optional<std::vector<diagnose::Finding>> findings;
   if (session) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/record_loop.h"
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 
 #include <fmt/format.h>
@@ -217,7 +218,13 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
           stored_eval_s = live.last_evaluation_s();
           auto so_far = seen;
           std::stable_sort(so_far.begin(), so_far.end(), diagnose::finding_less);
-          session.set_live_findings(std::move(so_far));
+          // open: what the live diagnosis holds now (remember() gave the episode its end and evidence)
+          std::vector<bool> open;
+          for (const auto& f : so_far)
+            open.push_back(std::any_of(active.begin(), active.end(), [&](const diagnose::Finding& a) {
+              return a.code == f.code && a.gpus == f.gpus && a.pids == f.pids && a.end_s == f.end_s;
+            }));
+          session.set_live_findings(std::move(so_far), std::move(open));
         }
       }
       const TickContext ctx{snap, active, session.run_id(),
@@ -277,9 +284,10 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   std::optional<std::int64_t> finding_count;
   if (findings && !err) finding_count = static_cast<std::int64_t>(findings->size());
   if (!o.quiet) {
-    std::string why =
-        stop_signal ? fmt::format("stopped by {}", runner::signal_name(stop_signal)) : "stopped";
-    std::fputs(format_summary(summary, "recording " + why, session.run_id(), finding_count).c_str(), stderr);
+    const std::string what = stop_signal
+                                 ? i18n::trf("recording stopped by {}", runner::signal_name(stop_signal))
+                                 : std::string(i18n::tr("recording stopped"));
+    std::fputs(format_summary(summary, what, session.run_id(), finding_count).c_str(), stderr);
     for (const auto& f : seen) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
   }
   return err ? 1 : 0;

@@ -178,6 +178,23 @@ std::string pad_cell(const std::string& text, std::size_t width, bool right) {
   return right ? fill + text : text + fill;
 }
 
+/// A run's status as people read it (`runs`, `show`): the store's word (store::effective_status) in
+/// the reader's language; a status this trainmon does not know (a newer one's) as stored.
+std::string status_text(const std::string& status) {
+  static constexpr std::array<std::pair<std::string_view, const char*>, 7> kStatus = {{
+      {"running", N_("running")},
+      {"exited", N_("exited")},
+      {"signaled", N_("signaled")},
+      {"oom_killed", N_("oom_killed")},
+      {"lost", N_("lost")},
+      {"stopped", N_("stopped")},
+      {"failed_to_start", N_("failed_to_start")},
+  }};
+  for (const auto& [name, msgid] : kStatus)
+    if (name == status) return std::string(i18n::tr(msgid));
+  return status;
+}
+
 /// START: the local time as "YYYY-MM-DD HH:MM:SS", or compact as `ls -l` does: "MM-DD HH:MM" in the
 /// current year, "YYYY-MM-DD" otherwise.
 std::string start_text(std::int64_t unix_ns, bool compact) {
@@ -209,17 +226,22 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     kCols
   };
   std::vector<TableColumn> c(kCols);
-  const char* headers[kCols] = {"ID",       "NAME",      "STATUS", "START", "DURATION", "GPUS",
-                                "FINDINGS", "SAMPLES/S", "STEP",   "DATA",  "COMMAND"};
-  for (int i = 0; i < kCols; ++i) c[i].cells.push_back(headers[i]);
+  // The headers in the reader's language; cells are padded in terminal columns (CJK characters are
+  // two: exp::display_width), so the table aligns in either language.
+  const char* headers[kCols] = {N_("ID"),       N_("NAME"), N_("STATUS"),   N_("START"),
+                                N_("DURATION"), N_("GPUS"), N_("FINDINGS"), N_("SAMPLES/S"),
+                                N_("STEP"),     N_("DATA"), N_("COMMAND")};
+  for (int i = 0; i < kCols; ++i) c[i].cells.emplace_back(i18n::tr(headers[i]));
   for (int i : {kId, kDuration, kGpus, kFindings, kSamples, kStep, kData}) c[i].right = true;
   bool any_train = false;
   for (const auto& r : runs) {
-    std::string status = store::effective_status(r);
+    const std::string stored = store::effective_status(r);
+    const bool running = stored == "running";
+    std::string status = status_text(stored);
     // killed by a signal: its name (what a person recognises), else the exit status
-    if (r.exit_signal && status != "running")
+    if (r.exit_signal && !running)
       status += fmt::format("({})", runner::signal_name(*r.exit_signal));
-    else if (r.exit_code && status != "running")
+    else if (r.exit_code && !running)
       status += fmt::format("({})", *r.exit_code);
     const auto summary = summary_from_json(r.summary_json);
     c[kId].cells.push_back(std::to_string(r.id));
@@ -228,14 +250,16 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     c[kStart].cells.push_back(iso_time(r.start_unix_ns));
     c[kDuration].cells.push_back(table_duration(r));
     c[kGpus].cells.push_back(std::to_string(r.gpus.size()));
-    c[kFindings].cells.push_back(std::to_string(r.finding_count));
+    // A running run: the findings open now (its live ones that closed are stored too).
+    c[kFindings].cells.push_back(std::to_string(running ? r.open_finding_count : r.finding_count));
     // Training figures over the whole run; a run without training data shows nothing (not zeros).
     const auto& t = summary.train;
     any_train = any_train || t.has_value();
     c[kSamples].cells.push_back(t && t->samples_per_s ? format_samples_per_s(*t->samples_per_s) : "");
     c[kStep].cells.push_back(t && t->step_median_s ? format_step_s(*t->step_median_s) : "");
     c[kData].cells.push_back(t && t->data_share ? format_share_pct(*t->data_share) : "");
-    c[kCommand].cells.push_back(r.kind == "record" ? std::string("(record)") : join_command(r.command));
+    c[kCommand].cells.push_back(r.kind == "record" ? std::string(i18n::tr("(record)"))
+                                                   : join_command(r.command));
   }
   std::vector<bool> shown(kCols, true);
   if (!any_train) shown[kSamples] = shown[kStep] = shown[kData] = false;
@@ -301,9 +325,10 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
 namespace {
 
 // The rows' labels (thresholds: left out, its English is wider than the others and overflows by one).
-constexpr std::array<const char*, 13> kRowLabels = {
-    N_("command:"), N_("cwd:"), N_("user:"),   N_("start:"),  N_("duration:"), N_("status:"),  N_("label:"),
-    N_("job:"),     N_("gap:"), N_("cgroup:"), N_("events:"), N_("summary:"),  N_("findings:")};
+constexpr std::array<const char*, 14> kRowLabels = {
+    N_("command:"),  N_("cwd:"),    N_("user:"),    N_("start:"),   N_("duration:"),
+    N_("status:"),   N_("label:"),  N_("job:"),     N_("gap:"),     N_("cgroup:"),
+    N_("training:"), N_("events:"), N_("summary:"), N_("findings:")};
 
 // A row label of `show` in the reader's language, indented and padded so the values line up: to
 // the widest label plus one space, at least 10 terminal columns (the English layout; CJK characters
@@ -335,7 +360,7 @@ std::string format_run_details(const store::RunInfo& r) {
                      : d.until == "last_sample" ? tr(" up to the last stored sample (the recorder is gone)")
                                                 : std::string_view()) +
          "\n";
-  std::string status = store::effective_status(r);
+  std::string status = status_text(store::effective_status(r));
   if (r.exit_signal) {
     status += trf(" ({}, signal {}, exit status {})", runner::signal_name(*r.exit_signal), *r.exit_signal,
                   r.exit_code.value_or(0));
@@ -381,7 +406,7 @@ std::string format_run_details(const store::RunInfo& r) {
            std::string(s.oom_at_cgroup_limit ? tr(" (the OOM kill was at this memory limit)")
                                              : std::string_view()) +
            "\n";
-  if (s.train) out += format_train_summary(*s.train, "  ");
+  if (s.train) out += format_train_summary(*s.train, "  ", row_label_tr(N_("training:")).substr(2));
   if (s.train_events) {
     if (auto line = format_train_events(*s.train_events); !line.empty())
       out += row_label_tr(N_("events:")) + line + "\n";

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/runner/oom.h"
 
@@ -218,62 +219,75 @@ RunSummary summary_from_json(const std::string& text) {
 }
 
 std::string format_train_events(const RunSummary::TrainEvents& e) {
+  using i18n::trf;
   if (e.received == 0) return {};
   std::uint64_t rejected = 0;
   std::string reasons;
   for (const auto& [reason, n] : e.rejected) {
     rejected += n;
+    // the reasons are the events' machine words (as --json gives them), listed as they are
     reasons += fmt::format("{}{} {}", reasons.empty() ? "" : ", ", text::terminal(reason), n);
   }
-  std::string out = fmt::format("training events: {} received, {} accepted", e.received, e.accepted);
-  if (rejected > 0) out += fmt::format(", {} rejected ({})", rejected, reasons);
+  std::string out = trf("training events: {} received, {} accepted", e.received, e.accepted);
+  if (rejected > 0) out += trf(", {} rejected ({})", rejected, reasons);
   return out;
 }
 
 std::string format_summary(const RunSummary& s, const std::string& status_line, std::int64_t run_id,
                            std::optional<std::int64_t> findings) {
-  std::string out =
-      fmt::format("trainmon: {} after {}\n", status_line, runner::format_elapsed(s.duration_ms));
+  using i18n::tr;
+  using i18n::trf;
+  // For people, in the reader's language (core/i18n.h): the words translated, numbers and units as
+  // they are ("GPU0 ...: 利用率 平均 93.1% 峰值 99.0%").
+  std::string out = trf("trainmon: {} after {}\n", status_line, runner::format_elapsed(s.duration_ms));
   for (const auto& g : s.gpus) {
     std::string mem = g.peak_memory_used_bytes
                           ? fmt::format("{:.0f} MiB", static_cast<double>(*g.peak_memory_used_bytes) / kMiB)
                           : "N/A";
     if (g.peak_memory_used_bytes && g.memory_total_bytes)
-      mem += fmt::format(" of {:.0f} MiB", static_cast<double>(*g.memory_total_bytes) / kMiB);
+      mem += trf(" of {:.0f} MiB", static_cast<double>(*g.memory_total_bytes) / kMiB);
     std::string extra;
     if (g.energy_j && *g.energy_j > 0) {
-      extra += *g.energy_j >= 3.6e5 ? fmt::format(", energy {:.2f} kWh", *g.energy_j / 3.6e6)
-                                    : fmt::format(", energy {:.1f} kJ", *g.energy_j / 1e3);
+      extra += *g.energy_j >= 3.6e5 ? trf(", energy {:.2f} kWh", *g.energy_j / 3.6e6)
+                                    : trf(", energy {:.1f} kJ", *g.energy_j / 1e3);
     }
     if (g.counter_resets > 0)
-      extra += fmt::format(" (counters reset {} time{} during the run: driver reload or GPU reset)",
-                           g.counter_resets, g.counter_resets == 1 ? "" : "s");
-    out += fmt::format("  GPU{}{}{}: utilisation mean {} peak {}, peak memory {}{}\n", g.index,
-                       g.name.empty() ? "" : " " + text::terminal(g.name),
-                       g.used_by_job ? " (used by the job)" : "",
-                       g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
-                       g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem, extra);
+      extra +=
+          g.counter_resets == 1
+              ? trf(" (counters reset {} time during the run: driver reload or GPU reset)", g.counter_resets)
+              : trf(" (counters reset {} times during the run: driver reload or GPU reset)",
+                    g.counter_resets);
+    out += fmt::format("  GPU{}{}{}{}{}\n", g.index, g.name.empty() ? "" : " " + text::terminal(g.name),
+                       g.used_by_job ? tr(" (used by the job)") : std::string_view(),
+                       trf(": utilisation mean {} peak {}, peak memory {}",
+                           g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
+                           g.peak_util_pct ? fmt::format("{:.1f}%", *g.peak_util_pct) : "N/A", mem),
+                       extra);
   }
-  if (s.gpus.empty()) out += "  no GPU seen\n";
+  if (s.gpus.empty()) out += std::string("  ") + std::string(tr("no GPU seen")) + "\n";
   if (s.peak_job_rss_bytes) {
     const auto procs = s.peak_job_processes.value_or(0);
-    out += fmt::format("  job: peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process{}\n",
-                       static_cast<double>(*s.peak_job_rss_bytes) / kGiB, s.peak_job_cpu_pct.value_or(0),
-                       procs, procs == 1 ? "" : "es");
+    const double rss = static_cast<double>(*s.peak_job_rss_bytes) / kGiB,
+                 cpu = s.peak_job_cpu_pct.value_or(0);
+    out += "  " + std::string(tr("job: ")) +
+           (procs == 1 ? trf("peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process\n", rss, cpu, procs)
+                       : trf("peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n", rss, cpu, procs));
   }
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty()) {
-    out += fmt::format("  cgroup limits: {}", text::terminal(limits));
+    out += "  " + trf("cgroup limits: {}", text::terminal(limits));
     if (s.cgroup.memory_peak_bytes)
-      out += fmt::format("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
+      out += trf("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
     out += '\n';
   }
   if (s.train) out += format_train_summary(*s.train, "  ");
   if (s.train_events) {
     if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  " + line + "\n";
   }
-  out += findings ? fmt::format("  findings: {}\n", *findings)
-                  : std::string("  findings: not analysed yet (`trainmon diagnose` comes later)\n");
-  if (run_id > 0) out += fmt::format("  run id: {} (trainmon show {})\n", run_id, run_id);
+  out += "  " + std::string(tr("findings: ")) +
+         (findings ? std::to_string(*findings)
+                   : std::string(tr("not analysed yet (`trainmon diagnose` comes later)"))) +
+         "\n";
+  if (run_id > 0) out += "  " + trf("run id: {} (trainmon show {})", run_id, run_id) + "\n";
   return out;
 }
 

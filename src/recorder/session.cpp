@@ -276,8 +276,8 @@ bool RecorderSession::report_store_notices() {
   return !notices.empty();
 }
 
-void RecorderSession::set_live_findings(std::vector<diagnose::Finding> findings) {
-  if (writer_) writer_->set_live_findings(std::move(findings));
+void RecorderSession::set_live_findings(std::vector<diagnose::Finding> findings, std::vector<bool> open) {
+  if (writer_) writer_->set_live_findings(std::move(findings), std::move(open));
 }
 
 std::optional<Error> RecorderSession::finish(const store::RunEnd& end,

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/export/units.h"
 
 namespace trainmon::recorder {
@@ -164,39 +165,46 @@ std::string format_share_pct(double share) {
 }
 
 std::string describe_rank(const TrainRankSummary& r) {
-  std::string out =
-      r.rank >= 0 ? fmt::format("rank {}", r.rank) : fmt::format("pid {}", r.key < 0 ? -1 - r.key : r.key);
+  using i18n::trf;
+  std::string out = r.rank >= 0 ? trf("rank {}", r.rank) : trf("pid {}", r.key < 0 ? -1 - r.key : r.key);
   std::string where = exp::terminal_text(r.host);  // from the sender or a stored summary
-  if (r.gpu >= 0) where += fmt::format("{}GPU {}", where.empty() ? "" : ", ", r.gpu);
-  if (!where.empty()) out += " (" + where + ")";
+  if (r.gpu >= 0)
+    where += (where.empty() ? std::string() : std::string(i18n::tr(", "))) + fmt::format("GPU {}", r.gpu);
+  if (!where.empty()) out += trf(" ({})", where);
   return out;
 }
 
 std::string format_train_figures(const TrainRankSummary& r) {
+  using i18n::trf;
+  // The words in the reader's language; numbers, units, `samples/s`, `step` and `p90` stay.
   std::vector<std::string> parts;
-  if (r.samples_per_s) parts.push_back(format_samples_per_s(*r.samples_per_s) + " samples/s");
+  if (r.samples_per_s) parts.push_back(trf("{} samples/s", format_samples_per_s(*r.samples_per_s)));
   if (r.step_median_s) {
-    std::string step = "step " + format_step_s(*r.step_median_s) + " median";
-    if (r.step_p90_s) step += " (p90 " + format_step_s(*r.step_p90_s) + ")";
+    std::string step = trf("step {} median", format_step_s(*r.step_median_s));
+    if (r.step_p90_s) step += trf(" (p90 {})", format_step_s(*r.step_p90_s));
     parts.push_back(std::move(step));
   }
-  if (r.data_share) parts.push_back("data wait " + format_share_pct(*r.data_share));
-  parts.push_back(fmt::format("{} step{}", r.steps, r.steps == 1 ? "" : "s"));
+  if (r.data_share) parts.push_back(trf("data wait {}", format_share_pct(*r.data_share)));
+  parts.push_back(r.steps == 1 ? trf("{} step", r.steps) : trf("{} steps", r.steps));
   std::string out;
-  for (const auto& p : parts) out += (out.empty() ? "" : ", ") + p;
+  for (const auto& p : parts) out += (out.empty() ? std::string() : std::string(i18n::tr(", "))) + p;
   return out;
 }
 
 std::string format_train_summary(const TrainSummary& s, std::string_view indent) {
+  return format_train_summary(s, indent, i18n::tr("training: "));
+}
+
+std::string format_train_summary(const TrainSummary& s, std::string_view indent, std::string_view label) {
   TrainRankSummary job;
   job.steps = s.steps;
   job.samples_per_s = s.samples_per_s;
   job.step_median_s = s.step_median_s;
   job.data_share = s.data_share;
-  std::string out = fmt::format("{}training: {}\n", indent, format_train_figures(job));
+  std::string out = fmt::format("{}{}{}\n", indent, label, format_train_figures(job));
   if (s.ranks.size() > 1) {
     for (const auto& r : s.ranks)
-      out += fmt::format("{}  {}: {}\n", indent, describe_rank(r), format_train_figures(r));
+      out += fmt::format("{}  {}\n", indent, i18n::trf("{}: {}", describe_rank(r), format_train_figures(r)));
   }
   return out;
 }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/detectors.h"
 #include "trainmon/export/status.h"
@@ -266,6 +267,26 @@ std::string ServeState::train_json() {
 std::string ServeState::findings_json() {
   std::lock_guard lock(mu_);
   return text::json_dump(nlohmann::json(findings_));
+}
+
+std::string ServeState::findings_l10n_json() {
+  std::lock_guard lock(mu_);
+  return serve::findings_l10n_json(findings_);
+}
+
+std::string findings_l10n_json(const std::vector<diagnose::Finding>& findings) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& f : findings) {
+    list.push_back({{"code", f.code},
+                    {"gpus", f.gpus},
+                    {"pids", f.pids},
+                    {"start_s", f.start_s},
+                    {"evidence", std::string(diagnose::shown_evidence(f))},
+                    {"advice", std::string(diagnose::shown_advice(f))}});
+  }
+  const std::string_view lang = i18n::language();
+  return text::json_dump(nlohmann::json{{"lang", lang.empty() ? std::string("en") : std::string(lang)},
+                                        {"findings", std::move(list)}});
 }
 
 std::int64_t ServeState::run_id() {

@@ -10,7 +10,8 @@ namespace trainmon::store {
 
 using detail::Stmt;
 
-Expected<void> Store::insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings) {
+Expected<void> Store::insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings,
+                                      const std::vector<bool>& open) {
   sqlite3* db = impl_->db.get();
   std::int64_t start_ns = 0;
   {
@@ -33,9 +34,11 @@ Expected<void> Store::insert_findings(std::int64_t run_id, const std::vector<dia
   }
   Stmt q(db, "INSERT INTO findings (run_id, code, severity, t0_ns, t1_ns, json) VALUES (?,?,?,?,?,?)");
   auto ns = [start_ns](double s) { return start_ns + static_cast<std::int64_t>(std::llround(s * 1e9)); };
-  for (const auto& f : findings) {
+  for (std::size_t i = 0; i < findings.size(); ++i) {
+    const auto& f = findings[i];
     q.reset();
     nlohmann::json j = f;
+    if (i < open.size() && !open[i]) j["open"] = false;  // a live finding that closed (runs counts the open)
     // The text in the recorder's language too, for the views of a reader in that language (the
     // report); what JSON readers get (to_json) stays English.
     if (!f.evidence_local.empty() || !f.advice_local.empty())

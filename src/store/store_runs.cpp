@@ -29,10 +29,17 @@ constexpr std::string_view kRunColumns =
     "CASE WHEN end_ns IS NULL THEN (SELECT max(c.t1_ms) FROM series s JOIN chunks c ON c.series_id = s.id "
     "WHERE s.run_id = runs.id) END";
 
+/// The findings of a run still open: all but the live findings stored closed (`"open": false`,
+/// Store::insert_findings); a row whose JSON does not parse counts as open (findings() reports it).
+constexpr std::string_view kOpenFindings =
+    "(SELECT count(*) FROM findings f WHERE f.run_id = runs.id AND "
+    "(CASE WHEN json_valid(f.json) THEN json_extract(f.json, '$.open') END) IS NOT 0)";
+
 /// The run columns to select: kRunColumns, then boot_id and start_monotonic_ns (schema 3; an
-/// older store read as is has neither).
+/// older store read as is has neither), then the open findings.
 std::string run_columns(int schema) {
-  return fmt::format("{}, {}", kRunColumns, schema >= 3 ? "boot_id, start_monotonic_ns" : "'', NULL");
+  return fmt::format("{}, {}, {}", kRunColumns, schema >= 3 ? "boot_id, start_monotonic_ns" : "'', NULL",
+                     kOpenFindings);
 }
 
 RunInfo read_run_row(const Stmt& q) {
@@ -61,6 +68,7 @@ RunInfo read_run_row(const Stmt& q) {
   r.last_sample_unix_ms = q.opt_i64(16);
   r.boot_id = q.text(17);
   r.start_monotonic_ns = q.opt_i64(18);
+  r.open_finding_count = q.i64(19);
   return r;
 }
 

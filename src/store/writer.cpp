@@ -211,10 +211,11 @@ WriterStats StoreWriter::stats() const {
   return stats_;
 }
 
-void StoreWriter::set_live_findings(std::vector<diagnose::Finding> findings) {
+void StoreWriter::set_live_findings(std::vector<diagnose::Finding> findings, std::vector<bool> open) {
   std::lock_guard lock(mu_);
   if (finishing_) return;  // the end's findings replace them
   live_findings_ = std::move(findings);
+  live_open_ = std::move(open);
   ++live_findings_gen_;
 }
 
@@ -399,9 +400,10 @@ void StoreWriter::loop() {
     }
     queued_bytes_ -= std::min(queued_bytes_, bytes);
     const std::optional<std::vector<diagnose::Finding>> live = live_findings_;
+    const std::vector<bool> live_open = live_open_;
     const std::uint64_t live_gen = live_findings_gen_;
     lock.unlock();
-    auto r = write(batches, gaps, live ? &*live : nullptr);
+    auto r = write(batches, gaps, live ? &*live : nullptr, live_open);
     lock.lock();
     gaps_in_flight_ = 0;
     if (r) {
@@ -538,7 +540,8 @@ Expected<void> StoreWriter::persist(Open& o) {
 }
 
 Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps,
-                                  const std::vector<diagnose::Finding>* live_findings) {
+                                  const std::vector<diagnose::Finding>* live_findings,
+                                  const std::vector<bool>& live_open) {
   const std::uint64_t counter_before = batch_counter_;
   ++batch_counter_;
   if (auto r = begin_transaction(false); !r) {
@@ -598,7 +601,7 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::ve
     if (auto r = persist(o); !r) return fail(r.error());
   }
   if (live_findings) {
-    if (auto r = store_->insert_findings(run_id_, *live_findings); !r) return fail(r.error());
+    if (auto r = store_->insert_findings(run_id_, *live_findings, live_open); !r) return fail(r.error());
   }
   if (auto r = commit_transaction(false); !r) return fail(r.error());
   // Forget series not seen for a while (exited processes): their rows are on disk.

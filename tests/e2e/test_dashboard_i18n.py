@@ -2,16 +2,19 @@
 """`trainmon serve`'s dashboard in the reader's language (docs/language.md): /api/v1/messages
 answers the catalogue the browser's Accept-Language asks for, unless the server was told a language
 (--lang, $TRAINMON_LANG); Chromium with a zh-CN locale shows the dashboard's labels, headings and
-empty states in Chinese with a glyph for every character, and with en-US the English ones."""
+empty states in Chinese with a glyph for every character, and with en-US the English ones; a server in
+Chinese gives its findings' evidence and advice to the page (/api/v1/findings/l10n) while the JSON API
+stays English."""
 
 import json
 import os
+import re
 import shutil
 import subprocess
 
 import pytest
 
-from test_run_helpers import SOURCE_DIR, wait_for  # noqa: E402
+from test_run_helpers import SOURCE_DIR, kill_quietly, wait_for  # noqa: E402
 from test_serve import CHROMIUM, NODE_MODULES, Served  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -100,3 +103,33 @@ def test_dashboard_with_an_english_locale_stays_english(follows_browser, tmp_pat
     assert r["errors"] == [], r["errors"]
     assert r["lang"] == "en" and r["cjk"] == 0, r
     assert "GPU processes" in r["h2"] and r["labels"][0] == "utilisation" and r["conn"].startswith("live · run ")
+
+
+CJK = re.compile("[\u2e80-\u9fff\uff00-\uffef]")
+
+
+def test_a_chinese_server_gives_the_page_its_findings_in_chinese_and_the_api_in_english(tmp_path):
+    job = subprocess.Popen(["sleep", "600"])  # the scenario's GPU process
+    s = Served(str(tmp_path), "d10-ecc-errors.json", "--lang", "zh_CN", extra_env={"TRAINMON_TEST_PID": job.pid})
+    try:
+        wait_for(lambda: any(f["code"] == "D10" for f in s.json("/api/v1/findings")), timeout=90)
+        english = {f["code"]: f for f in s.json("/api/v1/findings")}
+        text = s.json("/api/v1/findings/l10n")
+        assert text["lang"] == "zh_CN", text
+        local = {f["code"]: f for f in text["findings"]}
+        d10, zh = english["D10"], local["D10"]
+        assert (zh["gpus"], zh["pids"]) == (d10["gpus"], d10["pids"])
+        # the same finding, its numbers in both; only the words differ
+        assert CJK.search(zh["evidence"]) and CJK.search(zh["advice"]), zh
+        assert not CJK.search(d10["evidence"] + d10["advice"]), d10  # what scripts read stays English
+        assert sorted(re.findall(r"\d+", zh["evidence"])) == sorted(re.findall(r"\d+", d10["evidence"])), (zh, d10)
+        assert not CJK.search(json.dumps(s.json("/api/v1/snapshot")["findings"], ensure_ascii=False))
+        r = dashboard(s, "zh-CN", tmp_path / "dashboard-findings-zh.png")
+        assert r["errors"] == [], r["errors"]
+        shown = [f for f in r["findings"] if f and f[0] == zh["evidence"]]
+        assert shown and shown[0][1] == zh["advice"], (r["findings"], zh)
+        assert r["missing"] == [], f"characters drawn as the missing-glyph box: {''.join(r['missing'])}"
+    finally:
+        s.stop()
+        kill_quietly(job)
+        job.wait()

@@ -81,6 +81,12 @@ def test_gpu_check_runs_the_bundle(tmp_path):
     s = subprocess.run([str(bundle / "trainmon"), "serve", "--listen", "127.0.0.1:0", "--duration", "1",
                         "--db", str(tmp_path / "serve.db")], env=env, capture_output=True, text=True, timeout=120)
     assert s.returncode == 0 and "listening on http://127.0.0.1:" in s.stderr, s.stderr
+    # the compiled message catalogue travels too: --lang zh_CN speaks Chinese from the bundle alone
+    assert (bundle / "lib" / "locale" / "zh_CN" / "LC_MESSAGES" / "trainmon.mo").is_file()
+    alone = {k: v for k, v in env.items() if k not in ("TRAINMON_LOCALEDIR", "TRAINMON_LANG")}
+    z = subprocess.run([str(bundle / "trainmon"), "--lang", "zh_CN", "runs", "--db", str(tmp_path / "serve.db")],
+                       env=alone, capture_output=True, text=True, timeout=30)
+    assert z.returncode == 0 and z.stdout.split()[:3] == ["ID", "名称", "状态"], z.stdout + z.stderr
     r, rows = gpu_check(tmp_path, "h200-idle", trainmon=str(bundle / "trainmon"))
     assert r.returncode == 0, r.stdout + r.stderr
     assert any(s == "query" and f == "name" and v == "equal" for s, _, f, _, _, v in rows)

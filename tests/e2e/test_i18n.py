@@ -9,6 +9,7 @@ The catalogue itself (translated, placeholders) is the ctest entry i18n.catalogu
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -70,8 +71,10 @@ def d4(tmp_path_factory):
         ["--interval", "0.5", "--no-report", "--db", db, "--", "sleep", "20"]
     p = subprocess.run(args, env=e, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
-    # the run's own summary already speaks Chinese
+    # the run's own summary already speaks Chinese: its findings and its own lines
     assert "[警告] D4" in p.stderr and "GPU 在等数据" in p.stderr, p.stderr
+    assert "trainmon: 命令退出状态 0，历时 " in p.stderr and re.search(r"\n  诊断结果：[1-9]\n", p.stderr), p.stderr
+    assert "utilisation mean" not in p.stderr and "findings:" not in p.stderr, p.stderr
     return db, e
 
 
@@ -282,3 +285,22 @@ def test_parse_and_command_errors_speak_chinese_with_the_same_exit_status(tmp_pa
         for w in want:
             assert w in zh.stderr, (args, zh.stderr)
         assert not any(ord(c) > 0x2e80 for c in en.stderr), (args, en.stderr)
+def test_runs_table_speaks_chinese_aligned_and_its_json_is_the_english_one(d4):
+    db, e = d4
+    zh = tm(["runs", "--db", db], e).decode().splitlines()
+    en = tm(["runs", "--db", db], lang_env(e)).decode().splitlines()
+    assert zh[0].split()[:3] == ["ID", "名称", "状态"] and en[0].split()[:3] == ["ID", "NAME", "STATUS"], (zh, en)
+    assert "已退出(0)" in zh[1] and "exited(0)" in en[1], (zh, en)
+    # COMMAND (the last column) starts at the same terminal column in the header and the row
+    for lines, head in ((zh, "命令"), (en, "COMMAND")):
+        assert columns(lines[0][:lines[0].index(head)]) == columns(lines[1][:lines[1].index("sleep 20")]), lines
+    # the findings count right-aligned under its header (D4 among them)
+    count = str(json.loads(tm(["runs", "--db", db, "--json"], e))[0]["finding_count"])
+    assert count != "0"
+    for lines, head in ((zh, "诊断结果"), (en, "FINDINGS")):
+        end = columns(lines[0][:lines[0].index(head) + len(head)])
+        row, cut = lines[1], 0
+        while columns(row[:cut]) < end:
+            cut += 1
+        assert row[:cut].split()[-1] == count, lines
+    assert tm(["runs", "--db", db, "--json"], e) == tm(["runs", "--db", db, "--json"], lang_env(e))

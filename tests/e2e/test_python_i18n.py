@@ -209,3 +209,17 @@ def test_trainmon_run_passes_its_language_to_the_job(tmp_path):
         assert p.returncode == 0, p.stderr
         line = p.stdout.strip().splitlines()[-1]
         assert line.startswith(head) and mem in line and _format.RESOURCE_LINE_RE.match(line), line
+
+
+def test_the_catalogue_check_flags_an_ascii_comma_or_semicolon_between_chinese_characters():
+    sys.path.insert(0, SCRIPTS)
+    try:
+        import i18n_catalogue
+    finally:
+        sys.path.remove(SCRIPTS)
+    assert i18n_catalogue.mixed_punctuation("训练循环没有进展, 它停在 {}") == ["展, 它"]
+    assert i18n_catalogue.mixed_punctuation("显存峰值 {}；利用率（平均）;峰值") == ["）;峰"]
+    # ASCII stays inside numbers, units, code and names; full-width is what Chinese takes
+    assert i18n_catalogue.mixed_punctuation("进程 12, 进程 13，1,234 MiB; GPU0,GPU1：`a; b`") == []
+    zh = [e for e in i18n_catalogue.parse_po(os.path.join(SCRIPTS, "..", "po", "zh_CN.po")) if e["msgid"]]
+    assert zh and not [e["msgstr"] for e in zh if i18n_catalogue.mixed_punctuation(e.get("msgstr", ""))]

@@ -108,8 +108,8 @@ class RecorderSession {
   /// The run's id in the store; 0 while it is not created yet, or when not recording.
   std::int64_t run_id() const;
   /// The findings so far of the running run, stored with the next tick (StoreWriter::
-  /// set_live_findings); nothing when not recording.
-  void set_live_findings(std::vector<diagnose::Finding> findings);
+  /// set_live_findings, `open` as there); nothing when not recording.
+  void set_live_findings(std::vector<diagnose::Finding> findings, std::vector<bool> open = {});
   /// Write everything held, then the end and `findings` (nullopt: none stored). Waits up to
   /// `wait` for a store that refuses writes (one message after a second); `give_up`, polled about
   /// every 200 ms while waiting, stops waiting when it returns true (a second signal). Returns the

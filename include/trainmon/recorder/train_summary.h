@@ -68,19 +68,24 @@ std::optional<TrainSummary> train_summary_from_json(const nlohmann::json& j);
 
 /// Samples per second: "1234.5", "123456" from 100,000 on; "" for NaN or negative.
 std::string format_samples_per_s(double v);
-/// A step time: "32us" under 1 ms (ASCII u, as perf and ping print), "4.2ms" under 10 ms, "0.412s" under 10 s, "12.34s" under 100 s, "123.4s" under
-/// 1000 s, "1234s"; "" for NaN or negative. At most 6 columns up to 99,999 s.
+/// A step time: "32us" under 1 ms (ASCII u, as perf and ping print), "4.2ms" under 10 ms, "0.412s" under 10
+/// s, "12.34s" under 100 s, "123.4s" under 1000 s, "1234s"; "" for NaN or negative. At most 6 columns up to
+/// 99,999 s.
 std::string format_step_s(double seconds);
 /// A 0..1 share as "12.3%" (at most 6 columns); "" for NaN.
 std::string format_share_pct(double share);
-/// "rank 1" (or "pid 4242" for a rank without RANK), then " (host, GPU 2)" with what is known.
+/// "rank 1" (or "pid 4242" for a rank without RANK), then " (host, GPU 2)" with what is known (the
+/// reader's language).
 std::string describe_rank(const TrainRankSummary& r);
 
 /// "1234.5 samples/s, step 0.412s median (p90 0.450s), data wait 12.3%, 1200 steps" with the figures
-/// that are known (p90 only when given).
+/// that are known (p90 only when given), in the reader's language.
 std::string format_train_figures(const TrainRankSummary& r);
 /// Lines for people, each `indent` + text + '\n': the job's figures ("training: ..."), then with
-/// several ranks one line per rank ("  rank 0 (node1, GPU 0): ...").
+/// several ranks one line per rank ("  rank 0 (node1, GPU 0): ..."). In the reader's language
+/// (core/i18n.h): the words translated, the numbers and units as they are.
 std::string format_train_summary(const TrainSummary& s, std::string_view indent);
+/// The same with the first line's label given (`label` + figures: `show` pads it like its other rows).
+std::string format_train_summary(const TrainSummary& s, std::string_view indent, std::string_view label);
 
 }  // namespace trainmon::recorder

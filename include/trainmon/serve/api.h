@@ -37,6 +37,9 @@ std::optional<SampleQuery> parse_sample_query(const std::string& from, const std
 ApiReply api_samples(const std::string& db_path, std::int64_t run_id, const SampleQuery& q);
 /// GET /api/v1/runs/<id>/findings: the findings stored for the run.
 ApiReply api_findings(const std::string& db_path, std::int64_t run_id);
+/// GET /api/v1/runs/<id>/findings/l10n: their evidence and advice for people in serve's language
+/// (serve::findings_l10n_json): the stored translation when the run was recorded in it.
+ApiReply api_findings_l10n(const std::string& db_path, std::int64_t run_id);
 /// GET /api/v1/runs/<id>/events: {"gpu_events": [...], "train_events": [...]}.
 ApiReply api_events(const std::string& db_path, std::int64_t run_id);
 /// GET /runs/<id>/report: the run's self-contained HTML report (report::render_report).

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainmon/diagnose/finding.h"
 #include "trainmon/ipc/run_state_file.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/serve/metrics_text.h"
@@ -30,6 +31,13 @@ struct HistoryRow {
   float cpu_busy_pct = 0;
   float mem_used_pct = 0;  ///< host memory used / total, percent
 };
+
+/// The findings' text for people in this process's language (core/i18n.h), for the dashboard (its
+/// page shows it when it reads that language, docs/language.md): {"lang": "zh_CN" or "en",
+/// "findings": [{"code", "gpus", "pids", "start_s", "evidence", "advice"}]} in the findings' order;
+/// the evidence as the detector translated it (else the English), the advice diagnose::shown_advice.
+/// The findings' own JSON (the API, the store) stays English.
+std::string findings_l10n_json(const std::vector<diagnose::Finding>& findings);
 
 class ServeState : public recorder::TickObserver {
  public:
@@ -57,6 +65,9 @@ class ServeState : public recorder::TickObserver {
   std::string history_json(double seconds);
   /// /api/v1/findings body: the live diagnosis's open findings (JSON array).
   std::string findings_json();
+  /// /api/v1/findings/l10n body: the same findings' evidence and advice in serve's language
+  /// (findings_l10n_json); what scripts read (/api/v1/findings, the snapshot) stays English.
+  std::string findings_l10n_json();
 
   /// The Hostname label of every exported series (serve --hostname); empty: the machine's name.
   /// Call before the first tick.

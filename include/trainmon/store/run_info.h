@@ -66,8 +66,11 @@ struct RunInfo {
   /// value) sorted by name (schema 4; empty in older stores and for runs given none). A name this
   /// trainmon does not know (a newer one's) is kept as read.
   std::vector<std::pair<std::string, double>> thresholds;
-  std::string summary_json;  ///< written when the run finishes; empty before
-  std::int64_t finding_count = 0;
+  std::string summary_json;        ///< written when the run finishes; empty before
+  std::int64_t finding_count = 0;  ///< stored findings (a running run's: every live one, open or closed)
+  /// Of those, the ones not closed: a running run's live findings still open (a live finding that
+  /// closed is stored with "open": false, Store::insert_findings); every one of a finished run.
+  std::int64_t open_finding_count = 0;
   std::vector<RunGpu> gpus;  ///< by index
   /// Time of the newest stored sample row (Unix epoch, ms), read only for a run without end_unix_ns
   /// (still recording, or lost): how far its recording got. Empty when it has no samples yet, and

@@ -124,8 +124,11 @@ class Store {
   Expected<void> insert_train_stack(std::int64_t run_id, const TrainStack& stack);
   /// The run's stored stacks, oldest first; empty before schema 2.
   Expected<std::vector<TrainStack>> train_stacks(std::int64_t run_id);
-  /// Replace the run's findings (one row each: code, severity, times, the Finding's JSON).
-  Expected<void> insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings);
+  /// Replace the run's findings (one row each: code, severity, times, the Finding's JSON). `open`: for
+  /// a running run's live findings, whether each (same index) is still open; a closed one is stored
+  /// with "open": false (RunInfo::open_finding_count leaves it out). Empty: all open (the end's).
+  Expected<void> insert_findings(std::int64_t run_id, const std::vector<diagnose::Finding>& findings,
+                                 const std::vector<bool>& open = {});
   /// The run's stored findings, in the order they were stored.
   Expected<std::vector<diagnose::Finding>> findings(std::int64_t run_id);
 

@@ -106,8 +106,9 @@ class StoreWriter {
 
   /// The run's findings so far (a running run's live diagnosis), replacing those stored: written
   /// with the next tick's transaction, so that `runs`, `show`, `report` and a run whose recorder
-  /// dies keep what was found. Only the newest set is kept while the store refuses writes.
-  void set_live_findings(std::vector<diagnose::Finding> findings);
+  /// dies keep what was found. Only the newest set is kept while the store refuses writes. `open`:
+  /// whether each (same index) is still open (Store::insert_findings; empty: all).
+  void set_live_findings(std::vector<diagnose::Finding> findings, std::vector<bool> open = {});
 
   /// Ask for the end: everything held is written, then `end` and `findings` (replacing the run's
   /// findings; nullopt: left as they are) in one durable transaction, retried like the ticks.
@@ -155,7 +156,8 @@ class StoreWriter {
   void loop();
   bool open_and_create();
   Expected<void> write(std::vector<TickBatch>& batches, const std::vector<RecordingGap>& gaps,
-                       const std::vector<diagnose::Finding>* live_findings);
+                       const std::vector<diagnose::Finding>* live_findings,
+                       const std::vector<bool>& live_open);
   Expected<void> write_end(const std::vector<RecordingGap>& gaps);
   Expected<void> begin_transaction(bool durable);
   Expected<void> commit_transaction(bool durable);
@@ -197,6 +199,7 @@ class StoreWriter {
   RunEnd end_;
   std::optional<std::vector<diagnose::Finding>> end_findings_;
   std::optional<std::vector<diagnose::Finding>> live_findings_;  ///< not yet written
+  std::vector<bool> live_open_;                                  ///< which of them are open
   std::uint64_t live_findings_gen_ = 0;                          ///< set_live_findings() calls
   std::optional<Error> error_;                                   ///< stopped for good
   std::optional<Error> retrying_;                                ///< the current transient failure

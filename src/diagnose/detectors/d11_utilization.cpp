@@ -59,11 +59,9 @@ std::vector<Finding> detect_utilization(const RunSeries& s, const Thresholds& th
       put(f.numbers, fmt::format("gpu{}_mean_util_pct", band.gpus[k]), band.means[k]);
       list += fmt::format("{}GPU{} {} %", list.empty() ? "" : ", ", band.gpus[k], num(band.means[k]));
     }
-    static constexpr const char* kWhat[] = {"below {} %: most of the GPU time is wasted",
-                                            "between {} and {} %: there is headroom"};
-    const std::string what =
-        b == 0 ? fmt::format(fmt::runtime(kWhat[0]), num(th.low_util_pct))
-               : fmt::format(fmt::runtime(kWhat[1]), num(th.low_util_pct), num(th.healthy_util_low_pct));
+    const Phrase what = b == 0 ? phrase("below {} %: most of the GPU time is wasted", num(th.low_util_pct))
+                               : phrase("between {} and {} %: there is headroom", num(th.low_util_pct),
+                                        num(th.healthy_util_low_pct));
     say(f, "mean utilisation while the job held the GPU: {}; {}", list, what);
     f.advice =
         b == 1

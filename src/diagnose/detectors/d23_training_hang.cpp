@@ -127,15 +127,26 @@ std::optional<RankStack> stack_of(const RunSeries& s, const TrainRank& id, doubl
   return rs;
 }
 
-std::string who(const RankStack& st) {
-  return st.rank >= 0 ? fmt::format("rank {}", st.rank) : fmt::format("process {}", st.pid);
+Phrase who(const RankStack& st) {
+  return st.rank >= 0 ? phrase("rank {}", st.rank) : phrase("process {}", st.pid);
 }
 
-/// "rank 1", "rank 0, rank 2", or "7 ranks" beyond four.
-std::string ranks_text(const std::vector<const RankStack*>& v) {
-  if (v.size() > 4) return fmt::format("{} ranks", v.size());
-  std::string out;
-  for (const auto* st : v) out += (out.empty() ? "" : ", ") + who(*st);
+/// A phase's name (train_phase_name) as a word of the evidence, translated in the local text.
+Word phase_word(TrainPhase p) {
+  switch (p) {
+    case TrainPhase::data: return word("data");
+    case TrainPhase::compute: return word("compute");
+    case TrainPhase::idle: return word("idle");
+    case TrainPhase::unknown: break;
+  }
+  return word("unknown");
+}
+
+/// "rank 1", "rank 0, rank 2", or "7 ranks" beyond four (both languages).
+Phrase ranks_text(const std::vector<const RankStack*>& v) {
+  if (v.size() > 4) return phrase("{} ranks", v.size());
+  Phrase out;
+  for (const auto* st : v) add_listed(out, who(*st));
   return out;
 }
 
@@ -183,7 +194,7 @@ Phrase who_holds_the_job(Finding& f, const std::vector<RankStack>& mute,
   const Holders h = holders_of(f.stacks, mute);
   if (!h.ranks.empty()) {
     const RankStack& first = *h.ranks.front();
-    const std::string odd = ranks_text(h.ranks), others = ranks_text(h.waiting);
+    const Phrase odd = ranks_text(h.ranks), others = ranks_text(h.waiting);
     const std::string& coll = h.waiting.front()->collective;
     const bool one = h.ranks.size() == 1, one_waits = h.waiting.size() == 1;
     if (h.mute && one && one_waits)
@@ -248,9 +259,8 @@ Phrase who_holds_the_job(Finding& f, const std::vector<RankStack>& mute,
     if (std::find(seen.begin(), seen.end(), st->collective) == seen.end()) seen.push_back(st->collective);
   }
   if (seen.size() < 2) return {};
-  std::string list;
-  for (const auto* st : waiting)
-    list += fmt::format("{}{} in {}", list.empty() ? "" : ", ", who(*st), st->collective);
+  Phrase list;
+  for (const auto* st : waiting) add_listed(list, phrase("{} in {}", who(*st), st->collective));
   say(f,
       "; the ranks wait in different collectives ({}): a collective that only some ranks call never "
       "completes",
@@ -355,17 +365,17 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     f.pids.assign(pids.begin(), pids.end());
 
     // Who, since when, judged with which window.
-    std::string who;
-    for (const auto* r : ranks) who += (who.empty() ? "" : ", ") + rank_short(r->id);
+    Phrase halted;
+    for (const auto* r : ranks) add_listed(halted, rank_short(r->id));
     const std::size_t total_ranks = s.train.ranks.size();
     // A job of one process (no torch.distributed): no collective to wait in, no rank to hold it.
     bool distributed = total_ranks > 1;
     for (const auto& r : s.train.ranks) distributed = distributed || r.id.world_size > 1;
     if (ranks.size() == 1)
-      say(f, "no step completed on {} for {} (since {} s) while its process still runs", who,
+      say(f, "no step completed on {} for {} (since {} s) while its process still runs", halted,
           dur(t_end - since), num(since));
     else
-      say(f, "no step completed on {} for {} (since {} s) while their processes still run", who,
+      say(f, "no step completed on {} for {} (since {} s) while their processes still run", halted,
           dur(t_end - since), num(since));
     {
       const auto& h0 = hangs[grp.front().rank];
@@ -382,10 +392,9 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     put(f.numbers, "ranks_stalled", static_cast<double>(ranks.size()));
     put(f.numbers, "ranks", static_cast<double>(total_ranks));
     if (ranks.size() < total_ranks) {
-      std::string going;
+      Phrase going;
       for (const auto& r : s.train.ranks)
-        if (std::find(ranks.begin(), ranks.end(), &r) == ranks.end())
-          going += (going.empty() ? "" : ", ") + rank_short(r.id);
+        if (std::find(ranks.begin(), ranks.end(), &r) == ranks.end()) add_listed(going, rank_short(r.id));
       if (s.train.ranks.size() - ranks.size() == 1)
         say(f, "; {} still progresses", going);
       else
@@ -394,7 +403,7 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
 
     // What each rank was doing (its phase at the end) and who stopped first.
     Phrase phases;
-    std::vector<std::string> in_data, silent;
+    std::vector<Phrase> in_data, silent;
     std::vector<const RankSeries*> silent_ranks;
     std::set<std::int64_t> data_keys;  // ranks waiting for data when they stalled
     double first_stop = 1e300, last_stop = -1e300;
@@ -418,9 +427,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
         last_stop = std::max(last_stop, last_step);
       }
       if (last.phase != TrainPhase::unknown)
-        phases += phrase("{}{} in {}{}", phases.empty() ? "" : ", ", rank_short(r->id),
-                         train_phase_name(last.phase),
-                         na(last.phase_t) ? Phrase{} : phrase(" since {} s", num(last.phase_t)));
+        add_listed(phases, phrase("{} in {}{}", rank_short(r->id), phase_word(last.phase),
+                                  na(last.phase_t) ? Phrase{} : phrase(" since {} s", num(last.phase_t))));
       if (last.phase == TrainPhase::data) {
         in_data.push_back(rank_short(r->id));
         data_keys.insert(r->id.key);
@@ -454,8 +462,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     std::vector<Phrase> kinds;
     // (said once: when the stacks name the same ranks, "holds the job" below says it)
     if (!in_data.empty() && in_data.size() < ranks.size() && named != data_keys) {
-      std::string d;
-      for (const auto& x : in_data) d += (d.empty() ? "" : ", ") + x;
+      Phrase d;
+      for (const auto& x : in_data) add_listed(d, x);
       kinds.push_back(in_data.size() == 1 ? phrase("{} waits for data while the others wait in compute (a "
                                                    "collective): {} holds them all",
                                                    d, d)
@@ -471,8 +479,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
                              num(last_stop - first_stop, 1)));
     }
     if (!silent.empty()) {
-      std::string d;
-      for (const auto& x : silent) d += (d.empty() ? "" : ", ") + x;
+      Phrase d;
+      for (const auto& x : silent) add_listed(d, x);
       kinds.push_back(silent.size() == 1
                           ? phrase("{} stopped reporting altogether while its process lives "
                                    "(Python blocked holding the GIL, or the process is stopped)",
@@ -520,9 +528,8 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     Phrase at;
     for (const auto& st : f.stacks) {
       if (st.where.empty()) continue;
-      at += phrase("{}{} is at {}{}", at.empty() ? "" : ", ",
-                   st.rank >= 0 ? phrase("rank {}", st.rank) : phrase("process {}", st.pid), st.where,
-                   st.caller.empty() ? Phrase{} : phrase(" (called from {})", st.caller));
+      add_listed(at, phrase("{} is at {}{}", who(st), st.where,
+                            st.caller.empty() ? Phrase{} : phrase(" (called from {})", st.caller)));
     }
     if (!at.empty()) say(f, "; {}", at);
     Phrase holder = who_holds_the_job(f, mute, data_keys);

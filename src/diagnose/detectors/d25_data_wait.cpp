@@ -72,7 +72,7 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
     std::vector<double> rank_share(R, NAN);
     std::vector<double> sorted;
     double all_steps = 0, all_step_s = 0, all_data_s = 0;
-    std::string each;
+    Phrase each;
     std::set<unsigned> gpus;
     std::set<std::uint32_t> pids;
     for (std::size_t k = 0; k < R; ++k) {
@@ -86,8 +86,7 @@ std::vector<Finding> detect_data_wait(const RunSeries& s, const Thresholds& th) 
       const auto& id = ranks[k].id;
       if (id.gpu >= 0) gpus.insert(static_cast<unsigned>(id.gpu));
       if (id.pid) pids.insert(id.pid);
-      if (R > 1)
-        each += fmt::format("{}{} {} %", each.empty() ? "" : ", ", rank_short(id), num(100 * rank_share[k]));
+      if (R > 1) add_listed(each, phrase("{} {} %", rank_short(id), num(100 * rank_share[k])));
       put(f.numbers,
           id.rank >= 0 ? fmt::format("rank{}_data_share_pct", id.rank)
                        : fmt::format("pid{}_data_share_pct", id.pid),

@@ -240,18 +240,24 @@ inline std::string train_gpus_unknown_text(const TrainGpus& g) {
   }
 }
 
-/// "rank 1 (pid 4242 on node3, GPU1)": who a rank is, with what is known.
-inline std::string rank_name(const TrainRank& id) {
-  std::string who = id.rank >= 0 ? fmt::format("rank {}", id.rank) : fmt::format("process {}", id.pid);
-  std::string more;
-  if (id.rank >= 0 && id.pid) more = fmt::format("pid {}", id.pid);
-  if (!id.host.empty()) more += (more.empty() ? "on " : " on ") + id.host;
-  if (id.gpu >= 0) more += fmt::format("{}GPU{}", more.empty() ? "" : ", ", id.gpu);
-  return more.empty() ? who : who + " (" + more + ")";
+/// "rank 1" or "process 4242", in both languages (phrase(): "进程 4242").
+inline Phrase rank_short(const TrainRank& id) {
+  return id.rank >= 0 ? phrase("rank {}", id.rank) : phrase("process {}", id.pid);
 }
-/// "rank 1" or "process 4242".
-inline std::string rank_short(const TrainRank& id) {
-  return id.rank >= 0 ? fmt::format("rank {}", id.rank) : fmt::format("process {}", id.pid);
+/// `list` with `item` appended: "a, b" in English, "a、b" in the local text (the msgid "{}, {}": a
+/// list's separator, never one between clauses).
+inline void add_listed(Phrase& list, const Phrase& item) {
+  list = list.empty() ? item : phrase("{}, {}", list, item);
+}
+/// "rank 1 (pid 4242 on node3, GPU1)": who a rank is, with what is known, in both languages.
+inline Phrase rank_name(const TrainRank& id) {
+  const bool pid = id.rank >= 0 && id.pid, host = !id.host.empty();
+  Phrase more = pid && host ? phrase("pid {} on {}", id.pid, id.host)
+                : pid       ? phrase("pid {}", id.pid)
+                : host      ? phrase("on {}", id.host)
+                            : Phrase{};
+  if (id.gpu >= 0) more = more.empty() ? phrase("GPU{}", id.gpu) : phrase("{}, GPU{}", more, id.gpu);
+  return more.empty() ? rank_short(id) : phrase("{} ({})", rank_short(id), more);
 }
 
 /// 1 at the rows where the training loop's own timing covers the job: some rank reported a step

@@ -9,6 +9,7 @@
 #include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/report/report.h"
+#include "trainmon/serve/serve_state.h"
 #include "trainmon/store/load_run_series.h"
 #include "trainmon/store/store.h"
 
@@ -138,6 +139,15 @@ ApiReply api_findings(const std::string& db_path, std::int64_t run_id) {
   auto f = s->findings(run_id);
   if (!f) return store_error(f.error());
   return {200, text::json_dump(nlohmann::json(*f))};
+}
+
+ApiReply api_findings_l10n(const std::string& db_path, std::int64_t run_id) {
+  auto s = store::Store::open(db_path, store::OpenMode::read_only);
+  if (!s) return store_error(s.error());
+  if (auto r = s->get_run(run_id); !r) return store_error(r.error());
+  auto f = s->findings(run_id);  // with the stored l10n copy when it is in this process's language
+  if (!f) return store_error(f.error());
+  return {200, findings_l10n_json(*f)};
 }
 
 ApiReply api_events(const std::string& db_path, std::int64_t run_id) {

@@ -410,6 +410,11 @@ void install_routes(ServerImpl& s) {
   http.Get("/api/v1/findings", [state](const httplib::Request&, httplib::Response& res) {
     reply(res, {200, state->findings_json()});
   });
+  // The findings' evidence and advice in serve's language, for the page (docs/language.md); the
+  // findings' JSON above stays English for scripts.
+  http.Get("/api/v1/findings/l10n", [state](const httplib::Request&, httplib::Response& res) {
+    reply(res, {200, state->findings_l10n_json()});
+  });
   http.Get("/api/v1/runs", [state](const httplib::Request&, httplib::Response& res) {
     reply(res, api_runs(state->db_path()));
   });
@@ -430,6 +435,10 @@ void install_routes(ServerImpl& s) {
   http.Get(R"(/api/v1/runs/(\d{1,18})/findings)",
            [state](const httplib::Request& req, httplib::Response& res) {
              reply(res, api_findings(state->db_path(), id_of(req)));
+           });
+  http.Get(R"(/api/v1/runs/(\d{1,18})/findings/l10n)",
+           [state](const httplib::Request& req, httplib::Response& res) {
+             reply(res, api_findings_l10n(state->db_path(), id_of(req)));
            });
   http.Get(R"(/api/v1/runs/(\d{1,18})/events)", [state](const httplib::Request& req, httplib::Response& res) {
     reply(res, api_events(state->db_path(), id_of(req)));

@@ -5,7 +5,7 @@
 // LOCALE ('zh-CN', 'en-US') sets the browser's Accept-Language and navigator.languages. A CJK character
 // (U+2E80..U+9FFF, U+F900..U+FAFF, U+FF00..U+FFEF) drawn on a canvas in the page's font exactly like a
 // code point no font has (U+10FFFD) has no glyph (as glyph_check.mjs). Prints one JSON line:
-// {lang, title, h2, th, labels, host_rows, conn, empty, cjk, missing, font, errors, screenshot}.
+// {lang, title, h2, th, labels, host_rows, conn, empty, findings, cjk, missing, font, errors, screenshot}.
 import fs from 'node:fs';
 
 import { launchChromium } from './chromium.mjs';
@@ -50,6 +50,9 @@ try {
       host_rows: texts('#hostcard .row .muted'),
       conn: document.getElementById('conn').textContent,
       empty: texts('#live td.muted, #live li.muted'),
+      // each finding of the list: [evidence, advice] as the page shows them
+      findings: [...document.querySelectorAll('#findings li:not(.muted)')].map(
+          (li) => [...li.querySelectorAll('div')].map((d) => d.textContent)),
       cjk: cjk.length,
       missing: cjk.filter((c) => draw(c) === tofu),
       font,

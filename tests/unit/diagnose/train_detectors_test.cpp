@@ -4,10 +4,15 @@
 // the training loop's own timing exists.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 #include <tuple>
 
 #include <fmt/format.h>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/diagnose/stacks.h"
 #include "unit/diagnose/synth.h"
@@ -770,6 +775,46 @@ TEST(DiagLiveTrain, AHangOpensLiveAndItsStacksJoinIt) {
   // the final answer is the offline one, stacks included
   const auto fin = live.finish({});
   EXPECT_EQ(fin, DiagnosisEngine{}.run_all(live.series(), kTh));
+}
+
+// In Chinese the evidence names ranks and processes in Chinese and joins its lists and clauses with
+// full-width punctuation (a tester found "process" and ", " between Chinese clauses).
+TEST(DiagD23Hang, InChineseNoEnglishWordOrAsciiSeparatorBetweenChineseClauses) {
+  const std::string mo =
+      (std::filesystem::temp_directory_path() / ("trainmon-d23-" + std::to_string(::getpid()) + ".mo"))
+          .string();
+  const std::string cmd = "msgfmt -o '" + mo + "' '" TRAINMON_SOURCE_DIR "/po/zh_CN.po' 2>/dev/null";
+  if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "msgfmt is not installed";
+  ASSERT_TRUE(i18n::load_catalogue(mo, "zh_CN"));
+  std::filesystem::remove(mo);
+  // two ranks waiting for data, and a job of two processes without RANK (no rank number)
+  auto ranked = hung_job(100, 400, 400, TrainPhase::data);
+  Synth plain(2, 400);
+  RankFeed p0(-1, 1000, 0), p1(-1, 1001, 1);
+  p0.id.world_size = p1.id.world_size = -1;
+  p0.steps(plain.s, 0, 100, 1.0, 0.2, 0.01);
+  p1.steps(plain.s, 0, 100, 1.0, 0.2, 0.01);
+  p0.heartbeats(plain.s, 100, 400, 1.0, TrainPhase::data, 100);
+  p1.heartbeats(plain.s, 100, 400, 1.0, TrainPhase::data, 100);
+  job_process(plain.s, 1000, 0, 400);
+  job_process(plain.s, 1001, 0, 400);
+  const auto a = detect_training_hang(ranked.s, kTh), b = detect_training_hang(plain.s, kTh);
+  i18n::load_catalogue({}, {});
+  ASSERT_EQ(a.size(), 1u);
+  ASSERT_EQ(b.size(), 1u);
+  const std::string& za = a[0].evidence_local;
+  const std::string& zb = b[0].evidence_local;
+  EXPECT_NE(za.find("rank 0 处于 等数据（自 100 s 起）、rank 1 处于 等数据"), std::string::npos) << za;
+  EXPECT_NE(zb.find("进程 1000、进程 1001"), std::string::npos) << zb;
+  EXPECT_NE(b[0].evidence.find("process 1000, process 1001"), std::string::npos) << b[0].evidence;
+  for (const auto& z : {za, zb}) {
+    EXPECT_EQ(z.find("process"), std::string::npos) << z;
+    EXPECT_EQ(z.find(" in "), std::string::npos) << z;
+    // no ASCII ", " or "; " after a Chinese character or full-width punctuation (UTF-8 lead E2..EF)
+    for (std::size_t i = 0; i + 1 < z.size(); ++i)
+      if ((z[i] == ',' || z[i] == ';') && i >= 3 && static_cast<unsigned char>(z[i - 3]) >= 0xE2)
+        ADD_FAILURE() << "ASCII '" << z[i] << "' after a CJK character at " << i << ": " << z;
+  }
 }
 
 }  // namespace

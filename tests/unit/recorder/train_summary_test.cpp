@@ -2,10 +2,14 @@
 // The training figures of a run in its stored summary, the end-of-run summary, `show` and the `runs`
 // table (include/trainmon/recorder/train_summary.h, run_stats.h, run_report.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "trainmon/core/i18n.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/recorder/run_stats.h"
@@ -206,6 +210,120 @@ TEST(RunDetails, ShowPrintsTheTrainingFigures) {
   EXPECT_NE(text.find("    rank 1 (node-a, GPU 1): 40.0 samples/s"), std::string::npos) << text;
   RunSummary plain;
   EXPECT_EQ(format_run_details(run_info(11, "old", &plain)).find("training"), std::string::npos);
+}
+
+// ---- in Chinese (docs/language.md): the catalogue of the tree, compiled by the real msgfmt ----------
+
+/// Loads po/zh_CN.po compiled by msgfmt; false when msgfmt is missing. English again at scope exit.
+class Chinese {
+ public:
+  Chinese() {
+    const std::string mo =
+        (std::filesystem::temp_directory_path() / ("trainmon-views-" + std::to_string(::getpid()) + ".mo"))
+            .string();
+    const std::string cmd = "msgfmt -o '" + mo + "' '" TRAINMON_SOURCE_DIR "/po/zh_CN.po' 2>/dev/null";
+    ok_ = std::system(cmd.c_str()) == 0 && i18n::load_catalogue(mo, "zh_CN");
+    std::filesystem::remove(mo);
+  }
+  ~Chinese() { i18n::load_catalogue({}, {}); }
+  bool ok() const { return ok_; }
+
+ private:
+  bool ok_ = false;
+};
+
+/// The text of `line` in display columns [from, to) (CJK characters two), trimmed.
+std::string cell(const std::string& line, std::size_t from, std::size_t to) {
+  const std::string head = exp::truncate_display(line, from), upto = exp::truncate_display(line, to);
+  std::string c = upto.substr(head.size());
+  while (!c.empty() && c.back() == ' ') c.pop_back();
+  while (!c.empty() && c.front() == ' ') c.erase(0, 1);
+  return c;
+}
+
+TEST(RunsTable, InChineseTheHeadersAndStatusAreTranslatedAndTheColumnsAlignInTerminalColumns) {
+  Chinese zh;
+  if (!zh.ok()) GTEST_SKIP() << "msgfmt is not installed";
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  std::vector<store::RunInfo> runs = {run_info(12, "train.py", &trained), run_info(7, "训练任务", &trained)};
+  // run 7 still records: its recorder is this process on this host
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  runs[1].status = "running";
+  runs[1].end_unix_ns.reset();
+  runs[1].exit_code.reset();
+  runs[1].recorder_pid = ::getpid();
+  runs[1].host = host;
+  runs[1].finding_count = 3;       // every live finding stored so far
+  runs[1].open_finding_count = 1;  // of which one is still open
+  runs[0].finding_count = runs[0].open_finding_count = 2;
+  for (std::size_t cols : {0u, 80u, 62u}) {
+    const std::string table = format_runs_table(runs, cols);
+    std::istringstream in(table);
+    std::string header, first, second;
+    std::getline(in, header);
+    std::getline(in, first);
+    std::getline(in, second);
+    for (const auto& l : {header, first, second}) {
+      if (cols) {
+        EXPECT_LE(exp::display_width(l), cols) << table;
+      }
+    }
+    ASSERT_NE(header.find("名称"), std::string::npos) << table;
+    ASSERT_NE(header.find("状态"), std::string::npos) << table;
+    EXPECT_EQ(header.find("NAME"), std::string::npos) << table;
+    // FINDINGS (right-aligned): the count under its header, in terminal columns; the running run's
+    // is the open findings only
+    const auto at = header.find("诊断结果");
+    ASSERT_NE(at, std::string::npos) << table;
+    const std::size_t from = exp::display_width(header.substr(0, at)), to = from + 8;
+    EXPECT_EQ(cell(first, from, to), "2") << table;
+    EXPECT_EQ(cell(second, from, to), "1") << table;
+    EXPECT_NE(second.find("运行中"), std::string::npos) << table;
+    EXPECT_NE(first.find("已退出(0)"), std::string::npos) << table;
+    // the training figures right-aligned under their headers in both rows
+    const auto sps = header.find("samples/s");
+    ASSERT_NE(sps, std::string::npos) << table;
+    const std::size_t s0 = exp::display_width(header.substr(0, sps));
+    EXPECT_EQ(cell(first, s0, s0 + 9), "120.0") << table;
+    EXPECT_EQ(cell(second, s0, s0 + 9), "120.0") << table;
+  }
+}
+
+TEST(RunDetails, InChineseTheTrainingLinesKeepTheirNumbersAndLineUpWithTheOtherRows) {
+  Chinese zh;
+  if (!zh.ok()) GTEST_SKIP() << "msgfmt is not installed";
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  const std::string text = format_run_details(run_info(12, "train.py", &trained));
+  const std::string figures = "120.0 samples/s，step 中位数 0.200s，等数据 35.0%，100 step\n";
+  const auto at = text.find(figures);
+  ASSERT_NE(at, std::string::npos) << text;
+  const auto cmd = text.find("python train.py");
+  ASSERT_NE(cmd, std::string::npos) << text;
+  // the value starts at the same terminal column as the command's
+  const auto line_of = [&](std::size_t pos) {
+    return text.substr(text.rfind('\n', pos) + 1, pos - text.rfind('\n', pos) - 1);
+  };
+  EXPECT_EQ(exp::display_width(line_of(at)), exp::display_width(line_of(cmd))) << text;
+  EXPECT_NE(line_of(at).find("训练："), std::string::npos) << text;
+  EXPECT_NE(text.find("    rank 1（node-a，GPU 1）：40.0 samples/s"), std::string::npos) << text;
+  EXPECT_EQ(text.find("median"), std::string::npos) << text;
+
+  RunSummary::TrainEvents ev;
+  ev.received = 12;
+  ev.accepted = 9;
+  ev.rejected = {{"bad_json", 2}, {"too_large", 1}};
+  EXPECT_EQ(format_train_events(ev), "训练事件：收到 12 条，接受 9 条，拒收 3 条（bad_json 2, too_large 1）");
+  trained.train_events = ev;
+  trained.duration_ms = 754'000;
+  const std::string summary = format_summary(trained, i18n::trf("command exit status {}", 0), 12, 2);
+  EXPECT_NE(summary.find("trainmon: 命令退出状态 0，历时 "), std::string::npos) << summary;
+  EXPECT_NE(summary.find("  训练：" + figures), std::string::npos) << summary;
+  EXPECT_NE(summary.find("  训练事件：收到 12 条"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("  诊断结果：2\n"), std::string::npos) << summary;
+  EXPECT_NE(summary.find("  运行 ID：12（trainmon show 12）\n"), std::string::npos) << summary;
 }
 
 }  // namespace

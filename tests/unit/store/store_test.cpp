@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/store/store.h"
+#include "trainmon/diagnose/finding.h"
 #include "trainmon/diagnose/thresholds.h"
 
 #include <gtest/gtest.h>
@@ -36,6 +37,29 @@ RunInfo sample_run(std::string name) {
   r.labels = {{"SLURM_JOB_ID", "42"}, {"team", "vision"}};
   r.gpus = {RunGpu{0, "GPU-aaaa", "NVIDIA H200", "00000000:83:00.0", 150'000'000'000, 700'000, true}};
   return r;
+}
+
+TEST(StoreFindings, ARunningRunsOpenCountLeavesOutTheLiveFindingsThatClosed) {
+  TempDir dir;
+  auto s = Store::open(dir.file("t.db"), OpenMode::read_write);
+  ASSERT_TRUE(s);
+  const auto id = *s->create_run(sample_run("live"));
+  std::vector<diagnose::Finding> found(3);
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    found[i] =
+        diagnose::make_finding(i == 1 ? "D10" : "D4", diagnose::Severity::warning, 10.0 * i, 10.0 * i + 5);
+    found[i].evidence = "e";
+  }
+  // the live diagnosis so far: D4 closed, D10 open, D4 open again (a second episode)
+  ASSERT_TRUE(s->insert_findings(id, found, {false, true, true}));
+  auto r = s->get_run(id);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->finding_count, 3);
+  EXPECT_EQ(r->open_finding_count, 2);
+  EXPECT_EQ(s->findings(id)->size(), 3u);  // every one is kept (the report of the running run lists it)
+  // the end's findings replace them, all counted
+  ASSERT_TRUE(s->insert_findings(id, {found[0]}));
+  EXPECT_EQ(s->list_runs()->front().open_finding_count, 1);
 }
 
 TEST(StoreSchema, NewFileGetsLatestSchemaAndWal) {

@@ -14,6 +14,7 @@ const COLORS = [
 // asks for; English (the msgids) when it has none or cannot be read. index.html's fixed text is
 // marked data-tr (its msgids; scripts/i18n_catalogue.py extracts them).
 let MESSAGES = new Map();
+let LANG = 'en';  // the page's language: /api/v1/messages' "lang" ('zh_CN', 'en')
 const tr = (s) => (s === undefined || s === null) ? '' : (MESSAGES.get(String(s)) || String(s));
 // tr() with fmt's automatic {} and numbered {0} fields filled from args (the catalogue's syntax).
 const trf = (s, ...args) => {
@@ -28,6 +29,7 @@ async function loadMessages() {
     MESSAGES = new Map(table && typeof table === 'object' ?
                            Object.entries(table).filter(([, v]) => typeof v === 'string' && v) : []);
     if (m && m.lang) document.documentElement.lang = m.lang === 'en' ? 'en' : m.lang.replace('_', '-');
+    LANG = (m && typeof m.lang === 'string' && MESSAGES.size) ? m.lang : 'en';
   } catch (e) {
     MESSAGES = new Map();  // English
   }
@@ -306,18 +308,44 @@ function renderProcs(status) {
     body.append(el('tr', {}, el('td', {colspan: '8', class: 'muted', text: tr('no GPU processes')})));
 }
 
-function renderFindings(list, node) {
+// The findings' evidence and advice for people in serve's language (docs/language.md): `url` answers
+// {lang, findings: [{code, gpus, pids, start_s, evidence, advice}]}; used when that is the page's
+// language, by finding (the JSON API's own findings stay English for scripts). An empty map when the
+// page reads English or it cannot be read.
+async function findingsText(url) {
+  if (LANG === 'en') return new Map();
+  try {
+    const t = await getJSON(url);
+    if (!t || t.lang !== LANG || !Array.isArray(t.findings)) return new Map();
+    // by finding and start (a stored run may hold episodes of the same one), and by finding alone (the
+    // live ones are unique by it, and an open one's start may move between the two requests)
+    const m = new Map();
+    for (const x of t.findings) {
+      if (!x || typeof x.evidence !== 'string' || typeof x.advice !== 'string') continue;
+      m.set(findingId(x) + '@' + x.start_s, x);
+      if (!m.has(findingId(x))) m.set(findingId(x), x);
+    }
+    return m;
+  } catch (e) {
+    return new Map();
+  }
+}
+
+function renderFindings(list, node, text) {
   node.replaceChildren();
   if (!list.length) {
     node.append(el('li', {class: 'muted', text: tr('nothing to report')}));
     return;
   }
   for (const f of list) {
+    // The title and severity from the catalogue; evidence and advice in the page's language when serve
+    // has them in it (`text`), else the API's English (a fixed advice sentence through the catalogue).
+    const local = (text && (text.get(findingId(f) + '@' + f.start_s) || text.get(findingId(f)))) || null;
     node.append(
-        // The title and severity from the catalogue; evidence and advice as the API gives them (English).
         el('li', {class: f.severity, id: findingId(f)}, el('strong', {text: f.code + ' ' + tr(f.title)}),
-           el('span', {class: 'muted', text: ' [' + tr(f.severity) + ']'}), el('div', {text: f.evidence || ''}),
-           el('div', {class: 'muted', text: f.advice || ''})));
+           el('span', {class: 'muted', text: ' [' + tr(f.severity) + ']'}),
+           el('div', {text: local ? local.evidence : (f.evidence || '')}),
+           el('div', {class: 'muted', text: local ? local.advice : tr(f.advice)})));
   }
 }
 
@@ -339,7 +367,7 @@ function renderRuns(runs) {
     const end = r.end_unix_ns || Date.now() * 1e6;
     body.append(el(
         'tr', {'data-run': String(r.id)}, el('td', {}, el('a', {href: '/runs/' + r.id, text: String(r.id)})),
-        el('td', {text: r.name}), el('td', {text: r.kind}), el('td', {text: r.status}),
+        el('td', {text: r.name}), el('td', {text: r.kind}), el('td', {text: tr(r.status)}),
         el('td', {text: fmt.time(r.start_unix_ns)}), el('td', {text: fmt.dur((end - r.start_unix_ns) / 1e9)}),
         el('td', {text: String(r.gpus.length)}),
         el('td', {class: r.finding_count > 0 ? 'warn' : 'muted', 'data-field': 'findings'},
@@ -369,7 +397,9 @@ async function liveTick() {
       renderHost(s.status);
       renderProcs(s.status);
     }
-    renderFindings(s.findings || [], document.getElementById('findings'));
+    const findings = s.findings || [];
+    renderFindings(findings, document.getElementById('findings'),
+                   findings.length ? await findingsText('/api/v1/findings/l10n') : null);
     renderHistory(await getJSON('/api/v1/history?seconds=600'));
     setConn(true, trf('live · run {}', s.run_id));
   } catch (e) {
@@ -412,12 +442,14 @@ async function runPage(id) {
   draw('chart-power', s.gpus.map((g) => g.power_w), names('W'), null, trf('power ({})', 'W'));
   draw('chart-cpu', [s.host.cpu_busy_pct], [{label: tr('CPU busy'), unit: '%'}], [0, 100], trf('CPU busy ({})', '%'));
   let findings = await getJSON('/api/v1/runs/' + id + '/findings');
+  let text = findings.length ? await findingsText('/api/v1/runs/' + id + '/findings/l10n') : null;
   if (!findings.length) {
     // the serve run itself stores its findings at the end: show the live ones meanwhile
     const snap = await getJSON('/api/v1/snapshot');
     if (snap.run_id === Number(id)) findings = snap.findings || [];
+    text = findings.length ? await findingsText('/api/v1/findings/l10n') : null;
   }
-  renderFindings(findings, document.getElementById('run-findings'));
+  renderFindings(findings, document.getElementById('run-findings'), text);
   document.body.setAttribute('data-ready', 'run');
 }
 
