@@ -139,8 +139,8 @@ void read_ecc_locations(Call& call, const NvmlApi& a, nvmlDevice_t h, unsigned c
               {&out.dram_uncorrected, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_LOCATION_DRAM}};
   for (const auto& r : rows) {
     unsigned long long n = 0;
-    *r.field = checked(call(a.device_get_memory_error_counter, h, r.type, counter, r.location, &n),
-                       std::uint64_t{n}, checked_u64);
+    const int rc = call(a.device_get_memory_error_counter, h, r.type, counter, r.location, &n);
+    *r.field = checked(rc, std::uint64_t{n}, checked_u64);  // n read after the call
   }
 }
 

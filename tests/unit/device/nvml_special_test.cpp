@@ -64,7 +64,7 @@ TEST(NvmlMig, InstancesAndTheirProcesses) {
   EXPECT_EQ(s.mig_devices[0].uuid.value, "MIG-11111111-2222-5333-8444-555555555501");
   EXPECT_EQ(s.mig_devices[0].memory_total_bytes.value, 42949672960u);
   EXPECT_EQ(s.mig_devices[0].memory_used_bytes.value, 123731968u);
-  EXPECT_EQ(s.mig_devices[0].memory_free_bytes.value, 42949672960u - 123731968u);
+  EXPECT_EQ(s.mig_devices[0].memory_free_bytes.value, 42949672960u - 123731968u - 1048576u);  // - reserved
   EXPECT_EQ(s.mig_devices[1].gpu_instance_id.value, 2u);
   EXPECT_EQ(s.mig_devices[1].memory_used_bytes.value, 2147483648u);
   ASSERT_EQ(t.processes.size(), 2u);
