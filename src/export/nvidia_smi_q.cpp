@@ -143,10 +143,17 @@ std::string log_time(std::int64_t unix_ns) {
   return buf;
 }
 
-/// ECC Errors rows of one location from a total (see query_text in the header): N/A when the
-/// total is unreadable, 0 when it is 0 (every location then is), else N/A (the split is unknown).
-std::string from_total(const Reading<std::uint64_t>& total) {
-  return total.ok() && *total == 0 ? std::string("0") : std::string("N/A");
+/// One ECC Errors row: the count nvmlDeviceGetMemoryErrorCounter gave for the location, N/A when it
+/// gave none (ECC off or not supported, as on the Turing capture).
+std::string count_or_na(const Reading<std::uint64_t>& r) {
+  return r.ok() ? fmt::format("{}", *r) : std::string("N/A");
+}
+
+/// An SRAM uncorrectable row of the Hopper split (parity / SEC-DED): that split comes from
+/// nvmlDeviceGetSramEccErrorStatus, which trainmon does not read; both are 0 when the SRAM
+/// uncorrectable count is 0, else N/A (never a guess at the split).
+std::string sram_split(const Reading<std::uint64_t>& unc) {
+  return unc.ok() && *unc == 0 ? std::string("0") : std::string("N/A");
 }
 
 void ecc_errors(Writer& w, const GpuSample& g, const GpuStaticInfo& i) {
@@ -154,19 +161,18 @@ void ecc_errors(Writer& w, const GpuSample& g, const GpuStaticInfo& i) {
   // captures); the Turing capture (595.71.05) has one SRAM Uncorrectable row.
   const bool split = i.architecture.ok() && *i.architecture >= 9;
   w.section(1, "ECC Errors");
-  for (const auto& [name, cor, unc] :
-       {std::tuple{"Volatile", &g.ecc_corrected_volatile, &g.ecc_uncorrected_volatile},
-        std::tuple{"Aggregate", &g.ecc_corrected_aggregate, &g.ecc_uncorrected_aggregate}}) {
+  for (const auto& [name, e] : {std::pair{"Volatile", &g.ecc_volatile_by_location},
+                                std::pair{"Aggregate", &g.ecc_aggregate_by_location}}) {
     w.section(2, name);
-    w.row(3, "SRAM Correctable", from_total(*cor));
+    w.row(3, "SRAM Correctable", count_or_na(e->sram_corrected));
     if (split) {
-      w.row(3, "SRAM Uncorrectable Parity", from_total(*unc));
-      w.row(3, "SRAM Uncorrectable SEC-DED", from_total(*unc));
+      w.row(3, "SRAM Uncorrectable Parity", sram_split(e->sram_uncorrected));
+      w.row(3, "SRAM Uncorrectable SEC-DED", sram_split(e->sram_uncorrected));
     } else {
-      w.row(3, "SRAM Uncorrectable", from_total(*unc));
+      w.row(3, "SRAM Uncorrectable", count_or_na(e->sram_uncorrected));
     }
-    w.row(3, "DRAM Correctable", from_total(*cor));
-    w.row(3, "DRAM Uncorrectable", from_total(*unc));
+    w.row(3, "DRAM Correctable", count_or_na(e->dram_corrected));
+    w.row(3, "DRAM Uncorrectable", count_or_na(e->dram_uncorrected));
   }
 }
 

@@ -102,11 +102,37 @@ std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool wit
   return s;
 }
 
-/// The frame-buffer metrics dcgm-exporter reports per GPU instance on a MIG-enabled GPU.
-std::optional<double> mig_fb(const MigDeviceSample& m, std::string_view metric) {
-  const auto& r = metric == "DCGM_FI_DEV_FB_USED" ? m.memory_used_bytes : m.memory_free_bytes;
-  if (!r.ok()) return std::nullopt;
-  return static_cast<double>(*r) / (1024.0 * 1024.0);
+/// The GPU instances whose series stand for a MIG-enabled GPU: its MIG devices with a readable GPU
+/// instance id, the first of each id (compute instances of one GPU instance share its memory and
+/// GPM values, and one label set must not be exported twice). Empty without MIG.
+std::vector<const MigDeviceSample*> gpu_instances(const GpuSample& g) {
+  std::vector<const MigDeviceSample*> out;
+  for (const auto& m : g.mig_devices) {
+    if (!m.gpu_instance_id.ok()) continue;
+    const bool seen = std::any_of(out.begin(), out.end(), [&](const MigDeviceSample* o) {
+      return *o->gpu_instance_id == *m.gpu_instance_id;
+    });
+    if (!seen) out.push_back(&m);
+  }
+  return out;
+}
+
+/// One exported series of a GPU: its labels and, on a MIG GPU, the GPU instance it stands for.
+struct GpuSeries {
+  std::string labels;
+  const MigDeviceSample* mig = nullptr;
+};
+
+/// dcgm-exporter's series for one GPU: one without GPU_I_* labels, or on a MIG-enabled GPU one per
+/// GPU instance (GPU_I_PROFILE, GPU_I_ID), which is how dcgm-exporter reports every field of such a
+/// GPU (the device-level ones repeat the GPU's value on each; NVIDIA/dcgm-exporter issues #317,
+/// #736 show its output).
+std::vector<GpuSeries> dcgm_series(const GpuSample& g, const std::string& hostname, std::string_view driver) {
+  std::vector<GpuSeries> out;
+  for (const MigDeviceSample* m : gpu_instances(g))
+    out.push_back({gpu_labels(g, hostname, true, driver, m), m});
+  if (out.empty()) out.push_back({gpu_labels(g, hostname, true, driver), nullptr});
+  return out;
 }
 
 struct GpuMetric {
@@ -114,6 +140,8 @@ struct GpuMetric {
   std::string_view type;
   std::string_view help;
   std::function<Opt(const GpuSample&)> get;
+  /// A GPU instance's own value (frame buffer, GPM); empty: the GPU's value on every instance.
+  std::function<Opt(const MigDeviceSample&)> mig_get = {};
 };
 
 const std::vector<GpuMetric>& dcgm_metrics() {
@@ -162,11 +190,14 @@ const std::vector<GpuMetric>& dcgm_metrics() {
        "Current clock throttle reasons (bitmask of nvmlClocksEventReason*).",
        [](const GpuSample& g) { return val(g.clocks_event_reasons_active); }},
       {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_free_bytes, kMiB); }},
+       [](const GpuSample& g) { return scaled(g.memory_free_bytes, kMiB); },
+       [](const MigDeviceSample& m) { return scaled(m.memory_free_bytes, kMiB); }},
       {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_used_bytes, kMiB); }},
+       [](const GpuSample& g) { return scaled(g.memory_used_bytes, kMiB); },
+       [](const MigDeviceSample& m) { return scaled(m.memory_used_bytes, kMiB); }},
       {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_reserved_bytes, kMiB); }},
+       [](const GpuSample& g) { return scaled(g.memory_reserved_bytes, kMiB); },
+       [](const MigDeviceSample& m) { return scaled(m.memory_reserved_bytes, kMiB); }},
       {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
        [](const GpuSample& g) { return val(g.ecc_corrected_volatile); }},
       {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
@@ -192,26 +223,44 @@ const std::vector<GpuMetric>& dcgm_metrics() {
        [](const GpuSample& g) {
          return g.remapped_rows_failure.ok() ? Opt(*g.remapped_rows_failure ? 1 : 0) : Opt();
        }},
+      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active (GPM).",
+       [](const GpuSample& g) { return scaled(g.gpm_graphics_util_pct, 0.01); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_graphics_util_pct, 0.01); }},
       {"DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 0.01); }},
+       [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 0.01); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_util_pct, 0.01); }},
       {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 0.01); }},
+       [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 0.01); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_occupancy_pct, 0.01); }},
       {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 0.01); }},
+       [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 0.01); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_tensor_util_pct, 0.01); }},
       {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 0.01); }},
+       [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 0.01); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_dram_bw_util_pct, 0.01); }},
       {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
        "The rate of data transmitted over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); }},
+       [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); }},
       {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
        "The rate of data received over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); }},
+       [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); }},
       {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
        "The rate of data transmitted over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); }},
+       [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); }},
       {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
        "The rate of data received over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); }},
+       [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); },
+       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); }},
+      // dcgm-exporter's field 449: data sent plus received over all links, a rate (its current
+      // default-counters.csv: gauge, "in MB/s"; 4.x typed it counter). From NVML's KiB counters:
+      // KiB/s / 1024 = MiB/s.
+      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "gauge",
+       "Aggregate NVLink throughput across all lanes (in MB/s): data transmitted plus received over all "
+       "links, the mean since the last sample.",
+       [](const GpuSample& g) { return scaled(g.nvlink_data_kib_s, 1.0 / 1024.0); }},
   };
   return table;
 }
@@ -309,11 +358,13 @@ void for_each_counter(const Snapshot& snap, F&& fn) {
   const std::string driver = snap.driver.driver_version.ok() ? *snap.driver.driver_version : "";
   for (const auto& g : snap.gpus) {
     if (!gpu_answers(g)) continue;
-    const std::string labels = gpu_labels(g, hostname, true, driver);
+    const std::vector<GpuSeries> series = dcgm_series(g, hostname, driver);
     for (const auto& m : dcgm_metrics()) {
       if (m.type != "counter") continue;
-      auto v = m.get(g);
-      if (v && std::isfinite(*v)) fn(m.name, labels, *v);
+      for (const GpuSeries& ser : series) {
+        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
+        if (v && std::isfinite(*v)) fn(m.name, ser.labels, *v);
+      }
     }
   }
   std::string host_label;
@@ -359,37 +410,27 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
   const std::string& hostname = snap.host.hostname;
 
   // ---- dcgm-exporter compatible GPU metrics ----
-  std::vector<std::string> labels;  // dcgm-exporter's
-  std::vector<std::string> own;     // trainmon_*: without modelName
-  labels.reserve(snap.gpus.size());
+  std::vector<std::vector<GpuSeries>> series;  // dcgm-exporter's, per GPU (per GPU instance on MIG)
+  std::vector<std::string> own;                // trainmon_*: without modelName
+  series.reserve(snap.gpus.size());
   own.reserve(snap.gpus.size());
   const std::string driver = snap.driver.driver_version.ok() ? *snap.driver.driver_version : "";
   for (const auto& g : snap.gpus) {
-    labels.push_back(gpu_labels(g, hostname, true, driver));
+    series.push_back(dcgm_series(g, hostname, driver));
     own.push_back(gpu_labels(g, hostname, false));
   }
   for (const auto& m : dcgm_metrics()) {
     bool any = false;
-    const bool fb = m.name == "DCGM_FI_DEV_FB_USED" || m.name == "DCGM_FI_DEV_FB_FREE";
     for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
       const auto& g = snap.gpus[i];
       if (!gpu_answers(g)) continue;
-      if (fb && !g.mig_devices.empty()) {
-        // MIG: one series per GPU instance instead of the whole GPU's, so sums stay right.
-        for (const auto& mig : g.mig_devices) {
-          auto v = mig_fb(mig, m.name);
-          if (!v) continue;
-          if (!any) w.family(m.name, m.type, m.help);
-          any = true;
-          w.sample(gpu_labels(g, hostname, true, driver, &mig), *v);
-        }
-        continue;
+      for (const GpuSeries& ser : series[i]) {
+        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
+        if (!v || !std::isfinite(*v)) continue;
+        if (!any) w.family(m.name, m.type, m.help);
+        any = true;
+        w.sample(ser.labels, m.type == "counter" ? continued(state.counters, m.name, ser.labels, *v) : *v);
       }
-      auto v = m.get(g);
-      if (!v || !std::isfinite(*v)) continue;
-      if (!any) w.family(m.name, m.type, m.help);
-      any = true;
-      w.sample(labels[i], m.type == "counter" ? continued(state.counters, m.name, labels[i], *v) : *v);
     }
   }
   if (!snap.gpus.empty()) {
@@ -401,14 +442,16 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
       for (const auto& [gpu, x] : state.last_xid) {
         if (gpu == snap.gpus[i].index) xid = x;
       }
-      std::string l = labels[i];
-      add_label(l, "err_code", std::to_string(xid));
       const auto& info = diagnose::xid_info(static_cast<unsigned>(std::min<std::uint64_t>(xid, 0xFFFFFFFFu)));
-      add_label(l, "err_msg",
-                xid == 0          ? std::string_view("No Error")
-                : info.xid == xid ? info.meaning
-                                  : std::string_view("Unknown Error"));
-      w.sample(l, static_cast<double>(xid));
+      for (const GpuSeries& ser : series[i]) {
+        std::string l = ser.labels;
+        add_label(l, "err_code", std::to_string(xid));
+        add_label(l, "err_msg",
+                  xid == 0          ? std::string_view("No Error")
+                  : info.xid == xid ? info.meaning
+                                    : std::string_view("Unknown Error"));
+        w.sample(l, static_cast<double>(xid));
+      }
     }
   }
   if (!snap.gpus.empty()) {

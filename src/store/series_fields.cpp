@@ -128,6 +128,10 @@ const Field<GpuSample> kGpu[] = {
        const auto& c = g.process_count;
        return !c.ok() && c.status != ReadStatus::not_collected && c.code != 0 ? std::int64_t{c.code} : kNull;
      }},
+    // GPM graphics engine (DCGM_FI_PROF_GR_ENGINE_ACTIVE), stored like the other GPM columns, and the
+    // NVLink data rate (tx + rx, KiB/s x 100) like the PCIe ones.
+    {{"gpm_graphics_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_graphics_util_pct, 100); }},
+    {{"nvlink_data_kib_s", 100}, [](const GpuSample& g) { return scaled(g.nvlink_data_kib_s, 100); }},
 };
 
 // ---- host -----------------------------------------------------------------------------------

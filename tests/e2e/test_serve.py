@@ -142,6 +142,14 @@ def test_metrics_dcgm_names_labels_and_values(served):
         assert 40_000 < v < 81_560, v
     for lab, v in m["DCGM_FI_DEV_POWER_USAGE"]:
         assert 300 < v <= 700, v  # W
+    # GPM's graphics engine as a ratio (the scenario: 92 +- 2 %)
+    assert sorted(int(lab["gpu"]) for lab, _ in m["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]) == list(range(8))
+    for lab, v in m["DCGM_FI_PROF_GR_ENGINE_ACTIVE"]:
+        assert 0.89 <= v <= 0.95, v
+    # NVLink data tx + rx over all 18 links: 2 x 1,500,000 KiB/s = 2929.7 MiB/s ("MB/s", a gauge)
+    assert len(m["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"]) == 8
+    for lab, v in m["DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"]:
+        assert abs(v - 3_000_000 / 1024) < 30, v
     assert all(v == 1 for _, v in m["trainmon_gpu_up"])
     procs = m["trainmon_process_gpu_memory_bytes"]
     assert {int(lab["pid"]) for lab, _ in procs} == set(served.rank_pids)
@@ -152,10 +160,10 @@ def test_metrics_dcgm_names_labels_and_values(served):
     assert m["trainmon_host_memory_total_bytes"][0][1] > 1e8
 
 
-def test_promtool_check_metrics(served):
+def assert_promtool_clean(body):
+    """promtool check metrics finds nothing but what dcgm-exporter's own names draw."""
     if not os.access(PROMTOOL, os.X_OK):
         pytest.skip("promtool is not installed (Debian package prometheus)")
-    _, _, body = served.get("/metrics")
     p = subprocess.run([PROMTOOL, "check", "metrics"], input=body, capture_output=True, timeout=60)
     problems = [line for line in (p.stdout + p.stderr).decode().splitlines() if line.strip()]
     # rc 0: clean; rc 3: lint problems only (1 would be a parse error). The only problems allowed are
@@ -167,6 +175,40 @@ def test_promtool_check_metrics(served):
     bad = [line for line in problems if not allowed.match(line)]
     assert not bad, bad
     assert not any(line.startswith("trainmon_") for line in problems)
+
+
+def test_promtool_check_metrics(served):
+    _, _, body = served.get("/metrics")
+    assert_promtool_clean(body)
+
+
+def test_mig_gpu_has_every_dcgm_series_per_gpu_instance(tmp_path):
+    """As dcgm-exporter: on a MIG-enabled GPU every DCGM_FI_* series carries GPU_I_PROFILE and
+    GPU_I_ID, one per GPU instance (device-level fields repeat the GPU's value), none without."""
+    scen = json.load(open(os.path.join(os.environ.get("TRAINMON_SCENARIOS_DIR",
+                                                      os.path.join(SOURCE_DIR, "tests", "scenarios")),
+                                       "h100-mig.json")))
+    migs = scen["devices"][0]["mig_devices"]
+    want = sorted(str(m["gpu_instance_id"]) for m in migs)
+    s = Served(str(tmp_path), "h100-mig.json")
+    try:
+        wait_for(lambda: s.json("/api/v1/snapshot").get("ticks", 0) >= 2, timeout=60)
+        _, _, body = s.get("/metrics")
+    finally:
+        out = s.stop()
+    assert s.proc.returncode == 0, out
+    m = parse_metrics(body.decode())
+    dcgm = {name: series for name, series in m.items() if name.startswith("DCGM_FI_")}
+    assert "DCGM_FI_DEV_GPU_TEMP" in dcgm and "DCGM_FI_DEV_POWER_USAGE" in dcgm
+    for name, series in dcgm.items():
+        assert sorted(lab.get("GPU_I_ID", "-") for lab, _ in series) == want, name
+    profiles = {lab["GPU_I_ID"]: lab["GPU_I_PROFILE"] for lab, _ in dcgm["DCGM_FI_DEV_GPU_TEMP"]}
+    assert profiles == {str(x["gpu_instance_id"]): x["name"].split(" MIG ")[1] for x in migs}
+    assert len({v for _, v in dcgm["DCGM_FI_DEV_GPU_TEMP"]}) == 1, "the GPU's temperature on each"
+    fb = {lab["GPU_I_ID"]: v for lab, v in dcgm["DCGM_FI_DEV_FB_USED"]}
+    assert fb == {str(x["gpu_instance_id"]): x["metrics"]["memory_used"] // (1024 * 1024) for x in migs}
+    assert [lab.get("GPU_I_ID") for lab, _ in m["trainmon_gpu_up"]] == [None], "trainmon_* stay per GPU"
+    assert_promtool_clean(body)
 
 
 def test_prometheus_scrapes_serve(served, tmp_path):

@@ -564,3 +564,48 @@ def test_not_supported_before_r450(tmp_path):
     assert r.stdout == "[Not Supported], NVIDIA H200\n"
     r = run(["query", "--query-gpu=fan.speed", "--format=csv,noheader"], "h200-idle")
     assert r.stdout == "[N/A]\n"
+
+
+def test_query_text_ecc_rows_by_location(tmp_path):
+    """-q's ECC Errors rows are nvmlDeviceGetMemoryErrorCounter's SRAM and DRAM counts, in the
+    capture's layout; Hopper's SRAM parity / SEC-DED split (not read) is 0 only while the SRAM
+    uncorrectable count is 0, else N/A."""
+    need("h100-idle")
+    doc = json.load(open(os.path.join(SCEN, "h100-idle.json")))
+    # the fake driver: SRAM as scripted (`<counter>_sram`), DRAM the rest of each total
+    doc["devices"][0]["metrics"].update({
+        "ecc_volatile_corrected": 5, "ecc_volatile_corrected_sram": 2, "ecc_volatile_uncorrected": 0,
+        "ecc_aggregate_corrected": 9, "ecc_aggregate_uncorrected": 4, "ecc_aggregate_uncorrected_sram": 1})
+    path = tmp_path / "ecc.json"
+    path.write_text(json.dumps(doc))
+    r = run_file(["query", "-q", "-d", "ECC"], str(path))
+    assert r.returncode == 0, r.stderr
+    got = [l for l in r.stdout.split("\n") if l.strip()]
+    want_rows = {
+        "Volatile": {"SRAM Correctable": "2", "SRAM Uncorrectable Parity": "0",
+                     "SRAM Uncorrectable SEC-DED": "0", "DRAM Correctable": "3", "DRAM Uncorrectable": "0"},
+        "Aggregate": {"SRAM Correctable": "0", "SRAM Uncorrectable Parity": "N/A",
+                      "SRAM Uncorrectable SEC-DED": "N/A", "DRAM Correctable": "9", "DRAM Uncorrectable": "3"},
+    }
+    # the capture's rows (key padding, order) with these values
+    cap = query_text_capture("h100-idle")
+    at = cap.index("    ECC Errors")
+    want, part = [cap[at]], None
+    for line in cap[at + 1:]:
+        key = line.split(":", 1)[0].strip()
+        if line == "        Volatile" or line == "        Aggregate":
+            part = key
+            want.append(line)
+        elif part and key in want_rows[part]:
+            want.append(line.split(":", 1)[0] + ": " + want_rows[part][key])
+        elif not line.startswith("            "):
+            break
+    assert len(want) == 13, want
+    start = got.index("    ECC Errors")
+    assert got[start:start + 13] == want
+    # a GPU without ECC (the Turing capture): every row N/A, as its -q prints
+    need("rtx2080-idle")
+    got = [l for l in run(["query", "-q", "-d", "ECC"], "rtx2080-idle").stdout.split("\n") if l.strip()]
+    start = got.index("    ECC Errors")
+    rows = [l for l in got[start + 1:start + 11] if l.startswith("            ")]
+    assert len(rows) == 8 and all(l.endswith(": N/A") for l in rows), rows

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // ECC mode and counters, retired pages, remapped rows.
+#include <string>
+
 #include "exports_util.h"
 
 using namespace fake_nvml;
@@ -50,12 +52,19 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetMemoryErrorCounter(nvmlDevice_t devic
   const char* key = ecc_key(errorType, counterType);
   if (key == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   if (!ecc_on(c)) return NVML_ERROR_NOT_SUPPORTED;
-  // All scripted errors are DRAM errors (location DRAM = 2, DEVICE_MEMORY = 2 on current headers).
-  if (locationType != 2) {
+  // SRAM (7): the metric `<counter>_sram` (default 0); DRAM (2, DEVICE_MEMORY): `<counter>_dram`,
+  // default the total minus SRAM (so a scenario that scripts only totals has DRAM errors); every
+  // other location 0.
+  const std::string k(key);
+  if (locationType == NVML_MEMORY_LOCATION_SRAM) return put_metric_or(c, (k + "_sram").c_str(), count, 0);
+  if (locationType != NVML_MEMORY_LOCATION_DRAM) {
     *count = 0;
     return NVML_SUCCESS;
   }
-  return put_metric_or(c, key, count, 0);
+  if (c.metric((k + "_dram").c_str())) return put_metric_or(c, (k + "_dram").c_str(), count, 0);
+  const double total = c.metric(key).value_or(0), sram = c.metric((k + "_sram").c_str()).value_or(0);
+  *count = rounded<unsigned long long>(total > sram ? total - sram : 0);
+  return NVML_SUCCESS;
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned int cause,

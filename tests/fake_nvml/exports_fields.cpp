@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // nvmlDeviceGetFieldValues: the field ids trainmon and DCGM-style tools read, answered from the
-// same metrics as the dedicated getters (PCIe byte counters: integrals of the pcie_rx / pcie_tx
-// timelines); other ids get a per-field NOT_SUPPORTED.
+// same metrics as the dedicated getters (PCIe byte and NVLink KiB counters: integrals of the
+// pcie_rx / pcie_tx and nvlink_rx / nvlink_tx timelines); other ids get a per-field NOT_SUPPORTED.
 #include <string_view>
 
 #include "exports_util.h"
@@ -38,6 +38,26 @@ int pcie_counter(const Call& c, nvmlFieldValue_t& f, bool tx) {
     f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
     f.value.ullVal = bytes;
   }
+  return NVML_SUCCESS;
+}
+
+/// NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_{TX,RX} (138/139): cumulative KiB = the integral of the
+/// nvlink_tx / nvlink_rx timeline (KiB/s) since t = 0. scopeId UINT_MAX: the sum over all links;
+/// a link id below nvlink_links: that link's even share; any other scope: INVALID_ARGUMENT.
+int nvlink_counter(const Call& c, nvmlFieldValue_t& f, bool tx) {
+  const Device& d = *c.dev;
+  const Timeline* rate = d.metric(tx ? "nvlink_tx" : "nvlink_rx");
+  if (d.nvlink_links == 0 || rate == nullptr ||
+      d.not_supported.contains(tx ? "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX"
+                                  : "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX"))
+    return NVML_ERROR_NOT_SUPPORTED;
+  double kib = rate->integral(c.t);
+  if (f.scopeId != 0xFFFFFFFFu) {
+    if (f.scopeId >= d.nvlink_links) return NVML_ERROR_INVALID_ARGUMENT;
+    kib /= d.nvlink_links;
+  }
+  f.valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+  f.value.ullVal = rounded<unsigned long long>(kib);
   return NVML_SUCCESS;
 }
 
@@ -80,6 +100,9 @@ int field(const Call& c, nvmlFieldValue_t& f) {
       const Timeline* p = d.metric("power_draw");
       return p ? ull(p->integral(c.t) + c.metric("energy_start").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     }
+    case NVML_FI_DEV_NVLINK_LINK_COUNT: return ui(d.nvlink_links);
+    case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: return nvlink_counter(c, f, true);
+    case NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: return nvlink_counter(c, f, false);
     case NVML_FI_DEV_PCIE_REPLAY_COUNTER: return ull(c.metric("pcie_replay_counter").value_or(0));
     case 142: return ecc ? ui(c.metric("remapped_rows_correctable").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;
     case 143: return ecc ? ui(c.metric("remapped_rows_uncorrectable").value_or(0)) : NVML_ERROR_NOT_SUPPORTED;

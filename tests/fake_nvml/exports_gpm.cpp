@@ -9,6 +9,7 @@
 struct nvmlGpmSample_st {
   bool taken = false;
   unsigned gpu = 0;
+  int gpu_instance = -1;  // nvmlGpmMigSampleGet's GPU instance id; -1: the whole GPU
   double t = 0;
 };
 
@@ -35,11 +36,12 @@ constexpr MetricDef kMetrics[] = {
     {NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, "gpm_nvlink_tx", "nvlink_tx", "NVLink total TX", "MiB/sec"},
 };
 
-int take(const Call& c, nvmlGpmSample_t sample) {
+int take(const Call& c, nvmlGpmSample_t sample, int gpu_instance = -1) {
   FAKE_NEED(sample);
   if (on_mig_handle(c) || !c.dev->gpm_supported) return NVML_ERROR_NOT_SUPPORTED;
   sample->taken = true;
   sample->gpu = c.gpu;
+  sample->gpu_instance = gpu_instance;
   sample->t = c.t;
   return NVML_SUCCESS;
 }
@@ -80,7 +82,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned 
   bool found = false;
   for (const auto& m : c.dev->mig_devices) found |= m.gi_id == gpuInstanceId;
   if (!found) return NVML_ERROR_NOT_FOUND;
-  return take(c, gpmSample);
+  return take(c, gpmSample, static_cast<int>(gpuInstanceId));
 }
 
 FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
@@ -91,10 +93,22 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet)
   if (metricsGet->numMetrics > NVML_GPM_METRIC_MAX || metricsGet->sample1 == nullptr ||
       metricsGet->sample2 == nullptr || !metricsGet->sample1->taken || !metricsGet->sample2->taken ||
       metricsGet->sample1->gpu != metricsGet->sample2->gpu ||
+      metricsGet->sample1->gpu_instance != metricsGet->sample2->gpu_instance ||
       metricsGet->sample2->gpu >= c.sc->devices.size())
     return NVML_ERROR_INVALID_ARGUMENT;
   const Device& d = c.sc->devices[metricsGet->sample2->gpu];
   const double t = metricsGet->sample2->t;
+  // A GPU instance's samples read that MIG device's own gpm_* timelines (none: NOT_SUPPORTED).
+  const MigDevice* mig = nullptr;
+  if (const int gi = metricsGet->sample2->gpu_instance; gi >= 0)
+    for (const auto& m : d.mig_devices)
+      if (mig == nullptr && m.gi_id == static_cast<unsigned>(gi)) mig = &m;
+  auto timeline = [&](const char* key) -> const Timeline* {
+    if (metricsGet->sample2->gpu_instance < 0) return d.metric(key);
+    if (mig == nullptr) return nullptr;
+    auto it = mig->metrics.find(key);
+    return it == mig->metrics.end() ? nullptr : &it->second;
+  };
   for (unsigned i = 0; i < metricsGet->numMetrics; ++i) {
     nvmlGpmMetric_t& m = metricsGet->metrics[i];
     m.nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
@@ -104,7 +118,7 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet)
       m.metricInfo.shortName = const_cast<char*>(def.short_name);
       m.metricInfo.longName = const_cast<char*>(def.long_name);
       m.metricInfo.unit = const_cast<char*>(def.unit);
-      if (const Timeline* tl = d.metric(def.key)) {
+      if (const Timeline* tl = timeline(def.key)) {
         m.value = tl->at(t);
         m.nvmlReturn = NVML_SUCCESS;
       }

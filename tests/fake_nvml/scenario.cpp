@@ -350,6 +350,7 @@ Device parse_device(const json& j, std::uint64_t seed, const std::string& where)
       d.pcie_counters.start_bytes = to_ull(p.at("start_bytes"), w + ".start_bytes");
   }
   d.gpm_supported = j.value("gpm_supported", false);
+  if (j.contains("nvlink_links")) d.nvlink_links = to_u(j.at("nvlink_links"), where + ".nvlink_links");
   d.supported_event_types = j.contains("supported_event_types")
                                 ? to_ull(j.at("supported_event_types"), where + ".supported_event_types")
                                 : (d.ecc_current ? 0x1ULL | 0x2ULL : 0ULL) | 0x4ULL | 0x8ULL | 0x10ULL;

@@ -78,6 +78,7 @@ struct Device {
   unsigned pcie_gen_max = 0, pcie_gen_gpu_max = 0, pcie_width_max = 0, pcie_gen_current = 0,
            pcie_width_current = 0;
   bool gpm_supported = false;
+  unsigned nvlink_links = 0;  // NVML_FI_DEV_NVLINK_LINK_COUNT; 0: no NVLink (fields 138/139 NOT_SUPPORTED)
   unsigned long long supported_event_types = 0;
   PcieCounters pcie_counters;
   std::set<std::string> not_supported;  // entry points (and NVML_FI_* field names) answering NOT_SUPPORTED

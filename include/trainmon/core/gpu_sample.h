@@ -37,6 +37,28 @@ struct MigDeviceSample {
   Reading<std::uint64_t> memory_total_bytes;
   Reading<std::uint64_t> memory_used_bytes;
   Reading<std::uint64_t> memory_free_bytes;
+  Reading<std::uint64_t> memory_reserved_bytes;  ///< nvmlDeviceGetMemoryInfo_v2 on the MIG handle
+  // GPM of this GPU instance (nvmlGpmMigSampleGet with its gpu_instance_id; Hopper+), as
+  // GpuSample's gpm_* fields; not_available until the second tick, as there.
+  Reading<double> gpm_graphics_util_pct;
+  Reading<double> gpm_sm_util_pct;
+  Reading<double> gpm_sm_occupancy_pct;
+  Reading<double> gpm_tensor_util_pct;
+  Reading<double> gpm_dram_bw_util_pct;
+  Reading<double> gpm_pcie_tx_mib_s;
+  Reading<double> gpm_pcie_rx_mib_s;
+  Reading<double> gpm_nvlink_tx_mib_s;
+  Reading<double> gpm_nvlink_rx_mib_s;
+};
+
+/// nvmlDeviceGetMemoryErrorCounter counts of one counter type (volatile: since the driver loaded;
+/// aggregate: the GPU's lifetime) by memory location, the rows of nvidia-smi -q's "ECC Errors"
+/// section. SRAM is NVML_MEMORY_LOCATION_SRAM (7), DRAM NVML_MEMORY_LOCATION_DRAM (2).
+struct EccLocationCounts {
+  Reading<std::uint64_t> sram_corrected;
+  Reading<std::uint64_t> sram_uncorrected;
+  Reading<std::uint64_t> dram_corrected;
+  Reading<std::uint64_t> dram_uncorrected;
 };
 
 /// One memory clock and the graphics clocks the GPU supports with it (MHz, the driver's order),
@@ -216,8 +238,13 @@ struct GpuSample {
   Reading<int> fabric_status;
   Reading<unsigned> fabric_clique_id;
   Reading<std::string> fabric_cluster_uuid;  ///< "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx"
+  /// nvmlDeviceGetMemoryErrorCounter by location (nvidia-smi -q "ECC Errors"); not_supported with
+  /// ECC off or unsupported.
+  EccLocationCounts ecc_volatile_by_location;
+  EccLocationCounts ecc_aggregate_by_location;
 
   // GPM (Hopper+), percent over the interval between two GPM samples
+  Reading<double> gpm_graphics_util_pct;  ///< NVML_GPM_METRIC_GRAPHICS_UTIL (graphics/compute engine)
   Reading<double> gpm_sm_util_pct;
   Reading<double> gpm_sm_occupancy_pct;
   Reading<double> gpm_tensor_util_pct;
@@ -226,6 +253,13 @@ struct GpuSample {
   Reading<double> gpm_pcie_rx_mib_s;
   Reading<double> gpm_nvlink_tx_mib_s;
   Reading<double> gpm_nvlink_rx_mib_s;
+
+  /// NVLink data (payload) transmitted plus received over all links, KiB/s: the mean over the tick
+  /// from NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX / _RX (fields 138/139, cumulative KiB, scopeId
+  /// UINT_MAX = all links; src/device/nvml/nvml_nvlink.cpp). not_supported on a GPU without NVLink
+  /// (NVML_FI_DEV_NVLINK_LINK_COUNT 0) or a driver without the fields; not_available on the first
+  /// tick and after a counter reset.
+  Reading<double> nvlink_data_kib_s;
 };
 
 /// One MIG instance a process is listed on (nvmlProcessInfo_t gpuInstanceId / computeInstanceId).

@@ -85,10 +85,10 @@ std::expected<unsigned, std::string> parse_query_display(std::string_view list);
 /// (platform, BAR1 bridge, vGPU, ...) are left out rather than printed empty. `display` (a
 /// QueryDisplay mask, `-d`): the log header and each GPU's line, then only the sections of those
 /// types (the GPU's identity rows are then left out, as nvidia-smi leaves them out).
-/// ECC Errors: trainmon reads the totals (nvmlDeviceGetTotalEccErrors, the counters of the
-/// ecc.errors.*.total query fields and dmon -s e); the driver's per-location rows (SRAM, DRAM) are
-/// printed from them where the totals decide them (N/A when the total is unreadable, 0 when it is
-/// 0) and N/A otherwise.
+/// ECC Errors: the per-location rows (SRAM, DRAM; corrected, uncorrected; volatile, aggregate)
+/// are nvmlDeviceGetMemoryErrorCounter's counts (GpuSample::ecc_*_by_location, N/A when it gives
+/// none); Hopper's split of SRAM uncorrectable errors into parity and SEC-DED is 0 when the SRAM
+/// count is 0 and N/A otherwise (that split is not read).
 std::string query_text(const Snapshot& snap, std::span<const std::size_t> order,
                        unsigned display = kQueryDisplayAll);
 

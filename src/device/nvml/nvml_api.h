@@ -66,6 +66,8 @@ enum : unsigned { NVML_CLOCK_GRAPHICS = 0, NVML_CLOCK_SM = 1, NVML_CLOCK_MEM = 2
 enum : unsigned { NVML_PCIE_UTIL_TX_BYTES = 0, NVML_PCIE_UTIL_RX_BYTES = 1 };
 enum : unsigned { NVML_MEMORY_ERROR_TYPE_CORRECTED = 0, NVML_MEMORY_ERROR_TYPE_UNCORRECTED = 1 };
 enum : unsigned { NVML_VOLATILE_ECC = 0, NVML_AGGREGATE_ECC = 1 };
+// nvmlMemoryLocation_t (nvmlDeviceGetMemoryErrorCounter); DRAM = DEVICE_MEMORY on older headers
+enum : unsigned { NVML_MEMORY_LOCATION_DRAM = 2, NVML_MEMORY_LOCATION_SRAM = 7 };
 enum : unsigned {
   NVML_TOTAL_POWER_SAMPLES = 0,
   NVML_GPU_UTILIZATION_SAMPLES = 1,
@@ -102,7 +104,12 @@ enum : unsigned {
   NVML_FI_DEV_PERF_POLICY_SYNC_BOOST = 76,
   NVML_FI_DEV_MEMORY_TEMP = 82,
   NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION = 83,
+  NVML_FI_DEV_NVLINK_LINK_COUNT = 91,
   NVML_FI_DEV_PCIE_REPLAY_COUNTER = 94,
+  // Cumulative NVLink data (payload) in KiB; scopeId = the link, or UINT_MAX for the sum over all
+  // links (nvml.h, "NVLink throughput counters field values").
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX = 138,
+  NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX = 139,
   NVML_FI_DEV_POWER_AVERAGE = 185,
   NVML_FI_DEV_POWER_INSTANT = 186,
   // Cumulative PCIe bytes since driver load (R545+); nvml.h: "Value can be wrapped"; width not documented.

@@ -112,6 +112,10 @@ struct DeviceContext {
   std::map<std::uint32_t, nvmlProcessUtilizationSample_t> last_process_util;
 
   GpmState gpm;
+  std::map<unsigned, GpmState> gpm_mig;  ///< per GPU instance id (nvmlGpmMigSampleGet)
+
+  // NVLink data counters (fields 138/139, KiB summed over tx and rx) at the previous tick
+  std::optional<PcieCounterReading> previous_nvlink;
 
   // PCIe throughput source and previous byte counters (nvml_pcie.{h,cpp})
   PcieThroughputState pcie;
@@ -134,6 +138,14 @@ void read_gpm(DeviceContext& ctx, Call& call, GpuSample& s);
 void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s);
 /// Release GPM samples (on context destruction).
 void free_gpm(DeviceContext& ctx);
+/// Every GPM field of `s` and its MIG rows gets `status` (GPM not read this tick).
+void set_gpm_status(GpuSample& s, ReadStatus status);
+/// GpuSample::nvlink_data_kib_s from the link count and the NVLink data counters of this tick's
+/// field values (nvml_nvlink.cpp): `count`, `tx`, `rx` are fields 91, 138, 139 (scope UINT_MAX) as
+/// answered; `rc` the call's code; `mid_us` CLOCK_MONOTONIC at the middle of the call.
+void read_nvlink_throughput(DeviceContext& ctx, int rc, const nvmlFieldValue_t& count,
+                            const nvmlFieldValue_t& tx, const nvmlFieldValue_t& rx, std::int64_t mid_us,
+                            GpuSample& s);
 /// Processes on ctx's device: compute and graphics lists, utilisation, names. One entry per pid
 /// (its memory summed over the entries listing it: MIG instances, duplicates). `count` gets the
 /// number of pids, or why the lists are unknown (GpuSample::process_count); the entries of a list

@@ -153,6 +153,7 @@ struct NvmlApi {
 
   decltype(&nvmlDeviceGetEccMode) device_get_ecc_mode = nullptr;
   decltype(&nvmlDeviceGetTotalEccErrors) device_get_total_ecc_errors = nullptr;
+  decltype(&nvmlDeviceGetMemoryErrorCounter) device_get_memory_error_counter = nullptr;
   decltype(&nvmlDeviceGetRetiredPages) device_get_retired_pages = nullptr;
   decltype(&nvmlDeviceGetRetiredPagesPendingStatus) device_get_retired_pages_pending_status = nullptr;
   decltype(&nvmlDeviceGetRemappedRows) device_get_remapped_rows = nullptr;
@@ -186,6 +187,7 @@ struct NvmlApi {
   decltype(&nvmlGpmSampleAlloc) gpm_sample_alloc = nullptr;
   decltype(&nvmlGpmSampleFree) gpm_sample_free = nullptr;
   decltype(&nvmlGpmSampleGet) gpm_sample_get = nullptr;
+  decltype(&nvmlGpmMigSampleGet) gpm_mig_sample_get = nullptr;
   decltype(&nvmlGpmMetricsGet) gpm_metrics_get = nullptr;
 
   // nvidia-smi --query-gpu fields beyond the monitoring set (display, accounting, driver model,

@@ -18,6 +18,12 @@ Reading<bool> as_bool(const unsigned& v) {
   return Reading<bool>::of(v != 0);
 }
 
+std::int64_t monotonic_now_us() {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 MemoryReadings read_memory(Call& call, const NvmlApi& a, nvmlDevice_t h) {
   nvmlMemory_v2_t m2{};
   m2.version = TRAINMON_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2);
@@ -116,12 +122,32 @@ void read_mig_devices(Call& call, const NvmlApi& a, nvmlDevice_t h, GpuSample& s
     m.memory_total_bytes = mem.total;
     m.memory_used_bytes = mem.used;
     m.memory_free_bytes = mem.free;
+    m.memory_reserved_bytes = mem.reserved;
     s.mig_devices.push_back(std::move(m));
+  }
+}
+
+/// nvmlDeviceGetMemoryErrorCounter for SRAM and DRAM, corrected and uncorrected, of one counter type.
+void read_ecc_locations(Call& call, const NvmlApi& a, nvmlDevice_t h, unsigned counter,
+                        EccLocationCounts& out) {
+  const struct {
+    Reading<std::uint64_t>* field;
+    unsigned type, location;
+  } rows[] = {{&out.sram_corrected, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_LOCATION_SRAM},
+              {&out.sram_uncorrected, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_LOCATION_SRAM},
+              {&out.dram_corrected, NVML_MEMORY_ERROR_TYPE_CORRECTED, NVML_MEMORY_LOCATION_DRAM},
+              {&out.dram_uncorrected, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_MEMORY_LOCATION_DRAM}};
+  for (const auto& r : rows) {
+    unsigned long long n = 0;
+    const int rc = call(a.device_get_memory_error_counter, h, r.type, counter, r.location, &n);
+    *r.field = checked(rc, std::uint64_t{n}, checked_u64);  // n read after the call
   }
 }
 
 /// nvidia-smi's rarer --query-gpu fields (BackendOptions::collect_extended).
 void read_extended(Call& call, const NvmlApi& a, nvmlDevice_t h, GpuSample& s) {
+  read_ecc_locations(call, a, h, NVML_VOLATILE_ECC, s.ecc_volatile_by_location);
+  read_ecc_locations(call, a, h, NVML_AGGREGATE_ECC, s.ecc_aggregate_by_location);
   {
     unsigned v = 0;
     s.display_attached = checked(call(a.device_get_display_mode, h, &v), v, as_bool);
@@ -261,22 +287,26 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
 
   // ---- field values: violation counters, memory temperature, instant power (one call) ----
   {
-    constexpr unsigned kIds[] = {NVML_FI_DEV_PERF_POLICY_POWER,
-                                 NVML_FI_DEV_PERF_POLICY_THERMAL,
-                                 NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN,
-                                 NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
-                                 NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN,
-                                 NVML_FI_DEV_PERF_POLICY_SYNC_BOOST,
-                                 NVML_FI_DEV_MEMORY_TEMP,
-                                 NVML_FI_DEV_POWER_INSTANT,
-                                 NVML_FI_DEV_POWER_AVERAGE};
+    constexpr unsigned kIds[] = {
+        NVML_FI_DEV_PERF_POLICY_POWER, NVML_FI_DEV_PERF_POLICY_THERMAL,
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_SW_THERM_SLOWDOWN, NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_THERM_SLOWDOWN,
+        NVML_FI_DEV_CLOCKS_EVENT_REASON_HW_POWER_BRAKE_SLOWDOWN, NVML_FI_DEV_PERF_POLICY_SYNC_BOOST,
+        NVML_FI_DEV_MEMORY_TEMP, NVML_FI_DEV_POWER_INSTANT, NVML_FI_DEV_POWER_AVERAGE,
+        // NVLink (nvml_nvlink.cpp): link count, then data counters of all links
+        NVML_FI_DEV_NVLINK_LINK_COUNT, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
+        NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX};
+    constexpr std::size_t kNvlink = std::size(kIds) - 3;
     std::array<nvmlFieldValue_t, std::size(kIds)> fv{};
     for (std::size_t i = 0; i < fv.size(); ++i) fv[i].fieldId = kIds[i];
+    fv[kNvlink + 1].scopeId = fv[kNvlink + 2].scopeId = 0xFFFFFFFFu;  // UINT_MAX: summed over all links
+    const std::int64_t before_us = monotonic_now_us();
     int rc = call(a.device_get_field_values, h, static_cast<int>(fv.size()), fv.data());
+    const std::int64_t mid_us = before_us + (monotonic_now_us() - before_us) / 2;
+    read_nvlink_throughput(ctx, rc, fv[kNvlink], fv[kNvlink + 1], fv[kNvlink + 2], mid_us, s);
     Reading<std::uint64_t>* violation[] = {&s.violation_power_ns,          &s.violation_thermal_ns,
                                            &s.violation_sw_thermal_ns,     &s.violation_hw_thermal_ns,
                                            &s.violation_hw_power_brake_ns, &s.violation_sync_boost_ns};
-    for (std::size_t i = 0; i < fv.size(); ++i) {
+    for (std::size_t i = 0; i < kNvlink; ++i) {
       int frc = rc != NVML_SUCCESS ? rc : fv[i].nvmlReturn;
       std::optional<std::uint64_t> v = value_as_u64(fv[i].valueType, fv[i].value);
       if (frc == NVML_SUCCESS && !v) frc = -1;  // negative or unknown type: invalid below
@@ -380,12 +410,7 @@ GpuSample read_sample(DeviceContext& ctx, Call& call) {
   if (ctx.options.collect_gpm && ctx.info && ctx.info->gpm_supported.value_or(false)) {
     read_gpm(ctx, call, s);
   } else {
-    const ReadStatus st = ctx.options.collect_gpm ? ReadStatus::not_supported : ReadStatus::not_collected;
-    for (auto* r :
-         {&s.gpm_sm_util_pct, &s.gpm_sm_occupancy_pct, &s.gpm_tensor_util_pct, &s.gpm_dram_bw_util_pct,
-          &s.gpm_pcie_tx_mib_s, &s.gpm_pcie_rx_mib_s, &s.gpm_nvlink_tx_mib_s, &s.gpm_nvlink_rx_mib_s}) {
-      *r = Reading<double>::fail(st);
-    }
+    set_gpm_status(s, ctx.options.collect_gpm ? ReadStatus::not_supported : ReadStatus::not_collected);
   }
   return s;
 }
@@ -411,10 +436,14 @@ void set_all_status(GpuSample& s, ReadStatus st, std::int32_t code, bool process
       s.gpm_nvlink_rx_mib_s, s.power_draw_average_mw, s.violation_sync_boost_ns, s.display_attached,
       s.accounting_mode, s.accounting_buffer_size, s.temperature_tlimit_c, s.encoder_session_count,
       s.encoder_average_fps, s.encoder_average_latency_us, s.fabric_state, s.fabric_status,
-      s.fabric_clique_id, s.fabric_cluster_uuid);
+      s.fabric_clique_id, s.fabric_cluster_uuid, s.gpm_graphics_util_pct, s.nvlink_data_kib_s);
+  for (EccLocationCounts* e : {&s.ecc_volatile_by_location, &s.ecc_aggregate_by_location})
+    set(e->sram_corrected, e->sram_uncorrected, e->dram_corrected, e->dram_uncorrected);
   for (auto& m : s.mig_devices) {
     set(m.gpu_instance_id, m.compute_instance_id, m.uuid, m.name, m.memory_total_bytes, m.memory_used_bytes,
-        m.memory_free_bytes);
+        m.memory_free_bytes, m.memory_reserved_bytes, m.gpm_graphics_util_pct, m.gpm_sm_util_pct,
+        m.gpm_sm_occupancy_pct, m.gpm_tensor_util_pct, m.gpm_dram_bw_util_pct, m.gpm_pcie_tx_mib_s,
+        m.gpm_pcie_rx_mib_s, m.gpm_nvlink_tx_mib_s, m.gpm_nvlink_rx_mib_s);
   }
   s.gpu_utilization_samples.clear();
   s.power_samples.clear();

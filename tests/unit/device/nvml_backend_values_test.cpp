@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
 
 #include "nvml_test_util.h"
@@ -164,6 +165,7 @@ TEST(NvmlBackendValues, GpmOnSecondTick) {
   tick(*b);
   auto t = tick(*b);
   const GpuSample& s = t.gpus[0];
+  EXPECT_READ(s.gpm_graphics_util_pct, 91.0);
   EXPECT_READ(s.gpm_sm_util_pct, 88.0);
   EXPECT_READ(s.gpm_sm_occupancy_pct, 61.0);
   EXPECT_READ(s.gpm_tensor_util_pct, 52.0);
@@ -173,6 +175,40 @@ TEST(NvmlBackendValues, GpmOnSecondTick) {
   EXPECT_READ(s.gpm_nvlink_tx_mib_s, 5600.0);
   EXPECT_READ(s.gpm_nvlink_rx_mib_s, 7800.0);
   EXPECT_EQ(t.gpus[1].gpm_sm_util_pct.status, ReadStatus::not_supported);  // A100: no GPM
+  EXPECT_EQ(t.gpus[1].gpm_graphics_util_pct.status, ReadStatus::not_supported);
+}
+
+TEST(NvmlBackendValues, NvlinkThroughputFromTheDataCounters) {
+  // The scenario's clock runs (no frozen time): the counters grow at nvlink_tx + nvlink_rx KiB/s.
+  auto b = open_fake(device_scenario("exact-2gpu.json"), std::nullopt);
+  auto first = tick(*b);
+  EXPECT_EQ(first.gpus[0].nvlink_data_kib_s.status, ReadStatus::not_available);  // nothing to subtract yet
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto t = tick(*b);
+  ASSERT_EQ(t.gpus[0].nvlink_data_kib_s.status, ReadStatus::ok) << t.gpus[0].nvlink_data_kib_s.code;
+  EXPECT_NEAR(t.gpus[0].nvlink_data_kib_s.value, 2000000.0, 2000000.0 * 0.01);
+  // No NVLink on GPU 1 (no links, no counters): no value, never a 0.
+  EXPECT_EQ(t.gpus[1].nvlink_data_kib_s.status, ReadStatus::not_supported);
+}
+
+TEST(NvmlBackendValues, EccCountsByLocationWithExtendedValues) {
+  BackendOptions o;
+  o.collect_extended = true;
+  auto b = open_fake(device_scenario("exact-2gpu.json"), 30, o);
+  auto t = tick(*b);
+  const GpuSample& s = t.gpus[0];
+  // SRAM as scripted, DRAM the rest of each total (fake driver: docs/fake-nvml.md)
+  EXPECT_READ(s.ecc_volatile_by_location.sram_corrected, 3u);
+  EXPECT_READ(s.ecc_volatile_by_location.dram_corrected, 4u);
+  EXPECT_READ(s.ecc_volatile_by_location.sram_uncorrected, 0u);
+  EXPECT_READ(s.ecc_volatile_by_location.dram_uncorrected, 1u);
+  EXPECT_READ(s.ecc_aggregate_by_location.sram_corrected, 0u);
+  EXPECT_READ(s.ecc_aggregate_by_location.dram_corrected, 70u);
+  EXPECT_READ(s.ecc_aggregate_by_location.sram_uncorrected, 2u);
+  EXPECT_READ(s.ecc_aggregate_by_location.dram_uncorrected, 0u);
+  // Not asked for without collect_extended
+  auto plain = open_fake(device_scenario("exact-2gpu.json"));
+  EXPECT_EQ(tick(*plain).gpus[0].ecc_volatile_by_location.sram_corrected.status, ReadStatus::not_collected);
 }
 
 TEST(NvmlBackendValues, DynamicValuesOfGpu1) {

@@ -64,7 +64,7 @@ TEST(NvmlMig, InstancesAndTheirProcesses) {
   EXPECT_EQ(s.mig_devices[0].uuid.value, "MIG-11111111-2222-5333-8444-555555555501");
   EXPECT_EQ(s.mig_devices[0].memory_total_bytes.value, 42949672960u);
   EXPECT_EQ(s.mig_devices[0].memory_used_bytes.value, 123731968u);
-  EXPECT_EQ(s.mig_devices[0].memory_free_bytes.value, 42949672960u - 123731968u);
+  EXPECT_EQ(s.mig_devices[0].memory_free_bytes.value, 42949672960u - 123731968u - 1048576u);  // - reserved
   EXPECT_EQ(s.mig_devices[1].gpu_instance_id.value, 2u);
   EXPECT_EQ(s.mig_devices[1].memory_used_bytes.value, 2147483648u);
   ASSERT_EQ(t.processes.size(), 2u);
@@ -73,6 +73,23 @@ TEST(NvmlMig, InstancesAndTheirProcesses) {
   EXPECT_EQ(t.processes[0].compute_instance_id.value, 0u);
   EXPECT_EQ(t.processes[1].gpu_instance_id.value, 2u);
   EXPECT_EQ(t.processes[0].sm_util_pct.status, ReadStatus::not_supported);  // per-process util N/A on MIG
+  EXPECT_EQ(s.mig_devices[0].memory_reserved_bytes.value, 1048576u);
+  EXPECT_EQ(s.mig_devices[0].gpm_graphics_util_pct.status, ReadStatus::not_available);  // first GPM sample
+}
+
+TEST(NvmlMig, GpmPerGpuInstance) {
+  auto b = open_fake(device_scenario("mig-1gpu.json"), 30);
+  tick(*b);
+  auto t = tick(*b);
+  const GpuSample& s = t.gpus[0];
+  ASSERT_EQ(s.mig_devices.size(), 2u);
+  // nvmlGpmMigSampleGet per GPU instance: instance 1 has its own values, instance 2 none
+  EXPECT_EQ(s.mig_devices[0].gpm_graphics_util_pct.value, 40.0);
+  EXPECT_EQ(s.mig_devices[0].gpm_sm_util_pct.value, 35.0);
+  EXPECT_EQ(s.mig_devices[0].gpm_tensor_util_pct.status, ReadStatus::not_supported);
+  EXPECT_EQ(s.mig_devices[1].gpm_graphics_util_pct.status, ReadStatus::not_supported);
+  // the whole GPU's GPM: the scenario gives none
+  EXPECT_EQ(s.gpm_graphics_util_pct.status, ReadStatus::not_supported);
 }
 
 TEST(NvmlProcesses, ListGrowingBetweenCallsIsRetried) {

@@ -38,6 +38,8 @@ Snapshot loaded() {
   g.total_energy_mj = Reading<std::uint64_t>::of(123456789);
   g.temperature_gpu_c = Reading<unsigned>::of(52);
   g.gpm_sm_util_pct = Reading<double>::of(75.0);
+  g.gpm_graphics_util_pct = Reading<double>::of(81.0);
+  g.nvlink_data_kib_s = Reading<double>::of(2048000.0);
   g.violation_power_ns = Reading<std::uint64_t>::of(5'000'000);
   return s;
 }
@@ -55,8 +57,11 @@ TEST(MetricsText, DcgmNamesLabelsAndUnits) {
   EXPECT_TRUE(has_line(text, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter"));
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + kLabels0 + "} 52"));
   EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_SM_CLOCK{" + kLabels0 + "} 345"));
-  EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_SM_ACTIVE{" + kLabels0 + "} 0.75"));       // ratio
-  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_VIOLATION{" + kLabels0 + "} 5000"));  // us
+  EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_SM_ACTIVE{" + kLabels0 + "} 0.75"));         // ratio
+  EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + kLabels0 + "} 0.81"));  // ratio
+  EXPECT_TRUE(has_line(text, "# TYPE DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL gauge"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL{" + kLabels0 + "} 2000"));  // MB/s
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_POWER_VIOLATION{" + kLabels0 + "} 5000"));         // us
   EXPECT_TRUE(
       has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + R"(,err_code="0",err_msg="No Error"} 0)"));
   EXPECT_TRUE(
@@ -69,9 +74,11 @@ TEST(MetricsText, NotAvailableReadingsAreOmittedNotZero) {
   auto s = loaded();
   s.gpus[0].utilization_gpu_pct = Reading<unsigned>::fail(ReadStatus::not_supported, 3);
   s.gpus[0].gpm_sm_util_pct = Reading<double>::fail(ReadStatus::not_supported);
+  s.gpus[0].nvlink_data_kib_s = Reading<double>::fail(ReadStatus::not_supported);  // no NVLink
   auto text = render_metrics(s, {}, {});
   EXPECT_EQ(text.find("DCGM_FI_DEV_GPU_UTIL"), std::string::npos) << "a family with no sample is left out";
   EXPECT_EQ(text.find("DCGM_FI_PROF_SM_ACTIVE"), std::string::npos);
+  EXPECT_EQ(text.find("DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL"), std::string::npos);
   EXPECT_NE(text.find("DCGM_FI_DEV_FB_USED{"), std::string::npos);
 }
 
@@ -242,17 +249,19 @@ TEST(MetricsText, CounterSeriesThatGoAwayAreForgotten) {
   EXPECT_LT(c.series.size(), with_gpu);
 }
 
-TEST(MetricsText, MigFrameBufferPerGpuInstanceAndUnknownXid) {
+TEST(MetricsText, MigEverySeriesPerGpuInstanceAndUnknownXid) {
   auto s = loaded();
   auto& g = s.gpus[0];
-  for (unsigned i = 0; i < 2; ++i) {
+  for (unsigned i = 0; i < 3; ++i) {
     MigDeviceSample m;
     m.index = i;
+    // rows 1 and 2: two compute instances of GPU instance 5 (one series for them)
     m.gpu_instance_id = Reading<unsigned>::of(i == 0 ? 1u : 5u);
-    m.compute_instance_id = Reading<unsigned>::of(0u);
+    m.compute_instance_id = Reading<unsigned>::of(i == 2 ? 1u : 0u);
     m.name = Reading<std::string>::of(i == 0 ? "NVIDIA H200 MIG 3g.71gb" : "NVIDIA H200 MIG 1g.18gb");
     m.memory_used_bytes = Reading<std::uint64_t>::of((i == 0 ? 1000 : 20) * kMiB);
     m.memory_free_bytes = Reading<std::uint64_t>::of((i == 0 ? 70000 : 18000) * kMiB);
+    if (i == 0) m.gpm_graphics_util_pct = Reading<double>::of(40.0);
     g.mig_devices.push_back(m);
   }
   ExporterState st;
@@ -262,15 +271,28 @@ TEST(MetricsText, MigFrameBufferPerGpuInstanceAndUnknownXid) {
       R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pci_bus_id="00000000:83:00.0",)"
       R"(device="nvidia0",modelName="NVIDIA H200",)";
   const std::string tail = R"(Hostname="gpu-node-01",DCGM_FI_DRIVER_VERSION="590.48.01"})";
-  EXPECT_TRUE(has_line(
-      text, "DCGM_FI_DEV_FB_USED{" + base + R"(GPU_I_PROFILE="3g.71gb",GPU_I_ID="1",)" + tail + " 1000"))
-      << text;
-  EXPECT_TRUE(has_line(
-      text, "DCGM_FI_DEV_FB_FREE{" + base + R"(GPU_I_PROFILE="1g.18gb",GPU_I_ID="5",)" + tail + " 18000"));
+  const std::string gi1 = base + R"(GPU_I_PROFILE="3g.71gb",GPU_I_ID="1",)" + tail;
+  const std::string gi5 = base + R"(GPU_I_PROFILE="1g.18gb",GPU_I_ID="5",)" + tail;
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_FB_USED{" + gi1 + " 1000")) << text;
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_FB_FREE{" + gi5 + " 18000"));
   EXPECT_FALSE(has_line(text, "DCGM_FI_DEV_FB_USED{" + kLabels0 + "} 32362"))
       << "on a MIG GPU the instances replace the whole GPU's series (sums stay right)";
-  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + kLabels0 + "} 52"))
-      << "device-wide metrics stay per GPU";
-  EXPECT_TRUE(has_line(
-      text, "DCGM_FI_DEV_XID_ERRORS{" + kLabels0 + R"(,err_code="100000",err_msg="Unknown Error"} 100000)"));
+  // dcgm-exporter repeats the device-level fields on each GPU instance, and has no GPU-wide series
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + gi1 + " 52"));
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_GPU_TEMP{" + gi5 + " 52"));
+  EXPECT_EQ(text.find("DCGM_FI_DEV_GPU_TEMP{" + kLabels0), std::string::npos);
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" + gi5 + " 123456789"));
+  // GPM: each instance's own (nvmlGpmMigSampleGet); instance 5 has none, so no sample
+  EXPECT_TRUE(has_line(text, "DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + gi1 + " 0.4"));
+  EXPECT_EQ(text.find("DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + gi5), std::string::npos);
+  EXPECT_EQ(text.find("DCGM_FI_PROF_GR_ENGINE_ACTIVE{" + kLabels0), std::string::npos);
+  // one series per GPU instance, not per compute instance
+  std::size_t n = 0;
+  for (auto at = text.find("DCGM_FI_DEV_GPU_TEMP{" + gi5); at != std::string::npos;
+       at = text.find("DCGM_FI_DEV_GPU_TEMP{" + gi5, at + 1))
+    ++n;
+  EXPECT_EQ(n, 1u);
+  EXPECT_TRUE(has_line(text, "DCGM_FI_DEV_XID_ERRORS{" + gi5.substr(0, gi5.size() - 1) +
+                                 R"(,err_code="100000",err_msg="Unknown Error"} 100000)"));
+  EXPECT_TRUE(has_line(text, "trainmon_gpu_up{" + kOwnLabels0 + "} 1")) << "trainmon_* stay per GPU";
 }
