@@ -28,15 +28,22 @@ const Thresholds kTh;
 
 /// Two ranks (pids 1000 / 1001 on GPU0 / GPU1) that step every 0.2 s until `stop`, then only send
 /// heartbeats in `phase` until `until`; both processes live until `alive`.
+/// Two processes (pids 1000, 1001) that step each second until `stop`, then only send heartbeats in
+/// `phase` until `until`; alive until `alive`.
+void feed_two_stalled(Synth& x, RankFeed& a, RankFeed& b, double stop, double until, double alive,
+                      TrainPhase phase) {
+  for (RankFeed* r : {&a, &b}) {
+    r->steps(x.s, 0, stop, 1.0, 0.2, 0.01);
+    r->heartbeats(x.s, stop, until, 1.0, phase, stop);
+  }
+  job_process(x.s, 1000, 0, alive);
+  job_process(x.s, 1001, 0, alive);
+}
+
 Synth hung_job(double stop, double until, double alive, TrainPhase phase = TrainPhase::compute) {
   Synth x(2, until);
   RankFeed r0(0, 1000, 0), r1(1, 1001, 1);
-  r0.steps(x.s, 0, stop, 1.0, 0.2, 0.01);
-  r1.steps(x.s, 0, stop, 1.0, 0.2, 0.01);
-  r0.heartbeats(x.s, stop, until, 1.0, phase, stop);
-  r1.heartbeats(x.s, stop, until, 1.0, phase, stop);
-  job_process(x.s, 1000, 0, alive);
-  job_process(x.s, 1001, 0, alive);
+  feed_two_stalled(x, r0, r1, stop, until, alive, phase);
   return x;
 }
 
@@ -69,12 +76,7 @@ enum class Lists { job, foreign, none };
 Synth hung_cpu_job(Lists procs) {
   Synth x(2, 400, 1.0, procs != Lists::none);
   RankFeed r0(0, 1000), r1(1, 1001);
-  r0.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
-  r1.steps(x.s, 0, 100, 1.0, 0.2, 0.01);
-  r0.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
-  r1.heartbeats(x.s, 100, 400, 1.0, TrainPhase::compute, 100);
-  job_process(x.s, 1000, 0, 400);
-  job_process(x.s, 1001, 0, 400);
+  feed_two_stalled(x, r0, r1, 100, 400, 400, TrainPhase::compute);
   if (procs == Lists::foreign)
     for (auto& g : x.s.gpus)
       for (auto& p : g.procs) {
@@ -792,12 +794,7 @@ TEST(DiagD23Hang, InChineseNoEnglishWordOrAsciiSeparatorBetweenChineseClauses) {
   Synth plain(2, 400);
   RankFeed p0(-1, 1000, 0), p1(-1, 1001, 1);
   p0.id.world_size = p1.id.world_size = -1;
-  p0.steps(plain.s, 0, 100, 1.0, 0.2, 0.01);
-  p1.steps(plain.s, 0, 100, 1.0, 0.2, 0.01);
-  p0.heartbeats(plain.s, 100, 400, 1.0, TrainPhase::data, 100);
-  p1.heartbeats(plain.s, 100, 400, 1.0, TrainPhase::data, 100);
-  job_process(plain.s, 1000, 0, 400);
-  job_process(plain.s, 1001, 0, 400);
+  feed_two_stalled(plain, p0, p1, 100, 400, 400, TrainPhase::data);
   const auto a = detect_training_hang(ranked.s, kTh), b = detect_training_hang(plain.s, kTh);
   i18n::load_catalogue({}, {});
   ASSERT_EQ(a.size(), 1u);
