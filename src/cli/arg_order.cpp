@@ -49,11 +49,15 @@ std::vector<std::string> command_options_after_command(const CLI::App& root, std
       // Not the root's: the command's, if it takes a value the next word is that value. Which
       // command is decided below; here only whether the next word can be skipped, for which the
       // first later word naming a command that knows the option decides.
+      // (`--db status runs`: status has no --db, runs has, and "status" is its value). A value that
+      // may be left out is not the command right after it (`-i status`).
       for (std::size_t j = i + 1; j < args.size(); ++j) {
         const CLI::App* c = command_named(root, args[j]);
         if (!c) continue;
         const CLI::Option* co = c->get_option_no_throw(name);
-        if (co && takes_value(*co) && !joined) ++i;
+        if (!co) continue;
+        const bool value_optional = co->get_items_expected_min() == 0;
+        if (takes_value(*co) && !joined && !(value_optional && j == i + 1)) ++i;
         break;
       }
       continue;

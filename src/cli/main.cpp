@@ -132,7 +132,7 @@ constexpr int kParseRetry = -2;  ///< a lazy definition did not parse the line: 
 
 /// Parses the command line into `app` (defined into `d`): kParseOk, or an exit status after the
 /// message (help, version, a usage error); for a definition with one command set up (`lazy`),
-/// kParseRetry instead of any error, and when the line names another command.
+/// kParseRetry instead of any of these, and when the line names another command.
 int parse_command_line(CLI::App& app, const Definition& d, int argc, char** argv, bool lazy) {
   // A command's options before the command (`trainmon --db FILE runs`) go after it (arg_order.h).
   std::vector<std::string> arg_words(argv + 1, argv + argc);
@@ -164,7 +164,9 @@ int parse_command_line(CLI::App& app, const Definition& d, int argc, char** argv
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (lazy && e.get_exit_code() != 0) return kParseRetry;  // the full definition says what is wrong
+    // The full definition says what is wrong, and prints the help (`--db top runs --help` names top
+    // first, but asks for runs' help, which only the full definition has).
+    if (lazy) return kParseRetry;
     return report_parse_error(app, e);
   }
   if (lazy) {

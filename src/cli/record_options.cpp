@@ -51,13 +51,15 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
     return bad(i18n::trf("--interval must be at least 0.1 s, as {} (got '{}')", recorder::duration_syntax(),
                          o.interval));
   lo.interval_ns = *interval;
+  // --downsample-after is checked without --retention too: a typo is said, not ignored.
+  const auto downsample = recorder::parse_duration_ns(o.downsample_after);
+  const auto retention =
+      o.retention.empty() ? std::optional<std::int64_t>(0) : recorder::parse_duration_ns(o.retention);
+  if (!retention || !downsample)
+    return bad(i18n::trf("--retention / --downsample-after want {}", recorder::duration_syntax()));
   if (!o.retention.empty()) {
-    auto r = recorder::parse_duration_ns(o.retention);
-    auto d = recorder::parse_duration_ns(o.downsample_after);
-    if (!r || !d)
-      return bad(i18n::trf("--retention / --downsample-after want {}", recorder::duration_syntax()));
-    lo.retention.delete_after_ns = *r;
-    lo.retention.downsample_after_ns = *d;
+    lo.retention.delete_after_ns = *retention;
+    lo.retention.downsample_after_ns = *downsample;
   }
   if (!o.duration.empty()) {
     lo.stop_after_ns = recorder::parse_duration_ns(o.duration);

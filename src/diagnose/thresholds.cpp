@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/diagnose/thresholds.h"
 
+#include "trainmon/core/i18n.h"
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -137,7 +139,7 @@ std::expected<double, std::string> checked(std::string_view name, double v, std:
   const bool ok = std::isfinite(v) && (r->lo_open ? v > r->lo : v >= r->lo) && v <= r->hi &&
                   (!r->whole || v == std::floor(v));
   if (ok) return v;
-  return std::unexpected(fmt::format("{}={} is out of range ({})", name, text, r->what));
+  return std::unexpected(i18n::trf("{}={} is out of range ({})", name, text, r->what));
 }
 
 /// The shortest decimal form of `v` ("20", "0.5").
@@ -164,19 +166,19 @@ std::optional<std::string> threshold_range(std::string_view name) {
 
 std::expected<void, std::string> set_threshold(Thresholds& th, std::string_view arg) {
   const auto eq = arg.find('=');
-  if (eq == std::string_view::npos) return std::unexpected(fmt::format("'{}' is not name=value", arg));
+  if (eq == std::string_view::npos) return std::unexpected(i18n::trf("'{}' is not name=value", arg));
   const auto name = trim(arg.substr(0, eq));
   const auto value = trim(arg.substr(eq + 1));
   const auto* info = lookup(name);
   if (!info)
-    return std::unexpected(fmt::format("'{}' names no threshold (docs/diagnosis.md lists them)", name));
+    return std::unexpected(i18n::trf("'{}' names no threshold (docs/diagnosis.md lists them)", name));
   // A plain decimal number (digits, '.', an exponent): from_chars reads no hex ("0x10" would be 16
   // to strtod), no "inf"/"nan" that pass isfinite below, no leading '+' or spaces.
   double v = 0;
   const auto [end, ec] =
       std::from_chars(value.data(), value.data() + value.size(), v, std::chars_format::general);
   if (value.empty() || ec != std::errc{} || end != value.data() + value.size() || !std::isfinite(v))
-    return std::unexpected(fmt::format("{}='{}' is not a decimal number", name, value));
+    return std::unexpected(i18n::trf("{}='{}' is not a decimal number", name, value));
   auto ok = checked(name, v, value);
   if (!ok) return std::unexpected(ok.error());
   th.*(info->field) = v;

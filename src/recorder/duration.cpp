@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/duration.h"
 
+#include "trainmon/core/i18n.h"
+
 #include <fmt/format.h>
 
 #include <charconv>
@@ -33,7 +35,7 @@ std::optional<std::int64_t> parse_duration_ns(std::string_view text) {
 }
 
 std::string duration_syntax() {
-  return "a duration such as 0.5, 500ms, 90s, 30m, 12h, 2d (at most 36500d)";
+  return std::string(i18n::tr("a duration such as 0.5, 500ms, 90s, 30m, 12h, 2d (at most 36500d)"));
 }
 
 std::string format_duration_ms(std::int64_t ms) {

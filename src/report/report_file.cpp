@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/report/report_file.h"
 
+#include "trainmon/core/i18n.h"
+
 #include <unistd.h>
 
 #include <cerrno>
@@ -38,8 +40,8 @@ Expected<void> write_report_file(store::Store& store, std::int64_t run_id, const
   if (target.has_parent_path() && !create_directory &&
       !std::filesystem::is_directory(target.parent_path(), ec)) {
     return std::unexpected(Error{ErrorDomain::os, ENOENT, "ENOENT",
-                                 fmt::format("cannot write {}: directory {} does not exist (create it first)",
-                                             path, target.parent_path().string())});
+                                 i18n::trf("cannot write {}: directory {} does not exist (create it first)",
+                                           path, target.parent_path().string())});
   }
   auto text = render_report(store, run_id, options);
   if (!text) return std::unexpected(text.error());

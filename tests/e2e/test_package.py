@@ -202,6 +202,19 @@ def test_command_options_work_before_the_command(tmp_path):
     assert a.returncode == b.returncode == 0 and "before-test" in b.stdout and a.stdout == b.stdout, b.stderr
     r = tm("runs", "--db", db, "status", env=env)
     assert r.returncode == 2 and "status" in r.stderr, r.stderr
+    # ... and asks for the help of the command it runs, not of the value's namesake
+    r = tm("--db", "top", "runs", "--help", env=env)
+    assert r.returncode == 0 and "List recorded runs" in r.stdout and "--db" in r.stdout, r.stdout
+    # a value that names a command without that option is the value (`status` has no --db)
+    os.symlink(db, tmp_path / "status")
+    r = tm("--db", "status", "runs", cwd=str(tmp_path), env=env)
+    assert r.returncode == 0 and "before-test" in r.stdout, r.stderr
+    # an option whose value may be left out does not take the command as its value (gpustat's -P)
+    a, b = tm("-P", "status", "--no-header", env=env), tm("status", "-P", "--no-header", env=env)
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout and " W " in a.stdout, a.stderr
+    # a bad --downsample-after is refused without --retention too
+    r = tm("record", "--db", db, "--duration", "1", "--downsample-after", "xyz", env=env)
+    assert r.returncode == 2 and "--downsample-after" in r.stderr, r.stderr
 
 
 @need_tools

@@ -17,8 +17,8 @@ inline constexpr std::int64_t kMaxDurationNs = 36'500LL * 86'400 * 1'000'000'000
 /// infinite value, or one longer than kMaxDurationNs.
 std::optional<std::int64_t> parse_duration_ns(std::string_view text);
 
-/// The accepted syntax, for error messages: "a duration such as 0.5, 500ms, 90s, 30m, 12h, 2d (at most
-/// 36500d)".
+/// The accepted syntax, for error messages, in the chosen language (core/i18n.h): "a duration such as
+/// 0.5, 500ms, 90s, 30m, 12h, 2d (at most 36500d)".
 std::string duration_syntax();
 
 /// "1h02m03s", "4m05s", "12.3s" for a duration in milliseconds.
