@@ -29,11 +29,13 @@ constexpr std::string_view kRunColumns =
     "CASE WHEN end_ns IS NULL THEN (SELECT max(c.t1_ms) FROM series s JOIN chunks c ON c.series_id = s.id "
     "WHERE s.run_id = runs.id) END";
 
-/// The findings of a run still open: all but the live findings stored closed (`"open": false`,
-/// Store::insert_findings); a row whose JSON does not parse counts as open (findings() reports it).
+/// The findings of a running run still open: all but the live findings stored closed (`"open":
+/// false`, Store::insert_findings); a row whose JSON does not parse counts as open (findings()
+/// reports it). NULL for a finished run, whose findings are all open (finding_count): the JSON is
+/// only read for the runs still running, not for every run of every listing.
 constexpr std::string_view kOpenFindings =
-    "(SELECT count(*) FROM findings f WHERE f.run_id = runs.id AND "
-    "(CASE WHEN json_valid(f.json) THEN json_extract(f.json, '$.open') END) IS NOT 0)";
+    "CASE WHEN end_ns IS NULL THEN (SELECT count(*) FROM findings f WHERE f.run_id = runs.id AND "
+    "(CASE WHEN json_valid(f.json) THEN json_extract(f.json, '$.open') END) IS NOT 0) END";
 
 /// The run columns to select: kRunColumns, then boot_id and start_monotonic_ns (schema 3; an
 /// older store read as is has neither), then the open findings.
@@ -68,7 +70,7 @@ RunInfo read_run_row(const Stmt& q) {
   r.last_sample_unix_ms = q.opt_i64(16);
   r.boot_id = q.text(17);
   r.start_monotonic_ns = q.opt_i64(18);
-  r.open_finding_count = q.i64(19);
+  r.open_finding_count = q.opt_i64(19).value_or(r.finding_count);
   return r;
 }
 

@@ -23,13 +23,13 @@ PcieRate pcie_counter_rate(const std::optional<PcieCounterReading>& previous,
   return {PcieRateStatus::ok, bytes / (static_cast<double>(dt_us) / 1e6) / 1024.0};
 }
 
-namespace {
-
-std::int64_t monotonic_us() {
+std::int64_t monotonic_now_us() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+namespace {
 
 /// One direction through nvmlDeviceGetPcieThroughput (blocks ~20 ms).
 Reading<unsigned> read_blocking(DeviceContext& ctx, Call& call, unsigned counter) {
@@ -75,9 +75,9 @@ void read_pcie_throughput(DeviceContext& ctx, Call& call, GpuSample& s) {
   std::array<nvmlFieldValue_t, 2> fv{};
   fv[0].fieldId = NVML_FI_DEV_PCIE_COUNT_RX_BYTES;
   fv[1].fieldId = NVML_FI_DEV_PCIE_COUNT_TX_BYTES;
-  const std::int64_t before = monotonic_us();
+  const std::int64_t before = monotonic_now_us();
   const int rc = call(ctx.api->device_get_field_values, ctx.handle, static_cast<int>(fv.size()), fv.data());
-  const std::int64_t mid = before + (monotonic_us() - before) / 2;
+  const std::int64_t mid = before + (monotonic_now_us() - before) / 2;
   bool usable = rc == NVML_SUCCESS;
   for (const auto& f : fv) {
     usable = usable && f.nvmlReturn == NVML_SUCCESS && f.valueType == NVML_VALUE_TYPE_UNSIGNED_LONG_LONG &&

@@ -61,6 +61,10 @@ struct PcieRate {
   double kib_s = 0;  ///< only meaningful when status == ok
 };
 
+/// CLOCK_MONOTONIC now, microseconds (steady_clock): the time of a counter read when the driver
+/// gives none, here and for NVLink's counters (nvml_sample.cpp).
+std::int64_t monotonic_now_us();
+
 /// The rate between `previous` and `current` (pure; tested in tests/unit/device/nvml_pcie_test.cpp).
 /// Δt from driver timestamps when both are nonzero, else from the monotonic times.
 PcieRate pcie_counter_rate(const std::optional<PcieCounterReading>& previous,

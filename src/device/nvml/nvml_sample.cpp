@@ -18,12 +18,6 @@ Reading<bool> as_bool(const unsigned& v) {
   return Reading<bool>::of(v != 0);
 }
 
-std::int64_t monotonic_now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 MemoryReadings read_memory(Call& call, const NvmlApi& a, nvmlDevice_t h) {
   nvmlMemory_v2_t m2{};
   m2.version = TRAINMON_NVML_STRUCT_VERSION(nvmlMemory_v2_t, 2);
