@@ -47,9 +47,10 @@ struct Definition {
 /// Defines trainmon's options and commands on `app`, their text in the language selected now
 /// (descriptions, CLI11's labels, its help flag and error messages): the help and the errors follow
 /// the language, the man pages and completions are made from a definition under i18n::EnglishScope.
-/// Every command is added; when `only` is not empty, only the command it names gets its options and
-/// runner (lazy_setup.h).
-void define(CLI::App& app, Definition& d, std::string_view only = {}) {
+/// Every command is added. With a command line (`argv`), only the command it names gets its options
+/// and runner (lazy_setup.h), and its name is returned; without one, or when the line names none,
+/// every command is set up and the result is empty.
+std::string define(CLI::App& app, Definition& d, int argc = 0, const char* const* argv = nullptr) {
   // Before any option or command: commands inherit the labels, the groups' names and the error text.
   auto formatter = app.get_formatter();
   for (const char* label : {N_("Usage"), N_("OPTIONS"), N_("SUBCOMMAND"), N_("SUBCOMMANDS"), N_("REQUIRED"),
@@ -89,17 +90,26 @@ void define(CLI::App& app, Definition& d, std::string_view only = {}) {
   auto& registry = command_registry();
   std::stable_sort(registry.begin(), registry.end(),
                    [](const CommandSpec& a, const CommandSpec& b) { return a.order < b.order; });
+  std::string only;
+  if (argv) {
+    // The root's options that take a value, as spelled on a command line: their values are not
+    // command names.
+    std::vector<std::string> spelled;
+    for (const CLI::Option* o : app.get_options()) {
+      if (o->get_items_expected_max() == 0) continue;
+      for (const std::string& n : o->get_lnames()) spelled.push_back("--" + n);
+      for (const std::string& n : o->get_snames()) spelled.push_back("-" + n);
+    }
+    only = named_command(argc, argv, registry, std::vector<std::string_view>(spelled.begin(), spelled.end()));
+  }
   for (auto& spec : registry) {
     CLI::App* sub = app.add_subcommand(spec.name, tr(spec.description));
     // CLI11 makes a command's help flag before it inherits the option group's name: again, in it.
     sub->set_help_flag("-h,--help", tr("Print this help message and exit"));
     if (only.empty() || spec.name == only) d.runners[sub] = spec.setup(*sub, global);
   }
+  return only;
 }
-
-/// The root's options that take a value (named_command skips their values).
-const std::vector<std::string_view> kRootValueOptions = {
-    "--nvml-library", "--proc-root", "--sys-root", "--lang", "--print-completion", "--print-man"};
 
 /// What a command line that does not parse gets: the message (or the help, the version) and the
 /// exit status.
@@ -193,16 +203,13 @@ int main(int argc, char** argv) {
     if (a.starts_with("--lang=")) lang_arg = a.substr(7);
   }
   trainmon::i18n::init(lang_arg);
-  const auto& registry = command_registry();
   // Only the command the line names is set up (its options defined): the others' cost ~0.7 ms of
   // every start; a line that does not parse so is parsed again with every command (lazy_setup.h).
-  // A copy: define() sorts the registry, which moves its names.
-  const std::string named(named_command(argc, argv, registry, kRootValueOptions));
   std::vector<char*> args(argv, argv + argc);
   args.push_back(nullptr);
   auto app = std::make_unique<CLI::App>();
   auto def = std::make_unique<Definition>();
-  define(*app, *def, named);
+  const std::string named = define(*app, *def, argc, argv);
   int parsed = parse_command_line(*app, *def, argc, args.data(), !named.empty());
   if (parsed == kParseRetry) {
     args.assign(argv, argv + argc);
