@@ -70,18 +70,22 @@ class StopWait {
     if (since_ns_ < 0) since_ns_ = now_ns;
     sig_ = sig;
     if (!quiet_)
-      std::fprintf(stderr, "trainmon: the command (pid %d) got SIG%s; waiting for it to end\n", pid_,
-                   sigabbrev_np(sig));
+      std::fputs(i18n::trf("trainmon: the command (pid {}) got SIG{}; waiting for it to end\n", pid_,
+                           sigabbrev_np(sig))
+                     .c_str(),
+                 stderr);
   }
 
   void check(std::int64_t now_ns) {
     if (since_ns_ < 0 || told_ || now_ns - since_ns_ < kStillRunningS * 1'000'000'000) return;
     told_ = true;
     if (!quiet_)
-      std::fprintf(stderr,
-                   "trainmon: the command (pid %d) still runs %llds after SIG%s: it handles or ignores it; "
-                   "still recording. `kill -KILL %d` ends it (its children: `pkill -KILL -P %d`)\n",
-                   pid_, static_cast<long long>(kStillRunningS), sigabbrev_np(sig_), pid_, pid_);
+      std::fputs(
+          i18n::trf("trainmon: the command (pid {0}) still runs {1}s after SIG{2}: it handles or ignores "
+                    "it; still recording. `kill -KILL {0}` ends it (its children: `pkill -KILL -P {0}`)\n",
+                    pid_, static_cast<long long>(kStillRunningS), sigabbrev_np(sig_))
+              .c_str(),
+          stderr);
   }
 
  private:
@@ -192,8 +196,10 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (auto r = recorder::start_recording(db_path, info)) {
     recording = std::move(*r);
   } else {
-    std::fprintf(stderr, "trainmon: not recording: %s; monitoring goes on (summary at the end)\n",
-                 said(r.error()).c_str());
+    std::fputs(
+        i18n::trf("trainmon: not recording: {}; monitoring goes on (summary at the end)\n", said(r.error()))
+            .c_str(),
+        stderr);
   }
   std::int64_t run_id = recording ? recording->run_id : 0;  // 0 until the store accepts the run
 
@@ -240,13 +246,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     return runner::exit_code_for_launch_error(child.error());
   }
   if (!o.quiet) {
-    std::fprintf(stderr, "trainmon: watching pid %d%s\n", static_cast<int>(*child),
-                 run_id      ? fmt::format(" as run {} ({})", run_id, db_path).c_str()
-                 : recording ? fmt::format("; the run store {} is busy: the run is recorded as soon as it "
-                                           "accepts writes",
-                                           db_path)
-                                   .c_str()
-                             : "");
+    const int pid = static_cast<int>(*child);
+    std::fputs((run_id ? i18n::trf("trainmon: watching pid {} as run {} ({})\n", pid, run_id, db_path)
+                : recording
+                    ? i18n::trf("trainmon: watching pid {}; the run store {} is busy: the run is recorded as "
+                                "soon as it accepts writes\n",
+                                pid, db_path)
+                    : i18n::trf("trainmon: watching pid {}\n", pid))
+                   .c_str(),
+               stderr);
   }
 
   // The live diagnosis (below); the resource line reads its series. It evaluates every 10 s, more
@@ -269,7 +277,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     so.backend.stop_requested = runner::stop_signal_pending;
     sampler = std::make_unique<Sampler>(so);
     if (const DriverInfo d = sampler->driver_info(); !d.loaded && !o.quiet)
-      std::fprintf(stderr, "trainmon: GPUs not monitored: %s\n", text::terminal(d.error).c_str());
+      std::fputs(i18n::trf("trainmon: GPUs not monitored: {}\n", text::terminal(d.error)).c_str(), stderr);
     recorder::SessionOptions opts;
     opts.child_pid = static_cast<std::uint32_t>(*child);
     opts.self_pid = static_cast<std::uint32_t>(::getpid());
@@ -290,7 +298,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     session = std::make_unique<recorder::RecorderSession>(
         opts, recording ? std::move(recording->writer) : std::unique_ptr<store::StoreWriter>());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
+    std::fputs(i18n::trf("trainmon: monitoring stopped: {}; the command runs on\n", e.what()).c_str(),
+               stderr);
     monitoring = false;
   }
 
@@ -321,7 +330,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       targets.push_back({r.key, r.pid, r.stack_signal});
     }
     if (targets.empty()) {
-      if (!o.quiet) std::fprintf(stderr, "trainmon: no process of the job can send its stacks\n");
+      if (!o.quiet)
+        std::fputs(i18n::tr("trainmon: no process of the job can send its stacks\n").data(), stderr);
       return;
     }
     recorder::StackCaptureOptions sco;
@@ -345,13 +355,16 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     if (o.quiet) return;
     for (const auto& f : live.active()) {
       if (f.code != "D23") continue;
-      for (const auto& st : f.stacks)
-        std::fprintf(stderr, "trainmon: %s is at %s%s\n",
-                     (st.rank >= 0 ? fmt::format("rank {} pid {}", st.rank, st.pid)
-                                   : fmt::format("process {}", st.pid))
-                         .c_str(),
-                     st.where.empty() ? "(no Python frame)" : st.where.c_str(),
-                     st.caller.empty() ? "" : (" (called from " + st.caller + ")").c_str());
+      for (const auto& st : f.stacks) {
+        const std::string where = st.where.empty() ? std::string(i18n::tr("(no Python frame)")) : st.where;
+        const std::string caller =
+            st.caller.empty() ? std::string() : i18n::trf(" (called from {})", st.caller);
+        std::fputs(
+            (st.rank >= 0 ? i18n::trf("trainmon: rank {} pid {} is at {}{}\n", st.rank, st.pid, where, caller)
+                          : i18n::trf("trainmon: process {} is at {}{}\n", st.pid, where, caller))
+                .c_str(),
+            stderr);
+      }
       // The advice as the stacks make it (the rank that holds the job, ranks in different
       // collectives), so that someone watching a job that never ends reads it here, in their language.
       if (!f.stacks.empty())
@@ -368,7 +381,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       try {
         f(*obs);
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "trainmon: an observer failed and is off from now on: %s\n", e.what());
+        std::fputs(i18n::trf("trainmon: an observer failed and is off from now on: {}\n", e.what()).c_str(),
+                   stderr);
         obs = nullptr;
       }
     }
@@ -426,10 +440,12 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           if (!told_rejected && !o.quiet) {
             if (const auto st = channel->stats(); st.total_rejected() > 0) {
               told_rejected = true;
-              std::fprintf(
-                  stderr,
-                  "trainmon: events from the training process are being rejected (%s); counts at the end\n",
-                  recorder::format_train_events(train_event_counts(st)).c_str());
+              std::fputs(
+                  i18n::trf("trainmon: events from the training process are being rejected ({}); counts "
+                            "at the end\n",
+                            recorder::format_train_events(train_event_counts(st)))
+                      .c_str(),
+                  stderr);
             }
           }
         }
@@ -486,7 +502,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
           notify([&](recorder::TickObserver& x) { x.on_tick(ctx); });
         }
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "trainmon: monitoring stopped: %s; the command runs on\n", e.what());
+        std::fputs(i18n::trf("trainmon: monitoring stopped: {}; the command runs on\n", e.what()).c_str(),
+                   stderr);
         monitoring = false;
       }
     }
@@ -582,7 +599,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       // What to fix first: critical faults, then by what each costs (docs/diagnosis.md "Cost").
       diagnose::rank_findings(*findings, static_cast<double>(end_elapsed_ms) / 1e3);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "trainmon: no diagnosis: %s\n", e.what());
+      std::fputs(i18n::trf("trainmon: no diagnosis: {}\n", e.what()).c_str(), stderr);
     }
   }
   if (session) {
@@ -610,7 +627,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       std::fprintf(stderr, "trainmon: no report: %s\n", said(r.error()).c_str());
     }
   } else if (!o.no_report && !o.report.empty()) {
-    std::fprintf(stderr, "trainmon: no report: the run was not recorded\n");
+    std::fputs(i18n::tr("trainmon: no report: the run was not recorded\n").data(), stderr);
   }
   if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
   if (!o.quiet) {

@@ -148,8 +148,8 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   so.backend.stop_requested = runner::stop_signal_pending;
   Sampler sampler(so);
   if (const DriverInfo d = sampler.driver_info(); !d.loaded && !o.quiet)
-    std::fprintf(stderr, "trainmon %s: GPUs not monitored: %s\n", o.tool.c_str(),
-                 text::terminal(d.error).c_str());
+    std::fputs(i18n::trf("trainmon {}: GPUs not monitored: {}\n", o.tool, text::terminal(d.error)).c_str(),
+               stderr);
   SessionOptions opts;
   opts.self_pid = static_cast<std::uint32_t>(::getpid());
   opts.proc_root = o.proc_root;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/session.h"
 
+#include "trainmon/core/i18n.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -301,10 +303,16 @@ std::optional<Error> RecorderSession::finish(const store::RunEnd& end,
     report_store_notices();
     if (!said && writer_->retrying_error() && wait - left >= std::chrono::seconds(1)) {
       said = true;
-      std::fprintf(options_.out,
-                   "trainmon: waiting up to %.0f s for the run store to record the run's end (%s)%s\n",
-                   std::chrono::duration<double>(wait).count(), writer_->retrying_error()->message.c_str(),
-                   give_up ? "; Ctrl-C gives up" : "");
+      const auto seconds = static_cast<long long>(std::llround(std::chrono::duration<double>(wait).count()));
+      std::fputs(
+          (give_up
+               ? i18n::trf("trainmon: waiting up to {} s for the run store to record the run's end ({}); "
+                           "Ctrl-C gives up\n",
+                           seconds, writer_->retrying_error()->message)
+               : i18n::trf("trainmon: waiting up to {} s for the run store to record the run's end ({})\n",
+                           seconds, writer_->retrying_error()->message))
+              .c_str(),
+          options_.out);
       std::fflush(options_.out);
     }
     if (give_up && give_up()) break;
