@@ -141,6 +141,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
                     : std::chrono::milliseconds(static_cast<long>(o.loop_s * 1000.0));
   if (period.count() > 0) so.backend.tick_wait = tick_wait_for(period, so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
+  so.backend.first_tick_shared = true;  // one-shot: no thread per GPU at start (BackendOptions)
   so.backend.stop_requested = [] { return g_stop.load(); };
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);

@@ -98,6 +98,7 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.interval_s)),
         so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
+  so.backend.first_tick_shared = true;  // one-shot: no thread per GPU at start (BackendOptions)
   so.backend.stop_requested = [] { return g_stop.load(); };
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
   std::signal(SIGINT, on_signal);

@@ -50,6 +50,13 @@ struct BackendOptions {
   /// monitors and on for `query` and `status --json`.
   bool collect_extended = false;
   bool collect_supported_clocks = false;  ///< the supported memory / graphics clock table (static)
+  /// Where the devices' first ticks run (handle look-up, static facts, event registration). false:
+  /// a worker thread each, so that a device slow or hung there holds up no other (the monitors).
+  /// true: one after another on the shared worker, the thread that ran nvmlInit: a one-shot command
+  /// (status, query) starts no thread per GPU, which on a busy machine is most of its wall time. A
+  /// device that hangs there still costs the others at most half the tick's wait: then they move
+  /// to workers of their own, as in every tick.
+  bool first_tick_shared = false;
 };
 
 /// The share of a looping caller's interval that sample() may wait for the devices (tick_wait): the

@@ -189,13 +189,17 @@ void NvmlBackend::finish_startup() {
     d.ctx->register_events = register_events;
     d.ctx->events_done = !register_events;
     d.ctx->options.stop_requested = nullptr;  // the workers never call it
-    d.own = std::make_unique<device::DeviceWorker>();
+    if (!options_.first_tick_shared) d.own = std::make_unique<device::DeviceWorker>();
     auto info = std::make_shared<GpuStaticInfo>();
     info->index = i;
     d.last_info = std::move(info);
     devices_.push_back(std::move(d));
   }
-  if (startup_worker_ && !startup_worker_->busy()) startup_worker_.reset();
+  if (startup_worker_ && !startup_worker_->busy()) {
+    // Its thread serves the first tick's shared job when the devices start there (one thread less).
+    if (options_.first_tick_shared && !shared_worker_) shared_worker_ = std::move(startup_worker_);
+    startup_worker_.reset();
+  }
 }
 
 DriverInfo NvmlBackend::driver_info() const {
