@@ -149,10 +149,11 @@ std::string count_or_na(const Reading<std::uint64_t>& r) {
   return r.ok() ? fmt::format("{}", *r) : std::string("N/A");
 }
 
-/// An SRAM uncorrectable row of the Hopper split (parity / SEC-DED): that split comes from
-/// nvmlDeviceGetSramEccErrorStatus, which trainmon does not read; both are 0 when the SRAM
-/// uncorrectable count is 0, else N/A (never a guess at the split).
-std::string sram_split(const Reading<std::uint64_t>& unc) {
+/// An SRAM uncorrectable row of the Hopper split (parity / SEC-DED) from
+/// nvmlDeviceGetSramEccErrorStatus; without that call (drivers before NVML 12.4) both rows are 0
+/// when the SRAM uncorrectable count is 0, else N/A (never a guess at the split).
+std::string sram_split(const Reading<std::uint64_t>& part, const Reading<std::uint64_t>& unc) {
+  if (part.ok()) return fmt::format("{}", *part);
   return unc.ok() && *unc == 0 ? std::string("0") : std::string("N/A");
 }
 
@@ -160,19 +161,36 @@ void ecc_errors(Writer& w, const GpuSample& g, const GpuStaticInfo& i) {
   // Hopper and later split SRAM uncorrectable errors into parity and SEC-DED (the H100 / H200
   // captures); the Turing capture (595.71.05) has one SRAM Uncorrectable row.
   const bool split = i.architecture.ok() && *i.architecture >= 9;
+  const SramEccStatus& st = g.sram_ecc;
   w.section(1, "ECC Errors");
   for (const auto& [name, e] : {std::pair{"Volatile", &g.ecc_volatile_by_location},
                                 std::pair{"Aggregate", &g.ecc_aggregate_by_location}}) {
+    const bool vol = e == &g.ecc_volatile_by_location;
     w.section(2, name);
     w.row(3, "SRAM Correctable", count_or_na(e->sram_corrected));
     if (split) {
-      w.row(3, "SRAM Uncorrectable Parity", sram_split(e->sram_uncorrected));
-      w.row(3, "SRAM Uncorrectable SEC-DED", sram_split(e->sram_uncorrected));
+      w.row(3, "SRAM Uncorrectable Parity",
+            sram_split(vol ? st.volatile_uncorrected_parity : st.aggregate_uncorrected_parity,
+                       e->sram_uncorrected));
+      w.row(3, "SRAM Uncorrectable SEC-DED",
+            sram_split(vol ? st.volatile_uncorrected_secded : st.aggregate_uncorrected_secded,
+                       e->sram_uncorrected));
     } else {
       w.row(3, "SRAM Uncorrectable", count_or_na(e->sram_uncorrected));
     }
     w.row(3, "DRAM Correctable", count_or_na(e->dram_corrected));
     w.row(3, "DRAM Uncorrectable", count_or_na(e->dram_uncorrected));
+    if (!vol && st.threshold_exceeded.ok())
+      w.row(3, "SRAM Threshold Exceeded", *st.threshold_exceeded ? "Yes" : "No");
+  }
+  // The aggregate uncorrectable SRAM errors by unit: only where the driver gave the split.
+  if (st.aggregate_uncorrected_l2.ok()) {
+    w.section(2, "Aggregate Uncorrectable SRAM Sources");
+    w.row(3, "SRAM L2", count_or_na(st.aggregate_uncorrected_l2));
+    w.row(3, "SRAM SM", count_or_na(st.aggregate_uncorrected_sm));
+    w.row(3, "SRAM Microcontroller", count_or_na(st.aggregate_uncorrected_mcu));
+    w.row(3, "SRAM PCIE", count_or_na(st.aggregate_uncorrected_pcie));
+    w.row(3, "SRAM Other", count_or_na(st.aggregate_uncorrected_other));
   }
 }
 

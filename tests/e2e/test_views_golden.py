@@ -568,14 +568,18 @@ def test_not_supported_before_r450(tmp_path):
 
 def test_query_text_ecc_rows_by_location(tmp_path):
     """-q's ECC Errors rows are nvmlDeviceGetMemoryErrorCounter's SRAM and DRAM counts, in the
-    capture's layout; Hopper's SRAM parity / SEC-DED split (not read) is 0 only while the SRAM
-    uncorrectable count is 0, else N/A."""
+    capture's layout; Hopper's SRAM parity / SEC-DED split, threshold and sources are
+    nvmlDeviceGetSramEccErrorStatus's; a driver without that call (r535) has the split 0 only while
+    the SRAM uncorrectable count is 0, else N/A."""
     need("h100-idle")
     doc = json.load(open(os.path.join(SCEN, "h100-idle.json")))
     # the fake driver: SRAM as scripted (`<counter>_sram`), DRAM the rest of each total
     doc["devices"][0]["metrics"].update({
         "ecc_volatile_corrected": 5, "ecc_volatile_corrected_sram": 2, "ecc_volatile_uncorrected": 0,
-        "ecc_aggregate_corrected": 9, "ecc_aggregate_uncorrected": 4, "ecc_aggregate_uncorrected_sram": 1})
+        "ecc_aggregate_corrected": 9, "ecc_aggregate_uncorrected": 4, "ecc_aggregate_uncorrected_sram": 1,
+        # nvmlDeviceGetSramEccErrorStatus: the one aggregate SRAM error a SEC-DED one, in an SM
+        "ecc_aggregate_uncorrected_sram_parity": 0, "ecc_aggregate_uncorrected_sram_secded": 1,
+        "ecc_aggregate_uncorrected_sram_sm": 1, "sram_threshold_exceeded": 1})
     path = tmp_path / "ecc.json"
     path.write_text(json.dumps(doc))
     r = run_file(["query", "-q", "-d", "ECC"], str(path))
@@ -584,8 +588,11 @@ def test_query_text_ecc_rows_by_location(tmp_path):
     want_rows = {
         "Volatile": {"SRAM Correctable": "2", "SRAM Uncorrectable Parity": "0",
                      "SRAM Uncorrectable SEC-DED": "0", "DRAM Correctable": "3", "DRAM Uncorrectable": "0"},
-        "Aggregate": {"SRAM Correctable": "0", "SRAM Uncorrectable Parity": "N/A",
-                      "SRAM Uncorrectable SEC-DED": "N/A", "DRAM Correctable": "9", "DRAM Uncorrectable": "3"},
+        "Aggregate": {"SRAM Correctable": "0", "SRAM Uncorrectable Parity": "0",
+                      "SRAM Uncorrectable SEC-DED": "1", "DRAM Correctable": "9", "DRAM Uncorrectable": "3",
+                      "SRAM Threshold Exceeded": "Yes"},
+        "Aggregate Uncorrectable SRAM Sources": {"SRAM L2": "0", "SRAM SM": "1", "SRAM Microcontroller": "0",
+                                                 "SRAM PCIE": "0", "SRAM Other": "0"},
     }
     # the capture's rows (key padding, order) with these values
     cap = query_text_capture("h100-idle")
@@ -593,16 +600,24 @@ def test_query_text_ecc_rows_by_location(tmp_path):
     want, part = [cap[at]], None
     for line in cap[at + 1:]:
         key = line.split(":", 1)[0].strip()
-        if line == "        Volatile" or line == "        Aggregate":
+        if line.strip() in want_rows and line.startswith("        ") and not line.startswith("         "):
             part = key
             want.append(line)
         elif part and key in want_rows[part]:
             want.append(line.split(":", 1)[0] + ": " + want_rows[part][key])
         elif not line.startswith("            "):
             break
-    assert len(want) == 13, want
+    assert len(want) == 20, want
     start = got.index("    ECC Errors")
-    assert got[start:start + 13] == want
+    assert got[start:start + 20] == want
+    # a driver before NVML 12.4 (no nvmlDeviceGetSramEccErrorStatus): the split only where it is 0
+    r = subprocess.run([BIN, "query", "-q", "-d", "ECC"], capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, TRAINMON_NVML_LIBRARY=FAKE.replace("/fake_nvml/", "/fake_nvml_r535_43/"),
+                                TRAINMON_FAKE_NVML_SCENARIO=str(path), TRAINMON_FAKE_NVML_TIME_S="0", LC_ALL="C.UTF-8"))
+    assert r.returncode == 0, r.stderr
+    rows = [l.split(":", 1)[0].strip() + "=" + l.split(":", 1)[1].strip() for l in r.stdout.split("\n") if ":" in l]
+    assert rows.count("SRAM Uncorrectable Parity=0") == 1 and rows.count("SRAM Uncorrectable Parity=N/A") == 1, rows
+    assert not any(x.startswith("SRAM Threshold Exceeded") or x.startswith("SRAM L2") for x in rows), rows
     # a GPU without ECC (the Turing capture): every row N/A, as its -q prints
     need("rtx2080-idle")
     got = [l for l in run(["query", "-q", "-d", "ECC"], "rtx2080-idle").stdout.split("\n") if l.strip()]

@@ -111,3 +111,36 @@ FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, uns
   put_metric_or(c, "remapped_rows_failure", failureOccurred, 0);
   return NVML_SUCCESS;
 }
+
+FAKE_NVML_EXPORT nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device,
+                                                              nvmlEccSramErrorStatus_v1_t* status) {
+  FAKE_ENTER(device);
+  FAKE_NEED(status);
+  if (status->version != TRAINMON_NVML_STRUCT_VERSION(nvmlEccSramErrorStatus_v1_t, 1))
+    return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+  // Hopper (architecture 9) and later, with ECC on (as the H100 / H200 captures; Turing has no split).
+  if (c.dev->architecture < 9 || !ecc_on(c) || on_mig_handle(c)) return NVML_ERROR_NOT_SUPPORTED;
+  // `sram_parity` / `sram_secded` of each uncorrected counter (default: every SRAM uncorrected
+  // error a parity one, none SEC-DED), the aggregate buckets `ecc_aggregate_uncorrected_sram_l2`,
+  // `_sm`, `_pcie`, `_mcu`, `_other` (default 0) and `sram_threshold_exceeded` (0/1, default 0).
+  const auto get = [&](const std::string& key, double fallback) {
+    return rounded<unsigned long long>(c.metric(key.c_str()).value_or(fallback));
+  };
+  for (const char* counter : {"ecc_volatile_uncorrected", "ecc_aggregate_uncorrected"}) {
+    const std::string k(counter);
+    const unsigned long long parity = get(k + "_sram_parity", c.metric((k + "_sram").c_str()).value_or(0));
+    const unsigned long long secded = get(k + "_sram_secded", 0);
+    const bool vol = k == "ecc_volatile_uncorrected";
+    (vol ? status->volatileUncParity : status->aggregateUncParity) = parity;
+    (vol ? status->volatileUncSecDed : status->aggregateUncSecDed) = secded;
+  }
+  status->volatileCor = get("ecc_volatile_corrected_sram", 0);
+  status->aggregateCor = get("ecc_aggregate_corrected_sram", 0);
+  status->aggregateUncBucketL2 = get("ecc_aggregate_uncorrected_sram_l2", 0);
+  status->aggregateUncBucketSm = get("ecc_aggregate_uncorrected_sram_sm", 0);
+  status->aggregateUncBucketPcie = get("ecc_aggregate_uncorrected_sram_pcie", 0);
+  status->aggregateUncBucketMcu = get("ecc_aggregate_uncorrected_sram_mcu", 0);
+  status->aggregateUncBucketOther = get("ecc_aggregate_uncorrected_sram_other", 0);
+  status->bThresholdExceeded = get("sram_threshold_exceeded", 0) != 0 ? 1u : 0u;
+  return NVML_SUCCESS;
+}

@@ -61,6 +61,23 @@ struct EccLocationCounts {
   Reading<std::uint64_t> dram_uncorrected;
 };
 
+/// nvmlDeviceGetSramEccErrorStatus (Hopper and later; not_supported before, with ECC off, and on
+/// drivers older than NVML 12.4): the SRAM uncorrectable counts split into parity and SEC-DED
+/// (volatile: since the driver loaded; aggregate: the GPU's lifetime), the aggregate ones by the
+/// unit they hit, and whether the SRAM error threshold (a GPU to replace) is exceeded.
+struct SramEccStatus {
+  Reading<std::uint64_t> volatile_uncorrected_parity;
+  Reading<std::uint64_t> volatile_uncorrected_secded;
+  Reading<std::uint64_t> aggregate_uncorrected_parity;
+  Reading<std::uint64_t> aggregate_uncorrected_secded;
+  Reading<std::uint64_t> aggregate_uncorrected_l2;
+  Reading<std::uint64_t> aggregate_uncorrected_sm;
+  Reading<std::uint64_t> aggregate_uncorrected_pcie;
+  Reading<std::uint64_t> aggregate_uncorrected_mcu;
+  Reading<std::uint64_t> aggregate_uncorrected_other;
+  Reading<bool> threshold_exceeded;
+};
+
 /// One memory clock and the graphics clocks the GPU supports with it (MHz, the driver's order),
 /// nvmlDeviceGetSupportedMemoryClocks / nvmlDeviceGetSupportedGraphicsClocks.
 struct SupportedClocks {
@@ -242,6 +259,7 @@ struct GpuSample {
   /// ECC off or unsupported.
   EccLocationCounts ecc_volatile_by_location;
   EccLocationCounts ecc_aggregate_by_location;
+  SramEccStatus sram_ecc;  ///< collect_extended only (query, status --json)
 
   // GPM (Hopper+), percent over the interval between two GPM samples
   Reading<double> gpm_graphics_util_pct;  ///< NVML_GPM_METRIC_GRAPHICS_UTIL (graphics/compute engine)

@@ -493,6 +493,27 @@ typedef struct {
   int marginTemperature;
 } nvmlMarginTemperature_v1_t;
 
+/// nvmlEccSramErrorStatus_v1_t (nvmlDeviceGetSramEccErrorStatus, NVML 12.4+, Hopper and later): the
+/// SRAM uncorrectable errors split into parity and SEC-DED, their aggregate count by unit, and
+/// whether the SRAM error threshold for a GPU replacement is exceeded; version =
+/// nvmlEccSramErrorStatus_v1. nvidia-smi's `ecc.errors.uncorrected.*.sram.*` and the -q rows
+/// "SRAM Uncorrectable Parity" / "SRAM Uncorrectable SEC-DED" / "SRAM Threshold Exceeded".
+typedef struct {
+  unsigned int version;
+  unsigned long long aggregateUncParity;
+  unsigned long long aggregateUncSecDed;
+  unsigned long long aggregateCor;
+  unsigned long long volatileUncParity;
+  unsigned long long volatileUncSecDed;
+  unsigned long long volatileCor;
+  unsigned long long aggregateUncBucketL2;
+  unsigned long long aggregateUncBucketSm;
+  unsigned long long aggregateUncBucketPcie;
+  unsigned long long aggregateUncBucketMcu;
+  unsigned long long aggregateUncBucketOther;
+  unsigned int bThresholdExceeded;
+} nvmlEccSramErrorStatus_v1_t;
+
 typedef unsigned char nvmlGpuFabricState_t;
 /// nvmlGpuFabricInfo_t (nvmlDeviceGetGpuFabricInfo, NVML 12.0): NVLink fabric registration.
 typedef struct {
@@ -520,6 +541,7 @@ nvmlReturn_t nvmlDeviceGetInforomVersion(nvmlDevice_t device, unsigned int objec
                                          unsigned int length);
 nvmlReturn_t nvmlDeviceValidateInforom(nvmlDevice_t device);
 nvmlReturn_t nvmlDeviceGetMarginTemperature(nvmlDevice_t device, nvmlMarginTemperature_v1_t* marginTempInfo);
+nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErrorStatus_v1_t* status);
 nvmlReturn_t nvmlDeviceGetEncoderStats(nvmlDevice_t device, unsigned int* sessionCount,
                                        unsigned int* averageFps, unsigned int* averageLatency);
 nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t device, nvmlGpuFabricInfo_t* gpuFabricInfo);
@@ -570,6 +592,10 @@ static_assert(sizeof(nvmlProcessesUtilizationInfo_v1_t) == 24 &&
               offsetof(nvmlProcessesUtilizationInfo_v1_t, procUtilArray) == 16);
 static_assert(sizeof(nvmlMarginTemperature_v1_t) == 8 &&
               TRAINMON_NVML_STRUCT_VERSION(nvmlMarginTemperature_v1_t, 1) == 0x01000008u);
+static_assert(sizeof(nvmlEccSramErrorStatus_v1_t) == 104 &&
+              offsetof(nvmlEccSramErrorStatus_v1_t, aggregateUncParity) == 8 &&
+              offsetof(nvmlEccSramErrorStatus_v1_t, bThresholdExceeded) == 96 &&
+              TRAINMON_NVML_STRUCT_VERSION(nvmlEccSramErrorStatus_v1_t, 1) == 0x01000068u);
 static_assert(sizeof(nvmlGpuFabricInfo_t) == 28 && offsetof(nvmlGpuFabricInfo_t, state) == 24);
 static_assert(sizeof(nvmlGpuFabricInfo_v2_t) == 36 && offsetof(nvmlGpuFabricInfo_v2_t, healthMask) == 32 &&
               TRAINMON_NVML_STRUCT_VERSION(nvmlGpuFabricInfo_v2_t, 2) == 0x02000024u);

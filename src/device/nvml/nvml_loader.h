@@ -200,6 +200,7 @@ struct NvmlApi {
   decltype(&nvmlDeviceGetInforomVersion) device_get_inforom_version = nullptr;
   decltype(&nvmlDeviceValidateInforom) device_validate_inforom = nullptr;
   decltype(&nvmlDeviceGetMarginTemperature) device_get_margin_temperature = nullptr;
+  decltype(&nvmlDeviceGetSramEccErrorStatus) device_get_sram_ecc_error_status = nullptr;
   decltype(&nvmlDeviceGetEncoderStats) device_get_encoder_stats = nullptr;
   decltype(&nvmlDeviceGetGpuFabricInfoV) device_get_gpu_fabric_info_v = nullptr;
   decltype(&nvmlDeviceGetGpuFabricInfo) device_get_gpu_fabric_info_v1 = nullptr;

@@ -138,10 +138,32 @@ void read_ecc_locations(Call& call, const NvmlApi& a, nvmlDevice_t h, unsigned c
   }
 }
 
+/// nvmlDeviceGetSramEccErrorStatus: every field the call's status (a failed call fails them all).
+void read_sram_ecc(Call& call, const NvmlApi& a, nvmlDevice_t h, SramEccStatus& out) {
+  nvmlEccSramErrorStatus_v1_t st{};
+  st.version = TRAINMON_NVML_STRUCT_VERSION(nvmlEccSramErrorStatus_v1_t, 1);
+  const int rc = call(a.device_get_sram_ecc_error_status, h, &st);
+  const struct {
+    Reading<std::uint64_t>* field;
+    unsigned long long value;
+  } rows[] = {{&out.volatile_uncorrected_parity, st.volatileUncParity},
+              {&out.volatile_uncorrected_secded, st.volatileUncSecDed},
+              {&out.aggregate_uncorrected_parity, st.aggregateUncParity},
+              {&out.aggregate_uncorrected_secded, st.aggregateUncSecDed},
+              {&out.aggregate_uncorrected_l2, st.aggregateUncBucketL2},
+              {&out.aggregate_uncorrected_sm, st.aggregateUncBucketSm},
+              {&out.aggregate_uncorrected_pcie, st.aggregateUncBucketPcie},
+              {&out.aggregate_uncorrected_mcu, st.aggregateUncBucketMcu},
+              {&out.aggregate_uncorrected_other, st.aggregateUncBucketOther}};
+  for (const auto& r : rows) *r.field = checked(rc, std::uint64_t{r.value}, checked_u64);
+  out.threshold_exceeded = checked(rc, st.bThresholdExceeded, as_bool);
+}
+
 /// nvidia-smi's rarer --query-gpu fields (BackendOptions::collect_extended).
 void read_extended(Call& call, const NvmlApi& a, nvmlDevice_t h, GpuSample& s) {
   read_ecc_locations(call, a, h, NVML_VOLATILE_ECC, s.ecc_volatile_by_location);
   read_ecc_locations(call, a, h, NVML_AGGREGATE_ECC, s.ecc_aggregate_by_location);
+  read_sram_ecc(call, a, h, s.sram_ecc);
   {
     unsigned v = 0;
     s.display_attached = checked(call(a.device_get_display_mode, h, &v), v, as_bool);
@@ -433,6 +455,13 @@ void set_all_status(GpuSample& s, ReadStatus st, std::int32_t code, bool process
       s.fabric_clique_id, s.fabric_cluster_uuid, s.gpm_graphics_util_pct, s.nvlink_data_kib_s);
   for (EccLocationCounts* e : {&s.ecc_volatile_by_location, &s.ecc_aggregate_by_location})
     set(e->sram_corrected, e->sram_uncorrected, e->dram_corrected, e->dram_uncorrected);
+  {
+    SramEccStatus& e = s.sram_ecc;
+    set(e.volatile_uncorrected_parity, e.volatile_uncorrected_secded, e.aggregate_uncorrected_parity,
+        e.aggregate_uncorrected_secded, e.aggregate_uncorrected_l2, e.aggregate_uncorrected_sm,
+        e.aggregate_uncorrected_pcie, e.aggregate_uncorrected_mcu, e.aggregate_uncorrected_other,
+        e.threshold_exceeded);
+  }
   for (auto& m : s.mig_devices) {
     set(m.gpu_instance_id, m.compute_instance_id, m.uuid, m.name, m.memory_total_bytes, m.memory_used_bytes,
         m.memory_free_bytes, m.memory_reserved_bytes, m.gpm_graphics_util_pct, m.gpm_sm_util_pct,
