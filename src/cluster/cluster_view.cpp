@@ -49,20 +49,19 @@ std::string frame_query(double lookback_s, std::string_view job) {
   // Hostname), the ranks' series by their own job labels: Prometheus sends only the job's series.
   const std::string nodes = job.empty() ? std::string() : job_selector("trainmon_labels_info", job, w);
   std::string q;
-  const auto add = [&](const char* key, const char* expr) {
+  const auto add = [&](const char* key, const char* expr, const ServeSeries* gpu) {
     if (!q.empty()) q += " or ";
-    std::string e;
-    if (job.empty())
-      e = fmt::format("last_over_time({}[{}])", expr, w);
-    else if (is_rank_metric(key))
+    std::string e = fmt::format("last_over_time({}[{}])", expr, w);
+    if (gpu != nullptr) e = per_gpu(*gpu, e);  // one series per GPU, MIG instances folded
+    if (is_rank_metric(key) && !job.empty())
       e = "(" + job_selector(expr, job, w) + ")";
-    else
-      e = fmt::format("(last_over_time({}[{}]) and on (Hostname) ({}))", expr, w, nodes);
+    else if (!job.empty())
+      e = fmt::format("({} and on (Hostname) ({}))", e, nodes);
     q += fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", e, key);
   };
-  for (const auto& m : kNodeMetrics) add(m.key, m.expr);
-  for (const auto& m : kServeGpuSeries) add(m.key, m.name);
-  for (const auto& m : kRankMetrics) add(m.key, m.expr);
+  for (const auto& m : kNodeMetrics) add(m.key, m.expr, nullptr);
+  for (const auto& m : kServeGpuSeries) add(m.key, m.name, &m);
+  for (const auto& m : kRankMetrics) add(m.key, m.expr, nullptr);
   // Rates over the last minute: samples/s and the data wait's share of the step time.
   const auto rate = [&](const char* name) {
     if (job.empty()) return fmt::format("rate({}[1m])", name);

@@ -202,7 +202,7 @@ std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_v
   std::vector<std::pair<std::string, std::string>> q;
   q.emplace_back("info", nodes);
   for (const auto& m : kServeGpuSeries)
-    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
+    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", per_gpu(m, m.name), nodes));
   for (const auto& m : kHostMetrics)
     q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
   for (const auto& m : kRankMetrics) q.emplace_back(m.key, job_selector(m.name, job));

@@ -43,10 +43,14 @@ TEST(JobQueries, NameEverySeriesAndTheJob) {
   for (const char* key :
        {"info", "util", "fb_used", "reasons", "up", "cpu_busy", "steps", "step_sum", "step_q", "last_step"})
     EXPECT_TRUE(q.contains(key)) << key;
-  EXPECT_EQ(q["util"].rfind(
-                "DCGM_FI_DEV_GPU_UTIL and on (Hostname) (trainmon_labels_info{train_job=\"4242\"} or ", 0),
+  EXPECT_EQ(q["util"].rfind("max without (GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_GPU_UTIL) and on (Hostname) "
+                            "(trainmon_labels_info{train_job=\"4242\"} or ",
+                            0),
             0u)
       << q["util"];
+  // MIG: the instances' memory summed to the GPU's
+  EXPECT_EQ(q["fb_used"].rfind("sum without (GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED) and on", 0), 0u)
+      << q["fb_used"];
   EXPECT_NE(q["steps"].find("trainmon_train_steps_total{train_job=\"\",slurm_job_id=\"4242\"}"),
             std::string::npos);
   EXPECT_EQ(q["steps"].find("and on"), std::string::npos);

@@ -52,10 +52,19 @@ TEST(TopFrameQuery, FiltersTheJobInsideTheQuery) {
   EXPECT_EQ(all.find("slurm_job_id"), std::string::npos);
   const auto job = frame_query(600, "4242");
   // GPU series: joined on the job's nodes; ranks: by their own labels
-  EXPECT_NE(job.find("(last_over_time(DCGM_FI_DEV_GPU_UTIL[600s]) and on (Hostname) "
-                     "(last_over_time(trainmon_labels_info{train_job=\"4242\"}[600s]) or "),
-            std::string::npos)
+  EXPECT_NE(
+      job.find("(max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_GPU_UTIL[600s])) and "
+               "on (Hostname) (last_over_time(trainmon_labels_info{train_job=\"4242\"}[600s]) or "),
+      std::string::npos)
       << job;
+  // A MIG-enabled GPU's instance series make one row: memory summed, the repeated fields once
+  EXPECT_NE(all.find("sum without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_FB_USED[600s]))"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_GPU_TEMP[600s]))"),
+            std::string::npos);
+  EXPECT_EQ(all.find("max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(trainmon_train"),
+            std::string::npos);
   EXPECT_NE(
       job.find("last_over_time(trainmon_train_steps_total{train_job=\"\",slurm_job_id=\"4242\"}[600s])"),
       std::string::npos);
