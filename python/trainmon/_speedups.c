@@ -217,15 +217,16 @@ static int journal_add(State *st, PyObject *entry) {
     if (!overflow) return PyList_GET_SIZE(journal) > c;
   }
   Py_INCREF(journal);
-  const Py_ssize_t size = PyObject_Size(journal);
-  Py_DECREF(journal);
-  if (size < 0) return -1;
-  PyObject *len = PyLong_FromSsize_t(size);
-  if (len == NULL) return -1;
   Py_INCREF(cap);
-  const int r = PyObject_RichCompareBool(len, cap, Py_GT);
+  int r = -1;
+  const Py_ssize_t size = PyObject_Size(journal);
+  PyObject *len = size < 0 ? NULL : PyLong_FromSsize_t(size);
+  if (len != NULL) {
+    r = PyObject_RichCompareBool(len, cap, Py_GT);
+    Py_DECREF(len);
+  }
   Py_DECREF(cap);
-  Py_DECREF(len);
+  Py_DECREF(journal);
   return r;
 }
 
@@ -294,7 +295,9 @@ static PyObject *inner_next(PyObject *inner) {
     PyErr_Format(PyExc_TypeError, "'%.200s' object is not an iterator", Py_TYPE(inner)->tp_name);
     return NULL;
   }
+  Py_INCREF(inner);
   PyObject *r = (*Py_TYPE(inner)->tp_iternext)(inner);
+  Py_DECREF(inner);
   if (r == NULL && !PyErr_Occurred()) PyErr_SetNone(PyExc_StopIteration);
   return r;
 }
@@ -344,15 +347,16 @@ static int after_batch(State *st, TimedIterator *self, PyObject *nest, PyObject 
     return -1;
   }
   PyObject *code = global(st, S_J_BATCH);
+  Py_XINCREF(code); /* owned before any allocation (a collection may run code) */
   PyObject *id = code == NULL ? NULL : PyLong_FromVoidPtr(self);
   PyObject *entry = id == NULL ? NULL : PyTuple_New(6);
   if (entry == NULL) {
     Py_XDECREF(id);
+    Py_XDECREF(code);
     Py_DECREF(n);
     Py_DECREF(t1);
     return -1;
   }
-  Py_INCREF(code);
   PyTuple_SET_ITEM(entry, 0, code);
   Py_INCREF(self->key);
   PyTuple_SET_ITEM(entry, 1, self->key);
@@ -402,6 +406,10 @@ done:
 static PyObject *ti_next(TimedIterator *self) {
   State *st = state_of_type(Py_TYPE(self));
   if (st == NULL) return NULL;
+  if (self->inner == NULL || self->key == NULL) { /* only after tp_clear */
+    PyErr_SetString(PyExc_RuntimeError, "trainmon._speedups.TimedIterator was cleared");
+    return NULL;
+  }
   PyObject *nest = global(st, S_TLS);
   if (nest == NULL) return NULL;
   Py_INCREF(nest);
