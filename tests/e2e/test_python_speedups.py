@@ -280,3 +280,99 @@ def test_no_reference_leaked():
     assert iter(it) is it and it._key is key
     del it
     assert r() is None
+
+
+@pytest.mark.skipif(not SPEEDUPS_SO or not os.environ.get("TRAINMON_BIN"),
+                    reason="needs the built binary and module (ctest)")
+def test_trainmon_run_gives_its_child_the_built_module(tmp_path):
+    """The module is built into the binary with the package; the zero-code hook's copy loads (and
+    TRAINMON_NO_SPEEDUPS still refuses it)."""
+    import subprocess
+    env = dict(os.environ)
+    env["TRAINMON_NVML_LIBRARY"] = os.environ.get("TRAINMON_FAKE_NVML_PATH", "")
+    env["TRAINMON_FAKE_NVML_SCENARIO"] = os.path.join(os.environ.get("TRAINMON_SCENARIOS_DIR", ""),
+                                                      "healthy-1gpu.json")
+    env["TRAINMON_DB"] = str(tmp_path / "runs.db")
+    env["XDG_RUNTIME_DIR"] = str(tmp_path)
+    env["XDG_STATE_HOME"] = str(tmp_path / "state")
+    for name in ("TRAINMON_EVENTS_SOCKET", "TRAINMON_SNAPSHOT_FILE", "TRAINMON_NO_SPEEDUPS", "PYTHONPATH"):
+        env.pop(name, None)
+    script = ("import os, stat, trainmon._timing as t, trainmon._speedups as s; "
+              "print('ITER', t._TimedIterator.__module__, oct(stat.S_IMODE(os.stat(s.__file__).st_mode)))")
+    for refuse, expected in (("", "trainmon._speedups"), ("1", "trainmon._timing")):
+        env["TRAINMON_NO_SPEEDUPS"] = refuse
+        proc = subprocess.run([os.environ["TRAINMON_BIN"], "run", "--no-report", "--", "/usr/bin/python3", "-c", script],
+                              capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        assert "ITER %s 0o700" % expected in proc.stdout, proc.stdout + proc.stderr[-3000:]
+
+
+# ---- trainmon.step in C (trainmon._speedups.Step) --------------------------------------------------
+
+def c_step():
+    from trainmon import _monitor, _speedups
+    return _speedups.Step(vars(trainmon), vars(_monitor), trainmon._step_py)
+
+
+EPOCH_OBJECTS = [0, 1, 2 ** 70, None, "x", 1.5, float("nan"), -3, Hostile(), True]
+call = st.fixed_dictionaries({}, optional={
+    "epoch": st.sampled_from(range(len(EPOCH_OBJECTS))),
+    "batch": st.sampled_from([None, None, 3, "7", Hostile()]),
+    "batch_size": st.sampled_from([None, None, 16, 0, 10 ** 30]),
+    "loss": st.sampled_from([None, 0.5, float("nan"), "l", Hostile()]),
+    "epochs": st.sampled_from([None, 3, -1]),
+    "step": st.sampled_from([None, 5]),
+    "lr": st.sampled_from([None, 1e-3]),
+    "imgsz": st.sampled_from([None, None, 32]),
+})
+
+
+def step_trace(fn, calls, interval):
+    from trainmon import _monitor
+    import io
+    ticks = itertools.count()
+    saved = _timing._mono, _monitor._mono
+    _timing._mono = _monitor._mono = lambda: next(ticks) * 0.25
+    sink = io.StringIO()
+    try:
+        reset_package()
+        out = []
+        with trainmon.session(interval=interval, stream=sink) as mon:
+            hot, journal = _timing._tls, _timing._journal
+            for kw in calls:
+                kw = dict(kw)
+                if "epoch" in kw:
+                    kw["epoch"] = EPOCH_OBJECTS[kw["epoch"]]
+                assert fn(**kw) is None
+                out.append((mon._loop_batch, repr(mon._pending), mon._loop_epoch, len(journal),
+                            journal[-1][:3] if journal else None, hot.phase, hot.phase_mt, mon.timer.steps))
+        return out, sink.getvalue().count("\n")
+    finally:
+        _timing._mono, _monitor._mono = saved
+
+
+@needs_c
+@SETTINGS
+@given(st.lists(call, max_size=12), st.sampled_from([None, 0.0, 1.0]))
+def test_c_step_does_what_step_does(calls, interval):
+    assert step_trace(c_step(), calls, interval) == step_trace(trainmon._step_py, calls, interval)
+
+
+@needs_c
+def test_c_step_refuses_what_step_refuses_and_looks_like_it():
+    s = c_step()
+    for args, kwargs in (((), {"bogus": 1}), (tuple(range(9)), {}), ((0,), {"epoch": 0})):
+        for fn in (s, trainmon._step_py):
+            with pytest.raises(TypeError):
+                fn(*args, **kwargs)
+    assert s.__wrapped__ is trainmon._step_py and s.__doc__ == trainmon._step_py.__doc__ and s.__name__ == "step"
+    import inspect
+    assert inspect.signature(s) == inspect.signature(trainmon._step_py)
+    expected = "Step" if C is not None and not NO_SPEEDUPS else "function"
+    assert type(trainmon.step).__name__ == expected
+    # outside a session: the Python function's default Monitor, the same from both
+    reset_package()
+    trainmon._current = None
+    s(epoch=0, loss=1.0)
+    assert trainmon._current is not None
+    trainmon._finish_at_exit()
