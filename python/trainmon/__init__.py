@@ -80,7 +80,7 @@ def session(interval=30.0, epochs=None, batch_size=None, imgsz=None, **monitor_o
         _current = previous
 
 
-def _step_py(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=None, lr=None, imgsz=None):
+def step(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=None, lr=None, imgsz=None):
     """Report one finished step of a plain loop (call it after optimizer.step()).
 
     It ends the step on the process's step timer: step time runs from the previous call (the
@@ -125,19 +125,6 @@ def _step_py(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, st
         mon.loop_step(epoch, batch, batch_size, loss, epochs, step, lr, imgsz)  # positional: per step
     except Exception:
         pass
-
-
-_step_py.__name__ = _step_py.__qualname__ = "step"
-step = _step_py
-# The C version of the fast path above (trainmon._speedups.Step, docs/python.md "Speedups"): the
-# common call without a Python frame; every other call goes to the function above (its __wrapped__).
-# Used with the C loader iterator (the same module, the same refusal by TRAINMON_NO_SPEEDUPS).
-if _timing._CTimedIterator is not None:
-    try:
-        from . import _speedups
-        step = _speedups.Step(globals(), vars(_monitor), _step_py)
-    except Exception:
-        step = _step_py
 
 
 def epoch_end(epoch, epochs=None, loss=None):

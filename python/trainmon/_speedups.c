@@ -20,35 +20,33 @@
  * Exception is swallowed (the batch is returned), a BaseException that is not an Exception
  * (KeyboardInterrupt) propagates. GIL held throughout; no static mutable state (module state
  * only). CPython 3.11 C API (the interpreter of Debian 12's python3).
+ *
+ * trainmon.step's fast path is not here: a C version (a vectorcall object; branch history, commit
+ * 52ddf7a) measured about 450 of the Python path's ~4.2k instructions less per step under callgrind,
+ * its Monitor attribute reads through PyObject_GetAttr costing what CPython 3.11's specialised
+ * bytecode saves: not worth a second copy of step().
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 /* _timing checks it: bump it with every change of what configure() takes or of the semantics. */
-#define SPEEDUPS_VERSION 2
+#define SPEEDUPS_VERSION 3
 
 enum { F_DEPTH, F_LEVEL, F_PHASE, F_PHASE_MT, F_COUNT };
 static const char *const kFieldNames[F_COUNT] = {"depth", "level", "phase", "phase_mt"};
 
 enum {
   S_TLS, S_MONO, S_JOURNAL_APPEND, S_JOURNAL, S_TENSOR, S_TENSOR_LEN, S_FAST_SAMPLES, S_TIMER,
-  S_J_BATCH, S_LOOP, S_CAP, S_DATA, S_COMPUTE, S_LOADER_STOP, S_DRAIN,
-  /* step(): trainmon/__init__.py's globals, the Monitor's attributes, step()'s parameters */
-  S_CURRENT, S_IJ_LOOP, S_ILOOP, S_BIG, S_LOOP_CLAIMED, S_LOOP_EPOCH_RAW, S_HOT, S_LOOP_BATCH,
-  S_NEXT_BATCH_EVENT, S_NEXT_PRINT, S_BATCH_END, S_LOOP_EPOCH, S_PENDING, S_TIMER_ATTR, S_APPEND,
-  S_P_EPOCH, S_P_BATCH, S_P_BATCH_SIZE, S_P_LOSS, S_P_EPOCHS, S_P_STEP, S_P_LR, S_P_IMGSZ, S_COUNT
+  S_J_BATCH, S_LOOP, S_CAP, S_DATA, S_COMPUTE, S_LOADER_STOP, S_DRAIN, S_COUNT
 };
 static const char *const kStrings[S_COUNT] = {
     "_tls", "_mono", "_journal_append", "_journal", "_Tensor", "_tensor_len", "fast_samples",
-    "_timer", "J_BATCH", "LOOP", "_JOURNAL_CAP", "data", "compute", "loader_stop", "drain",
-    "_current", "_J_LOOP", "_LOOP", "_BIG", "_loop_claimed", "_loop_epoch_raw", "_hot", "_loop_batch",
-    "_next_batch_event", "_next_print", "batch_end", "_loop_epoch", "_pending", "timer", "append",
-    "epoch", "batch", "batch_size", "loss", "epochs", "step", "lr", "imgsz"};
-#define N_PARAMS 8 /* step()'s parameters, in order, from S_P_EPOCH */
+    "_timer", "J_BATCH", "LOOP", "_JOURNAL_CAP", "data", "compute", "loader_stop", "drain"};
 
 typedef struct {
   PyObject *iter_type;       /* TimedIterator */
@@ -61,8 +59,10 @@ typedef struct {
   PyObject *journal_append;  /* that bound append */
   PyObject *strings[S_COUNT];
   PyObject *field_names[F_COUNT];
-  PyObject *step_type;         /* Step */
-  PyObject *batch_end_kwnames; /* ("epoch", "batch", "batch_size", "loss", "step", "epochs", "lr") */
+  /* _timing's globals as last looked up (borrowed: valid while the dict is unchanged, which its
+   * version tag tells; CPython < 3.12, where the tag is not deprecated) */
+  uint64_t globals_tag;
+  PyObject *cached[S_COUNT];
 } State;
 
 typedef struct {
@@ -88,7 +88,24 @@ static PyObject *lookup(PyObject *globals, PyObject *name) {
 }
 
 /* A global of _timing (borrowed), or NULL with an error set. */
-static PyObject *global(State *st, int which) { return lookup(st->globals, st->strings[which]); }
+static PyObject *global(State *st, int which) {
+#if PY_VERSION_HEX < 0x030C0000
+  if (st->globals != NULL) {
+    const uint64_t tag = ((PyDictObject *)st->globals)->ma_version_tag;
+    if (tag != st->globals_tag) { /* any change of the dict: look everything up again */
+      memset(st->cached, 0, sizeof st->cached);
+      st->globals_tag = tag;
+    }
+    PyObject *v = st->cached[which];
+    if (v != NULL) return v;
+    v = lookup(st->globals, st->strings[which]);
+    /* (the lookup ran no code: the tag is still the one the value belongs to) */
+    if (v != NULL && ((PyDictObject *)st->globals)->ma_version_tag == tag) st->cached[which] = v;
+    return v;
+  }
+#endif
+  return lookup(st->globals, st->strings[which]);
+}
 
 /* The slot of field f of nest when it can be used directly, else NULL. */
 static inline PyObject **hot_slot(State *st, PyObject *nest, int f) {
@@ -503,278 +520,6 @@ static PyType_Spec ti_spec = {
     .slots = ti_slots,
 };
 
-/* ---- Step: trainmon.step ---------------------------------------------------------------------- */
-
-/* trainmon.step in C: the fast path of trainmon/__init__.py's step() (the common call: the same
- * epoch object, no batch, batch_size or imgsz, in a session whose loop is claimed), reading that
- * module's globals (_current, _J_LOOP, _LOOP, _JOURNAL_CAP, _BIG) and _monitor's _mono at every
- * call; every other call (and any call whose arguments step() would refuse) goes to the Python
- * function itself, __wrapped__. */
-typedef struct {
-  PyObject_HEAD
-  vectorcallfunc vectorcall;
-  PyObject *py_step;  /* the Python step() */
-  PyObject *globals;  /* trainmon/__init__.py's globals */
-  PyObject *mglobals; /* trainmon/_monitor.py's globals */
-} Step;
-
-static PyObject *attr(State *st, PyObject *o, int which) { return PyObject_GetAttr(o, st->strings[which]); }
-
-/* `a <op> b` as a truth value: 1, 0, or -1 with an error set (owned references across the call). */
-static int compare(PyObject *a, PyObject *b, int op) {
-  Py_INCREF(a);
-  Py_INCREF(b);
-  const int r = PyObject_RichCompareBool(a, b, op);
-  Py_DECREF(b);
-  Py_DECREF(a);
-  return r;
-}
-
-/* The body of step()'s fast path for Monitor mon (owned by the caller), from `t = _monitor._mono()`
- * on: 0, or -1 with an error set. */
-static int step_body(State *st, Step *self, PyObject *mon, PyObject *const *v) {
-  PyObject *t = NULL, *hot = NULL, *level = NULL, *journal = NULL, *entry = NULL, *phase = NULL;
-  PyObject *batch = NULL, *next = NULL, *epoch = NULL, *one = NULL, *obj = NULL, *r = NULL;
-  int rc = -1, c;
-  PyObject *loss = v[3] ? v[3] : Py_None, *epochs = v[4] ? v[4] : Py_None, *step = v[5] ? v[5] : Py_None;
-  PyObject *lr = v[6] ? v[6] : Py_None;
-  if ((t = mono_of(st, self->mglobals)) == NULL || (hot = attr(st, mon, S_HOT)) == NULL ||
-      (level = hot_get(st, hot, F_LEVEL)) == NULL || (obj = lookup(self->globals, st->strings[S_ILOOP])) == NULL)
-    goto out;
-  if ((c = compare(level, obj, Py_LE)) < 0) goto out;
-  obj = NULL;
-  if (c) { /* the journal entry, the phase, the drain at _JOURNAL_CAP */
-    if ((journal = attr(st, mon, S_JOURNAL)) == NULL || (obj = lookup(self->globals, st->strings[S_IJ_LOOP])) == NULL ||
-        (entry = PyTuple_Pack(3, obj, t, Py_None)) == NULL)
-      goto out;
-    obj = NULL;
-    if (PyList_CheckExact(journal)) {
-      if (PyList_Append(journal, entry) < 0) goto out;
-    } else {
-      if ((r = PyObject_CallMethodOneArg(journal, st->strings[S_APPEND], entry)) == NULL) goto out;
-      Py_CLEAR(r);
-    }
-    if ((phase = hot_get(st, hot, F_PHASE)) == NULL) goto out;
-    if ((c = compare(phase, st->strings[S_COMPUTE], Py_NE)) < 0) goto out;
-    if (c && (hot_set(st, hot, F_PHASE, st->strings[S_COMPUTE]) < 0 || hot_set(st, hot, F_PHASE_MT, t) < 0))
-      goto out;
-    const Py_ssize_t size = PyObject_Size(journal);
-    if (size < 0 || (r = PyLong_FromSsize_t(size)) == NULL ||
-        (obj = lookup(self->globals, st->strings[S_CAP])) == NULL || (c = compare(r, obj, Py_GT)) < 0)
-      goto out;
-    obj = NULL;
-    Py_CLEAR(r);
-    if (c) {
-      if ((obj = attr(st, mon, S_TIMER_ATTR)) == NULL) goto out;
-      r = PyObject_CallMethodNoArgs(obj, st->strings[S_DRAIN]);
-      Py_CLEAR(obj);
-      if (r == NULL) goto out;
-      Py_CLEAR(r);
-    }
-  }
-  /* mon._loop_batch += 1 */
-  if ((batch = attr(st, mon, S_LOOP_BATCH)) == NULL || (one = PyLong_FromLong(1)) == NULL ||
-      (r = PyNumber_InPlaceAdd(batch, one)) == NULL || PyObject_SetAttr(mon, st->strings[S_LOOP_BATCH], r) < 0)
-    goto out;
-  Py_CLEAR(r);
-  Py_CLEAR(batch);
-  /* t >= mon._next_batch_event or t >= mon._next_print */
-  if ((next = attr(st, mon, S_NEXT_BATCH_EVENT)) == NULL || (c = compare(t, next, Py_GE)) < 0) goto out;
-  if (!c) {
-    Py_CLEAR(next);
-    if ((next = attr(st, mon, S_NEXT_PRINT)) == NULL || (c = compare(t, next, Py_GE)) < 0) goto out;
-  }
-  if ((epoch = attr(st, mon, S_LOOP_EPOCH)) == NULL) goto out;
-  if (c) {
-    /* mon.batch_end(epoch=mon._loop_epoch, batch=min(mon._loop_batch, _BIG), batch_size=None, loss=loss,
-     *               step=step, epochs=epochs, lr=lr) */
-    PyObject *big;
-    if ((batch = attr(st, mon, S_LOOP_BATCH)) == NULL || (big = lookup(self->globals, st->strings[S_BIG])) == NULL)
-      goto out;
-    Py_INCREF(big);
-    c = compare(big, batch, Py_LT); /* min(): the first, unless the second is smaller */
-    if (c < 0) {
-      Py_DECREF(big);
-      goto out;
-    }
-    PyObject *least = c ? big : batch;
-    PyObject *stack[8] = {mon, epoch, least, Py_None, loss, step, epochs, lr};
-    r = PyObject_VectorcallMethod(st->strings[S_BATCH_END], stack, 1, st->batch_end_kwnames);
-    Py_DECREF(big);
-    if (r == NULL) goto out;
-    Py_CLEAR(r);
-  } else {
-    /* mon._pending = (mon._loop_epoch, epochs, step, None) */
-    if ((r = PyTuple_Pack(4, epoch, epochs, step, Py_None)) == NULL ||
-        PyObject_SetAttr(mon, st->strings[S_PENDING], r) < 0)
-      goto out;
-  }
-  rc = 0;
-out:
-  Py_XDECREF(t);
-  Py_XDECREF(hot);
-  Py_XDECREF(level);
-  Py_XDECREF(journal);
-  Py_XDECREF(entry);
-  Py_XDECREF(phase);
-  Py_XDECREF(batch);
-  Py_XDECREF(next);
-  Py_XDECREF(epoch);
-  Py_XDECREF(one);
-  Py_XDECREF(r);
-  return rc;
-}
-
-/* 1: the fast path taken (done); 0: not the fast case (the Python function decides); -1: an error
- * set that step() would not swallow. */
-static int step_fast(State *st, Step *self, PyObject *const *v) {
-  PyObject *mon = lookup(self->globals, st->strings[S_CURRENT]);
-  if (mon == NULL) goto failed;
-  if (mon == Py_None || (v[1] != NULL && v[1] != Py_None) || (v[2] != NULL && v[2] != Py_None) ||
-      (v[7] != NULL && v[7] != Py_None))
-    return 0;
-  Py_INCREF(mon);
-  int rc = 0;
-  PyObject *o = attr(st, mon, S_LOOP_CLAIMED);
-  int ok = o == NULL ? -1 : PyObject_IsTrue(o);
-  Py_XDECREF(o);
-  if (ok > 0 && v[0] != NULL && v[0] != Py_None) {
-    o = attr(st, mon, S_LOOP_EPOCH_RAW);
-    ok = o == NULL ? -1 : o == v[0];
-    Py_XDECREF(o);
-  }
-  if (ok > 0) rc = step_body(st, self, mon, v) < 0 ? -1 : 1;
-  else if (ok < 0) rc = -1;
-  Py_DECREF(mon);
-  if (rc >= 0) return rc;
-failed: /* `except Exception: pass` around the whole of step() */
-  return swallow() < 0 ? -1 : 1;
-}
-
-static PyObject *step_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-  Step *self = (Step *)callable;
-  State *st = state_of_type(Py_TYPE(self));
-  const Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-  PyObject *v[N_PARAMS] = {NULL};
-  if (st == NULL || self->globals == NULL || self->mglobals == NULL || nargs > N_PARAMS) goto slow;
-  for (Py_ssize_t i = 0; i < nargs; i++) v[i] = args[i];
-  if (kwnames != NULL) {
-    const Py_ssize_t nk = PyTuple_GET_SIZE(kwnames);
-    for (Py_ssize_t k = 0; k < nk; k++) {
-      PyObject *name = PyTuple_GET_ITEM(kwnames, k);
-      int j = 0;
-      while (j < N_PARAMS && name != st->strings[S_P_EPOCH + j]) j++;
-      if (j == N_PARAMS && PyUnicode_Check(name)) { /* a keyword name that is not interned */
-        j = 0;
-        while (j < N_PARAMS && PyUnicode_Compare(name, st->strings[S_P_EPOCH + j]) != 0) j++;
-      }
-      if (j == N_PARAMS || v[j] != NULL) goto slow; /* the Python function's TypeError */
-      v[j] = args[nargs + k];
-    }
-  }
-  const int r = step_fast(st, self, v);
-  if (r > 0) Py_RETURN_NONE;
-  if (r < 0) return NULL;
-slow:
-  if (self->py_step == NULL) {
-    PyErr_SetString(PyExc_RuntimeError, "trainmon._speedups.Step was cleared");
-    return NULL;
-  }
-  return PyObject_Vectorcall(self->py_step, args, nargsf, kwnames);
-}
-
-static PyObject *step_call(PyObject *callable, PyObject *args, PyObject *kwargs) {
-  return PyVectorcall_Call(callable, args, kwargs);
-}
-
-/* Step(init_globals, monitor_globals, python_step) */
-static PyObject *step_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
-  PyObject *g, *mg, *fn;
-  if ((kwds != NULL && PyDict_GET_SIZE(kwds) != 0) || !PyArg_ParseTuple(args, "O!O!O:Step", &PyDict_Type, &g,
-                                                                       &PyDict_Type, &mg, &fn)) {
-    if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "Step(init_globals, monitor_globals, python_step)");
-    return NULL;
-  }
-  Step *self = (Step *)type->tp_alloc(type, 0);
-  if (self == NULL) return NULL;
-  self->vectorcall = step_vectorcall;
-  Py_INCREF(fn);
-  self->py_step = fn;
-  Py_INCREF(g);
-  self->globals = g;
-  Py_INCREF(mg);
-  self->mglobals = mg;
-  return (PyObject *)self;
-}
-
-static int step_traverse(Step *self, visitproc visit, void *arg) {
-  Py_VISIT(Py_TYPE(self));
-  Py_VISIT(self->py_step);
-  Py_VISIT(self->globals);
-  Py_VISIT(self->mglobals);
-  return 0;
-}
-
-static int step_clear(Step *self) {
-  Py_CLEAR(self->globals);
-  Py_CLEAR(self->mglobals);
-  Py_CLEAR(self->py_step);
-  return 0;
-}
-
-static void step_dealloc(Step *self) {
-  PyTypeObject *tp = Py_TYPE(self);
-  PyObject_GC_UnTrack(self);
-  step_clear(self);
-  tp->tp_free((PyObject *)self);
-  Py_DECREF(tp);
-}
-
-static PyObject *step_get_wrapped(Step *self, void *closure) {
-  (void)closure;
-  if (self->py_step == NULL) Py_RETURN_NONE;
-  Py_INCREF(self->py_step);
-  return self->py_step;
-}
-
-static PyObject *step_get_attr_of_wrapped(Step *self, void *closure) {
-  if (self->py_step == NULL) Py_RETURN_NONE;
-  return PyObject_GetAttrString(self->py_step, (const char *)closure);
-}
-
-static PyGetSetDef step_getset[] = {
-    {"__wrapped__", (getter)step_get_wrapped, NULL, NULL, NULL},
-    {"__doc__", (getter)step_get_attr_of_wrapped, NULL, NULL, "__doc__"},
-    {"__name__", (getter)step_get_attr_of_wrapped, NULL, NULL, "__name__"},
-    {"__qualname__", (getter)step_get_attr_of_wrapped, NULL, NULL, "__qualname__"},
-    {"__module__", (getter)step_get_attr_of_wrapped, NULL, NULL, "__module__"},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyMemberDef step_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(Step, vectorcall), READONLY, NULL},
-    {NULL, 0, 0, 0, NULL},
-};
-
-static PyType_Slot step_slots[] = {
-    {Py_tp_new, step_new},
-    {Py_tp_call, step_call},
-    {Py_tp_dealloc, step_dealloc},
-    {Py_tp_traverse, step_traverse},
-    {Py_tp_clear, step_clear},
-    {Py_tp_getset, step_getset},
-    {Py_tp_members, step_members},
-    {0, NULL},
-};
-
-static PyType_Spec step_spec = {
-    .name = "trainmon._speedups.Step",
-    .basicsize = sizeof(Step),
-    .itemsize = 0,
-    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_IMMUTABLETYPE | Py_TPFLAGS_HAVE_VECTORCALL,
-    .slots = step_slots,
-};
-
 /* ---- the module ------------------------------------------------------------------------------- */
 
 /* configure(globals, hot_type, monotonic): the _timing module's globals, its _Hot class and
@@ -831,6 +576,8 @@ static PyObject *configure(PyObject *module, PyObject *const *args, Py_ssize_t n
   }
   for (int f = 0; f < F_COUNT; f++) st->offsets[f] = direct ? offsets[f] : 0;
   st->hot_tag = tag;
+  st->globals_tag = 0;
+  memset(st->cached, 0, sizeof st->cached);
   Py_INCREF(args[0]);
   Py_XSETREF(st->globals, args[0]);
   Py_INCREF(args[1]);
@@ -872,13 +619,6 @@ static int module_exec(PyObject *module) {
   st->iter_type = PyType_FromModuleAndSpec(module, &ti_spec, NULL);
   if (st->iter_type == NULL) return -1;
   if (PyModule_AddObjectRef(module, "TimedIterator", st->iter_type) < 0) return -1;
-  st->step_type = PyType_FromModuleAndSpec(module, &step_spec, NULL);
-  if (st->step_type == NULL) return -1;
-  if (PyModule_AddObjectRef(module, "Step", st->step_type) < 0) return -1;
-  st->batch_end_kwnames = Py_BuildValue("(OOOOOOO)", st->strings[S_P_EPOCH], st->strings[S_P_BATCH],
-                                        st->strings[S_P_BATCH_SIZE], st->strings[S_P_LOSS], st->strings[S_P_STEP],
-                                        st->strings[S_P_EPOCHS], st->strings[S_P_LR]);
-  if (st->batch_end_kwnames == NULL) return -1;
   if (PyModule_AddIntConstant(module, "VERSION", SPEEDUPS_VERSION) < 0) return -1;
   return 0;
 }
@@ -887,7 +627,6 @@ static int module_traverse(PyObject *module, visitproc visit, void *arg) {
   State *st = (State *)PyModule_GetState(module);
   if (st == NULL) return 0;
   Py_VISIT(st->iter_type);
-  Py_VISIT(st->step_type);
   Py_VISIT(st->globals);
   Py_VISIT(st->hot_type);
   Py_VISIT(st->monotonic);
@@ -901,12 +640,12 @@ static int module_clear(PyObject *module) {
   if (st == NULL) return 0;
   /* globals first: an iterator still running sees NULL there and raises, never reads the rest */
   Py_CLEAR(st->globals);
+  memset(st->cached, 0, sizeof st->cached);
   Py_CLEAR(st->journal_append);
   Py_CLEAR(st->journal);
   Py_CLEAR(st->hot_type);
   Py_CLEAR(st->monotonic);
   Py_CLEAR(st->iter_type);
-  Py_CLEAR(st->step_type);
   return 0;
 }
 
@@ -918,7 +657,6 @@ static void module_free(void *module) {
   if (st == NULL) return;
   for (int i = 0; i < S_COUNT; i++) Py_CLEAR(st->strings[i]);
   for (int f = 0; f < F_COUNT; f++) Py_CLEAR(st->field_names[f]);
-  Py_CLEAR(st->batch_end_kwnames);
 }
 
 static PyModuleDef_Slot module_slots[] = {

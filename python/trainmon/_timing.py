@@ -1147,7 +1147,7 @@ class _TimedIterator:
 # "Speedups"): the same method without a Python frame, reading this module's globals at every call
 # as the method above does. Used when trainmon._speedups imports and says the version below, unless
 # TRAINMON_NO_SPEEDUPS is set (to anything but 0); the class above stays the reference.
-_SPEEDUPS_VERSION = 2
+_SPEEDUPS_VERSION = 3
 _PyTimedIterator = _TimedIterator
 
 
