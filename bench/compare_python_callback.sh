@@ -289,6 +289,15 @@ for name, _ in rows4:
 PYEOF
 
 export TRAINMON_PYTHON_DIR="$ROOT/python" BENCH_WORK="$WORK" TRAINMON_NO_AGENT=1
+# The C speedups (docs/python.md "Speedups") are a build output: with BUILD's, the package is a copy
+# of python/ with the built module in it (TRAINMON_NO_SPEEDUPS=1 measures the pure-Python code).
+SPEEDUPS=$(ls "$BUILD"/python/trainmon/_speedups.*.so 2>/dev/null | head -n 1 || true)
+if [[ -n "$SPEEDUPS" ]]; then
+  cp -r "$ROOT/python" "$WORK/python"
+  cp "$SPEEDUPS" "$WORK/python/trainmon/"
+  export TRAINMON_PYTHON_DIR="$WORK/python"
+fi
+echo "C speedups: ${SPEEDUPS:-not built}$([[ -n "${TRAINMON_NO_SPEEDUPS:-}" ]] && echo " (refused: TRAINMON_NO_SPEEDUPS)")"
 if [[ -x "$BIN" ]] && "$BIN" --help 2>/dev/null | grep -qE "^[[:space:]]+run[[:space:]]"; then
   export TRAINMON_NVML_LIBRARY="${TRAINMON_FAKE_NVML_PATH:-$BUILD/fake_nvml/libnvidia-ml.so.1}"
   export TRAINMON_FAKE_NVML_SCENARIO="$ROOT/tests/scenarios/healthy-1gpu.json"

@@ -1143,6 +1143,33 @@ class _TimedIterator:
         return batch
 
 
+# The optional C version of _TimedIterator (python/trainmon/_speedups.c; docs/python.md,
+# "Speedups"): the same method without a Python frame, reading this module's globals at every call
+# as the method above does. Used when trainmon._speedups imports and says the version below, unless
+# TRAINMON_NO_SPEEDUPS is set (to anything but 0); the class above stays the reference.
+_SPEEDUPS_VERSION = 3
+_PyTimedIterator = _TimedIterator
+
+
+def _load_speedups(force=False):
+    """The C iterator type bound to this module, or None (not built, another version, refused by
+    TRAINMON_NO_SPEEDUPS unless ``force``). Never raises."""
+    if not force and os.environ.get("TRAINMON_NO_SPEEDUPS", "") not in ("", "0"):
+        return None
+    try:
+        from . import _speedups
+        if getattr(_speedups, "VERSION", None) != _SPEEDUPS_VERSION:
+            return None
+        return _speedups.configure(globals(), _Hot, time.monotonic)
+    except Exception:
+        return None
+
+
+_CTimedIterator = _load_speedups()
+if _CTimedIterator is not None:
+    _TimedIterator = _CTimedIterator
+
+
 class TimedIterable:
     """What ``trainmon.loader(iterable)`` returns: iterates ``iterable`` unchanged and times every
     next() (and iter()) as data wait. Other attributes and len() are the wrapped object's."""

@@ -29,8 +29,8 @@ Expected<void> make_dir(const std::string& path) {
   return {};
 }
 
-Expected<void> write_new(const std::string& path, std::string_view data) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+Expected<void> write_new(const std::string& path, std::string_view data, mode_t mode) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return std::unexpected(os_error("creating " + path));
   std::size_t off = 0;
   while (off < data.size()) {
@@ -56,7 +56,11 @@ Expected<std::string> write_python_hook(const std::string& dir) {
   bool has_hook = false;
   for (const auto& f : web::python_package_files()) {
     if (f.name.find("..") != std::string_view::npos) continue;  // names come from our own build
-    if (auto r = write_new(py + "/" + std::string(f.name), f.data); !r) return std::unexpected(r.error());
+    // The C speedups (trainmon/_speedups.<EXT_SUFFIX>, docs/python.md): a shared object that the
+    // interpreter maps executable, 0700; the .py files 0600.
+    const mode_t mode = f.name.ends_with(".so") ? 0700 : 0600;
+    if (auto r = write_new(py + "/" + std::string(f.name), f.data, mode); !r)
+      return std::unexpected(r.error());
     has_hook = has_hook || f.name == "sitecustomize.py";
   }
   if (!has_hook)

@@ -20,6 +20,21 @@ BOOT_DIR = os.path.join(PYTHON_DIR, "boot")
 if PYTHON_DIR not in sys.path:
     sys.path.insert(0, PYTHON_DIR)
 
+# The C speedups (python/trainmon/_speedups.c) are a build output, not in the source tree: ctest
+# gives the built module's path (TRAINMON_SPEEDUPS_SO), loaded here as trainmon._speedups before
+# the package (imported from the source tree) looks for it. TRAINMON_NO_SPEEDUPS=1: the package
+# ignores it (the pure-Python pass). docs/python.md, "Speedups".
+SPEEDUPS_SO = os.environ.get("TRAINMON_SPEEDUPS_SO") or None
+if SPEEDUPS_SO and "trainmon._speedups" not in sys.modules and os.path.isfile(SPEEDUPS_SO):
+    import importlib.machinery
+    import importlib.util
+    _spec = importlib.util.spec_from_file_location(
+        "trainmon._speedups", SPEEDUPS_SO, loader=importlib.machinery.ExtensionFileLoader("trainmon._speedups",
+                                                                                         SPEEDUPS_SO))
+    _mod = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_mod)
+    sys.modules["trainmon._speedups"] = _mod
+
 SANITIZED = os.environ.get("TRAINMON_SANITIZED") == "1"
 
 

@@ -17,7 +17,8 @@ namespace trainmon::runner {
 inline constexpr const char* kEnvAuto = "TRAINMON_AUTO";
 
 /// Writes the built-in package (web::python_package_files()) under `dir`/py: py/sitecustomize.py and
-/// py/trainmon/*.py, directories 0700, files 0600, created new (O_EXCL, never through a link).
+/// py/trainmon/*.py (and the C speedups py/trainmon/_speedups.<EXT_SUFFIX>.so, 0700, when built),
+/// directories 0700, files 0600, created new (O_EXCL, never through a link).
 /// Returns the py directory. Errors (domain os): a file could not be created or written; the caller
 /// then runs the job uninstrumented.
 Expected<std::string> write_python_hook(const std::string& dir);
