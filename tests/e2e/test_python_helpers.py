@@ -415,3 +415,48 @@ class UltralyticsStandIn:
             self.run_callbacks("on_model_save")
             self.run_callbacks("on_fit_epoch_end")
         self.run_callbacks("on_train_end")
+
+
+# Inputs that raise from every operation (the never-raise tests of test_python_robust and
+# test_python_speedups).
+class Boom(Exception):
+    pass
+
+
+class Hostile:
+    """Everything raises: attributes, len, bool, iteration, numbers, comparison, str."""
+
+    def __getattr__(self, name):
+        raise Boom(name)
+
+    def __len__(self):
+        raise Boom("len")
+
+    def __bool__(self):
+        raise Boom("bool")
+
+    def __iter__(self):
+        raise Boom("iter")
+
+    def __float__(self):
+        raise Boom("float")
+
+    def __int__(self):
+        raise Boom("int")
+
+    def __index__(self):
+        raise Boom("index")
+
+    def __eq__(self, other):
+        raise Boom("eq")
+
+    def __lt__(self, other):
+        raise Boom("lt")
+
+    __hash__ = object.__hash__
+
+    def __str__(self):
+        raise Boom("str")
+
+    def __repr__(self):  # hypothesis prints the examples it draws
+        return "Hostile()"

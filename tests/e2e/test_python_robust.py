@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_python_helpers import SANITIZED, Receiver, check_all, reset_package
+from test_python_helpers import SANITIZED, Boom, Hostile, Receiver, check_all, reset_package
 
 import trainmon  # noqa: E402
 from trainmon import _auto, _format, _timing, _values, hf, lightning, ultralytics  # noqa: E402
@@ -24,49 +24,6 @@ try:
     import torch
 except Exception:  # the package must not need torch
     torch = None
-
-
-class Boom(Exception):
-    pass
-
-
-class Hostile:
-    """Everything raises: attributes, len, bool, iteration, numbers, comparison, str."""
-
-    def __getattr__(self, name):
-        raise Boom(name)
-
-    def __len__(self):
-        raise Boom("len")
-
-    def __bool__(self):
-        raise Boom("bool")
-
-    def __iter__(self):
-        raise Boom("iter")
-
-    def __float__(self):
-        raise Boom("float")
-
-    def __int__(self):
-        raise Boom("int")
-
-    def __index__(self):
-        raise Boom("index")
-
-    def __eq__(self, other):
-        raise Boom("eq")
-
-    def __lt__(self, other):
-        raise Boom("lt")
-
-    __hash__ = object.__hash__
-
-    def __str__(self):
-        raise Boom("str")
-
-    def __repr__(self):  # hypothesis prints the examples it draws
-        return "Hostile()"
 
 
 class BadShape:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from test_python_helpers import SPEEDUPS_SO, reset_package
+from test_python_helpers import SPEEDUPS_SO, Boom, Hostile, reset_package
 
 import trainmon  # noqa: E402
 from trainmon import _timing  # noqa: E402
@@ -57,10 +57,6 @@ def test_clock_is_time_monotonic():
         assert a <= b <= c
 
 
-class Boom(Exception):
-    pass
-
-
 class BadShape:
     @property
     def shape(self):
@@ -81,20 +77,6 @@ class HugeShape:
 
 class BoolShape:
     shape = (True,)
-
-
-class Hostile:
-    def __getattr__(self, name):
-        raise Boom(name)
-
-    def __len__(self):
-        raise Boom("len")
-
-    def __bool__(self):
-        raise Boom("bool")
-
-    def __repr__(self):
-        return "Hostile()"
 
 
 class Shape:
