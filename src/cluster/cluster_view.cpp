@@ -52,7 +52,10 @@ std::string frame_query(double lookback_s, std::string_view job) {
   const auto add = [&](const char* key, const char* expr, const ServeSeries* gpu) {
     if (!q.empty()) q += " or ";
     std::string e = fmt::format("last_over_time({}[{}])", expr, w);
-    if (gpu != nullptr) e = per_gpu(*gpu, e);  // one series per GPU, MIG instances folded
+    // One series per GPU, MIG instances folded: the instances scraped now (an instant vector, which
+    // Prometheus' staleness markers end when an instance is destroyed), else, when the node's scrapes
+    // fail, the last values within the lookback (a destroyed instance's among them until it passes).
+    if (gpu != nullptr) e = fmt::format("({} or {})", per_gpu(*gpu, expr), per_gpu(*gpu, e));
     if (is_rank_metric(key) && !job.empty())
       e = "(" + job_selector(expr, job, w) + ")";
     else if (!job.empty())
@@ -215,7 +218,9 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
                  reserved = std::isfinite(v("fb_reserved")) ? v("fb_reserved") : 0;
     constexpr double kMiB = 1048576.0;
     if (std::isfinite(used) && std::isfinite(free)) {
-      info->memory_total_bytes = reading<std::uint64_t>((used + free + reserved) * kMiB);
+      const double total = v("fb_total");
+      info->memory_total_bytes =
+          reading<std::uint64_t>(std::isfinite(total) ? total : (used + free + reserved) * kMiB);
       s.memory_total_bytes = info->memory_total_bytes;
       s.memory_used_bytes = reading<std::uint64_t>(used * kMiB);
       s.memory_free_bytes = reading<std::uint64_t>(free * kMiB);

@@ -269,6 +269,13 @@ void add_job_series(JobHistory& h, const std::vector<PromSeries>& series) {
     std::map<std::string, std::vector<double>> v;  // by key ("steps", ..., "q0.5") per row
   };
   std::map<std::string, RankRows> ranks;
+  // trainmon_gpu_memory_total_bytes by (host, GPU index), MiB per row
+  std::map<std::pair<std::string, unsigned>, std::vector<float>> totals;
+  const auto total_of = [&](const std::string& host, unsigned gpu) -> std::vector<float>& {
+    auto& t = totals[{host, gpu}];
+    if (t.empty()) t.assign(n, NAN);
+    return t;
+  };
   for (const auto& s : series) {
     const auto key = label(s.labels, "trainmon_m");
     const auto host = label(s.labels, "Hostname");
@@ -347,12 +354,20 @@ void add_job_series(JobHistory& h, const std::vector<PromSeries>& series) {
         g.clock_reasons[k] = static_cast<std::uint64_t>(v);
       else if (key == "up" && v == 0)
         g.state[k] = diagnose::GpuState::lost;
+      else if (key == "fb_total")
+        total_of(host, g.index)[k] = static_cast<float>(v / kMiB);
     }
   }
-  // memory.total = used + free + reserved (dcgm-exporter's FB fields, MiB)
+  // memory.total: serve's trainmon_gpu_memory_total_bytes (the GPU's, MIG or not), else used + free
+  // + reserved (dcgm-exporter's FB fields, MiB, each rounded)
   for (auto& [host, nd] : nodes)
     for (auto& g : nd.series.gpus)
       for (std::size_t k = 0; k < n; ++k) {
+        if (auto t = totals.find({host, g.index});
+            t != totals.end() && !std::isnan(t->second[k]) && !std::isnan(g.mem_used_mib[k])) {
+          g.mem_total_mib[k] = t->second[k];
+          continue;
+        }
         if (std::isnan(g.mem_total_mib[k]) || std::isnan(g.mem_used_mib[k])) {
           g.mem_total_mib[k] = diagnose::kNA;
           continue;

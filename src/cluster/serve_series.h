@@ -28,6 +28,9 @@ inline constexpr ServeSeries kServeGpuSeries[] = {
     {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
     {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
     {"up", "trainmon_gpu_up"},
+    // bytes, one per GPU even with MIG: the total nvmlDeviceGetMemoryInfo gives (status' figure);
+    // used + free + reserved of the MiB fields is off by their rounding, and on MIG the instances'
+    {"fb_total", "trainmon_gpu_memory_total_bytes"},
 };
 
 /// `expr` (an instant vector of series `s`) as one series per GPU. On a MIG-enabled GPU serve

@@ -106,6 +106,8 @@ TEST(AddJobSeries, GroupsGpusByNodeOnTheSharedAxis) {
       series(with(a0, "fb_reserved"), {559, 559, 559, 559}),
       series(with(a0, "reasons"), {0, 0x20, 0x20, 0}),
       series(with(a0, "up"), {1, 1, 0, 0}),
+      // serve's total where it has one (rows 2, 3: 81560 MiB, where the rounded fields give 81559)
+      series(with(a0, "fb_total"), {NAN, NAN, 1048576.0 * 81560, 1048576.0 * 81560}),
       series(with({{"Hostname", "node-a"}, {"gpu", "3"}}, "temp"), {40, 41, 42, 43}),
       series({{"trainmon_m", "mem_total"}, {"Hostname", "node-a"}}, {1048576.0 * 4096, NAN, NAN, NAN}),
       series({{"trainmon_m", "cpu_busy"}, {"Hostname", "node-a"}}, {0.5, 0.25, NAN, NAN}),
@@ -127,6 +129,7 @@ TEST(AddJobSeries, GroupsGpusByNodeOnTheSharedAxis) {
   EXPECT_TRUE(std::isnan(g.util_gpu_pct[1]));
   EXPECT_EQ(g.mem_used_mib[2], 2000);
   EXPECT_EQ(g.mem_total_mib[0], 81559);  // used + free + reserved
+  EXPECT_EQ(g.mem_total_mib[2], 81560);  // trainmon_gpu_memory_total_bytes
   EXPECT_EQ(g.clock_reasons[1], 0x20u);
   EXPECT_EQ(g.state[1], diagnose::GpuState::ok);
   EXPECT_EQ(g.state[2], diagnose::GpuState::lost);

@@ -51,17 +51,22 @@ TEST(TopFrameQuery, FiltersTheJobInsideTheQuery) {
   const auto all = frame_query(600);
   EXPECT_EQ(all.find("slurm_job_id"), std::string::npos);
   const auto job = frame_query(600, "4242");
-  // GPU series: joined on the job's nodes; ranks: by their own labels
+  // GPU series: the instant vector (staleness ends a destroyed MIG instance), else the last value
+  // within the lookback (a node whose scrapes fail); joined on the job's nodes; ranks: their labels
   EXPECT_NE(
-      job.find("(max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_GPU_UTIL[600s])) and "
-               "on (Hostname) (last_over_time(trainmon_labels_info{train_job=\"4242\"}[600s]) or "),
+      job.find("((max without (GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_GPU_UTIL) or max without (GPU_I_ID, "
+               "GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_GPU_UTIL[600s]))) and on (Hostname) "
+               "(last_over_time(trainmon_labels_info{train_job=\"4242\"}[600s]) or "),
       std::string::npos)
       << job;
   // A MIG-enabled GPU's instance series make one row: memory summed, the repeated fields once
-  EXPECT_NE(all.find("sum without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_FB_USED[600s]))"),
+  EXPECT_NE(all.find("(sum without (GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_FB_USED) or sum without (GPU_I_ID, "
+                     "GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_FB_USED[600s])))"),
             std::string::npos)
       << all;
   EXPECT_NE(all.find("max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(DCGM_FI_DEV_GPU_TEMP[600s]))"),
+            std::string::npos);
+  EXPECT_NE(all.find("max without (GPU_I_ID, GPU_I_PROFILE) (trainmon_gpu_memory_total_bytes)"),
             std::string::npos);
   EXPECT_EQ(all.find("max without (GPU_I_ID, GPU_I_PROFILE) (last_over_time(trainmon_train"),
             std::string::npos);
