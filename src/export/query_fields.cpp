@@ -497,153 +497,103 @@ std::vector<GpuField> make_gpu_fields() {
   // NVML_MEMORY_LOCATION_DEVICE_MEMORY = NVML_MEMORY_LOCATION_DRAM) and the SRAM split
   // (nvmlDeviceGetSramEccErrorStatus): the values nvidia-smi prints on the H100 / H200 captures.
   // register_file, l1_cache, l2_cache, texture_memory and cbu stay [N/A] (docs/cli.md).
-  f.push_back({"ecc.errors.corrected.volatile.device_memory",
-               {},
-               "",
-               "Corrected ECC errors in device memory (DRAM), since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.dram_corrected;
-               })});
-  f.push_back({"ecc.errors.corrected.volatile.dram",
-               {},
-               "",
-               "Corrected ECC errors in DRAM, since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.dram_corrected;
-               })});
-  f.push_back({"ecc.errors.corrected.volatile.sram",
-               {},
-               "",
-               "Corrected ECC errors in SRAM, since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.sram_corrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.volatile.device_memory",
-               {},
-               "",
-               "Uncorrected ECC errors in device memory (DRAM), since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.dram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.volatile.dram",
-               {},
-               "",
-               "Uncorrected ECC errors in DRAM, since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.dram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.volatile.sram",
-               {},
-               "",
-               "Uncorrected ECC errors in SRAM, since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_volatile_by_location.sram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.corrected.aggregate.device_memory",
-               {},
-               "",
-               "Corrected ECC errors in device memory (DRAM), over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.dram_corrected;
-               })});
-  f.push_back({"ecc.errors.corrected.aggregate.dram",
-               {},
-               "",
-               "Corrected ECC errors in DRAM, over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.dram_corrected;
-               })});
-  f.push_back({"ecc.errors.corrected.aggregate.sram",
-               {},
-               "",
-               "Corrected ECC errors in SRAM, over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.sram_corrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.device_memory",
-               {},
-               "",
-               "Uncorrected ECC errors in device memory (DRAM), over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.dram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.dram",
-               {},
-               "",
-               "Uncorrected ECC errors in DRAM, over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.dram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram",
-               {},
-               "",
-               "Uncorrected ECC errors in SRAM, over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.ecc_aggregate_by_location.sram_uncorrected;
-               })});
-  f.push_back({"ecc.errors.uncorrected.volatile.sram.parity",
-               {},
-               "",
-               "Uncorrected SRAM parity errors since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.volatile_uncorrected_parity;
-               })});
-  f.push_back({"ecc.errors.uncorrected.volatile.sram.secded",
-               {},
-               "",
-               "Uncorrected SRAM SEC-DED errors since driver load.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.volatile_uncorrected_secded;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.parity",
-               {},
-               "",
-               "Uncorrected SRAM parity errors over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_parity;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.secded",
-               {},
-               "",
-               "Uncorrected SRAM SEC-DED errors over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_secded;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.l2",
-               {},
-               "",
-               "Uncorrected SRAM errors in L2 over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_l2;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.sm",
-               {},
-               "",
-               "Uncorrected SRAM errors in SMs over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_sm;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.mcu",
-               {},
-               "",
-               "Uncorrected SRAM errors in the MCU over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_mcu;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.pcie",
-               {},
-               "",
-               "Uncorrected SRAM errors in PCIe over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_pcie;
-               })});
-  f.push_back({"ecc.errors.uncorrected.aggregate.sram.other",
-               {},
-               "",
-               "Uncorrected SRAM errors elsewhere over the GPU's life.",
-               inner(+[](const GpuSample& g) -> const Reading<std::uint64_t>& {
-                 return g.sram_ecc.aggregate_uncorrected_other;
-               })});
+  using Count = const Reading<std::uint64_t>& (*)(const GpuSample&);
+  struct ByLocation {
+    std::string_view name, description;
+    Count read;
+  };
+  static constexpr ByLocation kByLocation[] = {
+      {"ecc.errors.corrected.volatile.device_memory",
+       "Corrected ECC errors in device memory (DRAM), since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.dram_corrected;
+       }},
+      {"ecc.errors.corrected.volatile.dram", "Corrected ECC errors in DRAM, since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.dram_corrected;
+       }},
+      {"ecc.errors.corrected.volatile.sram", "Corrected ECC errors in SRAM, since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.sram_corrected;
+       }},
+      {"ecc.errors.uncorrected.volatile.device_memory",
+       "Uncorrected ECC errors in device memory (DRAM), since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.dram_uncorrected;
+       }},
+      {"ecc.errors.uncorrected.volatile.dram", "Uncorrected ECC errors in DRAM, since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.dram_uncorrected;
+       }},
+      {"ecc.errors.uncorrected.volatile.sram", "Uncorrected ECC errors in SRAM, since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_volatile_by_location.sram_uncorrected;
+       }},
+      {"ecc.errors.corrected.aggregate.device_memory",
+       "Corrected ECC errors in device memory (DRAM), over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.dram_corrected;
+       }},
+      {"ecc.errors.corrected.aggregate.dram", "Corrected ECC errors in DRAM, over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.dram_corrected;
+       }},
+      {"ecc.errors.corrected.aggregate.sram", "Corrected ECC errors in SRAM, over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.sram_corrected;
+       }},
+      {"ecc.errors.uncorrected.aggregate.device_memory",
+       "Uncorrected ECC errors in device memory (DRAM), over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.dram_uncorrected;
+       }},
+      {"ecc.errors.uncorrected.aggregate.dram", "Uncorrected ECC errors in DRAM, over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.dram_uncorrected;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram", "Uncorrected ECC errors in SRAM, over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.ecc_aggregate_by_location.sram_uncorrected;
+       }},
+      {"ecc.errors.uncorrected.volatile.sram.parity", "Uncorrected SRAM parity errors since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.volatile_uncorrected_parity;
+       }},
+      {"ecc.errors.uncorrected.volatile.sram.secded", "Uncorrected SRAM SEC-DED errors since driver load.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.volatile_uncorrected_secded;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.parity", "Uncorrected SRAM parity errors over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_parity;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.secded", "Uncorrected SRAM SEC-DED errors over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_secded;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.l2", "Uncorrected SRAM errors in L2 over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_l2;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.sm", "Uncorrected SRAM errors in SMs over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_sm;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.mcu", "Uncorrected SRAM errors in the MCU over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_mcu;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.pcie", "Uncorrected SRAM errors in PCIe over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_pcie;
+       }},
+      {"ecc.errors.uncorrected.aggregate.sram.other",
+       "Uncorrected SRAM errors elsewhere over the GPU's life.",
+       [](const GpuSample& g) -> const Reading<std::uint64_t>& {
+         return g.sram_ecc.aggregate_uncorrected_other;
+       }},
+  };
+  for (const auto& e : kByLocation) f.push_back({e.name, {}, "", e.description, inner(e.read)});
   f.push_back(
       {"ecc.errors.uncorrected.aggregate.sram.thresholdExceeded",
        {},
