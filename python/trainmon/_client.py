@@ -22,6 +22,10 @@ import weakref
 __all__ = ["EventClient", "process_client", "PROTOCOL_VERSION", "MAX_MESSAGE_BYTES"]
 
 PROTOCOL_VERSION = 2
+# The event types the recorder accepts (src/ipc/train_message.cpp; docs/python.md): any other is
+# dropped here rather than sent to be rejected as unknown_type.
+EVENT_TYPES = frozenset(("hello", "train_start", "epoch_start", "batch_end", "epoch_end", "val_end", "memory",
+                         "train_end", "heartbeat"))
 #: The recorder refuses longer messages; we do not even send them.
 MAX_MESSAGE_BYTES = 64 * 1024
 _RETRY_AFTER_S = 5.0
@@ -119,9 +123,13 @@ class EventClient:
 
         Adds ``v``, ``type``, ``t`` (time.time()), ``mt`` (time.monotonic()), ``seq``, ``pid``,
         ``run_id``, ``dropped`` and ``common``. Returns True when the kernel accepted the message,
-        False when it was dropped. Never raises.
+        False when it was dropped (also an ``event_type`` not in EVENT_TYPES). Never raises.
         """
         try:
+            if event_type not in EVENT_TYPES:  # (an unhashable one raises: dropped below too)
+                self.last_error = "not an event type: %r" % (event_type,)
+                self.dropped += 1
+                return False
             with self._lock:
                 return self._send_locked(event_type, fields)
         except Exception as e:  # a surprising failure (a field whose __eq__ raises ...): drop it

@@ -319,7 +319,12 @@ def test_client_drops_unencodable_and_oversized_messages(tmp_path):
     assert not c.send("batch_end", {"loss": float("nan")})
     assert not c.send("batch_end", {"framework": "x" * (70 * 1024)})
     assert not c.send("batch_end", {"obj": object()})
-    assert c.dropped == 3 and rx.messages() == []
+    # a type the recorder does not know (it would reject it as unknown_type), of any kind
+    for t in ("", "batch-end", "BATCH_END", None, ["batch_end"], 7):
+        assert not c.send(t, {"epoch": 1})
+    assert "not an event type" in c.last_error or "unhashable" in c.last_error
+    assert c.dropped == 9 and rx.messages() == []
+    assert c.send("batch_end", {"epoch": 1}) and [m["type"] for m in rx.messages()] == ["batch_end"]
     rx.close()
 
 
