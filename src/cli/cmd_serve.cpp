@@ -47,6 +47,10 @@ struct ServeOptions {
 };
 
 int serve(const ServeOptions& o, const GlobalOptions& global) {
+  // Signals are blocked first: before any thread exists (the HTTP server's included), and before the
+  // HTTP plugin and its libraries load (slow under the sanitizers), so that a SIGTERM that early is
+  // still a clean stop (exit 0), never the default action.
+  runner::prepare_signals();
   auto lo = record_loop_options(o.common, global, "serve");
   if (!lo) return kExitUsage;
   auto addr = serve::parse_listen(o.listen);
@@ -149,8 +153,6 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   serve::ServeState state(recorder::collect_labels(lo->labels, env));
   state.set_hostname_label(so.hostname_label);
 
-  // Signals must be blocked before any thread exists, the HTTP server's included.
-  runner::prepare_signals();
   // A bad rules file stops here, before the port is taken.
   auto alerts = alert_observer(o.common, "serve");
   if (!alerts) return kExitUsage;
