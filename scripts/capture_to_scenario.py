@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""Turn the `nvidia-smi -q` sections of a capture (../shared/captures) into fake-NVML scenarios.
+"""Turn the `nvidia-smi -q` sections of a capture (tests/captures) into fake-NVML scenarios.
 
 Usage: capture_to_scenario.py CAPTURE.txt STATE OUT.json [--name NAME]
 STATE is "idle" or "load". Values are copied exactly (MiB x 1048576 bytes, W x 1000 mW, ...).

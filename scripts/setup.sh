@@ -18,10 +18,10 @@ for arg in "$@"; do
 done
 
 packages=(
-  build-essential cmake ninja-build pkg-config git clang-format
+  build-essential cmake ninja-build pkg-config git clang-format ccache
   libcli11-dev nlohmann-json3-dev libfmt-dev libsqlite3-dev sqlite3 libtomlplusplus-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev prometheus-cpp-dev
+  libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev
   python3 python3-dev python3-pytest python3-psutil python3-torch python3-aiosmtpd python3-hypothesis faketime
   tmux procps chromium prometheus prometheus-alertmanager
   gettext locales fonts-noto-cjk

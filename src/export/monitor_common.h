@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Internal helpers shared by dmon_format.cpp and pmon_format.cpp (not part of the public API): the
 // column table type, group selection in -s order, the cells, and the date / time / index columns.
-// Layout measured on nvidia-smi 590 output (../shared/captures and published `dmon -o DT` /
+// Layout measured on nvidia-smi 590 output (tests/captures and published `dmon -o DT` /
 // `pmon -s um -o DT` output): a lead character ('#' on the two header lines, ' ' on rows), with -o D
 // the date (YYYYMMDD) and with -o T the time (HH:MM:SS), each left-aligned in 12 columns, then the
 // GPU index right-aligned in 4, then each metric right-aligned in 7.

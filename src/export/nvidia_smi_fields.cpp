@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every --query-gpu field name a known nvidia-smi accepts, with its aliases and the unit it prints
 // in the CSV header, in --help-query-gpu order. Sources: the `--help-query-gpu` lists and the
-// `--query-gpu` CSV headers of the captures in ../shared/captures (drivers 590.48.01, 595.71.05),
+// `--query-gpu` CSV headers of the captures in tests/captures (drivers 590.48.01, 595.71.05),
 // the same sections of utkuozdemir/nvidia_gpu_exporter's 580.173.02 and 610.57.04 captures (which
 // add kmd_version, the gpu.base.* and the rest of the power_smoothing.* family, bbx.time_run).
 // tests/e2e/test_views_golden.py (test_every_field_of_the_capture_is_accepted) checks every capture's

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The `--query-gpu` and `--query-compute-apps` field tables. Each row: nvidia-smi's name, aliases,
 // unit and a formatter over (Snapshot, GpuSample). Value formats follow nvidia-smi 590.48 as seen
-// in the captures (/work/shared/captures): decimal integers, "0x%08X" ids, "%.2f W", MiB floors,
+// in the captures (tests/captures): decimal integers, "0x%08X" ids, "%.2f W", MiB floors,
 // Enabled/Disabled, Active/Not Active, Yes/No, "0x%016X" bitmasks.
 #include "trainmon/export/query_fields.h"
 #include "export/static_info.h"

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
-"""A stand-in `nvidia-smi` that replays one state of a real capture (../shared/captures), for testing
+"""A stand-in `nvidia-smi` that replays one state of a real capture (tests/captures), for testing
 scripts/gpu-check.sh where there is no GPU. $REPLAY_CAPTURE is the capture file, $REPLAY_STATE
 "idle" or "load". It answers what the capture recorded and nothing else: --version, -h,
 --help-query-gpu, -L, --query-gpu=FIELDS (any of the fields of the capture's CSV, in any order,

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """gpustat's options on `trainmon status`, against every capture (data-driven: each scenario of
-test_views_golden.CASES, built from ../shared/captures, adds its cases).
+test_views_golden.CASES, built from tests/captures, adds its cases).
 
 The expected gpustat line is built from the capture's own `--query-gpu` CSV with gpustat 1.1's
 layout (gpustat/core.py print_to: name cut by util.shorten_left, `{:>3}` temperature, fan and

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """Golden tests for trainmon query / dmon / pmon / status against real nvidia-smi captures.
 
-Each capture scenario (tests/scenarios/<name>.json, built from /work/shared/captures by
+Each capture scenario (tests/scenarios/<name>.json, built from tests/captures by
 scripts/capture_to_scenario.py) is played by the fake libnvidia-ml.so.1 with its clock frozen at the
 moment of the view compared: t=0 for --query-gpu / --query-compute-apps, the time of each dmon / pmon
 sample for those rows. trainmon's output must equal the capture's for every field trainmon supports.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // nvidia-smi's other read-only views, from one Snapshot: `-L` (--list-gpus), `--query-supported-clocks`
-// and `-q` (the NVSMI LOG text). Layouts as the captures in ../shared/captures print them (drivers
+// and `-q` (the NVSMI LOG text). Layouts as the captures in tests/captures print them (drivers
 // 590 and 595); tests/e2e/test_views_golden.py compares each against every capture.
 #pragma once
 

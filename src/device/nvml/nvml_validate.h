@@ -20,7 +20,7 @@ inline constexpr unsigned kNotAvailableU32 = 0xFFFFFFFFu;             ///< NVML 
 inline constexpr std::uint64_t kNotAvailableU64 = ~std::uint64_t{0};  ///< NVML_VALUE_NOT_AVAILABLE
 inline constexpr std::uint32_t kMaxLinuxPid = 4194304;                ///< PID_MAX_LIMIT on 64-bit Linux
 /// A GPU (or its memory) reading this many degrees Celsius or more is a sensor or driver fault, not a
-/// temperature: GPUs shut down at their NVML shutdown threshold, 90-105 °C (shared/captures: 100 °C).
+/// temperature: GPUs shut down at their NVML shutdown threshold, 90-105 °C (tests/captures: 100 °C).
 /// Such a reading is invalid_value, so every view shows it as invalid alike; the diagnosis applies
 /// the same bound to stored values (diagnose::kImpossibleGpuTempC, equal: unit-tested).
 inline constexpr unsigned kGpuTemperatureImpossibleC = 150;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Snapshot values built from the H200 capture (/work/shared/captures, nvidia-smi 590.48.01) for the
+// Snapshot values built from the H200 capture (tests/captures, nvidia-smi 590.48.01) for the
 // export view tests, and a reader for the capture's `--query-gpu` CSV.
 #pragma once
 
@@ -133,7 +133,7 @@ inline GpuProcessSample gpu_process(std::uint32_t pid, std::string name, std::ui
 
 /// The capture file's text.
 inline std::string read_capture(const std::string& file) {
-  std::ifstream in(std::string(TRAINMON_SOURCE_DIR) + "/../shared/captures/" + file);
+  std::ifstream in(std::string(TRAINMON_SOURCE_DIR) + "/tests/captures/" + file);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
