@@ -155,13 +155,16 @@ std::string_view train_phase_name(TrainPhase p) noexcept {
     case TrainPhase::data: return "data";
     case TrainPhase::compute: return "compute";
     case TrainPhase::idle: return "idle";
+    case TrainPhase::collective: return "collective";
+    case TrainPhase::optimizer: return "optimizer";
     case TrainPhase::unknown: break;
   }
   return "unknown";
 }
 
 std::optional<TrainPhase> parse_train_phase(std::string_view name) noexcept {
-  for (auto p : {TrainPhase::unknown, TrainPhase::data, TrainPhase::compute, TrainPhase::idle})
+  for (auto p : {TrainPhase::unknown, TrainPhase::data, TrainPhase::compute, TrainPhase::idle,
+                 TrainPhase::collective, TrainPhase::optimizer})
     if (train_phase_name(p) == name) return p;
   return std::nullopt;
 }
@@ -173,6 +176,7 @@ std::int64_t train_rank_key(int rank, std::uint32_t pid) noexcept {
 void merge_windows(TrainWindow& into, const TrainWindow& next) {
   merge_stats(into.step, into.steps, next.step, next.steps);
   merge_stats(into.data, into.steps, next.data, next.steps);
+  merge_stats(into.comm, into.steps, next.comm, next.steps);
   into.samples = add_known(into.samples, next.samples);
   if (known(into.span_s) && known(next.span_s)) {
     into.span_s += next.span_s;
@@ -188,10 +192,12 @@ void merge_windows(TrainWindow& into, const TrainWindow& next) {
   later(into.total_samples, next.total_samples);
   later(into.total_step_s, next.total_step_s);
   later(into.total_data_s, next.total_data_s);
+  later(into.total_comm_s, next.total_comm_s);
   later(into.last_step_t, next.last_step_t);
   if (next.phase != TrainPhase::unknown) {
     into.phase = next.phase;
     into.phase_t = next.phase_t;
+    into.coll = next.coll;
   }
 }
 
@@ -242,8 +248,8 @@ TrainSeries slice(const TrainSeries& s, double t0, double t1) {
 
 TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
   TrainStats out;
-  double job_step_s = 0, job_data_s = 0;
-  bool job_data_known = false;
+  double job_step_s = 0, job_data_s = 0, job_comm_s = 0;
+  bool job_data_known = false, job_comm_known = false;
   for (const auto& r : s.ranks) {
     RankTrainStats st;
     st.key = r.id.key;
@@ -252,7 +258,7 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
     auto hi =
         std::upper_bound(lo, r.rows.end(), t1, [](double t, const TrainWindow& row) { return t < row.t; });
     std::uint64_t steps = 0;
-    double samples = kNaN, step_s = kNaN, data_s = kNaN;
+    double samples = kNaN, step_s = kNaN, data_s = kNaN, comm_s = kNaN;
     std::vector<Cdf> step_cdf;
     for (auto it = lo; it != hi; ++it) {
       steps += it->steps;
@@ -260,6 +266,7 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
         samples = add_known(samples, it->samples);
         step_s = add_known(step_s, it->step.sum);
         data_s = add_known(data_s, it->data.sum);
+        comm_s = add_known(comm_s, it->comm.sum);
         if (auto c = Cdf::of(it->step, it->steps)) step_cdf.push_back(*c);
       }
       if (known(it->last_step_t))
@@ -284,6 +291,8 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
                           last.total_step_s, step_s);
       data_s = span_total(first.total_data_s, first.steps ? static_cast<double>(first.data.sum) : 0.0,
                           last.total_data_s, data_s);
+      comm_s = span_total(first.total_comm_s, first.steps ? static_cast<double>(first.comm.sum) : 0.0,
+                          last.total_comm_s, comm_s);
     }
     st.steps = static_cast<std::uint32_t>(std::min<std::uint64_t>(steps, UINT32_MAX));
     if (steps > 0) {
@@ -293,6 +302,9 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
         st.steps_per_s = static_cast<double>(steps) / step_s;
         st.step_mean_s = step_s / static_cast<double>(steps);
         if (known(data_s)) st.data_share = std::clamp(data_s / step_s, 0.0, 1.0);
+        if (known(comm_s)) st.comm_share = std::clamp(comm_s / step_s, 0.0, 1.0);
+        if (known(data_s) && known(comm_s))
+          st.compute_mean_s = std::max(0.0, step_s - data_s - comm_s) / static_cast<double>(steps);
       }
       st.step_median_s = mixture_quantile(step_cdf, 0.5);
       st.step_p90_s = mixture_quantile(step_cdf, 0.9);
@@ -311,11 +323,16 @@ TrainStats train_stats(const TrainSeries& s, double t0, double t1) {
           job_data_s += data_s;
           job_data_known = true;
         }
+        if (known(comm_s)) {
+          job_comm_s += comm_s;
+          job_comm_known = true;
+        }
       }
     }
     out.ranks.push_back(st);
   }
   if (job_data_known && job_step_s > 0) out.data_share = std::clamp(job_data_s / job_step_s, 0.0, 1.0);
+  if (job_comm_known && job_step_s > 0) out.comm_share = std::clamp(job_comm_s / job_step_s, 0.0, 1.0);
   return out;
 }
 

@@ -71,8 +71,9 @@ diagnose::TrainWindow train_window_from_row(std::int64_t t_ms, std::span<const s
   w.total_data_s = sec(18);
   w.last_step_t = run_s(19);
   const auto phase = at(20);
-  w.phase =
-      phase >= 0 && phase <= 3 ? static_cast<diagnose::TrainPhase>(phase) : diagnose::TrainPhase::unknown;
+  w.phase = phase >= 0 && phase <= static_cast<std::int64_t>(diagnose::TrainPhase::optimizer)
+                ? static_cast<diagnose::TrainPhase>(phase)
+                : diagnose::TrainPhase::unknown;
   w.phase_t = run_s(21);
   return w;
 }

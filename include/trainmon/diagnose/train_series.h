@@ -32,8 +32,12 @@ enum class TrainPhase : std::uint8_t {
   data = 1,     ///< waiting inside the loader's next() for the next batch
   compute = 2,  ///< between the batch and the end of the step (forward, backward, all-reduce, optimizer)
   idle = 3,     ///< no step yet, or outside the training loop (evaluation, checkpointing)
+  /// Protocol v3: inside a torch.distributed collective or point-to-point call (or Work.wait(), or
+  /// DDP's wait for its gradient buckets); TrainWindow::coll says which.
+  collective = 4,
+  optimizer = 5,  ///< protocol v3: inside optimizer.step()
 };
-/// "unknown", "data", "compute", "idle".
+/// "unknown", "data", "compute", "idle", "collective", "optimizer".
 std::string_view train_phase_name(TrainPhase p) noexcept;
 /// Inverse of train_phase_name; nullopt for another name.
 std::optional<TrainPhase> parse_train_phase(std::string_view name) noexcept;
@@ -79,22 +83,37 @@ struct StepStats {
   friend bool operator==(const StepStats&, const StepStats&) = default;
 };
 
+/// The collective a rank is inside (protocol v3 `steps.coll`, with phase == collective): what Flight
+/// Recorder records per collective, live. Empty op = not inside one / not sent.
+struct CollectiveAt {
+  std::string op;  ///< torch.distributed's name: "all_reduce", "all_gather_into_tensor", "ddp_bucket", ...
+  std::int64_t seq = -1;  ///< the rank's own count of collectives on that process group, from 0
+  std::string group;      ///< the process group's name as torch gives it ("0" = the default group)
+  double bytes = std::numeric_limits<double>::quiet_NaN();  ///< payload of the call, bytes
+  friend bool operator==(const CollectiveAt&, const CollectiveAt&) = default;
+};
+
 /// One row of a rank's timing: what it reported during one recorder tick (or one message, before
 /// merging). Heartbeat-only rows have steps == 0.
 struct TrainWindow {
   double t = 0;             ///< run clock: when the (last) message of the row was sent
   std::uint32_t steps = 0;  ///< steps completed in the row
-  double samples = std::numeric_limits<double>::quiet_NaN();        ///< samples in them
-  float span_s = std::numeric_limits<float>::quiet_NaN();           ///< wall time the steps cover
-  StepStats step;                                                   ///< step time
-  StepStats data;                                                   ///< data wait per step
+  double samples = std::numeric_limits<double>::quiet_NaN();  ///< samples in them
+  float span_s = std::numeric_limits<float>::quiet_NaN();     ///< wall time the steps cover
+  StepStats step;                                             ///< step time
+  StepStats data;                                             ///< data wait per step
+  /// Protocol v3: time the rank's main thread waited inside collectives per step (seconds); NaN
+  /// from older senders. Compute = step - data - comm.
+  StepStats comm;
   double total_steps = std::numeric_limits<double>::quiet_NaN();    ///< cumulative at `t`
   double total_samples = std::numeric_limits<double>::quiet_NaN();  ///< cumulative at `t`
   double total_step_s = std::numeric_limits<double>::quiet_NaN();   ///< cumulative step time
   double total_data_s = std::numeric_limits<double>::quiet_NaN();   ///< cumulative data wait
+  double total_comm_s = std::numeric_limits<double>::quiet_NaN();   ///< v3: cumulative collective wait
   double last_step_t = std::numeric_limits<double>::quiet_NaN();    ///< run clock of the last step end
   TrainPhase phase = TrainPhase::unknown;                           ///< at `t`
   double phase_t = std::numeric_limits<double>::quiet_NaN();        ///< run clock: phase began
+  CollectiveAt coll;  ///< v3: the collective the rank is inside at `t` (phase == collective)
   friend bool operator==(const TrainWindow&, const TrainWindow&) = default;
 };
 
@@ -142,8 +161,13 @@ struct RankTrainStats {
   double step_p99_s = std::numeric_limits<double>::quiet_NaN();     ///< step-weighted p99 of rows' p99
   double step_mean_s = std::numeric_limits<double>::quiet_NaN();    ///< step time / steps
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< data wait / step time, 0..1
-  double last_step_t = std::numeric_limits<double>::quiet_NaN();    ///< latest step end seen (run clock)
-  TrainPhase phase = TrainPhase::unknown;                           ///< at the last row
+  /// Collective wait / step time, 0..1; NaN when the sender measured none (protocol < 3).
+  double comm_share = std::numeric_limits<double>::quiet_NaN();
+  /// (step - data - comm) / steps, seconds: what tells ranks apart in a synchronous job (NVIDIA's
+  /// resiliency extension scores ranks on it). NaN without data and comm figures.
+  double compute_mean_s = std::numeric_limits<double>::quiet_NaN();
+  double last_step_t = std::numeric_limits<double>::quiet_NaN();  ///< latest step end seen (run clock)
+  TrainPhase phase = TrainPhase::unknown;                         ///< at the last row
 };
 
 /// The job's figures over the span: per rank, and for the whole job.
@@ -155,6 +179,7 @@ struct TrainStats {
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< of the slowest rank
   double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< the slowest rank's median
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< over every rank's step time
+  double comm_share = std::numeric_limits<double>::quiet_NaN();     ///< over every rank's step time
   [[nodiscard]] bool empty() const noexcept { return steps == 0; }
 };
 

@@ -137,6 +137,8 @@ Word phase_word(TrainPhase p) {
     case TrainPhase::data: return word("data");
     case TrainPhase::compute: return word("compute");
     case TrainPhase::idle: return word("idle");
+    case TrainPhase::collective: return word("collective");
+    case TrainPhase::optimizer: return word("optimizer step");
     case TrainPhase::unknown: break;
   }
   return word("unknown");
