@@ -338,7 +338,7 @@ std::string dur(double seconds) {
 
 std::string gpu_list(const std::vector<unsigned>& gpus) {
   std::string s;
-  for (auto g : gpus) s += (s.empty() ? "" : ",") + fmt::format("GPU{}", g);
+  for (auto g : gpus) fmt::format_to(std::back_inserter(s), "{}GPU{}", s.empty() ? "" : ",", g);
   return s;
 }
 
