@@ -234,8 +234,10 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
       o["phase"] = ph ? json(std::string(diagnose::train_phase_name(ph->phase))) : json(nullptr);
       o["phase_since_unix_s"] = unix_of(h.start_unix_s, ph ? ph->phase_t : nan);
       if (ph && ph->phase == diagnose::TrainPhase::collective && !ph->coll.op.empty()) {
-        json c = {{"op", ph->coll.op}, {"seq", ph->coll.seq >= 0 ? json(ph->coll.seq) : json(nullptr)},
-                  {"pg", ph->coll.group}, {"bytes", number(ph->coll.bytes)}};
+        json c = {{"op", ph->coll.op},
+                  {"seq", ph->coll.seq >= 0 ? json(ph->coll.seq) : json(nullptr)},
+                  {"pg", ph->coll.group},
+                  {"bytes", number(ph->coll.bytes)}};
         o["coll"] = std::move(c);
       }
       ranks.push_back(std::move(o));

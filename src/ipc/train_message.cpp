@@ -399,10 +399,10 @@ bool StepsMessage::operator==(const StepsMessage& o) const noexcept {
   return n == o.n && same(samples, o.samples) && same(span_s, o.span_s) && step_s == o.step_s &&
          data_s == o.data_s && comm_s == o.comm_s && same(total_comm_s, o.total_comm_s) &&
          coll_op == o.coll_op && coll_seq == o.coll_seq && coll_pg == o.coll_pg &&
-         same(coll_bytes, o.coll_bytes) && same(total_steps, o.total_steps) && same(total_samples, o.total_samples) &&
-         same(total_step_s, o.total_step_s) && same(total_data_s, o.total_data_s) &&
-         same(last_step_t, o.last_step_t) && same(last_step_mt, o.last_step_mt) && phase == o.phase &&
-         same(phase_mt, o.phase_mt);
+         same(coll_bytes, o.coll_bytes) && same(total_steps, o.total_steps) &&
+         same(total_samples, o.total_samples) && same(total_step_s, o.total_step_s) &&
+         same(total_data_s, o.total_data_s) && same(last_step_t, o.last_step_t) &&
+         same(last_step_mt, o.last_step_mt) && phase == o.phase && same(phase_mt, o.phase_mt);
 }
 
 bool TrainMessage::operator==(const TrainMessage& o) const noexcept {

@@ -27,12 +27,27 @@ std::int64_t unix_ms(double run_s, std::int64_t start_ms) {
 
 // The names of CollectiveAt::op a row stores as a code (its index + 1); another name is stored as
 // kOtherOp and loads back as "other". Append only: the codes are in recorded runs.
-constexpr std::string_view kCollOps[] = {
-    "all_reduce", "all_gather", "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
-    "broadcast",  "reduce",     "barrier",                "all_to_all",     "all_to_all_single",
-    "send",       "recv",       "isend",                  "irecv",          "wait",
-    "ddp_bucket", "gather",     "scatter",                "all_gather_object", "broadcast_object_list",
-    "other"};
+constexpr std::string_view kCollOps[] = {"all_reduce",
+                                         "all_gather",
+                                         "all_gather_into_tensor",
+                                         "reduce_scatter",
+                                         "reduce_scatter_tensor",
+                                         "broadcast",
+                                         "reduce",
+                                         "barrier",
+                                         "all_to_all",
+                                         "all_to_all_single",
+                                         "send",
+                                         "recv",
+                                         "isend",
+                                         "irecv",
+                                         "wait",
+                                         "ddp_bucket",
+                                         "gather",
+                                         "scatter",
+                                         "all_gather_object",
+                                         "broadcast_object_list",
+                                         "other"};
 constexpr std::int64_t kOtherOp = static_cast<std::int64_t>(std::size(kCollOps));
 
 std::int64_t op_code(const std::string& op) {

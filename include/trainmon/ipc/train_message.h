@@ -113,7 +113,8 @@ struct StepsMessage {
   double total_comm_s = std::numeric_limits<double>::quiet_NaN();  ///< v3: `total.comm_s`
   double last_step_t = std::numeric_limits<double>::quiet_NaN();   ///< time.time() of the last step end
   double last_step_mt = std::numeric_limits<double>::quiet_NaN();  ///< time.monotonic() of it
-  std::string phase;  ///< "data", "compute", "idle", "unknown", v3 "collective", "optimizer"; empty = not sent
+  std::string
+      phase;  ///< "data", "compute", "idle", "unknown", v3 "collective", "optimizer"; empty = not sent
   double phase_mt = std::numeric_limits<double>::quiet_NaN();
   /// v3 `coll` {"op","seq","pg","bytes"}: the collective the rank is inside (phase "collective");
   /// empty op = not sent. op: printable ASCII, at most 128 bytes (required in the object); seq

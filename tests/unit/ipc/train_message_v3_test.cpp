@@ -87,7 +87,8 @@ TEST(IpcParseV3, WindowOfFillsCommTotalsAndTheCollective) {
 }
 
 TEST(IpcParseV3, OlderVersionsAreStillReadAndLeaveCommUnknown) {
-  auto m = parse_train_event(with_steps(R"({"n":1,"step_s":{"sum":0.5},"total":{"steps":1,"step_s":0.5}})", 2));
+  auto m =
+      parse_train_event(with_steps(R"({"n":1,"step_s":{"sum":0.5},"total":{"steps":1,"step_s":0.5}})", 2));
   ASSERT_TRUE(m.has_value()) << m.error().message;
   EXPECT_EQ(m->version, 2);
   EXPECT_TRUE(std::isnan(m->steps->comm_s.sum));

@@ -89,7 +89,7 @@ TEST(TrainRows, RowRoundTripKeepsEveryFigureToTheMicrosecond) {
   EXPECT_EQ(cb.coll.seq, 5120);
   EXPECT_DOUBLE_EQ(cb.coll.bytes, 4194304);
   EXPECT_TRUE(cb.coll.group.empty());  // the group's name is not stored
-  wc.coll.op = "my_own_op";  // a name the store has no code for
+  wc.coll.op = "my_own_op";            // a name the store has no code for
   EXPECT_EQ(train_window_from_row(start_ms, train_window_row(wc, start_ms), start_ms).coll.op, "other");
   // A heartbeat's unknown figures stay unknown; a short (older) row fills NaN.
   diagnose::TrainWindow hb;
@@ -218,11 +218,12 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(
-        sqlite3_exec(db,
-                     "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
-                     "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
-                     "PRAGMA user_version = 1",
-                     nullptr, nullptr, nullptr),
+        sqlite3_exec(
+            db,
+            "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
+            "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
+            "PRAGMA user_version = 1",
+            nullptr, nullptr, nullptr),
         SQLITE_OK);
     sqlite3_close(db);
   }
