@@ -25,6 +25,7 @@
 #   pmon    header lines, then the processes seen (gpu, pid, type, command)
 #   status  `status --json` against `nvidia-smi -q -x` (name, uuid, memory, temperature, power ...)
 #   train   median step time of a short PyTorch CUDA loop alone and under `trainmon run --interval 1`
+#   coll    a CUDA all_reduce's time from the collective hook's CUDA events against the wall time
 # Verdicts: equal; close (a moving reading, see above); different; unsupported (trainmon prints N/A
 # where nvidia-smi has a value). Exit status: 0 nothing different, 1 something different, 2 usage
 # or setup error. Every raw output is kept under OUTDIR.
@@ -329,6 +330,41 @@ EOF
     row train - "median step ms (8 matmuls 4096^2)" "$p" "$u (x$ratio)" "$verdict"
   else
     row train - "median step ms" "${plain1:-failed}" "${under1:-failed}" different
+  fi
+  # coll: a CUDA all_reduce timed by the collective hook's CUDA events (docs/python.md "Collective
+  # wait"), read with query() after a synchronize, against the host's wall time around the same calls
+  # and that synchronize (one rank, NCCL; 10 calls of 256 MiB)
+  cat > "$OUT/coll.py" <<'EOF'
+import os, sys, tempfile, time
+import torch
+import torch.distributed as dist
+from trainmon import _collectives, _timing
+if _collectives.installed() is None:
+    print("not-installed"); sys.exit(0)
+dist.init_process_group("nccl", init_method="file://" + os.path.join(tempfile.mkdtemp(), "rdv"), rank=0, world_size=1)
+x = torch.ones(64 * 1024 * 1024, device="cuda")
+for _ in range(3):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+time.sleep(1.1)  # the hook looks at CUDA's state once a second
+_collectives.poll_cuda()
+before = _timing._tls.comm or 0.0
+t = time.perf_counter()
+for _ in range(10):
+    dist.all_reduce(x)
+torch.cuda.synchronize()
+wall = time.perf_counter() - t
+_collectives.poll_cuda()
+print("%.4f %.4f" % (((_timing._tls.comm or 0.0) - before) * 1000, wall * 1000))
+dist.destroy_process_group()
+EOF
+  coll=$("$TM" run --interval 1 --no-report -q --db "$OUT/run.db" -- python3 "$OUT/coll.py" 2>>"$OUT/coll.err" | tail -n1)
+  echo "$coll" > "$OUT/coll.txt"
+  if [ -n "$coll" ] && [ "$coll" != "not-installed" ]; then
+    verdict=$(awk -v c="${coll% *}" -v w="${coll#* }" 'BEGIN { print (c > 0 && c <= w * 1.05 && c >= w * 0.5 ? "close" : "different") }')
+    row coll - "all_reduce 10 x 256 MiB: event ms vs wall ms" "${coll#* }" "${coll% *}" "$verdict"
+  else
+    row coll - "all_reduce CUDA event timing" "" "${coll:-failed}" different
   fi
 else
   TRAIN_NOTE="train: skipped (no python3 with a CUDA PyTorch, or --no-torch)"

@@ -104,7 +104,7 @@ def step(epoch=None, batch=None, batch_size=None, loss=None, epochs=None, step=N
             hot = mon._hot
             if hot.level <= _LOOP:
                 journal = mon._journal
-                journal.append((_J_LOOP, t, None))
+                journal.append((_J_LOOP, t, None, hot.comm))
                 if hot.phase != "compute":
                     hot.phase = "compute"
                     hot.phase_mt = t

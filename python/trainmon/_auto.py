@@ -20,7 +20,7 @@ import importlib
 import os
 import sys
 
-from . import _timing
+from . import _collectives, _timing
 from ._i18n import trf
 from ._monitor import Monitor
 
@@ -30,7 +30,8 @@ _mono = _timing._mono
 _tls = _timing._tls
 _T = _timing._timer  # the process's timer (one object for the life of the process)
 _AUTO, _LOOP = _timing.AUTO, _timing.LOOP
-_state = {"installed": False, "monitor": None, "how": None}
+_state = {"installed": False, "monitor": None, "how": None, "collectives": None}
+_cuda_state = _collectives._cuda
 
 
 def installed():
@@ -63,8 +64,11 @@ def _on_optimizer_step(optimizer):
     if T.level != _AUTO:
         return
     t = _mono()
-    T.journal.append((_timing.J_OPT, id(optimizer), t))
     hot = _tls
+    timing = _cuda_state["timing"]
+    if timing is not None and timing.pending:
+        _collectives.poll_cuda()
+    T.journal.append((_timing.J_OPT, id(optimizer), t, hot.comm))
     if hot.phase != "compute":
         hot.phase = "compute"
         hot.phase_mt = t
@@ -181,6 +185,7 @@ def _patch_dataloader(torch):
 
 def _wrap_step(step):
     T, nest, mono, auto, J_OPT = _T, _tls, _mono, _AUTO, _timing.J_OPT
+    cuda_state = _cuda_state
     ja = T.journal.append  # the journal is one list for the life of the process
 
     @functools.wraps(step)  # copies torch 1.13's `hooked` marker: _hook_for_profile stays as it was
@@ -188,6 +193,9 @@ def _wrap_step(step):
         if nest.opt_depth:  # inside another step(): super().step() of a subclass
             return step(self, *args, **kwargs)
         nest.opt_depth = 1
+        if nest.level == auto:
+            nest.phase = "optimizer"
+            nest.phase_mt = mono()
         try:
             # the usual call, step() or step(closure): a plain call (no tuple and dict rebuilt)
             if kwargs:
@@ -201,7 +209,10 @@ def _wrap_step(step):
         if nest.level == auto:
             try:
                 t = mono()
-                ja((J_OPT, id(self), t))
+                timing = cuda_state["timing"]
+                if timing is not None and timing.pending:
+                    _collectives.poll_cuda()
+                ja((J_OPT, id(self), t, nest.comm))
                 if nest.phase != "compute":
                     nest.phase = "compute"
                     nest.phase_mt = t
@@ -229,7 +240,16 @@ def _patch_optimizer(torch):
     # torch.optim's __init__ deletes its submodules' names; the module itself is loaded.
     optimizer_mod = sys.modules.get("torch.optim.optimizer") or importlib.import_module("torch.optim.optimizer")
     register = getattr(optimizer_mod, "register_optimizer_step_post_hook", None)
+    register_pre = getattr(optimizer_mod, "register_optimizer_step_pre_hook", None)
     if callable(register):
+        if callable(register_pre):
+            def pre_hook(optimizer, args, kwargs):
+                hot = _tls
+                if hot.level == _AUTO:
+                    hot.phase = "optimizer"
+                    hot.phase_mt = _mono()
+            register_pre(pre_hook)
+
         def post_hook(optimizer, args, kwargs):
             try:
                 _on_optimizer_step(optimizer)
@@ -279,7 +299,16 @@ def install(torch, env=None):
     _tls.report_at = 0.0
     _patch_dataloader(torch)
     how = _patch_optimizer(torch)
-    _state.update(installed=True, monitor=mon, how=how)
+    coll = None
+    if env.get("TRAINMON_NO_COLLECTIVES", "") in ("", "0"):
+        try:
+            coll = _collectives.install(torch, ddp=env.get("TRAINMON_NO_DDP_HOOK", "") in ("", "0"))
+        except Exception as e:
+            try:
+                sys.stderr.write(trf("trainmon: collective timing is off ({}: {})", type(e).__name__, e) + "\n")
+            except Exception:
+                pass
+    _state.update(installed=True, monitor=mon, how=how, collectives=coll)
     atexit.register(_at_exit)
     return True
 

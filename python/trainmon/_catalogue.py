@@ -16,6 +16,8 @@ MESSAGES = {
             '训练:',
         'trainmon: cannot start `{} agent` ({}); resource lines show host data only':
             'trainmon：无法启动 `{} agent`（{}）；资源行只显示主机数据',
+        'trainmon: collective timing is off ({}: {})':
+            'trainmon：集合通信计时已关闭（{}: {}）',
         'trainmon: no GPU data in resource lines: the `trainmon` binary was not found (install it or set TRAINMON_BIN), or run the job as `trainmon run -- python ...`':
             'trainmon：资源行里没有 GPU 数据：找不到 `trainmon` 程序（请安装它或设置 TRAINMON_BIN），或者用 `trainmon run -- python ...` 运行任务',
         'trainmon: the GPU agent exited (status {}); resource lines show host data only':

@@ -410,7 +410,8 @@ class Monitor:
             hot = self._hot
             if hot.level <= _timing.LOOP:
                 journal = self._journal
-                journal.append((_J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
+                journal.append((_J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000),
+                                hot.comm))
                 if hot.phase != "compute":
                     hot.phase = "compute"
                     hot.phase_mt = t

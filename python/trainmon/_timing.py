@@ -63,9 +63,13 @@ class _Hot:
     that another thread iterates at the same moment is not timed.
     level: the timer's level (StepTimer.level reads it). phase, phase_mt: what the loop does since
     when (StepTimer.phase / phase_mt). report_at: monotonic time of the zero-code hook's next
-    batch event (_auto)."""
+    batch event (_auto).
+    comm: seconds the training thread waited inside torch.distributed since timing began (None before
+    the first collective; _collectives adds to it); every step end snapshots it in its journal entry.
+    coll: while inside a collective, (op, seq, group, args, kwargs) of the call; coll_depth: whether a
+    timed collective is in progress (nested ones count once)."""
 
-    __slots__ = ("depth", "opt_depth", "level", "phase", "phase_mt", "report_at")
+    __slots__ = ("depth", "opt_depth", "level", "phase", "phase_mt", "report_at", "comm", "coll", "coll_depth")
 
     def __init__(self):
         self.depth = 0
@@ -74,10 +78,14 @@ class _Hot:
         self.phase = "idle"
         self.phase_mt = 0.0
         self.report_at = 0.0
+        self.comm = None
+        self.coll = None
+        self.coll_depth = 0
 
 
 _Nesting = _Hot  # the former name
 _tls = _Hot()
+_coll_info = None  # _collectives.coll_info once that module is loaded (the `coll` object of a window)
 
 
 def _round(x):
@@ -164,8 +172,9 @@ class StepTimer:
     # instance dict of this many keys is not specialised by CPython 3.11). __dict__ stays for tests.
     __slots__ = ("_tls", "_hot", "_claims", "_frameworks", "framework", "collect", "line_wanted", "_client",
                  "_pid", "steps", "samples", "samples_known", "step_s", "data_s",
-                 "data_known", "last_mt", "ended", "_hb", "_hb_stop",
+                 "data_known", "last_mt", "ended", "_hb", "_hb_stop", "comm_s", "comm_known", "_prev_comm",
                  "_w_step", "_w_data", "_w_n", "_w_sum", "_w_dsum", "_w_data_ok", "_w_samples", "_w_samples_ok",
+                 "_w_comm", "_w_csum", "_w_comm_ok",
                  "_w_start", "_w_end",
                  "_l_step", "_l_stride", "_l_skip", "_l_n", "_l_sum", "_l_data", "_l_data_ok", "_l_samples",
                  "_l_samples_ok",
@@ -200,6 +209,9 @@ class StepTimer:
         self.step_s = 0.0
         self.data_s = 0.0
         self.data_known = False
+        self.comm_s = 0.0         # collective wait in counted steps (protocol v3 total comm_s)
+        self.comm_known = False
+        self._prev_comm = None    # _tls.comm at the last step end applied
         self.last_mt = None
         self.ended = False
         self._hb = None
@@ -213,6 +225,9 @@ class StepTimer:
         self._w_data_ok = True
         self._w_samples = 0
         self._w_samples_ok = True
+        self._w_comm = []
+        self._w_csum = 0.0
+        self._w_comm_ok = True
         self._w_start = None
         self._w_end = None
         # the resource line's interval
@@ -285,6 +300,9 @@ class StepTimer:
         # A forked child is a new sender: no totals, no heartbeat thread (threads do not survive a
         # fork), no loader history. Claims and configuration stay (same code, same callbacks).
         self._reset_measurements()
+        self._hot.comm = None
+        self._hot.coll = None
+        self._hot.coll_depth = 0
 
     # ---- levels ----------------------------------------------------------------------------------
     def claim(self, level, framework=None):
@@ -377,13 +395,13 @@ class StepTimer:
                     if code == J_BATCH:
                         self._apply_batch(e[1], e[2], e[3], e[4], e[5])
                     elif code == J_OPT:
-                        self._apply_opt(e[1], e[2])
+                        self._apply_opt(e[1], e[2], e[3] if len(e) > 3 else None)
                     elif code == J_LOOP:
-                        self._loop_step_end(e[1], e[2])
+                        self._loop_step_end(e[1], e[2], e[3] if len(e) > 3 else None)
                     elif code == J_ITER:
                         self._apply_iter(e[1], e[2], e[3])
                     elif code == J_FEND:
-                        self._apply_fend(e[1], e[2])
+                        self._apply_fend(e[1], e[2], e[3] if len(e) > 3 else None)
                     elif code == J_FSTART:
                         self._apply_fstart(e[1], e[2])
                     elif code == J_STOP:
@@ -409,8 +427,9 @@ class StepTimer:
         prev = first = self._prev_end
         steps0 = self.steps
         last_opt = self._last_opt
-        ds, ws, ss = [], [], []
-        s_none = 0
+        ds, ws, ss, cs = [], [], [], []
+        s_none = c_none = 0
+        prev_c = self._prev_comm
         rec = key = it = None
         while k + 1 < n:
             e = journal[k]
@@ -449,12 +468,22 @@ class StepTimer:
                 w = d
             elif not w >= 0.0:
                 w = 0.0
+            c = e2[3] if len(e2) > 3 else None
+            if c is None:
+                cs.append(None)
+                c_none += 1
+            else:
+                x = c - prev_c if prev_c is not None else c
+                room = d - w
+                cs.append(x if 0.0 <= x <= room else (room if x > room else 0.0))
+                prev_c = c
             ds.append(d)
             ws.append(w)
             ss.append(s)
             prev = t
             k += 2
         if ds:
+            self._prev_comm = prev_c
             rec.steps_seen = steps0 + len(ds) - 1
             rec.it = it
             self._last_opt = last_opt
@@ -462,7 +491,7 @@ class StepTimer:
             self._batch_since = False
             self._last_loader = None
             self.loaders_seen = True
-            self._record_many(first, prev, ds, ws, ss, 0, s_none)
+            self._record_many(first, prev, ds, ws, ss, 0, s_none, cs, c_none)
         return k
 
     def _framework_run(self, journal, k, n):
@@ -470,8 +499,9 @@ class StepTimer:
         Returns the index after the last pair applied."""
         f_start = self._f_start
         first = None
-        ds, ws, ss = [], [], []
-        s_none = 0
+        ds, ws, ss, cs = [], [], [], []
+        s_none = c_none = 0
+        prev_c = self._prev_comm
         while k + 1 < n:
             e = journal[k]
             if e[0] != J_FSTART:
@@ -496,15 +526,25 @@ class StepTimer:
                 w = 0.0
             if first is None:
                 first = start
+            c = e2[3] if len(e2) > 3 else None
+            if c is None:
+                cs.append(None)
+                c_none += 1
+            else:
+                x = c - prev_c if prev_c is not None else c
+                room = d - w
+                cs.append(x if 0.0 <= x <= room else (room if x > room else 0.0))
+                prev_c = c
             ds.append(d)
             ws.append(w)
             ss.append(s)
             f_start = t2
             k += 2
         if ds:
+            self._prev_comm = prev_c
             self._f_start = f_start
             self._f_in_batch = False
-            self._record_many(first, f_start, ds, ws, ss, 0, s_none)
+            self._record_many(first, f_start, ds, ws, ss, 0, s_none, cs, c_none)
         return k
 
     def _loader(self, key):
@@ -576,11 +616,21 @@ class StepTimer:
             return rec.epochs - 1
         return None
 
-    def _apply_opt(self, opt_id, t):
+    def _apply_opt(self, opt_id, t, comm=None):
         if not self._batch_since and opt_id != self._last_opt and self._last_opt is not None:
             return False  # a second optimizer in the same iteration
         self._last_opt = opt_id
-        return self._loop_step_end(t, None)
+        return self._loop_step_end(t, None, comm)
+
+    def _comm_since(self, comm):
+        """The collective wait since the previous step end, from the hot object's snapshot ``comm``
+        at this one (None: not measured)."""
+        if comm is None:
+            return None
+        prev = self._prev_comm
+        self._prev_comm = comm
+        x = comm - prev if prev is not None else comm
+        return x if x >= 0.0 else 0.0
 
     # Immediate forms (drain, then apply): for tests, and for the rare events that need an answer.
     def loader_enter(self, key, t0):
@@ -639,7 +689,7 @@ class StepTimer:
             return False
         self.drain()
         self.set_phase("compute", t)
-        return self._apply_opt(opt_id, t)
+        return self._apply_opt(opt_id, t, self._hot.comm)
 
     def loop_step(self, t, batch_size=None):
         """trainmon.step(): a step of a plain loop ended at ``t``. True when it was counted."""
@@ -647,22 +697,24 @@ class StepTimer:
             return False
         self.drain()
         self.set_phase("compute", t)
-        return self._loop_step_end(t, int_in(batch_size, 1, 10_000_000))
+        return self._loop_step_end(t, int_in(batch_size, 1, 10_000_000), self._hot.comm)
 
     def journal_loop_step(self, t, batch_size=None):
         """trainmon.step()'s fast form: journaled, applied at the next drain."""
         if self.level > LOOP:
             return
         journal = self.journal
-        journal.append((J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000)))
+        journal.append((J_LOOP, t, None if batch_size is None else int_in(batch_size, 1, 10_000_000),
+                        self._hot.comm))
         if self.phase != "compute":
             self.phase = "compute"
             self.phase_mt = t
         if len(journal) > _JOURNAL_CAP:
             self.drain()
 
-    def _loop_step_end(self, t, given_samples):
+    def _loop_step_end(self, t, given_samples, comm=None):
         log = self._log
+        comm = self._comm_since(comm)
         last = self._last_loader
         if last is not None and not last.training:
             self._mark_training(last)
@@ -721,7 +773,7 @@ class StepTimer:
         if start is None:  # nothing to measure the first step from: it starts the clock
             return False
         self._record(start, t, data if self.loaders_seen else None,
-                     samples if batches and samples_ok else given_samples)
+                     samples if batches and samples_ok else given_samples, comm)
         return True
 
     # ---- step ends: framework hooks (journaled too; the phase is set at once) -------------------------
@@ -743,7 +795,7 @@ class StepTimer:
         if level < self.level:
             return
         journal = self.journal
-        journal.append((J_FEND, t, samples))
+        journal.append((J_FEND, t, samples, self._hot.comm))
         self.phase = "data"  # the framework fetches the next batch now
         self.phase_mt = t
         if len(journal) > _JOURNAL_CAP:
@@ -776,7 +828,8 @@ class StepTimer:
         self._f_samples = samples
         self._f_in_batch = True
 
-    def _apply_fend(self, t, samples):
+    def _apply_fend(self, t, samples, comm=None):
+        comm = self._comm_since(comm)
         if self._f_in_batch:
             start, data = self._f_step_start, self._f_data
             if self._f_samples is not None:
@@ -786,7 +839,7 @@ class StepTimer:
         self._f_in_batch = False
         self._f_start = t
         if start is not None:
-            self._record(start, t, data, samples)
+            self._record(start, t, data, samples, comm)
 
     def _apply_pause(self, t):
         self._f_start = None
@@ -797,8 +850,9 @@ class StepTimer:
             self._f_start = t
 
     # ---- recording -----------------------------------------------------------------------------
-    def _record(self, start, end, data, samples):
-        """One step from ``start`` to ``end`` (data wait and samples None when unknown)."""
+    def _record(self, start, end, data, samples, comm=None):
+        """One step from ``start`` to ``end`` (data wait, samples and collective wait None when
+        unknown; the collective wait is at most what the data wait leaves of the step)."""
         d = end - start
         if not d >= 0.0:
             d = 0.0
@@ -814,6 +868,12 @@ class StepTimer:
         if samples is not None:
             self.samples += samples
             self.samples_known = True
+        if comm is not None:
+            room = d - (data or 0.0)
+            if comm > room:
+                comm = room
+            self.comm_s += comm
+            self.comm_known = True
         self.last_mt = end
         self.ended = False
         if self.collect:
@@ -836,6 +896,13 @@ class StepTimer:
                 self._w_samples_ok = False
             else:
                 self._w_samples += samples
+            if comm is None:
+                self._w_comm_ok = False
+            else:
+                self._w_csum += comm
+                wc = self._w_comm
+                if len(wc) < _WINDOW_CAP:
+                    wc.append(comm)
             if self._hb is None and self._client is not None:
                 self._start_heartbeat()
         if self.line_wanted:
@@ -860,12 +927,22 @@ class StepTimer:
                 del self._l_step[::2]
                 self._l_stride *= 2
 
-    def _record_many(self, start, end, ds, ws, ss, w_none, s_none):
+    def _record_many(self, start, end, ds, ws, ss, w_none, s_none, cs=None, c_none=0):
         """Steps in order: durations ``ds`` (s, >= 0), data waits ``ws`` (0..duration, or None:
         ``w_none`` of them), samples ``ss`` (or None: ``s_none`` of them); the first starts at
         ``start``, the last ends at ``end``. The same additions as one step at a time, in C (sum,
-        extend): totals, the window (count, sum, values for its percentiles) and the line's."""
+        extend): totals, the window (count, sum, values for its percentiles) and the line's.
+        ``cs``: collective waits (each within what the data wait leaves of its step, or None:
+        ``c_none`` of them); None: not measured for any."""
         k = len(ds)
+        if cs is None:
+            cs = ()
+            c_none = k
+        comms = cs if not c_none else [c for c in cs if c is not None]
+        csum = sum(comms)
+        if comms:
+            self.comm_s += csum
+            self.comm_known = True
         total = sum(ds)
         self.steps += k
         self.step_s += total
@@ -904,6 +981,14 @@ class StepTimer:
             if not samples_all:
                 self._w_samples_ok = False
             self._w_samples += ssum
+            if c_none:
+                self._w_comm_ok = False
+            if comms:
+                self._w_csum += csum
+                wc = self._w_comm
+                room = _WINDOW_CAP - len(wc)
+                if room > 0:
+                    wc.extend(comms if len(comms) <= room else comms[:room])
             if self._hb is None and self._client is not None:
                 self._start_heartbeat()
         if self.line_wanted:
@@ -934,13 +1019,23 @@ class StepTimer:
             total["samples"] = min(self.samples, 10 ** 15)
         if self.data_known:
             total["data_s"] = _round(self.data_s)
+        if self.comm_known:
+            total["comm_s"] = _round(self.comm_s)
         out = {"total": total}
         if self.last_mt is not None:
             # time.time() when the last step ended, from the monotonic clock's distance to it
             out["last_step_t"] = _wall() - (_mono() - self.last_mt)
             out["last_step_mt"] = self.last_mt
-        out["phase"] = self.phase
-        out["phase_mt"] = self.phase_mt
+        hot = self._hot
+        phase = hot.phase
+        out["phase"] = phase
+        out["phase_mt"] = hot.phase_mt
+        if phase == "collective":
+            coll = hot.coll
+            if coll is not None and _coll_info is not None:
+                info = _coll_info(coll)
+                if info:
+                    out["coll"] = info
         return out
 
     def take_window(self):
@@ -959,6 +1054,8 @@ class StepTimer:
             out["step_s"] = _stats(self._w_step, self._w_sum)
             if self._w_data_ok and self._w_data:
                 out["data_s"] = _stats(self._w_data, self._w_dsum)
+            if self._w_comm_ok and self._w_comm:
+                out["comm_s"] = _stats(self._w_comm, self._w_csum)
         out.update(self._common())
         self._w_step = []
         self._w_data = []
@@ -968,6 +1065,9 @@ class StepTimer:
         self._w_data_ok = True
         self._w_samples = 0
         self._w_samples_ok = True
+        self._w_comm = []
+        self._w_csum = 0.0
+        self._w_comm_ok = True
         self._w_start = None
         self._w_end = None
         return out
@@ -1062,8 +1162,9 @@ def _reset_for_tests():
     _timer._hb_stop.set()
     _timer._client = None
     StepTimer.__init__(_timer)
-    _tls.depth = _tls.opt_depth = 0
+    _tls.depth = _tls.opt_depth = _tls.coll_depth = 0
     _tls.report_at = 0.0
+    _tls.comm = _tls.coll = None
     return _timer
 
 

@@ -140,8 +140,8 @@ class TrainmonCallback(_callback_base()):
             if size is None:  # no on_step_begin before it
                 size = self._samples_value if args is self._args else self._samples_of(args)
             journal = self._journal
-            journal.append((J_FEND, t, size))
             hot = self._hot
+            journal.append((J_FEND, t, size, hot.comm))
             hot.phase = "data"  # the trainer fetches the next batch now
             hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:

@@ -153,8 +153,8 @@ class TrainmonCallback(_callback_base()):
                 size = batch_samples(batch)
             self._size = None
             journal = self._journal
-            journal.append((J_FEND, t, size))
             hot = self._hot
+            journal.append((J_FEND, t, size, hot.comm))
             hot.phase = "data"  # Lightning fetches the next batch now
             hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:

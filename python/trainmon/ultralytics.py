@@ -189,8 +189,8 @@ class ResourceMonitor:
                 batch_size = self._rank_batch(trainer)
             self._batch_size = None
             journal = self._journal
-            journal.append((J_FEND, t, batch_size))
             hot = self._hot
+            journal.append((J_FEND, t, batch_size, hot.comm))
             hot.phase = "data"  # the trainer fetches the next batch now
             hot.phase_mt = t
             if len(journal) > _JOURNAL_CAP:

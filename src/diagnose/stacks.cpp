@@ -97,19 +97,26 @@ const ThreadStack* main_thread(const std::vector<ThreadStack>& threads) {
   return threads.empty() ? nullptr : &threads.front();
 }
 
+namespace {
+
+// trainmon's own package (python/trainmon/*.py): its hooks wrap the user's calls (and torch's: the
+// collective timing wraps Work.wait(), which torch's all_reduce calls)
+bool own_file(std::string_view f) {
+  const auto base = base_name(f);
+  const auto dir = f.substr(0, f.size() - base.size());
+  return dir.ends_with("/trainmon/") &&
+         (base.starts_with("_") || base == "hf.py" || base == "lightning.py" || base == "ultralytics.py");
+}
+
+}  // namespace
+
 bool library_file(std::string_view f) {
   if (f.starts_with("<")) return true;  // <frozen importlib._bootstrap>, <string>
   if (f.find("/site-packages/") != std::string_view::npos ||
       f.find("/dist-packages/") != std::string_view::npos)
     return true;
   if (const auto p = f.find("/lib/python3"); p != std::string_view::npos) return true;
-  // trainmon's own package (python/trainmon/*.py): its hooks wrap the user's calls
-  const auto base = base_name(f);
-  const auto dir = f.substr(0, f.size() - base.size());
-  if (dir.ends_with("/trainmon/") &&
-      (base.starts_with("_") || base == "hf.py" || base == "lightning.py" || base == "ultralytics.py"))
-    return true;
-  return false;
+  return own_file(f);
 }
 
 namespace {
@@ -151,8 +158,16 @@ std::string collective_of(const ThreadStack& t) {
 StuckAt stuck_at(const ThreadStack& t) {
   StuckAt s;
   if (t.frames.empty()) return s;
-  s.where = frame_text(t.frames.front());
-  if (!library_file(t.frames.front().file)) return s;
+  // trainmon's own wrappers are never where a thread is: the frame they wrap is
+  const StackFrame* at = &t.frames.front();
+  for (const auto& f : t.frames) {
+    if (!own_file(f.file)) {
+      at = &f;
+      break;
+    }
+  }
+  s.where = frame_text(*at);
+  if (!library_file(at->file)) return s;
   for (const auto& f : t.frames) {
     if (!library_file(f.file)) {
       s.caller = frame_text(f);

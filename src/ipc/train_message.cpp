@@ -176,10 +176,11 @@ std::optional<std::string> read_steps(const json& st, TrainMessage& m) {
   r.text("phase", s.phase);
   if (!r.error().empty()) return "steps." + r.error();
   if (!s.phase.empty() && !diagnose::parse_train_phase(s.phase))
-    return std::string("field 'steps.phase': not data, compute, idle or unknown");
+    return std::string("field 'steps.phase': not data, compute, collective, optimizer, idle or unknown");
   std::string error;
   read_figures(r, st, "step_s", s.step_s, error);
   read_figures(r, st, "data_s", s.data_s, error);
+  read_figures(r, st, "comm_s", s.comm_s, error);
   if (!error.empty()) return "field " + error;
   if (auto it = st.find("total"); it != st.end() && !it->is_null()) {
     if (!it->is_object()) return std::string("field 'steps.total': not an object");
@@ -188,7 +189,19 @@ std::optional<std::string> read_steps(const json& st, TrainMessage& m) {
     t.number("samples", s.total_samples, 0, kBig);
     t.number("step_s", s.total_step_s, 0, 1e12);
     t.number("data_s", s.total_data_s, 0, 1e12);
+    t.number("comm_s", s.total_comm_s, 0, 1e12);
     if (!t.error().empty()) return "steps.total." + t.error();
+  }
+  if (auto it = st.find("coll"); it != st.end() && !it->is_null()) {
+    if (!it->is_object()) return std::string("field 'steps.coll': not an object");
+    FieldReader c(*it);
+    if (!c.find("op")) return std::string("field 'steps.coll.op': missing");
+    c.text("op", s.coll_op);
+    c.integer("seq", s.coll_seq, 0, 1'000'000'000'000'000);
+    c.text("pg", s.coll_pg);
+    c.number("bytes", s.coll_bytes, 0, kMaxExactInt);
+    if (!c.error().empty()) return "steps.coll." + c.error();
+    if (s.coll_op.empty()) return std::string("field 'steps.coll.op': empty");
   }
   m.steps = std::move(s);
   return std::nullopt;
@@ -352,16 +365,26 @@ json steps_json(const StepsMessage& s) {
   put(j, "span_s", s.span_s);
   put_figures(j, "step_s", s.step_s);
   put_figures(j, "data_s", s.data_s);
+  put_figures(j, "comm_s", s.comm_s);
   json t = json::object();
   put_whole(t, "steps", s.total_steps);
   put_whole(t, "samples", s.total_samples);
   put(t, "step_s", s.total_step_s);
   put(t, "data_s", s.total_data_s);
+  put(t, "comm_s", s.total_comm_s);
   if (!t.empty()) j["total"] = std::move(t);
   put(j, "last_step_t", s.last_step_t);
   put(j, "last_step_mt", s.last_step_mt);
   if (!s.phase.empty()) j["phase"] = s.phase;
   put(j, "phase_mt", s.phase_mt);
+  if (!s.coll_op.empty()) {
+    json c = json::object();
+    c["op"] = s.coll_op;
+    if (s.coll_seq >= 0) c["seq"] = s.coll_seq;
+    if (!s.coll_pg.empty()) c["pg"] = s.coll_pg;
+    put_whole(c, "bytes", s.coll_bytes);
+    j["coll"] = std::move(c);
+  }
   return j;
 }
 
@@ -374,10 +397,12 @@ bool StepFigures::operator==(const StepFigures& o) const noexcept {
 
 bool StepsMessage::operator==(const StepsMessage& o) const noexcept {
   return n == o.n && same(samples, o.samples) && same(span_s, o.span_s) && step_s == o.step_s &&
-         data_s == o.data_s && same(total_steps, o.total_steps) && same(total_samples, o.total_samples) &&
-         same(total_step_s, o.total_step_s) && same(total_data_s, o.total_data_s) &&
-         same(last_step_t, o.last_step_t) && same(last_step_mt, o.last_step_mt) && phase == o.phase &&
-         same(phase_mt, o.phase_mt);
+         data_s == o.data_s && comm_s == o.comm_s && same(total_comm_s, o.total_comm_s) &&
+         coll_op == o.coll_op && coll_seq == o.coll_seq && coll_pg == o.coll_pg &&
+         same(coll_bytes, o.coll_bytes) && same(total_steps, o.total_steps) &&
+         same(total_samples, o.total_samples) && same(total_step_s, o.total_step_s) &&
+         same(total_data_s, o.total_data_s) && same(last_step_t, o.last_step_t) &&
+         same(last_step_mt, o.last_step_mt) && phase == o.phase && same(phase_mt, o.phase_mt);
 }
 
 bool TrainMessage::operator==(const TrainMessage& o) const noexcept {
@@ -510,14 +535,22 @@ std::optional<diagnose::TrainWindow> window_of(const TrainMessage& m, const RunC
   w.span_s = f(s.span_s);
   w.step = figures(s.step_s);
   w.data = figures(s.data_s);
+  w.comm = figures(s.comm_s);
   w.total_steps = s.total_steps;
   w.total_samples = s.total_samples;
   w.total_step_s = s.total_step_s;
   w.total_data_s = s.total_data_s;
+  w.total_comm_s = s.total_comm_s;
   w.last_step_t = clock.of(s.last_step_mt, s.last_step_t);
   if (!s.phase.empty())
     w.phase = diagnose::parse_train_phase(s.phase).value_or(diagnose::TrainPhase::unknown);
   w.phase_t = clock.of(s.phase_mt, std::numeric_limits<double>::quiet_NaN());
+  if (!s.coll_op.empty()) {
+    w.coll.op = s.coll_op;
+    w.coll.seq = s.coll_seq;
+    w.coll.group = s.coll_pg;
+    w.coll.bytes = s.coll_bytes;
+  }
   return w;
 }
 

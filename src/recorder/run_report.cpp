@@ -501,6 +501,8 @@ Expected<void> export_jsonl(store::Store& st, std::int64_t run_id, std::ostream&
         j["t"] = static_cast<double>(c.t_ms[row]) / 1e3;
         j["series"] = store::series_kind_name(s.kind);
         if (s.gpu_index) j["gpu"] = *s.gpu_index;
+        if (s.kind == store::SeriesKind::train_rank)
+          j["rank_key"] = s.rank_key;  // its global rank, or -1 - pid
         if (s.pid) {
           j["pid"] = *s.pid;
           j["comm"] = s.comm;

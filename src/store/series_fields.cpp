@@ -239,6 +239,17 @@ const FieldDef kTrainRank[] = {
     {"last_step_unix_ms"},
     {"phase"},
     {"phase_unix_ms"},
+    // protocol v3 (a row written before has none of these: NaN when loaded)
+    {"comm_sum_us", 1e6},
+    {"comm_min_us", 1e6},
+    {"comm_max_us", 1e6},
+    {"comm_p50_us", 1e6},
+    {"comm_p90_us", 1e6},
+    {"comm_p99_us", 1e6},
+    {"total_comm_us", 1e6},
+    {"coll_op"},  // store::collective_op_code: 0 none, 1.. the names train_rows.cpp knows
+    {"coll_seq"},
+    {"coll_bytes"},
 };
 
 template <class S, std::size_t N>

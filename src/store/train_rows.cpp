@@ -2,7 +2,10 @@
 #include "trainmon/store/train_rows.h"
 
 #include <cmath>
+#include <iterator>
 #include <limits>
+#include <string>
+#include <string_view>
 
 #include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/series_fields.h"
@@ -20,6 +23,45 @@ std::int64_t whole(double v) {
 }
 std::int64_t unix_ms(double run_s, std::int64_t start_ms) {
   return std::isfinite(run_s) ? start_ms + static_cast<std::int64_t>(std::llround(run_s * 1e3)) : kNull;
+}
+
+// The names of CollectiveAt::op a row stores as a code (its index + 1); another name is stored as
+// kOtherOp and loads back as "other". Append only: the codes are in recorded runs.
+constexpr std::string_view kCollOps[] = {"all_reduce",
+                                         "all_gather",
+                                         "all_gather_into_tensor",
+                                         "reduce_scatter",
+                                         "reduce_scatter_tensor",
+                                         "broadcast",
+                                         "reduce",
+                                         "barrier",
+                                         "all_to_all",
+                                         "all_to_all_single",
+                                         "send",
+                                         "recv",
+                                         "isend",
+                                         "irecv",
+                                         "wait",
+                                         "ddp_bucket",
+                                         "gather",
+                                         "scatter",
+                                         "all_gather_object",
+                                         "broadcast_object_list",
+                                         "other"};
+constexpr std::int64_t kOtherOp = static_cast<std::int64_t>(std::size(kCollOps));
+
+std::int64_t op_code(const std::string& op) {
+  if (op.empty()) return kNull;
+  for (std::size_t i = 0; i < std::size(kCollOps); ++i) {
+    if (kCollOps[i] == op) return static_cast<std::int64_t>(i) + 1;
+  }
+  return kOtherOp;
+}
+
+std::string op_name(std::int64_t code) {
+  if (code == kNull || code < 1) return {};
+  if (code > kOtherOp) return "other";
+  return std::string(kCollOps[static_cast<std::size_t>(code - 1)]);
 }
 
 }  // namespace
@@ -46,7 +88,17 @@ std::vector<std::int64_t> train_window_row(const diagnose::TrainWindow& w, std::
           us(w.total_data_s),
           unix_ms(w.last_step_t, start_ms),
           static_cast<std::int64_t>(w.phase),
-          unix_ms(w.phase_t, start_ms)};
+          unix_ms(w.phase_t, start_ms),
+          us(w.comm.sum),
+          us(w.comm.min),
+          us(w.comm.max),
+          us(w.comm.p50),
+          us(w.comm.p90),
+          us(w.comm.p99),
+          us(w.total_comm_s),
+          op_code(w.coll.op),
+          w.coll.op.empty() || w.coll.seq < 0 ? kNull : w.coll.seq,
+          w.coll.op.empty() ? kNull : whole(w.coll.bytes)};
 }
 
 diagnose::TrainWindow train_window_from_row(std::int64_t t_ms, std::span<const std::int64_t> row,
@@ -75,6 +127,13 @@ diagnose::TrainWindow train_window_from_row(std::int64_t t_ms, std::span<const s
                 ? static_cast<diagnose::TrainPhase>(phase)
                 : diagnose::TrainPhase::unknown;
   w.phase_t = run_s(21);
+  w.comm = {fsec(22), fsec(23), fsec(24), fsec(25), fsec(26), fsec(27)};
+  w.total_comm_s = sec(28);
+  w.coll.op = op_name(at(29));
+  if (!w.coll.op.empty()) {
+    w.coll.seq = at(30) == kNull ? -1 : at(30);
+    w.coll.bytes = num(31);
+  }
   return w;
 }
 

@@ -165,7 +165,7 @@ def check_steps(steps, where="steps"):
     assert isinstance(steps, dict), where
     n = steps.get("n")
     assert _is_int(n) and 0 <= n <= 10 ** 9, (where, n)
-    for key in ("step_s", "data_s"):
+    for key in ("step_s", "data_s", "comm_s"):
         if key in steps:
             assert n > 0, (where, "stats without steps")
             st = steps[key]
@@ -189,20 +189,34 @@ def check_steps(steps, where="steps"):
             assert _is_int(total[k]) and 0 <= total[k] <= 10 ** 15, where
     if "data_s" in total:
         assert _is_num(total["data_s"]) and 0 <= total["data_s"] <= total["step_s"] + 1e-5, where
+    if "comm_s" in total:
+        assert _is_num(total["comm_s"]) and 0 <= total["comm_s"] <= total["step_s"] + 1e-5, where
+        assert total["comm_s"] + total.get("data_s", 0.0) <= total["step_s"] + 2e-5, where
     if "last_step_t" in steps:
         assert _is_num(steps["last_step_t"]) and 1e9 <= steps["last_step_t"] <= 1e10, where
         assert _is_num(steps["last_step_mt"]) and 0 <= steps["last_step_mt"] <= 1e10, where
-    assert steps.get("phase") in ("data", "compute", "idle"), (where, steps.get("phase"))
+    assert steps.get("phase") in ("data", "compute", "idle", "collective", "optimizer"), (where, steps.get("phase"))
     assert _is_num(steps.get("phase_mt")) and 0 <= steps["phase_mt"] <= 1e10, where
-    extra = set(steps) - {"n", "samples", "span_s", "step_s", "data_s", "total", "last_step_t", "last_step_mt",
-                          "phase", "phase_mt"}
+    if "coll" in steps:  # protocol v3: the collective the rank is inside
+        c = steps["coll"]
+        assert steps["phase"] == "collective", where
+        assert _printable(c.get("op"), 128), (where, c)
+        assert set(c) <= {"op", "seq", "pg", "bytes"}, (where, c)
+        if "seq" in c:
+            assert _is_int(c["seq"]) and 0 <= c["seq"] <= 10 ** 15, (where, c)
+        if "pg" in c:
+            assert _printable(c["pg"], 128), (where, c)
+        if "bytes" in c:
+            assert _is_int(c["bytes"]) and 0 <= c["bytes"] <= 2 ** 53, (where, c)
+    extra = set(steps) - {"n", "samples", "span_s", "step_s", "data_s", "comm_s", "total", "last_step_t",
+                          "last_step_mt", "phase", "phase_mt", "coll"}
     assert not extra, (where, extra)
 
 
 def check_message(m):
     """Assert that ``m`` (a decoded message) passes the recorder's field table."""
     assert isinstance(m, dict)
-    assert m.get("v") == 2, m
+    assert m.get("v") == 3, m
     assert m.get("type") in TYPES, m
     for k, (lo, hi) in _INT.items():
         if k in m:

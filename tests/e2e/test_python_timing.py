@@ -236,7 +236,7 @@ def test_window_percentiles_are_exact_nearest_rank():
         assert w["step_s"][name] == pytest.approx(rank(q), abs=1e-6)
     assert w["step_s"]["min"] == pytest.approx(s[0]) and w["step_s"]["max"] == pytest.approx(s[-1])
     assert w["data_s"]["sum"] == pytest.approx(sum(durations) / 4, abs=1e-5)
-    check_message({"v": 2, "type": "batch_end", "t": time.time(), "mt": 1.0, "steps": w})
+    check_message({"v": 3, "type": "batch_end", "t": time.time(), "mt": 1.0, "steps": w})
 
 
 def test_line_figures():

@@ -270,7 +270,7 @@ def test_client_sends_versioned_messages_in_order(tmp_path):
     assert [m["epoch"] for m in msgs] == [0, 1, 2, 3, 4]
     assert [m["seq"] for m in msgs] == [0, 1, 2, 3, 4]
     m = msgs[0]
-    assert m["v"] == 2 and m["type"] == "epoch_end" and m["run_id"] == "17" and m["pid"] == os.getpid()
+    assert m["v"] == 3 and m["type"] == "epoch_end" and m["run_id"] == "17" and m["pid"] == os.getpid()
     assert abs(m["t"] - time.time()) < 60
     assert 0 <= time.monotonic() - m["mt"] < 60  # v2: the monotonic clock the recorder compares
     assert "loss" not in m  # None values are left out

@@ -61,9 +61,10 @@ std::string frame_text(const StackFrame& f);
 /// the data loader). A heuristic over file paths and names, documented in docs/diagnosis.md (D23).
 std::string collective_of(const ThreadStack& t);
 
-/// Where a thread is: its innermost frame; and the innermost frame outside library_file() (the
-/// user's line that called into the library), empty when the innermost frame is already the user's
-/// or there is none.
+/// Where a thread is: its innermost frame that is not trainmon's own package's (the collective timing
+/// wraps Work.wait(), so a rank waiting in all_reduce has our frame innermost: torch's all_reduce is
+/// where it is); and the innermost frame outside library_file() (the user's line that called into
+/// the library), empty when that frame is already the user's or there is none.
 struct StuckAt {
   std::string where;
   std::string caller;

@@ -69,8 +69,8 @@ struct RunStateHeader {
 struct RankSums {
   std::int64_t key = 0;
   std::size_t rows = 0;  ///< rows of the rank already added
-  double steps = 0, samples = 0, step_s = 0, data_s = 0;
-  bool samples_known = false, data_known = false;
+  double steps = 0, samples = 0, step_s = 0, data_s = 0, comm_s = 0;
+  bool samples_known = false, data_known = false, comm_known = false;
 };
 std::string run_state_json(const RunStateHeader& header, const diagnose::TrainSeries& train, double now_s,
                            std::span<const diagnose::Finding> findings, std::span<const RankSums> sums = {});
@@ -121,6 +121,7 @@ struct LiveRankState {
   double total_samples = std::numeric_limits<double>::quiet_NaN();
   double total_step_s = std::numeric_limits<double>::quiet_NaN();
   double total_data_s = std::numeric_limits<double>::quiet_NaN();
+  double total_comm_s = std::numeric_limits<double>::quiet_NaN();  ///< protocol v3: collective wait
   double last_step_unix_s = std::numeric_limits<double>::quiet_NaN();
   // over the recent window:
   double recent_steps = 0;
@@ -130,7 +131,11 @@ struct LiveRankState {
   double step_p90_s = std::numeric_limits<double>::quiet_NaN();
   double step_p99_s = std::numeric_limits<double>::quiet_NaN();
   double data_share = std::numeric_limits<double>::quiet_NaN();
-  std::string phase;  ///< "data", "compute", "idle", "unknown"; empty: not reported
+  double comm_share = std::numeric_limits<double>::quiet_NaN();      ///< collective wait / step time
+  double compute_mean_s = std::numeric_limits<double>::quiet_NaN();  ///< (step - data - comm) / steps
+  /// "data", "compute", "idle", "unknown", "collective", "optimizer"; empty: not reported (the
+  /// document's `coll` object, when the phase is collective, is in `document`)
+  std::string phase;
   double phase_since_unix_s = std::numeric_limits<double>::quiet_NaN();
 };
 
@@ -155,6 +160,7 @@ struct LiveRunState {
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< recent, the slowest rank
   double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< recent, the slowest rank
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank
+  double comm_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank
   std::vector<LiveRankState> ranks;                                 ///< ordered by key
   std::vector<diagnose::Finding> findings;
 };

@@ -2,7 +2,7 @@
 // TrainMessage: one event sent by the training process (python/trainmon) over the events socket,
 // and the pure parser that turns one message into it (docs/python.md "Protocol").
 //
-// Wire format (version 2; version 1 still accepted): one UTF-8 JSON object per SOCK_SEQPACKET
+// Wire format (version 3; versions 1 and 2 still accepted): one UTF-8 JSON object per SOCK_SEQPACKET
 // message, at most kMaxMessageBytes,
 //   {"v":2,"type":"batch_end","t":1718000000.25,"mt":8123.4,"seq":17,"epoch":4,"steps":{...},...}
 // Every field is validated (type, range, finite number, string length); an unknown `type` or a
@@ -23,8 +23,10 @@
 namespace trainmon::ipc {
 
 /// Newest protocol version this build reads (`"v"` field); every older one down to
-/// kOldestProtocolVersion is read too. Version 2 added `mt`, the rank identity, `steps` and `heartbeat`.
-inline constexpr int kProtocolVersion = 2;
+/// kOldestProtocolVersion is read too. Version 2 added `mt`, the rank identity, `steps` and `heartbeat`;
+/// version 3 the collective wait (`steps.comm_s`, `steps.total.comm_s`), the phases "collective" and
+/// "optimizer" and the collective a rank is inside (`steps.coll`).
+inline constexpr int kProtocolVersion = 3;
 inline constexpr int kOldestProtocolVersion = 1;
 /// Largest message accepted, bytes (a longer one is dropped and counted as too_large).
 inline constexpr std::size_t kMaxMessageBytes = 64 * 1024;
@@ -96,21 +98,31 @@ struct StepFigures {
   bool operator==(const StepFigures& o) const noexcept;  ///< NaN equals NaN (the round trip keeps "absent")
 };
 
-/// The `steps` object of a v2 message (docs/python.md "Step timing"). -1 / NaN = not sent.
+/// The `steps` object of a v2/v3 message (docs/python.md "Step timing"). -1 / NaN = not sent.
 struct StepsMessage {
   std::int64_t n = -1;  ///< steps in the window (required in the object)
   double samples = std::numeric_limits<double>::quiet_NaN();
   double span_s = std::numeric_limits<double>::quiet_NaN();
   StepFigures step_s;  ///< step time
   StepFigures data_s;  ///< data wait
+  StepFigures comm_s;  ///< v3: collective wait (torch.distributed calls, DDP's bucket wait)
   double total_steps = std::numeric_limits<double>::quiet_NaN();
   double total_samples = std::numeric_limits<double>::quiet_NaN();
   double total_step_s = std::numeric_limits<double>::quiet_NaN();
   double total_data_s = std::numeric_limits<double>::quiet_NaN();
+  double total_comm_s = std::numeric_limits<double>::quiet_NaN();  ///< v3: `total.comm_s`
   double last_step_t = std::numeric_limits<double>::quiet_NaN();   ///< time.time() of the last step end
   double last_step_mt = std::numeric_limits<double>::quiet_NaN();  ///< time.monotonic() of it
-  std::string phase;  ///< "data", "compute", "idle", "unknown"; empty = not sent
+  std::string
+      phase;  ///< "data", "compute", "idle", "unknown", v3 "collective", "optimizer"; empty = not sent
   double phase_mt = std::numeric_limits<double>::quiet_NaN();
+  /// v3 `coll` {"op","seq","pg","bytes"}: the collective the rank is inside (phase "collective");
+  /// empty op = not sent. op: printable ASCII, at most 128 bytes (required in the object); seq
+  /// 0..1e15 (-1 = not sent); pg: the process group's name (printable ASCII); bytes 0..2^53 (NaN).
+  std::string coll_op;
+  std::int64_t coll_seq = -1;
+  std::string coll_pg;
+  double coll_bytes = std::numeric_limits<double>::quiet_NaN();
   bool operator==(const StepsMessage& o) const noexcept;  ///< NaN equals NaN
 };
 

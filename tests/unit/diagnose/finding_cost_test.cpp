@@ -97,6 +97,19 @@ TEST(DiagStacks, ParsesFaulthandlerAndFindsTheMainThread) {
   const auto o = parse_faulthandler(other);
   ASSERT_EQ(o.size(), 2u);
   EXPECT_EQ(stuck_at(*main_thread(o)).where, "ddp.py:12 in run");
+  // a rank waiting in all_reduce under the collective timing: torch's frame, not our wrappers
+  const auto coll = parse_faulthandler(
+      "Current thread 0x1 (most recent call first):\n"
+      "  File \"/run/trainmon/py/trainmon/_collectives.py\", line 269 in wait\n"
+      "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", line 1536 in "
+      "all_reduce\n"
+      "  File \"/run/trainmon/py/trainmon/_collectives.py\", line 199 in wrapper\n"
+      "  File \"/x/hang.py\", line 33 in run\n");
+  ASSERT_EQ(coll.size(), 1u);
+  const auto in_coll = stuck_at(coll[0]);
+  EXPECT_EQ(in_coll.where, "torch/distributed/distributed_c10d.py:1536 in all_reduce");
+  EXPECT_EQ(in_coll.caller, "hang.py:33 in run");
+  EXPECT_EQ(collective_of(coll[0]), "all_reduce");
   // garbage, partial writes and truncation
   EXPECT_TRUE(parse_faulthandler("").empty());
   EXPECT_TRUE(parse_faulthandler("hello\nworld\n").empty());

@@ -27,6 +27,12 @@ const std::vector<std::string>& seeds() {
       R"({"v":1,"type":"val_end","t":1718000005,"epoch":0,"loss":-0.0})",
       R"({"v":1,"type":"memory","t":1718000006,"rss_bytes":1,"extra":{"a":[1,2,{"b":null}]}})",
       R"({"v":1,"type":"train_end","t":1718000007,"epoch":199,"framework":"ultralytics"})",
+      // protocol v3: the collective wait and the collective a rank is inside
+      R"({"v":3,"type":"batch_end","t":1718000008,"mt":812.5,"rank":1,"steps":{"n":2,"span_s":0.9,)"
+      R"("step_s":{"sum":0.9,"min":0.4,"max":0.5,"p50":0.4,"p90":0.5,"p99":0.5},)"
+      R"("comm_s":{"sum":0.3,"min":0.1,"max":0.2,"p50":0.1,"p90":0.2,"p99":0.2},)"
+      R"("total":{"steps":40,"step_s":18.2,"comm_s":5.5},"phase":"collective","phase_mt":812.4,)"
+      R"("coll":{"op":"all_reduce","seq":5120,"pg":"0","bytes":4194304}}})",
   };
   return s;
 }

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
@@ -175,6 +176,44 @@ TEST(RunStateFile, TotalsFromOurOwnSumsWhenTheSenderGivesNone) {
   EXPECT_EQ(j["train"]["ranks"][0]["total"]["steps"], 100);
   EXPECT_NEAR(j["train"]["ranks"][1]["total"]["data_s"].get<double>(), 5, 1e-6);
   EXPECT_EQ(j["train"]["samples"], 1200);
+}
+
+TEST(RunStateFile, CollectiveWaitTotalsSharesAndTheCollectiveARankIsIn) {
+  // protocol v3: rank 0 waits 0.05 s of its 0.1 s steps in collectives, rank 1 none; rank 0's last row
+  // says it is inside all_reduce #41 of the default group.
+  auto train = testing::two_rank_series();
+  for (auto& r : train.ranks) {
+    const bool waits = r.id.rank == 0;
+    double total = 0;
+    for (auto& w : r.rows) {
+      if (w.steps == 0) continue;
+      const float per = waits ? 0.05f : 0.0f;
+      w.comm = {per * static_cast<float>(w.steps), per, per, per, per, per};
+      total += static_cast<double>(per) * w.steps;
+      w.total_comm_s = total;
+    }
+  }
+  auto& last = train.ranks[0].rows.back();
+  last.phase = diagnose::TrainPhase::collective;
+  last.coll = {"all_reduce", 41, "0", 4096};
+  const auto j = json::parse(run_state_json(header(), train, 10.5, {}));
+  const auto& r0 = j["train"]["ranks"][0];
+  EXPECT_NEAR(r0["total"]["comm_s"].get<double>(), 5, 1e-3);
+  EXPECT_NEAR(r0["recent"]["comm_share"].get<double>(), 0.5, 1e-3);
+  EXPECT_EQ(r0["phase"], "collective");
+  EXPECT_EQ(r0["coll"]["op"], "all_reduce");
+  EXPECT_EQ(r0["coll"]["seq"], 41);
+  EXPECT_NEAR(j["train"]["ranks"][1]["recent"]["comm_share"].get<double>(), 0, 1e-9);
+  auto s = parse_run_state(j.dump());
+  ASSERT_TRUE(s) << s.error().message;
+  EXPECT_NEAR(s->ranks[0].total_comm_s, 5, 1e-3);
+  EXPECT_NEAR(s->ranks[0].comm_share, 0.5, 1e-3);
+  EXPECT_EQ(s->ranks[0].phase, "collective");
+  EXPECT_TRUE(std::isfinite(s->comm_share));
+  // without v3 figures: null, as any figure not known
+  const auto old = json::parse(run_state_json(header(), testing::two_rank_series(), 10.5, {}));
+  EXPECT_TRUE(old["train"]["ranks"][0]["total"]["comm_s"].is_null());
+  EXPECT_TRUE(old["train"]["ranks"][0]["recent"]["comm_share"].is_null());
 }
 
 TEST(RunStateFile, WriterIsPrivateAtomicAndRemovesItsFile) {

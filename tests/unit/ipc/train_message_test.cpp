@@ -84,7 +84,7 @@ TEST(IpcParse, RejectsEachKindOfBadMessage) {
   EXPECT_EQ(reason_of("[1,2]"), RejectReason::not_object);
   EXPECT_EQ(reason_of("42"), RejectReason::not_object);
   EXPECT_EQ(reason_of(R"({"type":"hello","t":1718000000})"), RejectReason::bad_version);
-  EXPECT_EQ(reason_of(R"({"v":3,"type":"hello","t":1718000000})"), RejectReason::bad_version);
+  EXPECT_EQ(reason_of(R"({"v":4,"type":"hello","t":1718000000})"), RejectReason::bad_version);
   EXPECT_EQ(reason_of(R"({"v":"1","type":"hello","t":1718000000})"), RejectReason::bad_version);
   EXPECT_EQ(reason_of(R"({"v":1,"t":1718000000})"), RejectReason::unknown_type);
   EXPECT_EQ(reason_of(R"({"v":1,"type":"reboot","t":1718000000})"), RejectReason::unknown_type);

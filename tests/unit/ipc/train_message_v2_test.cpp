@@ -81,7 +81,7 @@ TEST(IpcParseV2, VersionOneIsStillReadAndKeepsItsVersion) {
   ASSERT_TRUE(m.has_value());
   EXPECT_EQ(m->version, 1);
   EXPECT_NE(to_json(*m).find("\"v\":1"), std::string::npos);
-  EXPECT_EQ(reason_of(R"({"v":3,"type":"hello","t":1718000000})"), RejectReason::bad_version);
+  EXPECT_EQ(reason_of(R"({"v":4,"type":"hello","t":1718000000})"), RejectReason::bad_version);
   EXPECT_EQ(reason_of(R"({"v":0,"type":"hello","t":1718000000})"), RejectReason::bad_version);
 }
 

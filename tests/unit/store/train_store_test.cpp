@@ -71,6 +71,26 @@ TEST(TrainRows, RowRoundTripKeepsEveryFigureToTheMicrosecond) {
   EXPECT_NEAR(back.total_step_s, 26, 1e-6);
   EXPECT_NEAR(back.last_step_t, 12.49, 1e-9);
   EXPECT_EQ(back.phase, diagnose::TrainPhase::compute);
+  // protocol v3's collective wait and the collective the rank is inside
+  EXPECT_TRUE(std::isnan(back.comm.sum));
+  EXPECT_TRUE(std::isnan(back.total_comm_s));
+  EXPECT_TRUE(back.coll.op.empty());
+  auto wc = w;
+  wc.comm = {0.4f, 0.05f, 0.15f, 0.1f, 0.14f, 0.15f};
+  wc.total_comm_s = 9.25;
+  wc.phase = diagnose::TrainPhase::collective;
+  wc.coll = {"all_reduce", 5120, "0", 4194304};
+  const auto cb = train_window_from_row(start_ms + 12'500, train_window_row(wc, start_ms), start_ms);
+  EXPECT_NEAR(cb.comm.sum, 0.4, 1e-6);
+  EXPECT_NEAR(cb.comm.p90, 0.14, 1e-6);
+  EXPECT_NEAR(cb.total_comm_s, 9.25, 1e-6);
+  EXPECT_EQ(cb.phase, diagnose::TrainPhase::collective);
+  EXPECT_EQ(cb.coll.op, "all_reduce");
+  EXPECT_EQ(cb.coll.seq, 5120);
+  EXPECT_DOUBLE_EQ(cb.coll.bytes, 4194304);
+  EXPECT_TRUE(cb.coll.group.empty());  // the group's name is not stored
+  wc.coll.op = "my_own_op";            // a name the store has no code for
+  EXPECT_EQ(train_window_from_row(start_ms, train_window_row(wc, start_ms), start_ms).coll.op, "other");
   // A heartbeat's unknown figures stay unknown; a short (older) row fills NaN.
   diagnose::TrainWindow hb;
   hb.t = 3;
@@ -82,6 +102,14 @@ TEST(TrainRows, RowRoundTripKeepsEveryFigureToTheMicrosecond) {
   const auto old = train_window_from_row(start_ms, short_row, start_ms);
   EXPECT_EQ(old.steps, 5u);
   EXPECT_TRUE(std::isnan(old.total_steps));
+  // A row of protocol v2 times (22 columns) has no collective figures.
+  std::vector<std::int64_t> v2_row = train_window_row(w, start_ms);
+  v2_row.resize(22);
+  const auto v2 = train_window_from_row(start_ms, v2_row, start_ms);
+  EXPECT_NEAR(v2.data.sum, 0.2, 1e-6);
+  EXPECT_TRUE(std::isnan(v2.comm.sum));
+  EXPECT_TRUE(std::isnan(v2.total_comm_s));
+  EXPECT_TRUE(v2.coll.op.empty());
 }
 
 TEST(TrainStore, RanksRowsAndStacksComeBackAsTheLiveSeries) {
@@ -190,11 +218,12 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
     ASSERT_EQ(
-        sqlite3_exec(db,
-                     "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
-                     "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
-                     "PRAGMA user_version = 1",
-                     nullptr, nullptr, nullptr),
+        sqlite3_exec(
+            db,
+            "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
+            "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
+            "PRAGMA user_version = 1",
+            nullptr, nullptr, nullptr),
         SQLITE_OK);
     sqlite3_close(db);
   }
