@@ -175,6 +175,7 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
     t["steps_per_s"] = number(recent.steps_per_s);
     t["step_median_s"] = number(recent.step_median_s);
     t["data_share"] = number(recent.data_share);
+    t["comm_share"] = number(recent.comm_share);
     double job_steps = std::numeric_limits<double>::quiet_NaN(), job_samples = job_steps;
     json ranks = json::array();
     for (std::size_t i = 0; i < train.ranks.size(); ++i) {
@@ -207,10 +208,12 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
       const double step_s = total(&diagnose::TrainWindow::total_step_s, own ? own->step_s : nan);
       const double data_s =
           total(&diagnose::TrainWindow::total_data_s, own && own->data_known ? own->data_s : nan);
+      const double nan_comm = std::numeric_limits<double>::quiet_NaN();
       o["total"] = {{"steps", number(steps)},
                     {"samples", number(samples)},
                     {"step_s", number(step_s)},
-                    {"data_s", number(data_s)}};
+                    {"data_s", number(data_s)},
+                    {"comm_s", number(total(&diagnose::TrainWindow::total_comm_s, nan_comm))}};
       if (finite(steps)) job_steps = finite(job_steps) ? std::max(job_steps, steps) : steps;
       if (finite(samples)) job_samples = finite(job_samples) ? job_samples + samples : samples;
       const auto* last = newest(r.rows, [](const diagnose::TrainWindow& x) { return finite(x.last_step_t); });
@@ -222,7 +225,8 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
                      {"step_p50_s", number(st.step_median_s)},
                      {"step_p90_s", number(st.step_p90_s)},
                      {"step_p99_s", number(st.step_p99_s)},
-                     {"data_share", number(st.data_share)}};
+                     {"data_share", number(st.data_share)},
+                     {"comm_share", number(st.comm_share)}};
       const auto* ph = newest(
           r.rows, [](const diagnose::TrainWindow& x) { return x.phase != diagnose::TrainPhase::unknown; });
       o["phase"] = ph ? json(std::string(diagnose::train_phase_name(ph->phase))) : json(nullptr);
@@ -352,6 +356,7 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
     s.steps_per_s = tr.num("steps_per_s");
     s.step_median_s = tr.num("step_median_s");
     s.data_share = tr.num("data_share");
+    s.comm_share = tr.num("comm_share");
     if (const json* ranks = tr.arr("ranks")) {
       for (const auto& x : *ranks) {
         if (!x.is_object()) {
@@ -377,6 +382,7 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
           r.total_samples = tt.num("samples");
           r.total_step_s = tt.num("step_s");
           r.total_data_s = tt.num("data_s");
+          r.total_comm_s = tt.num("comm_s");
           if (!tt.error.empty()) return std::unexpected(bad(tt.error));
         }
         r.last_step_unix_s = rr.num("last_step_unix_s");
@@ -390,6 +396,7 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
           r.step_p90_s = rc.num("step_p90_s");
           r.step_p99_s = rc.num("step_p99_s");
           r.data_share = rc.num("data_share");
+          r.comm_share = rc.num("comm_share");
           if (!rc.error.empty()) return std::unexpected(bad(rc.error));
         }
         r.phase = rr.str("phase");

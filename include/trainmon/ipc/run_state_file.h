@@ -121,6 +121,8 @@ struct LiveRankState {
   double total_samples = std::numeric_limits<double>::quiet_NaN();
   double total_step_s = std::numeric_limits<double>::quiet_NaN();
   double total_data_s = std::numeric_limits<double>::quiet_NaN();
+  /// Time inside collectives (protocol v3 senders: their cumulative total_comm_s); NaN from older ones.
+  double total_comm_s = std::numeric_limits<double>::quiet_NaN();
   double last_step_unix_s = std::numeric_limits<double>::quiet_NaN();
   // over the recent window:
   double recent_steps = 0;
@@ -130,8 +132,14 @@ struct LiveRankState {
   double step_p90_s = std::numeric_limits<double>::quiet_NaN();
   double step_p99_s = std::numeric_limits<double>::quiet_NaN();
   double data_share = std::numeric_limits<double>::quiet_NaN();
-  std::string phase;  ///< "data", "compute", "idle", "unknown"; empty: not reported
+  double comm_share = std::numeric_limits<double>::quiet_NaN();  ///< collective wait / step time (v3)
+  std::string
+      phase;  ///< "data", "compute", "idle", "collective", "optimizer", "unknown"; empty: not reported
   double phase_since_unix_s = std::numeric_limits<double>::quiet_NaN();
+  /// Not in the document: energy the rank's GPU used while serve watched the rank, joules (NVML's
+  /// total-energy counter of GPU `gpu`; a GPU shared with other ranks or programs counts whole). Filled
+  /// by serve (ServeState) for /metrics; NaN elsewhere.
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One run as its live state file gives it.
@@ -155,6 +163,7 @@ struct LiveRunState {
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< recent, the slowest rank
   double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< recent, the slowest rank
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank
+  double comm_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank (v3)
   std::vector<LiveRankState> ranks;                                 ///< ordered by key
   std::vector<diagnose::Finding> findings;
 };
