@@ -158,11 +158,10 @@ std::vector<Finding> detect_comm_bound(const RunSeries& s, const Thresholds& th)
                                          num(wmax))
                                 : phrase("GPU{} at Gen{} x{}", gi, num(gen), num(wd)));
       }
-      if (!links.empty())
-        if (degraded)
-          say(f, "; PCIe links: {} (below their maximum: see D16)", links);
-        else
-          say(f, "; PCIe links: {}", links);
+      if (!links.empty() && degraded)
+        say(f, "; PCIe links: {} (below their maximum: see D16)", links);
+      else if (!links.empty())
+        say(f, "; PCIe links: {}", links);
     }
     f.advice =
         N_("Hide or shrink the communication: keep DDP's overlap of the gradient all-reduce with backward "
