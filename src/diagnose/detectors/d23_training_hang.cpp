@@ -55,8 +55,30 @@ double recent_p90(const RankSeries& r, double t1, double span) {
   return weighted_median(v);
 }
 
+/// Per grid row: 1 when some rank that still reports (a row within hang_alive_s) is outside the loop
+/// (its latest phase idle: evaluation, a checkpoint).
+std::vector<std::uint8_t> someone_outside(const RunSeries& s, const std::vector<double>& grid,
+                                          const Thresholds& th) {
+  std::vector<std::uint8_t> out(grid.size(), 0);
+  for (const auto& r : s.train.ranks) {
+    std::size_t j = 0;
+    const TrainWindow* phased = nullptr;
+    double last_t = NAN;
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      for (; j < r.rows.size() && r.rows[j].t <= grid[i] + 1e-9; ++j) {
+        last_t = r.rows[j].t;
+        if (r.rows[j].phase != TrainPhase::unknown) phased = &r.rows[j];
+      }
+      if (phased && phased->phase == TrainPhase::idle && grid[i] - last_t <= th.hang_alive_s) out[i] = 1;
+    }
+  }
+  return out;
+}
+
+/// `outside`: someone_outside(); a rank waiting in a collective while another rank is outside the
+/// loop waits for it (rank 0 evaluates or saves alone while the others wait in a barrier): no hang.
 RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const Thresholds& th,
-                    const RunSeries& s) {
+                    const RunSeries& s, const std::vector<std::uint8_t>& outside) {
   RankHang h;
   h.r = &r;
   const std::size_t n = grid.size();
@@ -81,7 +103,8 @@ RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const 
         if (phase == TrainPhase::idle) idle_after_step = w.t;
       }
     }
-    if (na(last_step) || phase == TrainPhase::idle) continue;  // no step yet, or outside the loop
+    if (na(last_step) || phase == TrainPhase::idle) continue;     // no step yet, or outside the loop
+    if (phase == TrainPhase::collective && outside[i]) continue;  // it waits for a rank outside the loop
     // Alive: the job tree says so; a rank outside it (or a series without one) by its heartbeats.
     const bool alive = proc ? (T >= proc->first_t - th.hang_alive_s && T <= proc->last_t + th.hang_alive_s &&
                                T - proc->last_t <= th.hang_alive_s)
@@ -467,8 +490,9 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
   };
   std::vector<RankHang> hangs;
   std::vector<Ep> eps;
+  const auto outside = someone_outside(s, grid, th);
   for (const auto& r : s.train.ranks) {
-    auto h = judge_rank(r, grid, th, s);
+    auto h = judge_rank(r, grid, th, s, outside);
     const std::size_t k = hangs.size();
     for (const auto& e : episodes(grid, h.cond, 0, th.clear_s)) eps.push_back({k, e.i0, e.i1});
     hangs.push_back(std::move(h));
