@@ -435,8 +435,10 @@ Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th,
   for (auto k : st.waiters) waiters.push_back(&ranks[k].id);
   for (auto k : st.holders) holders.push_back(&ranks[k].id);
   Phrase coll = phrase("{} #{}", st.at.op, st.at.seq);
-  Phrase more = st.at.group.empty() ? Phrase{} : phrase(" of group {}", st.at.group);
-  if (!na(st.at.bytes)) more += phrase(", {} MiB", num(st.at.bytes / 1048576.0, 1));
+  Phrase what;  // "group 0, 4.0 MiB"
+  if (!st.at.group.empty()) add_listed(what, phrase("group {}", st.at.group));
+  if (!na(st.at.bytes)) add_listed(what, phrase("{} MiB", num(st.at.bytes / 1048576.0, 1)));
+  const Phrase more = what.empty() ? Phrase{} : phrase(" ({})", what);
   Phrase how = na(st.p90) ? phrase(" (window {} s: the floor, no recent step time)", num(st.window))
                           : phrase(" (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor),
                                    num(st.p90, 3), num(th.hang_coll_floor_s), num(st.window));

@@ -302,7 +302,8 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         }
         say(f, "; likely cause: {}", c);
       }
-      if (advice.empty()) advice = std::string(diagnose::advice::kD24Straggler);
+      if (advice.empty())
+        advice = std::string(compute_kind ? diagnose::advice::kD24Compute : diagnose::advice::kD24Straggler);
       f.advice = advice;
       set_cost(f, compute_kind ? wait_share : 1.0 - score, "measured");
       f.thresholds = {{"straggler_score_frac", th.straggler_score_frac},

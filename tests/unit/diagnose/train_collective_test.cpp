@@ -169,7 +169,7 @@ TEST(DiagD23CollectiveStall, AWarningNamingTheRankThatHoldsTheOthersWithinAMinut
   EXPECT_EQ(w[0].code, "D23");
   EXPECT_EQ(w[0].numbers.at("holding_rank"), 1);
   EXPECT_NEAR(w[0].numbers.at("window_s"), 30, 1e-9);
-  EXPECT_TRUE(has(w[0].evidence, "ranks 0, 2, 3 wait in all_reduce #5120 of group 0, 4.0 MiB since 100 s"))
+  EXPECT_TRUE(has(w[0].evidence, "ranks 0, 2, 3 wait in all_reduce #5120 (group 0, 4.0 MiB) since 100 s"))
       << w[0].evidence;
   EXPECT_TRUE(has(w[0].evidence, "; rank 1 never entered it (rank 1 in compute since 100 s)"))
       << w[0].evidence;
