@@ -85,13 +85,31 @@ TEST(TrainMetrics, PerRankCountersSummaryAndLastStep) {
 }
 
 TEST(TrainMetrics, CollectiveWaitAndEnergyPerRank) {
-  auto run = live_run();
-  run.ranks[1].total_comm_s = 3.5;  // a protocol v3 sender; rank 0 an older one
-  run.ranks[1].energy_j = 42.5;     // serve fills it from the GPU samples
+  // rank 1 a protocol v3 sender (its collective wait through the live state document), rank 0 an older one
+  auto series = testing::two_rank_series();
+  double total = 0;
+  for (auto& w : series.ranks[1].rows) {
+    w.comm.sum = static_cast<float>(w.steps * 0.05);
+    total += w.comm.sum;
+    w.total_comm_s = total;
+  }
+  ipc::RunStateHeader h;
+  h.run_id = 12;
+  h.name = "train.py";
+  h.host = "node-a";
+  h.start_unix_s = 1'718'000'000.0;
+  h.labels = {{"SLURM_JOB_ID", "77"}};
+  auto parsed = ipc::parse_run_state(ipc::run_state_json(h, series, 10.5, {}));
+  ASSERT_TRUE(parsed);
+  auto run = *parsed;
+  EXPECT_NEAR(run.ranks[1].total_comm_s, 2.5, 1e-6);
+  EXPECT_NEAR(run.ranks[1].comm_share, 0.25, 1e-6);  // recent: 50 ms of each 200-ms step
+  EXPECT_TRUE(std::isnan(run.ranks[0].total_comm_s));
+  run.ranks[1].energy_j = 42.5;  // serve fills it from the GPU samples
   const std::vector<ipc::LiveRunState> runs{run};
   const std::string m = render_train_metrics(runs);
   EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_collective_wait_seconds_total counter")) << m;
-  EXPECT_NEAR(value(m, "trainmon_train_collective_wait_seconds_total{" + kRank1 + "}"), 3.5, 1e-9) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_collective_wait_seconds_total{" + kRank1 + "}"), 2.5, 1e-6) << m;
   EXPECT_EQ(m.find("trainmon_train_collective_wait_seconds_total{" + kRank0), std::string::npos) << m;
   EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_energy_joules_total counter")) << m;
   EXPECT_NE(m.find("A GPU shared with other ranks or programs counts whole"), std::string::npos) << m;
