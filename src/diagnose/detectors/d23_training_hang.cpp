@@ -463,7 +463,9 @@ Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th,
   say(f, "; {} never entered it ({})", ranks_flight(holders), where);
   put(f.numbers, "coll_wait_s", t_end - st.since);
   put(f.numbers, "coll_seq", static_cast<double>(st.at.seq));
-  if (holders.size() == 1 && holders[0]->rank >= 0) put(f.numbers, "holding_rank", holders[0]->rank);
+  // (the stacks' answer, when the critical finding has one, stays)
+  if (holders.size() == 1 && holders[0]->rank >= 0 && !f.numbers.contains("holding_rank"))
+    put(f.numbers, "holding_rank", holders[0]->rank);
   if (holders.size() == 1)
     return phrase(
         "Look at {} first: the others wait for it inside {}. `py-spy dump --pid {}` shows the line it is "
