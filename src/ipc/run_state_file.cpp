@@ -208,12 +208,13 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
       const double step_s = total(&diagnose::TrainWindow::total_step_s, own ? own->step_s : nan);
       const double data_s =
           total(&diagnose::TrainWindow::total_data_s, own && own->data_known ? own->data_s : nan);
-      const double nan_comm = std::numeric_limits<double>::quiet_NaN();
+      const double comm_s =
+          total(&diagnose::TrainWindow::total_comm_s, own && own->comm_known ? own->comm_s : nan);
       o["total"] = {{"steps", number(steps)},
                     {"samples", number(samples)},
                     {"step_s", number(step_s)},
                     {"data_s", number(data_s)},
-                    {"comm_s", number(total(&diagnose::TrainWindow::total_comm_s, nan_comm))}};
+                    {"comm_s", number(comm_s)}};
       if (finite(steps)) job_steps = finite(job_steps) ? std::max(job_steps, steps) : steps;
       if (finite(samples)) job_samples = finite(job_samples) ? job_samples + samples : samples;
       const auto* last = newest(r.rows, [](const diagnose::TrainWindow& x) { return finite(x.last_step_t); });
@@ -226,11 +227,19 @@ std::string run_state_json(const RunStateHeader& h, const diagnose::TrainSeries&
                      {"step_p90_s", number(st.step_p90_s)},
                      {"step_p99_s", number(st.step_p99_s)},
                      {"data_share", number(st.data_share)},
-                     {"comm_share", number(st.comm_share)}};
+                     {"comm_share", number(st.comm_share)},
+                     {"compute_mean_s", number(st.compute_mean_s)}};
       const auto* ph = newest(
           r.rows, [](const diagnose::TrainWindow& x) { return x.phase != diagnose::TrainPhase::unknown; });
       o["phase"] = ph ? json(std::string(diagnose::train_phase_name(ph->phase))) : json(nullptr);
       o["phase_since_unix_s"] = unix_of(h.start_unix_s, ph ? ph->phase_t : nan);
+      if (ph && ph->phase == diagnose::TrainPhase::collective && !ph->coll.op.empty()) {
+        json c = {{"op", ph->coll.op},
+                  {"seq", ph->coll.seq >= 0 ? json(ph->coll.seq) : json(nullptr)},
+                  {"pg", ph->coll.group},
+                  {"bytes", number(ph->coll.bytes)}};
+        o["coll"] = std::move(c);
+      }
       ranks.push_back(std::move(o));
     }
     t["steps"] = number(job_steps);
@@ -307,6 +316,10 @@ Expected<void> RunStateFile::write(const diagnose::TrainSeries& train, double no
       if (finite(w.data.sum)) {
         it->data_s += w.data.sum;
         it->data_known = true;
+      }
+      if (finite(w.comm.sum)) {
+        it->comm_s += w.comm.sum;
+        it->comm_known = true;
       }
     }
   }
@@ -397,6 +410,7 @@ Expected<LiveRunState> parse_run_state(std::string_view text) {
           r.step_p99_s = rc.num("step_p99_s");
           r.data_share = rc.num("data_share");
           r.comm_share = rc.num("comm_share");
+          r.compute_mean_s = rc.num("compute_mean_s");
           if (!rc.error.empty()) return std::unexpected(bad(rc.error));
         }
         r.phase = rr.str("phase");

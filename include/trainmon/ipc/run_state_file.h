@@ -69,8 +69,8 @@ struct RunStateHeader {
 struct RankSums {
   std::int64_t key = 0;
   std::size_t rows = 0;  ///< rows of the rank already added
-  double steps = 0, samples = 0, step_s = 0, data_s = 0;
-  bool samples_known = false, data_known = false;
+  double steps = 0, samples = 0, step_s = 0, data_s = 0, comm_s = 0;
+  bool samples_known = false, data_known = false, comm_known = false;
 };
 std::string run_state_json(const RunStateHeader& header, const diagnose::TrainSeries& train, double now_s,
                            std::span<const diagnose::Finding> findings, std::span<const RankSums> sums = {});
@@ -117,12 +117,15 @@ struct LiveRankState {
   std::uint32_t pid = 0;
   int gpu = -1;  ///< NVML index
   int cuda_device = -1;
+  /// Not in the document: energy the rank's GPU used while serve watched the rank, joules (NVML's
+  /// total-energy counter of GPU `gpu`; a GPU shared with other ranks or programs counts whole). Filled
+  /// by serve (ServeState) for /metrics; NaN elsewhere.
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
   double total_steps = std::numeric_limits<double>::quiet_NaN();
   double total_samples = std::numeric_limits<double>::quiet_NaN();
   double total_step_s = std::numeric_limits<double>::quiet_NaN();
   double total_data_s = std::numeric_limits<double>::quiet_NaN();
-  /// Time inside collectives (protocol v3 senders: their cumulative total_comm_s); NaN from older ones.
-  double total_comm_s = std::numeric_limits<double>::quiet_NaN();
+  double total_comm_s = std::numeric_limits<double>::quiet_NaN();  ///< protocol v3: collective wait
   double last_step_unix_s = std::numeric_limits<double>::quiet_NaN();
   // over the recent window:
   double recent_steps = 0;
@@ -132,14 +135,12 @@ struct LiveRankState {
   double step_p90_s = std::numeric_limits<double>::quiet_NaN();
   double step_p99_s = std::numeric_limits<double>::quiet_NaN();
   double data_share = std::numeric_limits<double>::quiet_NaN();
-  double comm_share = std::numeric_limits<double>::quiet_NaN();  ///< collective wait / step time (v3)
-  std::string
-      phase;  ///< "data", "compute", "idle", "collective", "optimizer", "unknown"; empty: not reported
+  double comm_share = std::numeric_limits<double>::quiet_NaN();      ///< collective wait / step time
+  double compute_mean_s = std::numeric_limits<double>::quiet_NaN();  ///< (step - data - comm) / steps
+  /// "data", "compute", "idle", "unknown", "collective", "optimizer"; empty: not reported (the
+  /// document's `coll` object, when the phase is collective, is in `document`)
+  std::string phase;
   double phase_since_unix_s = std::numeric_limits<double>::quiet_NaN();
-  /// Not in the document: energy the rank's GPU used while serve watched the rank, joules (NVML's
-  /// total-energy counter of GPU `gpu`; a GPU shared with other ranks or programs counts whole). Filled
-  /// by serve (ServeState) for /metrics; NaN elsewhere.
-  double energy_j = std::numeric_limits<double>::quiet_NaN();
 };
 
 /// One run as its live state file gives it.
@@ -163,7 +164,7 @@ struct LiveRunState {
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< recent, the slowest rank
   double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< recent, the slowest rank
   double data_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank
-  double comm_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank (v3)
+  double comm_share = std::numeric_limits<double>::quiet_NaN();     ///< recent, over every rank
   std::vector<LiveRankState> ranks;                                 ///< ordered by key
   std::vector<diagnose::Finding> findings;
 };
