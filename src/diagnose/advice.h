@@ -82,5 +82,17 @@ inline constexpr std::string_view kD24Straggler =
 inline constexpr std::string_view kD24DataWait =
     N_("This rank's loader is slower: check that every rank gets the same share of data "
        "(DistributedSampler), the same number of DataLoader workers and a local copy of the data.");
+/// D24 in `trainmon rules` when the rank's compute per step (step - data wait - collective wait) is
+/// the slower one.
+inline constexpr std::string_view kD24Compute =
+    N_("This rank computes more slowly and the others wait for it in every collective: compare its GPU "
+       "(clocks, temperature, other processes on it), its CPU (a busy or shared core) and any work it alone "
+       "does (logging, metrics, evaluation on rank 0).");
+/// D27 in `trainmon rules` (the local D27 gives the same advice with its evidence).
+inline constexpr std::string_view kD27CommBound =
+    N_("Every rank waits in collectives for a large share of each step: keep DDP's overlap of the "
+       "all-reduce with backward and tune bucket_cap_mb, use model.no_sync() for the micro-steps of gradient "
+       "accumulation, a larger batch per rank, or compress the gradients (DDP comm hooks); check the link "
+       "between the nodes and GPUs (`nvidia-smi topo -m`, NCCL_DEBUG=INFO for the transport NCCL chose).");
 
 }  // namespace trainmon::diagnose::advice

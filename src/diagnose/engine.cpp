@@ -25,8 +25,8 @@ std::vector<Finding> DiagnosisEngine::run_all(const RunSeries& series, const Thr
 void link_related(std::vector<Finding>& findings) {
   // What can explain a throughput drop: data loading, clocks, power, the PCIe link, host memory,
   // another process on the GPU, a straggler.
-  static constexpr std::string_view kCauses[] = {"D2",  "D4",  "D6",  "D9",  "D12", "D16",
-                                                 "D17", "D18", "D19", "D24", "D25"};
+  static constexpr std::string_view kCauses[] = {"D2",  "D4",  "D6",  "D9",  "D12", "D16", "D17",
+                                                 "D18", "D19", "D24", "D25", "D27", "D28"};
   for (auto& f : findings) {
     if (f.code != "D26") continue;
     f.related.clear();

@@ -16,7 +16,7 @@ namespace trainmon::diagnose {
 namespace {
 
 // Stable codes: D1..D11 are MISSION.md §4's table; D12.. are ours. Append only.
-constexpr std::array<FindingKind, 26> kKinds{{
+constexpr std::array<FindingKind, 28> kKinds{{
     {"D1", "fragmentation-oom-risk", N_("OOM risk: allocator fragmentation or memory spike")},
     {"D2", "ddp-imbalance", N_("Multi-GPU imbalance")},
     {"D3", "host-memory-leak", N_("Host memory leak in the training job")},
@@ -43,6 +43,8 @@ constexpr std::array<FindingKind, 26> kKinds{{
     {"D24", "straggler-rank", N_("Straggler rank holds back the others")},
     {"D25", "data-wait-measured", N_("Steps wait for data (measured in the training loop)")},
     {"D26", "throughput-drop", N_("Throughput dropped below the run's steady level")},
+    {"D27", "comm-bound", N_("Steps wait in collectives (communication-bound)")},
+    {"D28", "training-pauses", N_("Long pauses between steps cost wall time")},
 }};
 
 int code_number(std::string_view code) {

@@ -197,6 +197,28 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
       record("trainmon:rank_straggler_data:score",
              "1 - (trainmon:rank_data_wait:mean_seconds{job_id!=\"\"} - on (job_id) group_left () "
              "trainmon:job:rank_data_wait_min_seconds) / trainmon:rank_step:mean_seconds{job_id!=\"\"}"));
+  // Protocol v3 senders' collective wait: D24 on compute per step (step - data wait - collective wait)
+  // and D27's share of the step in collectives, per rank and for the job's lowest rank.
+  rr.push_back(
+      record("trainmon:rank_compute:mean_seconds",
+             with_job_id(fmt::format("((rate(trainmon_train_step_seconds_sum[{0}]) - "
+                                     "rate(trainmon_train_data_wait_seconds_total[{0}]) - "
+                                     "rate(trainmon_train_collective_wait_seconds_total[{0}])) / "
+                                     "rate(trainmon_train_step_seconds_count[{0}]) "
+                                     "> 0) and increase(trainmon_train_step_seconds_count[{0}]) >= {1}",
+                                     d(th.straggler_window_s), n(th.straggler_min_steps)))));
+  rr.push_back(record("trainmon:job:rank_compute_min_seconds",
+                      "min by (job_id) (trainmon:rank_compute:mean_seconds{job_id!=\"\"})"));
+  rr.push_back(record("trainmon:rank_straggler_compute:score",
+                      "trainmon:job:rank_compute_min_seconds / on (job_id) group_right () "
+                      "trainmon:rank_compute:mean_seconds{job_id!=\"\"}"));
+  rr.push_back(record("trainmon:rank_comm:share",
+                      with_job_id(fmt::format("rate(trainmon_train_collective_wait_seconds_total[{0}]) / "
+                                              "(rate(trainmon_train_step_seconds_sum[{0}]) > 0) and "
+                                              "increase(trainmon_train_step_seconds_count[{0}]) >= {1}",
+                                              W, n(th.straggler_min_steps)))));
+  rr.push_back(
+      record("trainmon:job:rank_comm_share_min", "min by (job_id) (trainmon:rank_comm:share{job_id!=\"\"})"));
   // D2's straggler (the job's busiest GPU, throttled or clocked below the job's fastest GPU of its
   // model, while the job's spread exceeds imbalance_spread_pct); jobs with rank timing are D24's.
   const std::string slow = fmt::format(
@@ -429,6 +451,38 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
     r.labels["cause"] = "data-wait";
     ar.push_back(std::move(r));
   }
+  {
+    auto r = alert(
+        "TrainmonStragglerRank", "D24", Severity::warning,
+        fmt::format("trainmon:rank_straggler_compute:score < {0} unless trainmon:rank_straggler:score < {1} "
+                    "unless trainmon:rank_straggler_data:score < {1} {2}",
+                    n(th.straggler_compute_frac), n(th.straggler_score_frac), outside_straggler),
+        th.straggler_compute_for_s,
+        rank + job +
+            " is a straggler: its compute per step (step - data wait - collective wait) is slower than the "
+            "job's fastest rank's (score {{ $value | humanize }}), and the others wait for it in every "
+            "collective",
+        advice::kD24Compute,
+        th_list({{"straggler_compute_frac", th.straggler_compute_frac},
+                 {"straggler_window_s", th.straggler_window_s},
+                 {"straggler_min_steps", th.straggler_min_steps},
+                 {"straggler_compute_for_s", th.straggler_compute_for_s}}));
+    r.labels["cause"] = "compute";
+    ar.push_back(std::move(r));
+  }
+  // D27 communication-bound: the job's lowest rank still waits in collectives for comm_bound_share_pct
+  // of its step time (every rank does), across all its nodes.
+  ar.push_back(alert("TrainmonCommBound", "D27", Severity::warning,
+                     fmt::format("trainmon:job:rank_comm_share_min >= {} unless on (job_id) "
+                                 "trainmon:job_outside_loop_recent:bool",
+                                 n(th.comm_bound_share_pct / 100.0)),
+                     th.comm_bound_for_s,
+                     "job {{ $labels.job_id }}: every rank waits in collectives for at least {{ $value | "
+                     "humanizePercentage }} of each step",
+                     advice::kD27CommBound,
+                     th_list({{"comm_bound_share_pct", th.comm_bound_share_pct},
+                              {"window_s", th.window_s},
+                              {"comm_bound_for_s", th.comm_bound_for_s}})));
   return {std::move(rec), std::move(al)};
 }
 

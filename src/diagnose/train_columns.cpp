@@ -21,7 +21,9 @@ void compute_train_columns(const RunSeries& s, TrainColumns& out) {
     auto& c = out.ranks[k];
     std::size_t m = 0;
     for (const auto& w : rows) m += w.steps > 0;
-    for (auto* v : {&c.t, &c.steps, &c.samples, &c.step_sum, &c.data_sum, &c.step_v, &c.data_v}) v->resize(m);
+    for (auto* v : {&c.t, &c.steps, &c.samples, &c.step_sum, &c.data_sum, &c.step_v, &c.data_v, &c.comm_sum,
+                    &c.compute_v})
+      v->resize(m);
     std::size_t j = 0;
     for (const auto& w : rows) {
       if (w.steps == 0) continue;
@@ -34,6 +36,11 @@ void compute_train_columns(const RunSeries& s, TrainColumns& out) {
       c.data_sum[j] = data_sum;
       c.step_v[j] = nan(w.step.p50) ? (nan(step_sum) ? NAN : w.step.sum / n) : w.step.p50;
       c.data_v[j] = nan(w.data.p50) ? (nan(data_sum) ? NAN : w.data.sum / n) : w.data.p50;
+      const double comm_sum = w.comm.sum;
+      c.comm_sum[j] = comm_sum;
+      c.compute_v[j] = nan(step_sum) || nan(comm_sum)
+                           ? NAN
+                           : std::max(0.0, (step_sum - (nan(data_sum) ? 0.0 : data_sum) - comm_sum) / n);
       ++j;
     }
     // The report times of every rank, merged (each rank's are in time order).

@@ -25,6 +25,10 @@ struct RankStepColumns {
   std::vector<double> data_sum;  ///< TrainWindow::data.sum (NaN: not said)
   std::vector<double> step_v;    ///< the row's p50 step time, else step_sum / steps, else NaN
   std::vector<double> data_v;    ///< the row's p50 data wait, else data_sum / steps, else NaN
+  std::vector<double> comm_sum;  ///< TrainWindow::comm.sum (NaN: not said, protocol < 3)
+  /// The row's mean compute per step, (step_sum - data_sum - comm_sum) / steps (data NaN read as 0),
+  /// at least 0; NaN without step_sum or comm_sum. What D24 scores ranks on in a synchronous job.
+  std::vector<double> compute_v;
   [[nodiscard]] std::size_t size() const noexcept { return t.size(); }
 };
 

@@ -222,6 +222,7 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     kSamples,
     kStep,
     kData,
+    kComm,
     kCommand,
     kCols
   };
@@ -230,10 +231,10 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   // two: exp::display_width), so the table aligns in either language.
   const char* headers[kCols] = {N_("ID"),       N_("NAME"), N_("STATUS"),   N_("START"),
                                 N_("DURATION"), N_("GPUS"), N_("FINDINGS"), N_("SAMPLES/S"),
-                                N_("STEP"),     N_("DATA"), N_("COMMAND")};
+                                N_("STEP"),     N_("DATA"), N_("COMM"),     N_("COMMAND")};
   for (int i = 0; i < kCols; ++i) c[i].cells.emplace_back(i18n::tr(headers[i]));
-  for (int i : {kId, kDuration, kGpus, kFindings, kSamples, kStep, kData}) c[i].right = true;
-  bool any_train = false;
+  for (int i : {kId, kDuration, kGpus, kFindings, kSamples, kStep, kData, kComm}) c[i].right = true;
+  bool any_train = false, any_comm = false;
   for (const auto& r : runs) {
     const std::string stored = store::effective_status(r);
     const bool running = stored == "running";
@@ -258,11 +259,15 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     c[kSamples].cells.push_back(t && t->samples_per_s ? format_samples_per_s(*t->samples_per_s) : "");
     c[kStep].cells.push_back(t && t->step_median_s ? format_step_s(*t->step_median_s) : "");
     c[kData].cells.push_back(t && t->data_share ? format_share_pct(*t->data_share) : "");
+    // Collective wait (protocol v3 senders): a column only when some run measured it.
+    any_comm = any_comm || (t && t->comm_share);
+    c[kComm].cells.push_back(t && t->comm_share ? format_share_pct(*t->comm_share) : "");
     c[kCommand].cells.push_back(r.kind == "record" ? std::string(i18n::tr("(record)"))
                                                    : join_command(r.command));
   }
   std::vector<bool> shown(kCols, true);
   if (!any_train) shown[kSamples] = shown[kStep] = shown[kData] = false;
+  if (!any_comm) shown[kComm] = false;
   std::size_t name_max = 16;
   auto measure = [&] {
     for (int i = 0; i < kCols; ++i) {

@@ -58,6 +58,7 @@ std::optional<TrainSummary> summarize_train(const diagnose::TrainSeries& series,
   s.steps_per_s = known(stats.steps_per_s);
   s.step_median_s = known(stats.step_median_s);
   s.data_share = known(stats.data_share);
+  s.comm_share = known(stats.comm_share);
   for (std::size_t i = 0; i < stats.ranks.size() && i < series.ranks.size(); ++i) {
     const auto& st = stats.ranks[i];
     if (st.steps == 0) continue;
@@ -77,6 +78,8 @@ std::optional<TrainSummary> summarize_train(const diagnose::TrainSeries& series,
     r.step_median_s = known(st.step_median_s);
     r.step_p90_s = known(st.step_p90_s);
     r.data_share = known(st.data_share);
+    r.comm_share = known(st.comm_share);
+    r.compute_mean_s = known(st.compute_mean_s);
     s.ranks.push_back(std::move(r));
   }
   return s;
@@ -98,7 +101,9 @@ json train_summary_to_json(const TrainSummary& s) {
                      {"steps_per_s", opt(r.steps_per_s)},
                      {"step_median_s", opt(r.step_median_s)},
                      {"step_p90_s", opt(r.step_p90_s)},
-                     {"data_share", opt(r.data_share)}});
+                     {"data_share", opt(r.data_share)},
+                     {"comm_share", opt(r.comm_share)},
+                     {"compute_mean_s", opt(r.compute_mean_s)}});
   }
   return {{"steps", s.steps},
           {"samples", opt(s.samples)},
@@ -106,6 +111,7 @@ json train_summary_to_json(const TrainSummary& s) {
           {"steps_per_s", opt(s.steps_per_s)},
           {"step_median_s", opt(s.step_median_s)},
           {"data_share", opt(s.data_share)},
+          {"comm_share", opt(s.comm_share)},
           {"ranks", std::move(ranks)}};
 }
 
@@ -119,6 +125,7 @@ std::optional<TrainSummary> train_summary_from_json(const json& j) {
   s.steps_per_s = get_number(j, "steps_per_s");
   s.step_median_s = get_number(j, "step_median_s");
   s.data_share = get_number(j, "data_share");
+  s.comm_share = get_number(j, "comm_share");
   if (const auto it = j.find("ranks"); it != j.end() && it->is_array()) {
     for (const auto& x : *it) {
       if (!x.is_object()) continue;
@@ -138,6 +145,8 @@ std::optional<TrainSummary> train_summary_from_json(const json& j) {
       r.step_median_s = get_number(x, "step_median_s");
       r.step_p90_s = get_number(x, "step_p90_s");
       r.data_share = get_number(x, "data_share");
+      r.comm_share = get_number(x, "comm_share");
+      r.compute_mean_s = get_number(x, "compute_mean_s");
       s.ranks.push_back(std::move(r));
     }
   }
@@ -185,6 +194,7 @@ std::string format_train_figures(const TrainRankSummary& r) {
     parts.push_back(std::move(step));
   }
   if (r.data_share) parts.push_back(trf("data wait {}", format_share_pct(*r.data_share)));
+  if (r.comm_share) parts.push_back(trf("collective wait {}", format_share_pct(*r.comm_share)));
   parts.push_back(r.steps == 1 ? trf("{} step", r.steps) : trf("{} steps", r.steps));
   std::string out;
   for (const auto& p : parts) out += (out.empty() ? std::string() : std::string(i18n::tr(", "))) + p;
@@ -201,6 +211,7 @@ std::string format_train_summary(const TrainSummary& s, std::string_view indent,
   job.samples_per_s = s.samples_per_s;
   job.step_median_s = s.step_median_s;
   job.data_share = s.data_share;
+  job.comm_share = s.comm_share;
   std::string out = fmt::format("{}{}{}\n", indent, label, format_train_figures(job));
   if (s.ranks.size() > 1) {
     for (const auto& r : s.ranks)

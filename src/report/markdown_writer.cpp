@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -193,6 +194,26 @@ std::string write_markdown(const json& m) {
       row(std::string(i18n::tr("job")), job);
       for (const auto& r : t->ranks)
         row(r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key), r);
+      // Where each rank's step time went (protocol v3 senders measure the collective wait): data,
+      // collective, compute (the rest), as shares of its step time.
+      bool split = false;
+      for (const auto& r : t->ranks) split = split || r.comm_share.has_value();
+      if (split) {
+        out += i18n::tr(
+            "\n### Where the time went\n\n| Rank | Data wait | Collective wait | Compute | Compute per step "
+            "|\n"
+            "|---|---|---|---|---|\n");
+        for (const auto& r : t->ranks) {
+          if (!r.comm_share) continue;
+          const double data = r.data_share.value_or(0.0);
+          const double compute = std::max(0.0, 1.0 - data - *r.comm_share);
+          out += fmt::format("| {} | {} | {} | {} | {} |\n",
+                             r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key),
+                             text(r.data_share, recorder::format_share_pct),
+                             recorder::format_share_pct(*r.comm_share), recorder::format_share_pct(compute),
+                             text(r.compute_mean_s, recorder::format_step_s));
+        }
+      }
     }
   }
 

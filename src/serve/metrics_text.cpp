@@ -619,6 +619,14 @@ std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::s
   family("trainmon_train_data_wait_seconds_total", "counter",
          "Time the rank's steps waited for the next batch (inside the data loader's next()).",
          [](const ipc::LiveRankState& r) { return r.total_data_s; });
+  family("trainmon_train_collective_wait_seconds_total", "counter",
+         "Time the rank's main thread waited inside torch.distributed collectives and point-to-point calls "
+         "(DDP's gradient buckets included); from protocol v3 senders only.",
+         [](const ipc::LiveRankState& r) { return r.total_comm_s; });
+  family("trainmon_train_energy_joules_total", "counter",
+         "Energy the rank's GPU used while serve watched the rank (NVML total energy counter). A GPU shared "
+         "with other ranks or programs counts whole: the GPU's energy, not the rank's share.",
+         [](const ipc::LiveRankState& r) { return r.energy_j; });
   family("trainmon_train_last_step_timestamp_seconds", "gauge", "Unix time the rank's last step ended.",
          [](const ipc::LiveRankState& r) { return r.last_step_unix_s; });
   // Where the rank is (the package's phases: data, compute, or idle outside the training loop:

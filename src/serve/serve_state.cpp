@@ -92,6 +92,29 @@ void ServeState::on_tick(const recorder::TickContext& ctx) {
 
   std::unique_lock lock(mu_);
   runs_ = std::move(runs);
+  // Each rank's GPU energy since serve first saw the rank: the growth of NVML's total-energy counter
+  // of its GPU (a counter that went back, after a driver reload, starts again from its new value).
+  {
+    std::vector<RankEnergy> kept;
+    for (auto& run : runs_)
+      for (auto& r : run.ranks) {
+        if (r.gpu < 0) continue;
+        const GpuSample* g = nullptr;
+        for (const auto& x : snap->gpus)
+          if (static_cast<int>(x.index) == r.gpu) g = &x;
+        if (!g || !g->total_energy_mj.ok()) continue;
+        const std::uint64_t now = *g->total_energy_mj;
+        RankEnergy e{run.run_id, r.key, r.pid, r.gpu, now, 0};
+        for (const auto& old : energy_)
+          if (old.run_id == e.run_id && old.key == e.key && old.pid == e.pid && old.gpu == e.gpu) {
+            e.joules = old.joules + (now >= old.last_mj ? static_cast<double>(now - old.last_mj) / 1e3 : 0.0);
+            break;
+          }
+        r.energy_j = e.joules;
+        kept.push_back(e);
+      }
+    energy_ = std::move(kept);
+  }
   if (last_tick_monotonic_ns_ != 0) {  // the monotonic clock: a wall-clock step is no long tick
     state_.last_tick_duration_s = static_cast<double>(snap->monotonic_ns - last_tick_monotonic_ns_) / 1e9;
   }

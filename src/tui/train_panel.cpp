@@ -83,6 +83,9 @@ Row job_row(const ipc::LiveRunState& run, double now) {
   row.push_back({"step " + (step.empty() ? "-" : step), Style::normal, 0});
   const auto data = recorder::format_share_pct(run.data_share);
   row.push_back({"data " + (data.empty() ? "-" : data), Style::normal, 1});
+  // Collective wait (protocol v3 senders); no cell from older ones.
+  const auto comm = recorder::format_share_pct(run.comm_share);
+  row.push_back({comm.empty() ? std::string() : "comm " + comm, Style::normal, 7});
 
   // The oldest last step of the job: a stuck rank holds every other one at the next collective.
   double oldest = NAN;
@@ -111,6 +114,8 @@ Row rank_row(const ipc::LiveRankState& r, double now) {
   row.push_back({"p90 " + (p90.empty() ? "-" : p90), Style::dim, 7});
   const auto data = recorder::format_share_pct(r.data_share);
   row.push_back({"data " + (data.empty() ? "-" : data), Style::normal, 2});
+  const auto comm = recorder::format_share_pct(r.comm_share);
+  row.push_back({comm.empty() ? std::string() : "comm " + comm, Style::normal, 3});
   row.push_back({std::isfinite(r.last_step_unix_s) ? "last " + age_text(now - r.last_step_unix_s) + " ago"
                                                    : "no step yet",
                  Style::normal, 1});

@@ -74,7 +74,7 @@ def test_rules_pass_promtool_check(default_rules, tmp_path):
     doc = yaml.safe_load(default_rules.read_text())
     alerts = [x for g in doc["groups"] for x in g["rules"] if "alert" in x]
     codes = {a["labels"]["code"] for a in alerts}
-    assert codes == {"D2", "D3", "D7", "D10", "D12", "D13", "D14", "D21", "D23", "D24"}
+    assert codes == {"D2", "D3", "D7", "D10", "D12", "D13", "D14", "D21", "D23", "D24", "D27"}
     for a in alerts:
         assert a["labels"]["severity"] in ("info", "warning", "critical")
         assert re.fullmatch(r"[a-z0-9-]+", a["labels"]["slug"])
@@ -185,7 +185,7 @@ def gpu_series(host, idx, util, used_mib=60000, free_mib=20000, reserved_mib=500
 
 
 def rank_series(host, rank, gpu_idx, count, total, p90=1.0, last=None, job="77", data=0.0, phase=None,
-                phase_since=None):
+                phase_since=None, comm=None):
     """A rank's training series: steps_total / step time sum / data wait grow by `count` / `total` /
     `data` per 15 s; `phase`: {phase name: promtool values of its 0/1 series}, with `phase_since`
     the values of trainmon_train_phase_since_timestamp_seconds (serve exports both)."""
@@ -196,6 +196,8 @@ def rank_series(host, rank, gpu_idx, count, total, p90=1.0, last=None, job="77",
            series("trainmon_train_step_seconds_sum", l, f"0+{dec(total)}x400"),
            series("trainmon_train_data_wait_seconds_total", l, f"0+{dec(data)}x400"),
            series("trainmon_train_step_seconds", {**l, "quantile": "0.9"}, f"{dec(p90)}x400")]
+    if comm is not None:  # a protocol v3 sender's collective wait, per 15 s
+        out.append(series("trainmon_train_collective_wait_seconds_total", l, f"0+{dec(comm)}x400"))
     out.append(series("trainmon_train_last_step_timestamp_seconds", l, last if last else "0+15x400"))
     for name, values in (phase or {}).items():
         out.append(series("trainmon_train_phase", {**l, "phase": name}, values))
@@ -436,6 +438,27 @@ def unit_tests(th):
     T.append(fires("TrainmonStragglerRank", [], t,
                    [*rank_series("n7", 0, 0, 15, 15, phase=evaluating), *rank_series("n8", 1, 0, steps_fire, 15)],
                    "D24 silent when a rank of the job was evaluating in the window"))
+    # D24 on compute (protocol v3): both ranks' steps last 15 s per 15 s; rank 0 computes c0, rank 1
+    # c1 and rank 0 waits the difference in the collective.
+    cfrac = th["straggler_compute_frac"]
+    tc = th["straggler_window_s"] + th["straggler_compute_for_s"] + 120
+    for c1, exp, what in ((5 / (cfrac * 0.95), True, "fires"), (5 / (cfrac * 1.05), False, "near miss")):
+        T.append(fires("TrainmonStragglerRank",
+                       [{"Hostname": "n8", "gpu": "0", "rank": "1", "run_id": "1", "severity": "warning", "code": "D24",
+                         "cause": "compute", **job}] if exp else [], tc,
+                       [*rank_series("n7", 0, 0, 15, 15, data=0.5, comm=15 - 0.5 - 5),
+                        *rank_series("n8", 1, 0, 15, 15, data=0.5, comm=15 - 0.5 - c1)], f"D24 compute {what}"))
+    # D27: every rank's collective wait at or just under comm_bound_share_pct of its step time.
+    share = th["comm_bound_share_pct"] / 100
+    td = th["window_s"] + th["comm_bound_for_s"] + 120
+    for f, exp, what in ((1.05, True, "fires"), (0.95, False, "near miss")):
+        T.append(fires("TrainmonCommBound", [{"severity": "warning", "code": "D27", **job}] if exp else [], td,
+                       [*rank_series("n7", 0, 0, 15, 15, comm=15 * min(1, share * f)),
+                        *rank_series("n8", 1, 0, 15, 15, comm=15 * min(1, share * f * 1.2))], f"D27 {what}", "job"))
+    # ... but not when one rank waits little (a straggler makes the others wait: D24's)
+    T.append(fires("TrainmonCommBound", [], td,
+                   [*rank_series("n7", 0, 0, 15, 15, comm=15 * min(1, share * 1.5)),
+                    *rank_series("n8", 1, 0, 15, 15, comm=15 * share * 0.5)], "D27 silent for a straggler", "job"))
     return T
 
 

@@ -40,6 +40,8 @@ std::vector<Finding> detect_training_hang(const RunSeries&, const Thresholds&); 
 std::vector<Finding> detect_straggler(const RunSeries&, const Thresholds&);          ///< D24
 std::vector<Finding> detect_data_wait(const RunSeries&, const Thresholds&);          ///< D25
 std::vector<Finding> detect_throughput_drop(const RunSeries&, const Thresholds&);    ///< D26
+std::vector<Finding> detect_comm_bound(const RunSeries&, const Thresholds&);         ///< D27
+std::vector<Finding> detect_pauses(const RunSeries&, const Thresholds&);             ///< D28
 
 /// A detector entry: the code it reports and the function.
 struct DetectorInfo {

@@ -24,7 +24,7 @@ bool parse_severity(std::string_view name, Severity& out) noexcept;
 
 /// One row of the finding-code table (stable codes; never renumber, only append).
 struct FindingKind {
-  std::string_view code;   ///< "D1" .. "D26" (D1..D11 = MISSION.md §4)
+  std::string_view code;   ///< "D1" .. "D28" (D1..D11 = MISSION.md §4)
   std::string_view slug;   ///< "fragmentation-oom-risk", ...
   std::string_view title;  ///< short human title
 };

@@ -103,6 +103,12 @@ struct Thresholds {
   double hang_floor_s = 120;       ///< Megatron's example FT step-section timeout (120 s)
   double hang_p90_window_s = 600;  ///< "recent": the steps of the last 10 min before the stall (ours)
   double hang_alive_s = 10;        ///< a rank with no row (heartbeat) this long and no process is gone
+  /// Protocol v3 phases: ranks inside the same collective (group and seq) for max(hang_p90_factor x
+  /// their recent p90 step time, hang_coll_floor_s) while another live rank of the job is outside it
+  /// (in data, compute or the optimizer, in an earlier collective, or silent) are a WARNING naming
+  /// that rank, before the critical floor. Ours: half of the minute issue 30 allows for a job with
+  /// sub-second steps; far beyond any collective of a healthy job with such steps.
+  double hang_coll_floor_s = 30;
   // --- D24 straggler rank -------------------------------------------------------------------------
   /// Relative performance score of a rank = the fastest rank's median step time / its own, over
   /// straggler_window_s (nvidia-resiliency-ext straggler detection, Report.identify_stragglers'
@@ -111,6 +117,12 @@ struct Thresholds {
   double straggler_window_s = 60;
   double straggler_for_s = 120;    ///< the score stays under the threshold this long (ours: 2 reports)
   double straggler_min_steps = 5;  ///< steps a rank needs in a window to get a score (ours)
+  /// With collective timing (protocol v3): score = the fastest rank's median compute per step (step -
+  /// data wait - collective wait) / its own, under this for straggler_compute_for_s. Ours: 0.8 finds a
+  /// rank 1.25x slower (issue 30: 1.3x within two minutes); a step-weighted median of each rank's rows
+  /// over straggler_window_s keeps noisy even ranks within a few percent of each other.
+  double straggler_compute_frac = 0.8;
+  double straggler_compute_for_s = 60;  ///< ours: the median turns within half a window, + 60 s < 2 min
   // --- D13 Xid, Prometheus rules only ---------------------------------------------------------------
   /// The gauge DCGM_FI_DEV_XID_ERRORS holds the last Xid for ever: the rules' Xid alert fires when a
   /// new Xid arrived within this window and resolves after it (ours: 5 min, several evaluations at
@@ -123,6 +135,22 @@ struct Thresholds {
   double throughput_drop_frac = 0.7;  ///< samples/s under 70 % of the run's steady level (ours)
   double throughput_warmup_s = 120;   ///< the first 2 min of steps are warm-up, not the steady level (ours)
   double throughput_for_s = 120;      ///< sustained (ours)
+  // --- D27 communication-bound ------------------------------------------------------------------
+  /// Every rank spends at least this share of its step time waiting inside collectives over window_s
+  /// (the lowest rank's share: a straggler makes the others wait, but not itself). Ours: a third of
+  /// each step; hiding it (overlap) would give up to 1.43x, more than D25's 20 % bar for the loader,
+  /// because some collective time is inherent to data parallelism.
+  double comm_bound_share_pct = 30;
+  double comm_bound_for_s = 120;  ///< sustained (ours: as data_wait_for_s)
+  // --- D28 pauses -------------------------------------------------------------------------------
+  /// A step at least pause_step_factor x its rank's median step time and pause_min_s long is a pause
+  /// (ours: the factor of hang_p90_factor, NVRx's safety factor 5; 1 s: a pause worth its words).
+  double pause_step_factor = 5;
+  double pause_min_s = 1;
+  /// Pauses (their time beyond the median step) cost at least this share of the wall time over
+  /// pause_window_s: a finding. Issue 30: "more than a tenth of the wall time".
+  double pause_cost_pct = 10;
+  double pause_window_s = 600;  ///< ours: holds several checkpoints of a job saving every few minutes
 
   friend bool operator==(const Thresholds&, const Thresholds&) = default;
 };

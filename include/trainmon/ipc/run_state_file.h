@@ -117,6 +117,10 @@ struct LiveRankState {
   std::uint32_t pid = 0;
   int gpu = -1;  ///< NVML index
   int cuda_device = -1;
+  /// Not in the document: energy the rank's GPU used while serve watched the rank, joules (NVML's
+  /// total-energy counter of GPU `gpu`; a GPU shared with other ranks or programs counts whole). Filled
+  /// by serve (ServeState) for /metrics; NaN elsewhere.
+  double energy_j = std::numeric_limits<double>::quiet_NaN();
   double total_steps = std::numeric_limits<double>::quiet_NaN();
   double total_samples = std::numeric_limits<double>::quiet_NaN();
   double total_step_s = std::numeric_limits<double>::quiet_NaN();

@@ -34,6 +34,10 @@ struct TrainRankSummary {
   std::optional<double> step_median_s;
   std::optional<double> step_p90_s;
   std::optional<double> data_share;  ///< data wait / step time, 0..1
+  /// Collective wait / step time, 0..1 (protocol v3); nullopt from older senders.
+  std::optional<double> comm_share;
+  /// (step - data wait - collective wait) / steps, seconds: the rank's own work per step.
+  std::optional<double> compute_mean_s;
   friend bool operator==(const TrainRankSummary&, const TrainRankSummary&) = default;
 };
 
@@ -47,6 +51,7 @@ struct TrainSummary {
   std::optional<double> steps_per_s;
   std::optional<double> step_median_s;
   std::optional<double> data_share;
+  std::optional<double> comm_share;  ///< collective wait over every rank's step time (protocol v3)
   std::vector<TrainRankSummary> ranks;
   friend bool operator==(const TrainSummary&, const TrainSummary&) = default;
 };
@@ -57,7 +62,8 @@ std::optional<TrainSummary> summarize_train(const diagnose::TrainSeries& series,
                                             double t0 = -std::numeric_limits<double>::infinity(),
                                             double t1 = std::numeric_limits<double>::infinity());
 
-/// {"steps", "samples", "samples_per_s", "steps_per_s", "step_median_s", "data_share", "ranks": [{"key",
+/// {"steps", "samples", "samples_per_s", "steps_per_s", "step_median_s", "data_share", "comm_share",
+/// "ranks": [{"key",
 /// "rank", "local_rank", "node_rank", "world_size", "host", "gpu", "steps", ...}]}; unknown figures and
 /// identity fields are null.
 nlohmann::json train_summary_to_json(const TrainSummary& s);

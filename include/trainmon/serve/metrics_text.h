@@ -92,6 +92,8 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
 /// trainmon_train_last_step_timestamp_seconds, labelled Hostname (the rank's host, else the run's),
 /// run_id, run, rank, local_rank, node_rank, gpu (NVML index, when known) and the run's labels (lower
 /// case, as trainmon_labels_info; names we use ourselves win). A figure not known has no sample.
+/// trainmon_train_collective_wait_seconds_total (protocol v3 senders' collective wait) and
+/// trainmon_train_energy_joules_total (LiveRankState::energy_j, which serve fills) beside them.
 /// Empty when no run has step timing.
 /// `hostname`: when not empty, the Hostname label of every rank (serve --hostname), else the host
 /// each rank reported (its run's host when it reported none).

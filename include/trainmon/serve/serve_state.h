@@ -91,6 +91,16 @@ class ServeState : public recorder::TickObserver {
   std::string runs_dir_;
   std::string hostname_label_;
   std::vector<ipc::LiveRunState> runs_;  ///< live runs at the last tick
+  /// Per rank of a live run (run id, rank key, pid): its GPU's energy counter when last read (mJ)
+  /// and the joules it grew by since serve first saw the rank (LiveRankState::energy_j).
+  struct RankEnergy {
+    std::int64_t run_id = 0, key = 0;
+    std::uint32_t pid = 0;
+    int gpu = -1;
+    std::uint64_t last_mj = 0;
+    double joules = 0;
+  };
+  std::vector<RankEnergy> energy_;
   /// The last Xid event per GPU since serve started (the dashboard's health line).
   struct LastXid {
     unsigned gpu = 0;

@@ -7,6 +7,15 @@
 // GPUs idle (loader, I/O, a Python deadlock), one rank stopped first or waiting for data while the
 // others wait in compute, a rank that stopped reporting at all; and, when trainmon asked the ranks
 // for their Python stacks (TrainStackRec), the line each rank is stuck on.
+//
+// Sooner, as a WARNING, when the ranks' phases (protocol v3) make it unambiguous: some ranks inside
+// the same collective (process group and seq) for max(hang_p90_factor x their recent p90 step time,
+// hang_coll_floor_s) while another rank of the job is outside it (in data, compute or the optimizer, in
+// another collective, or silent), every rank having completed a step (a slow first step is no hang)
+// and none outside the loop (phase idle: evaluation, checkpointing). Said as Flight Recorder's analyzer
+// says it: "ranks 0, 2, 3 wait in all_reduce #5120; rank 1 never entered it". When the critical
+// finding comes for the same stall, that sentence joins it instead. A stall that ends, held by rank 0
+// alone in compute, is rank 0 working alone (a checkpoint saved by rank 0): no hang, D28's pause.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -46,8 +55,30 @@ double recent_p90(const RankSeries& r, double t1, double span) {
   return weighted_median(v);
 }
 
+/// Per grid row: 1 when some rank that still reports (a row within hang_alive_s) is outside the loop
+/// (its latest phase idle: evaluation, a checkpoint).
+std::vector<std::uint8_t> someone_outside(const RunSeries& s, const std::vector<double>& grid,
+                                          const Thresholds& th) {
+  std::vector<std::uint8_t> out(grid.size(), 0);
+  for (const auto& r : s.train.ranks) {
+    std::size_t j = 0;
+    const TrainWindow* phased = nullptr;
+    double last_t = NAN;
+    for (std::size_t i = 0; i < grid.size(); ++i) {
+      for (; j < r.rows.size() && r.rows[j].t <= grid[i] + 1e-9; ++j) {
+        last_t = r.rows[j].t;
+        if (r.rows[j].phase != TrainPhase::unknown) phased = &r.rows[j];
+      }
+      if (phased && phased->phase == TrainPhase::idle && grid[i] - last_t <= th.hang_alive_s) out[i] = 1;
+    }
+  }
+  return out;
+}
+
+/// `outside`: someone_outside(); a rank waiting in a collective while another rank is outside the
+/// loop waits for it (rank 0 evaluates or saves alone while the others wait in a barrier): no hang.
 RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const Thresholds& th,
-                    const RunSeries& s) {
+                    const RunSeries& s, const std::vector<std::uint8_t>& outside) {
   RankHang h;
   h.r = &r;
   const std::size_t n = grid.size();
@@ -72,7 +103,8 @@ RankHang judge_rank(const RankSeries& r, const std::vector<double>& grid, const 
         if (phase == TrainPhase::idle) idle_after_step = w.t;
       }
     }
-    if (na(last_step) || phase == TrainPhase::idle) continue;  // no step yet, or outside the loop
+    if (na(last_step) || phase == TrainPhase::idle) continue;     // no step yet, or outside the loop
+    if (phase == TrainPhase::collective && outside[i]) continue;  // it waits for a rank outside the loop
     // Alive: the job tree says so; a rank outside it (or a series without one) by its heartbeats.
     const bool alive = proc ? (T >= proc->first_t - th.hang_alive_s && T <= proc->last_t + th.hang_alive_s &&
                                T - proc->last_t <= th.hang_alive_s)
@@ -274,6 +306,178 @@ Phrase who_holds_the_job(Finding& f, const std::vector<RankStack>& mute,
       "inputs). ");
 }
 
+/// "ranks 0, 2, 3" (Flight Recorder's way), "rank 1", or "process 4242, process 4243".
+Phrase ranks_flight(const std::vector<const TrainRank*>& ids) {
+  const bool numbered = ids.size() > 1 && std::all_of(ids.begin(), ids.end(),
+                                                      [](const TrainRank* id) { return id->rank >= 0; });
+  Phrase list;
+  for (const auto* id : ids) {
+    if (!numbered) {
+      add_listed(list, rank_short(*id));
+      continue;
+    }
+    const std::string n = std::to_string(id->rank);
+    add_listed(list, Phrase{n, i18n::language().empty() ? std::string() : n});
+  }
+  return numbered ? phrase("ranks {}", list) : list;
+}
+
+/// Ranks waiting inside one collective while others are outside it, at one time of the grid.
+struct CollStall {
+  CollectiveAt at;
+  double since = NAN;  ///< the waiters' earliest entry (phase_t)
+  double p90 = NAN;    ///< the waiters' largest recent p90 step time
+  double window = NAN;
+  std::vector<std::size_t> waiters, holders;  ///< rank indices into s.train.ranks
+  std::vector<TrainWindow> holder_rows;       ///< each holder's last row then
+  std::vector<std::uint8_t> holder_silent;    ///< it sent no row for hang_alive_s
+};
+
+/// Stalls inside a collective over the grid (the warning of D23); see the file comment.
+std::vector<std::pair<Episode, CollStall>> collective_stalls(const RunSeries& s, const Thresholds& th,
+                                                             const std::vector<double>& grid) {
+  std::vector<std::pair<Episode, CollStall>> out;
+  const auto& ranks = s.train.ranks;
+  const std::size_t R = ranks.size(), n = grid.size();
+  if (R < 2) return out;
+  // Only a job whose ranks say which collective they are in (protocol v3).
+  bool any = false;
+  for (const auto& r : ranks)
+    for (const auto& w : r.rows)
+      if (w.phase == TrainPhase::collective && !w.coll.op.empty()) {
+        any = true;
+        break;
+      }
+  if (!any) return out;
+  std::vector<std::size_t> j(R, 0);
+  std::vector<double> last_step(R, NAN), p90_for(R, NAN), p90(R, NAN);
+  std::vector<const TrainWindow*> last(R, nullptr);
+  std::vector<std::uint8_t> cond(n, 0);
+  std::vector<std::optional<CollStall>> at(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double T = grid[i];
+    bool all_stepped = true;
+    for (std::size_t k = 0; k < R; ++k) {
+      const auto& rows = ranks[k].rows;
+      for (; j[k] < rows.size() && rows[j[k]].t <= T + 1e-9; ++j[k]) {
+        last[k] = &rows[j[k]];
+        if (!na(rows[j[k]].last_step_t))
+          last_step[k] = std::max(na(last_step[k]) ? -1e300 : last_step[k], rows[j[k]].last_step_t);
+      }
+      all_stepped = all_stepped && !na(last_step[k]) && last[k];
+    }
+    if (!all_stepped) continue;  // a slow first step (or a rank not started) is no hang
+    // The collective with the earliest waiter.
+    const CollectiveAt* key = nullptr;
+    double since = 1e300;
+    for (std::size_t k = 0; k < R; ++k) {
+      const auto& w = *last[k];
+      if (w.phase != TrainPhase::collective || w.coll.op.empty() || w.coll.seq < 0 || na(w.phase_t)) continue;
+      if (T - w.t > th.hang_alive_s) continue;  // a silent rank's last word is not where it is now
+      if (w.phase_t < since) {
+        since = w.phase_t;
+        key = &w.coll;
+      }
+    }
+    if (!key) continue;
+    CollStall st;
+    st.at = *key;
+    st.since = since;
+    bool outside_loop = false;
+    for (std::size_t k = 0; k < R; ++k) {
+      const auto& w = *last[k];
+      const bool silent = T - w.t > th.hang_alive_s;
+      if (!silent && w.phase == TrainPhase::collective && w.coll.group == key->group &&
+          w.coll.seq == key->seq) {
+        st.waiters.push_back(k);
+        continue;
+      }
+      if (!silent && w.phase == TrainPhase::idle) outside_loop = true;
+      st.holders.push_back(k);
+      st.holder_rows.push_back(w);
+      st.holder_silent.push_back(silent);
+    }
+    if (st.holders.empty() || outside_loop) continue;
+    for (auto k : st.waiters) {
+      if (p90_for[k] != last_step[k]) {
+        p90_for[k] = last_step[k];
+        p90[k] = recent_p90(ranks[k], last_step[k], th.hang_p90_window_s);
+      }
+      if (!na(p90[k])) st.p90 = na(st.p90) ? p90[k] : std::max(st.p90, p90[k]);
+    }
+    st.window = std::max(na(st.p90) ? 0.0 : th.hang_p90_factor * st.p90, th.hang_coll_floor_s);
+    if (T - st.since <= st.window) continue;
+    cond[i] = 1;
+    at[i] = std::move(st);
+  }
+  for (const auto& ep : episodes(grid, cond, 0, th.clear_s)) {
+    CollStall st = std::move(*at[ep.i0]);
+    // A stall that ended (a waiter stepped again) held by rank 0 alone in compute: rank 0 worked
+    // alone (a checkpoint it saves by itself) while the others waited; D28 counts it as a pause.
+    bool resumed = false;
+    for (auto k : st.waiters)
+      for (const auto& w : ranks[k].rows)
+        if (w.t > grid[ep.i1] && !na(w.last_step_t) && w.last_step_t > st.since) resumed = true;
+    if (resumed && st.holders.size() == 1 && ranks[st.holders[0]].id.rank == 0 && !st.holder_silent[0] &&
+        (st.holder_rows[0].phase == TrainPhase::compute || st.holder_rows[0].phase == TrainPhase::optimizer))
+      continue;
+    out.emplace_back(ep, std::move(st));
+  }
+  return out;
+}
+
+/// The Flight-Recorder sentence of a stall inside a collective, added to `f`'s evidence, with the
+/// holding rank in numbers; returns the advice naming it.
+Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th, const CollStall& st,
+                           double t_end) {
+  const auto& ranks = s.train.ranks;
+  std::vector<const TrainRank*> waiters, holders;
+  for (auto k : st.waiters) waiters.push_back(&ranks[k].id);
+  for (auto k : st.holders) holders.push_back(&ranks[k].id);
+  Phrase coll = phrase("{} #{}", st.at.op, st.at.seq);
+  Phrase what;  // "group 0, 4.0 MiB"
+  if (!st.at.group.empty()) add_listed(what, phrase("group {}", st.at.group));
+  if (!na(st.at.bytes)) add_listed(what, phrase("{} MiB", num(st.at.bytes / 1048576.0, 1)));
+  const Phrase more = what.empty() ? Phrase{} : phrase(" ({})", what);
+  Phrase how = na(st.p90) ? phrase(" (window {} s: the floor, no recent step time)", num(st.window))
+                          : phrase(" (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor),
+                                   num(st.p90, 3), num(th.hang_coll_floor_s), num(st.window));
+  if (waiters.size() == 1)
+    say(f, "{} waits in {}{} since {} s ({}){}", ranks_flight(waiters), coll, more, num(st.since),
+        dur(t_end - st.since), how);
+  else
+    say(f, "{} wait in {}{} since {} s ({}){}", ranks_flight(waiters), coll, more, num(st.since),
+        dur(t_end - st.since), how);
+  Phrase where;
+  for (std::size_t h = 0; h < st.holders.size(); ++h) {
+    const auto& id = ranks[st.holders[h]].id;
+    const auto& w = st.holder_rows[h];
+    if (st.holder_silent[h])
+      add_listed(where, phrase("{} stopped reporting", rank_short(id)));
+    else if (w.phase == TrainPhase::collective && !w.coll.op.empty())
+      add_listed(where, phrase("{} in {}", rank_short(id), phrase("{} #{}", w.coll.op, w.coll.seq)));
+    else
+      add_listed(where, phrase("{} in {}{}", rank_short(id), phase_word(w.phase),
+                               na(w.phase_t) ? Phrase{} : phrase(" since {} s", num(w.phase_t))));
+  }
+  say(f, "; {} never entered it ({})", ranks_flight(holders), where);
+  put(f.numbers, "coll_wait_s", t_end - st.since);
+  put(f.numbers, "coll_seq", static_cast<double>(st.at.seq));
+  // (the stacks' answer, when the critical finding has one, stays)
+  if (holders.size() == 1 && holders[0]->rank >= 0 && !f.numbers.contains("holding_rank"))
+    put(f.numbers, "holding_rank", holders[0]->rank);
+  if (holders.size() == 1)
+    return phrase(
+        "Look at {} first: the others wait for it inside {}. `py-spy dump --pid {}` shows the line it is "
+        "on; a rank that skips a collective the others call (a branch on the rank, uneven batches: "
+        "DistributedSampler(drop_last=True) or DDP's join()) never enters it. ",
+        rank_name(*holders[0]), coll, holders[0]->pid);
+  return phrase(
+      "Look at {} first: the others wait for them inside {}. `py-spy dump --pid PID` shows the line each "
+      "is on. ",
+      ranks_flight(holders), coll);
+}
+
 }  // namespace
 
 std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& th) {
@@ -290,13 +494,15 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
   };
   std::vector<RankHang> hangs;
   std::vector<Ep> eps;
+  const auto outside = someone_outside(s, grid, th);
   for (const auto& r : s.train.ranks) {
-    auto h = judge_rank(r, grid, th, s);
+    auto h = judge_rank(r, grid, th, s, outside);
     const std::size_t k = hangs.size();
     for (const auto& e : episodes(grid, h.cond, 0, th.clear_s)) eps.push_back({k, e.i0, e.i1});
     hangs.push_back(std::move(h));
   }
-  if (eps.empty()) return out;
+  const auto coll_stalls = collective_stalls(s, th, grid);
+  if (eps.empty() && coll_stalls.empty()) return out;
   // Ranks whose stalls overlap hang together: one finding.
   std::sort(eps.begin(), eps.end(), [](const Ep& a, const Ep& b) { return a.i0 < b.i0; });
   std::vector<std::vector<Ep>> groups;
@@ -577,6 +783,54 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     set_cost(f, 1.0, "measured");
     f.thresholds = {{"hang_p90_factor", th.hang_p90_factor},
                     {"hang_floor_s", th.hang_floor_s},
+                    {"hang_p90_window_s", th.hang_p90_window_s},
+                    {"hang_alive_s", th.hang_alive_s}};
+    out.push_back(std::move(f));
+  }
+  // Stalls inside a collective: their sentence joins the critical finding of the same stall, else
+  // they are a warning of their own (before the critical floor, or a stall held shorter).
+  const std::size_t critical = out.size();
+  for (const auto& [ep, st] : coll_stalls) {
+    const double t_end = grid[ep.i1];
+    Finding* same = nullptr;
+    for (std::size_t q = 0; q < critical; ++q)
+      if (out[q].start_s <= t_end && out[q].end_s >= st.since) same = &out[q];
+    if (same) {
+      say(*same, "; ");
+      Phrase a = describe_coll_stall(*same, s, th, st, same->end_s);
+      if (same->stacks.empty()) {
+        a += phrase(
+            "Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that "
+            "a "
+            "hang fails instead of holding the GPUs.");
+        same->advice = std::move(a.en);
+        same->advice_local = std::move(a.loc);
+      }
+      continue;
+    }
+    Finding f = make_finding("D23", Severity::warning, st.since, t_end);
+    std::set<unsigned> gpus;
+    std::set<std::uint32_t> pids;
+    for (const auto& r : s.train.ranks) {
+      if (r.id.gpu >= 0) gpus.insert(static_cast<unsigned>(r.id.gpu));
+      if (r.id.pid) pids.insert(r.id.pid);
+    }
+    f.gpus.assign(gpus.begin(), gpus.end());
+    f.pids.assign(pids.begin(), pids.end());
+    Phrase a = describe_coll_stall(f, s, th, st, t_end);
+    a += phrase(
+        "Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that "
+        "a "
+        "hang fails instead of holding the GPUs.");
+    f.advice = std::move(a.en);
+    f.advice_local = std::move(a.loc);
+    put(f.numbers, "stall_s", t_end - st.since);
+    put(f.numbers, "window_s", st.window);
+    put(f.numbers, "p90_step_s", st.p90);
+    put(f.numbers, "ranks", static_cast<double>(s.train.ranks.size()));
+    set_cost(f, 1.0, "measured");
+    f.thresholds = {{"hang_p90_factor", th.hang_p90_factor},
+                    {"hang_coll_floor_s", th.hang_coll_floor_s},
                     {"hang_p90_window_s", th.hang_p90_window_s},
                     {"hang_alive_s", th.hang_alive_s}};
     out.push_back(std::move(f));

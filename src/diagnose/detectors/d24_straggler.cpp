@@ -9,6 +9,12 @@
 // host, GPU, its score, and the likely cause from what else is known of it: its GPU throttled or
 // clocked below its maximum, its data wait above the others', its process CPU-bound, another
 // process on its GPU. Cost: every step waits for it, so fixing it gives 1 / score.
+// With collective timing (protocol v3: each step's wait inside collectives), ranks are also scored on
+// their compute per step (step - data wait - collective wait), as nvidia-resiliency-ext scores its
+// sections: score = the fastest rank's median compute / its own, under straggler_compute_frac for
+// straggler_compute_for_s. In a synchronous job the fast ranks spend the difference waiting in the
+// collectives, so the step-time score sees nothing there; the cost is that difference over the step
+// (fixing it shortens every rank's step by it).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -32,6 +38,15 @@ struct Score {
   double fastest_s = NAN;      ///< the fastest rank's median step
   double data_excess_s = NAN;  ///< data wait beyond the typical rank's
   bool by_data = false;        ///< the data-wait score was the lower one
+  double compute_score = NAN;  ///< fastest compute / this rank's (protocol v3), NaN without comm figures
+  double compute_s = NAN;      ///< this rank's median compute per step
+  double fastest_compute_s = NAN;
+  /// Which test holds in this window (0 none): 1 the step or data-wait score, 2 the compute score.
+  [[nodiscard]] int kind(const Thresholds& th) const {
+    if (!na(score) && score < th.straggler_score_frac) return 1;
+    if (!na(compute_score) && compute_score < th.straggler_compute_frac) return 2;
+    return 0;
+  }
 };
 
 }  // namespace
@@ -61,7 +76,7 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
     const RankStepColumns* c = nullptr;  // the rows with steps (train_columns.h, shared with D23, D25, D26)
     std::size_t lo = 0, hi = 0;
     double in_steps = 0;
-    std::optional<SlidingWeightedMedian> step_med, data_med;
+    std::optional<SlidingWeightedMedian> step_med, data_med, compute_med;
   };
   const auto cols = train_columns(s);
   std::vector<Slide> slide(R);
@@ -70,11 +85,14 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
     z.c = &cols->ranks[k];
     z.step_med.emplace(z.c->step_v);  // the values rank_window weighs
     z.data_med.emplace(z.c->data_v);
+    z.compute_med.emplace(z.c->compute_v);
   }
+  std::vector<double> compute_median(R, NAN);
   std::vector<RankWindow> w(R);
   std::vector<double> data;
   for (std::size_t i = 0; i < n; ++i) {
-    double fastest = NAN;
+    double fastest = NAN, fastest_compute = NAN;
+    std::size_t with_compute = 0;
     data.clear();
     const double t0 = grid[i] - th.straggler_window_s, t1 = grid[i];
     for (std::size_t k = 0; k < R; ++k) {
@@ -85,18 +103,26 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         z.in_steps += zs[z.hi];
         z.step_med->add(z.hi, zs[z.hi]);
         z.data_med->add(z.hi, zs[z.hi]);
+        z.compute_med->add(z.hi, zs[z.hi]);
       }
       for (; z.lo < z.hi && zt[z.lo] <= t0; ++z.lo) {
         z.in_steps -= zs[z.lo];
         z.step_med->add(z.lo, zs[z.lo], -1);
         z.data_med->add(z.lo, zs[z.lo], -1);
+        z.compute_med->add(z.lo, zs[z.lo], -1);
       }
       w[k].steps = z.in_steps;
       w[k].step_median_s = z.step_med->median();
       w[k].data_median_s = z.data_med->median();
+      compute_median[k] = z.compute_med->median();
       if (w[k].steps < th.straggler_min_steps || na(w[k].step_median_s) || w[k].step_median_s <= 0) continue;
       fastest = na(fastest) ? w[k].step_median_s : std::min(fastest, w[k].step_median_s);
       if (!na(w[k].data_median_s)) data.push_back(w[k].data_median_s);
+      if (!na(compute_median[k])) {
+        ++with_compute;
+        fastest_compute =
+            na(fastest_compute) ? compute_median[k] : std::min(fastest_compute, compute_median[k]);
+      }
     }
     if (na(fastest)) continue;
     double typical_data = NAN;  // lower median
@@ -119,21 +145,46 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
           x.by_data = true;
         }
       }
+      if (with_compute >= 2 && !na(compute_median[k]) && compute_median[k] > 0) {
+        x.compute_s = compute_median[k];
+        x.fastest_compute_s = fastest_compute;
+        x.compute_score = fastest_compute / compute_median[k];
+      }
       sc[k][i] = x;
     }
   }
 
   for (std::size_t k = 0; k < R; ++k) {
     std::vector<std::uint8_t> cond(n, 0);
-    for (std::size_t i = 0; i < n; ++i)
-      cond[i] = !na(sc[k][i].score) && sc[k][i].score < th.straggler_score_frac;
-    for (const auto& ep : episodes(grid, cond, th.straggler_for_s, th.straggler_window_s)) {
+    bool timed_comm = false;  // the rank's collective wait is measured: the compute score's hold applies
+    for (std::size_t i = 0; i < n; ++i) {
+      cond[i] = sc[k][i].kind(th) != 0;
+      timed_comm = timed_comm || !na(sc[k][i].compute_score);
+    }
+    const double hold = timed_comm ? th.straggler_compute_for_s : th.straggler_for_s;
+    for (const auto& ep : episodes(grid, cond, hold, th.straggler_window_s)) {
       const auto& id = ranks[k].id;
-      // The episode's figures: its windows' medians.
-      std::vector<double> scores, med, fast, excess;
+      // The episode's figures: its windows' medians. A compute straggler when most of its windows
+      // hold by the compute score alone.
+      std::vector<double> scores, med, fast, excess, cscores, comp, fast_comp;
       bool by_data = false;
+      std::size_t by_compute = 0, held = 0;
       for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
         if (!cond[i]) continue;
+        ++held;
+        by_compute += sc[k][i].kind(th) == 2;
+      }
+      const bool compute_kind = by_compute * 2 > held;
+      for (std::size_t i = ep.i0; i <= ep.i1; ++i) {
+        if (!cond[i]) continue;
+        if (compute_kind) {
+          if (na(sc[k][i].compute_score)) continue;
+          cscores.push_back(sc[k][i].compute_score);
+          comp.push_back(sc[k][i].compute_s);
+          fast_comp.push_back(sc[k][i].fastest_compute_s);
+          med.push_back(sc[k][i].median_s);
+          continue;
+        }
         scores.push_back(sc[k][i].score);
         med.push_back(sc[k][i].median_s);
         fast.push_back(sc[k][i].fastest_s);
@@ -145,8 +196,9 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
       };
-      const double score = median_of(scores), m = median_of(med), fastest = median_of(fast),
-                   ex = median_of(excess);
+      const double m = median_of(med), fastest = median_of(fast), ex = median_of(excess), c = median_of(comp),
+                   fastest_c = median_of(fast_comp);
+      const double score = compute_kind ? median_of(cscores) : median_of(scores);
       const double t0 = grid[ep.i0] - th.straggler_window_s, t1 = grid[ep.i1];
       Finding f = make_finding("D24", Severity::warning, std::max(t0, t_lo), t1);
       if (id.gpu >= 0) f.gpus = {static_cast<unsigned>(id.gpu)};
@@ -156,10 +208,22 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
       put(f.numbers, "step_median_s", m);
       put(f.numbers, "fastest_step_median_s", fastest);
       put(f.numbers, "data_excess_s", ex);
+      put(f.numbers, "compute_median_s", c);
+      put(f.numbers, "fastest_compute_median_s", fastest_c);
       const double slower = 1.0 / score;
       say(f, "{} has a relative performance score of {} (< {}) over {}: ", rank_name(id), num(score, 2),
-          num(th.straggler_score_frac, 2), dur(t1 - f.start_s));
-      if (by_data && !na(ex))
+          num(compute_kind ? th.straggler_compute_frac : th.straggler_score_frac, 2), dur(t1 - f.start_s));
+      // The compute straggler's cost: every rank waits for it in the collectives, so fixing it
+      // shortens every step by the difference.
+      const double wait_share =
+          compute_kind && !na(m) && m > 0 ? std::clamp((c - fastest_c) / m, 0.0, 1.0) : NAN;
+      if (compute_kind) {
+        put(f.numbers, "others_wait_share_pct", 100 * wait_share);
+        say(f,
+            "its compute takes {} ms a step, the fastest rank's {} ms: it is {}x slower, and the other ranks "
+            "wait {} ms of each {}-ms step for it in the collectives",
+            num(1e3 * c), num(1e3 * fastest_c), num(slower, 1), num(1e3 * (c - fastest_c)), num(1e3 * m));
+      } else if (by_data && !na(ex))
         say(f,
             "every rank's step takes {} ms, but this rank waits {} ms longer for data "
             "than the others, who wait for it in the collective",
@@ -238,13 +302,18 @@ std::vector<Finding> detect_straggler(const RunSeries& s, const Thresholds& th) 
         }
         say(f, "; likely cause: {}", c);
       }
-      if (advice.empty()) advice = std::string(diagnose::advice::kD24Straggler);
+      if (advice.empty())
+        advice = std::string(compute_kind ? diagnose::advice::kD24Compute : diagnose::advice::kD24Straggler);
       f.advice = advice;
-      set_cost(f, 1.0 - score, "measured");
+      set_cost(f, compute_kind ? wait_share : 1.0 - score, "measured");
       f.thresholds = {{"straggler_score_frac", th.straggler_score_frac},
                       {"straggler_window_s", th.straggler_window_s},
                       {"straggler_for_s", th.straggler_for_s},
                       {"straggler_min_steps", th.straggler_min_steps}};
+      if (timed_comm) {
+        f.thresholds["straggler_compute_frac"] = th.straggler_compute_frac;
+        f.thresholds["straggler_compute_for_s"] = th.straggler_compute_for_s;
+      }
       out.push_back(std::move(f));
     }
   }

@@ -52,11 +52,12 @@ TEST(PromRules, AlertsCarryTheLocalCodesSlugsAndAdvice) {
     codes.insert(r.labels.at("code"));
     descriptions.insert(r.annotations.at("description"));
   }
-  EXPECT_EQ(codes,
-            (std::set<std::string>{"D2", "D3", "D7", "D10", "D12", "D13", "D14", "D21", "D23", "D24"}));
-  for (auto a : {advice::kD2Imbalance, advice::kD3Leak, advice::kD7HeldUnused, advice::kD10Ecc,
-                 advice::kD12Thermal, advice::kD12Hardware, advice::kD14Lost, advice::kD21NearFull,
-                 advice::kD23Hang, advice::kD24Straggler, advice::kD24DataWait})
+  EXPECT_EQ(codes, (std::set<std::string>{"D2", "D3", "D7", "D10", "D12", "D13", "D14", "D21", "D23", "D24",
+                                          "D27"}));
+  for (auto a :
+       {advice::kD2Imbalance, advice::kD3Leak, advice::kD7HeldUnused, advice::kD10Ecc, advice::kD12Thermal,
+        advice::kD12Hardware, advice::kD14Lost, advice::kD21NearFull, advice::kD23Hang, advice::kD24Straggler,
+        advice::kD24DataWait, advice::kD24Compute, advice::kD27CommBound})
     EXPECT_TRUE(descriptions.contains(std::string(a))) << a;
   for (const auto& x : xid_table()) EXPECT_TRUE(descriptions.contains(std::string(x.advice))) << x.xid;
   for (const auto& r : groups[0].rules) EXPECT_FALSE(r.record.empty());

@@ -193,5 +193,35 @@ TEST(ReportTrain, MarkdownHasTheTrainingTable) {
   EXPECT_EQ(write_markdown(m).find("## Training"), std::string::npos);
 }
 
+// Protocol v3 senders measure the collective wait: the report splits each rank's step time into data,
+// collective and compute, and the summary lines say the collective share.
+TEST(ReportTrain, WhereTheTimeWentPerRankWithCollectiveWait) {
+  auto series = testing::two_rank_series();
+  for (auto& r : series.ranks)
+    for (auto& w : r.rows)  // rank 0: 30 ms of its 100-ms step, rank 1: 50 ms of its 200-ms step
+      w.comm.sum = static_cast<float>(w.steps * (r.id.rank == 0 ? 0.03 : 0.05));
+  const auto t = recorder::summarize_train(series);
+  ASSERT_TRUE(t);
+  ASSERT_TRUE(t->comm_share);
+  EXPECT_NEAR(*t->ranks[0].comm_share, 0.3, 1e-6);
+  EXPECT_NEAR(*t->ranks[1].compute_mean_s, 0.05, 1e-6);
+  EXPECT_EQ(*recorder::train_summary_from_json(recorder::train_summary_to_json(*t)), *t);
+  EXPECT_NE(recorder::format_train_summary(*t, "").find("data wait 20.0%, collective wait 30.0%, 100 steps"),
+            std::string::npos)
+      << recorder::format_train_summary(*t, "");
+  json m;
+  m["run"] = {{"id", 3}, {"name", "train.py"}};
+  for (const char* k : {"findings", "gpu_stats", "processes", "batch_advice", "epochs", "notes"})
+    m[k] = json::array();
+  m["train"] = recorder::train_summary_to_json(*t);
+  const std::string md = write_markdown(m);
+  EXPECT_NE(md.find("### Where the time went"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 0 | 20.0% | 30.0% | 50.0% | 0.050s |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| 1 | 50.0% | 25.0% | 25.0% | 0.050s |"), std::string::npos) << md;
+  // older senders: no split
+  m["train"] = recorder::train_summary_to_json(*recorder::summarize_train(testing::two_rank_series()));
+  EXPECT_EQ(write_markdown(m).find("Where the time went"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace trainmon::report

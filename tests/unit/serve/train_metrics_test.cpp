@@ -84,6 +84,42 @@ TEST(TrainMetrics, PerRankCountersSummaryAndLastStep) {
   }
 }
 
+TEST(TrainMetrics, CollectiveWaitAndEnergyPerRank) {
+  // rank 1 a protocol v3 sender (its collective wait through the live state document), rank 0 an older one
+  auto series = testing::two_rank_series();
+  double total = 0;
+  for (auto& w : series.ranks[1].rows) {
+    w.comm.sum = static_cast<float>(w.steps * 0.05);
+    total += w.comm.sum;
+    w.total_comm_s = total;
+  }
+  ipc::RunStateHeader h;
+  h.run_id = 12;
+  h.name = "train.py";
+  h.host = "node-a";
+  h.start_unix_s = 1'718'000'000.0;
+  h.labels = {{"SLURM_JOB_ID", "77"}};
+  auto parsed = ipc::parse_run_state(ipc::run_state_json(h, series, 10.5, {}));
+  ASSERT_TRUE(parsed);
+  auto run = *parsed;
+  EXPECT_NEAR(run.ranks[1].total_comm_s, 2.5, 1e-6);
+  EXPECT_NEAR(run.ranks[1].comm_share, 0.25, 1e-6);  // recent: 50 ms of each 200-ms step
+  EXPECT_TRUE(std::isnan(run.ranks[0].total_comm_s));
+  run.ranks[1].energy_j = 42.5;  // serve fills it from the GPU samples
+  const std::vector<ipc::LiveRunState> runs{run};
+  const std::string m = render_train_metrics(runs);
+  EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_collective_wait_seconds_total counter")) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_collective_wait_seconds_total{" + kRank1 + "}"), 2.5, 1e-6) << m;
+  EXPECT_EQ(m.find("trainmon_train_collective_wait_seconds_total{" + kRank0), std::string::npos) << m;
+  EXPECT_TRUE(has_line(m, "# TYPE trainmon_train_energy_joules_total counter")) << m;
+  EXPECT_NE(m.find("A GPU shared with other ranks or programs counts whole"), std::string::npos) << m;
+  EXPECT_NEAR(value(m, "trainmon_train_energy_joules_total{" + kRank1 + "}"), 42.5, 1e-9) << m;
+  // neither family without a figure
+  const std::vector<ipc::LiveRunState> old{live_run()};
+  EXPECT_EQ(render_train_metrics(old).find("collective_wait"), std::string::npos);
+  EXPECT_EQ(render_train_metrics(old).find("energy"), std::string::npos);
+}
+
 TEST(TrainMetrics, UnknownFiguresHaveNoSampleAndNoTrainingNoFamilies) {
   auto run = live_run();
   run.ranks[1].total_samples = NAN;  // a loop that gives no batch size
@@ -188,6 +224,24 @@ TEST(TrainMetrics, ServeReadsTheLiveRunsEachTick) {
                 "}"),
         50, 1e-9)
         << m;
+    // rank 0's GPU0 used 7 J since serve first saw the rank (NVML's counter in mJ); rank 1's GPU1 is
+    // not in the samples: no energy for it
+    snap.gpus[0].total_energy_mj = Reading<std::uint64_t>::of(1'000'000);
+    st.on_tick(ctx);
+    snap.gpus[0].total_energy_mj = Reading<std::uint64_t>::of(1'007'000);
+    st.on_tick(ctx);
+    const std::string e = st.metrics_text();
+    EXPECT_NEAR(
+        value(e, "trainmon_train_energy_joules_total{" +
+                     std::string(R"(Hostname="node-a",run_id="12",run="train.py",rank="0",local_rank="0",)"
+                                 R"(node_rank="0",gpu="0")") +
+                     "}"),
+        7, 1e-9)
+        << e;
+    EXPECT_EQ(
+        e.find(R"(trainmon_train_energy_joules_total{Hostname="node-a",run_id="12",run="train.py",rank="1")"),
+        std::string::npos)
+        << e;
   }
   // the run ended (its file is gone): its series go with the next tick
   st.on_tick(ctx);

@@ -82,6 +82,26 @@ TEST(TuiTrainPanel, JobAndRankLinesAt80Columns) {
   EXPECT_NE(find_line(wide, "  rank 1")->find("p90 0.200s"), std::string::npos);
 }
 
+TEST(TuiTrainPanel, CollectiveWaitColumnWhenMeasured) {
+  Screen s;
+  auto& run = s.live.runs[0];
+  run.comm_share = 0.275;  // protocol v3 senders
+  run.ranks[0].comm_share = 0.3;
+  run.ranks[1].comm_share = 0.25;
+  const auto lines = s.lines(140, 30);
+  const auto* job = find_line(lines, "train  ");
+  ASSERT_TRUE(job) << ::testing::PrintToString(lines);
+  EXPECT_NE(job->find("comm 27.5%"), std::string::npos) << *job;
+  const auto* r0 = find_line(lines, "  rank 0");
+  const auto* r1 = find_line(lines, "  rank 1");
+  ASSERT_TRUE(r0 && r1) << ::testing::PrintToString(lines);
+  EXPECT_NE(r0->find("comm 30.0%"), std::string::npos) << *r0;
+  EXPECT_EQ(r0->find("comm "), r1->find("comm "));
+  // an older sender: no comm column at all
+  Screen old;
+  for (const auto& l : old.lines(140, 30)) EXPECT_EQ(l.find("comm "), std::string::npos) << l;
+}
+
 TEST(TuiTrainPanel, NarrowTerminalsKeepWhatMatters) {
   Screen s;
   const auto lines = s.lines(40, 16);
