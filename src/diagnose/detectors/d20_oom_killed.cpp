@@ -20,15 +20,20 @@ using namespace detail;
 
 namespace {
 
-/// The process of the job that disappeared at `row` (last seen alive in the rows before it, since the
-/// previous count): the one with the largest last RSS; nullptr when none.
+/// The process of the job the kill counted at `row` ended: of those alive at `prev_row` (the count's
+/// previous reading) that were gone within two rows after `row` (a process being killed can still be
+/// listed, freeing its memory, at the row the count rose), the one with the largest RSS at `prev_row`;
+/// nullptr when none.
 const JobProcess* killed_at(const RunSeries& s, std::size_t prev_row, std::size_t row) {
+  const std::size_t n = s.size();
+  const double gone_by = s.t[std::min(n - 1, row + 2)];
   const JobProcess* best = nullptr;
   float best_rss = -1;
   for (const auto& p : s.job.procs) {
-    if (p.last_t < s.t[prev_row] - 1e-9 || p.last_t >= s.t[row] - 1e-9) continue;
-    const float rss = p.rss_mib.empty() ? 0.f : p.rss_mib.back();
-    if (!best || rss > best_rss) {
+    if (p.last_t < s.t[prev_row] - 1e-9 || p.first_t > s.t[prev_row] + 1e-9) continue;
+    if (p.last_t > gone_by + 1e-9 || (p.last_t >= s.t[n - 1] - 1e-9 && row + 2 < n)) continue;
+    const float rss = job_process_rss_at(p, prev_row);
+    if (!best || (!na(rss) && (na(best_rss) || rss > best_rss))) {
       best = &p;
       best_rss = rss;
     }
@@ -50,7 +55,8 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
       !na(avail_min) && !na(total) && total > 0 && 100.0 * avail_min / total < th.low_available_pct;
   const bool sigkill_low = s.facts.signal && *s.facts.signal == 9 && low;
 
-  auto emit = [&](std::size_t row, const JobProcess* p, double kills, bool root_end) {
+  // `rss_row`: the row whose RSS is the killed process's (its last before the kill); n: its last row
+  auto emit = [&](std::size_t row, const JobProcess* p, double kills, bool root_end, std::size_t rss_row) {
     Finding f = make_finding("D20", Severity::critical, s.t[row], s.t[row]);
     const std::uint32_t pid = p ? p->pid : root_end ? s.facts.root_pid : 0;
     if (pid) f.pids = {pid};
@@ -60,9 +66,9 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
     double rss = NAN;
     std::size_t last_row = row;
     if (p && !p->rss_rows.empty()) {
-      // its RSS at its last tick (not the job's after the kill)
-      rss = p->rss_mib.back();
-      last_row = p->rss_rows.back();
+      // its own RSS before the kill (not the job's after it)
+      rss = rss_row < n ? job_process_rss_at(*p, rss_row) : p->rss_mib.back();
+      last_row = rss_row < n ? rss_row : p->rss_rows.back();
     } else if (root_end) {
       rss = max_of(s.job.rss_mib, 0, n - 1);  // no process rows: the job's peak
     }
@@ -129,7 +135,7 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
     if (!na(prev) && k > prev) {
       const JobProcess* p = killed_at(s, prev_row, i);
       root_named = root_named || (p && p->pid == s.facts.root_pid);
-      emit(i, p, k - prev, false);
+      emit(i, p, k - prev, false, prev_row);
     }
     prev = k;
     prev_row = i;
@@ -145,14 +151,14 @@ std::vector<Finding> detect_oom_killed(const RunSeries& s, const Thresholds& th)
       if (p.pid == s.facts.root_pid || p.rss_mib.empty() || p.last_t < s.t[prev_row] - 1e-9) continue;
       if (!best || p.rss_mib.back() > best->rss_mib.back()) best = &p;
     }
-    emit(n - 1, best, extra, false);
+    emit(n - 1, best, extra, false, n);
   }
   // ---- the job's end ----
   if (root_end) {
     const JobProcess* root = s.facts.root_pid ? s.job.proc(s.facts.root_pid) : nullptr;
     std::size_t row = n - 1;
     if (root && !root->rss_rows.empty()) row = std::min<std::size_t>(n - 1, root->rss_rows.back() + 1);
-    emit(row, root, 0, true);
+    emit(row, root, 0, true, n);
   }
   return out;
 }
