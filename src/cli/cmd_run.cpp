@@ -457,8 +457,15 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
             limits_said = std::move(said);
           }
         }
-        live.on_snapshot(snap, diagnose::JobContext{start_unix, static_cast<std::uint32_t>(*child), job_pids,
-                                                    std::nullopt, start_mono});
+        // The job's memory cgroups (the session stores the same with the host row): D20 names every OOM
+        // kill as it happens, D3 measures the headroom to the job's limit.
+        diagnose::JobContext job_ctx{start_unix, static_cast<std::uint32_t>(*child), job_pids, std::nullopt,
+                                     start_mono};
+        if (const auto kills = session->oom_watch().kills_since_start())
+          job_ctx.cgroup_oom_kills = static_cast<double>(*kills);
+        if (const auto lim = session->oom_watch().memory_limit_bytes())
+          job_ctx.memory_limit_mib = static_cast<double>(*lim) / (1024.0 * 1024);
+        live.on_snapshot(snap, job_ctx);
         bool hang_opened = false;
         for (; announced < live.history().size(); ++announced) {
           const auto& found = live.history()[announced].finding;
@@ -549,12 +556,13 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   // ---- verdict and summary ----
   recorder::RunSummary summary;
   std::optional<runner::OomVerdict> oom;
+  runner::OomInputs oom_in;
   if (session) {
     summary = session->summary();
     summary.duration_ms = end_elapsed_ms;
     summary.train = recorder::summarize_train(live.series().train);
     if (channel) summary.train_events = train_event_counts(channel->stats());
-    runner::OomInputs in;
+    runner::OomInputs& in = oom_in;
     in.exit = exit;
     in.oom_kills = session->oom_watch().kills_since_start();
     in.end_elapsed_ms = end_elapsed_ms;
@@ -566,6 +574,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     oom = runner::oom_verdict(in);
     summary.cgroup = in.cgroup;
     summary.oom_at_cgroup_limit = oom && oom->at_cgroup_limit;
+    summary.oom_kills = in.oom_kills;
   }
   std::string status = exit.signal ? "signaled" : "exited";
   if (oom && oom->main_process_killed) status = "oom_killed";
@@ -585,6 +594,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
     facts.oom_killed = status == "oom_killed";
     facts.oom_at_cgroup_limit = summary.oom_at_cgroup_limit;
+    if (summary.oom_kills) facts.oom_kills_at_end = static_cast<double>(*summary.oom_kills);
     if (summary.cgroup.memory_limit_bytes)
       facts.cgroup_memory_limit_mib =
           static_cast<double>(*summary.cgroup.memory_limit_bytes) / (1024.0 * 1024);
@@ -628,6 +638,25 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
   } else if (!o.no_report && !o.report.empty()) {
     std::fputs(i18n::tr("trainmon: no report: the run was not recorded\n").data(), stderr);
+  }
+  if (oom && findings) {
+    // Name the process the kill ended, with its own RSS (the job's after the kill says little), as the
+    // diagnosis found it (D20: the main process's kill, else the last kill).
+    const diagnose::Finding* kill = nullptr;
+    for (const auto& f : *findings)
+      if (f.code == "D20" && f.numbers.contains("killed_pid") &&
+          (!kill || (oom->main_process_killed ? f.numbers.at("killed_pid") == static_cast<double>(*child)
+                                              : f.start_s > kill->start_s)))
+        kill = &f;
+    if (kill && kill->numbers.contains("killed_rss_mib")) {
+      oom_in.killed_pid = static_cast<std::uint32_t>(kill->numbers.at("killed_pid"));
+      oom_in.killed_rss_bytes = static_cast<std::uint64_t>(kill->numbers.at("killed_rss_mib") * 1048576.0);
+      const auto k = kill->numbers.find("killed_kind");
+      oom_in.killed_kind = std::string(diagnose::job_process_kind_name(
+          k == kill->numbers.end() ? diagnose::JobProcessKind::other
+                                   : static_cast<diagnose::JobProcessKind>(static_cast<int>(k->second))));
+      if (auto again = runner::oom_verdict(oom_in)) oom->message = std::move(again->message);
+    }
   }
   if (oom) std::fprintf(stderr, "trainmon: %s\n", oom->message.c_str());
   if (!o.quiet) {

@@ -26,6 +26,17 @@ inline constexpr std::string_view kD3Leak =
        "(they are copied into every worker), tensors appended to Python lists (call .item() / "
        ".detach().cpu()), and call gc.collect() once per epoch. Until fixed the OOM killer will end the job "
        "(`Killed`).");
+/// D3, when the process that grows is a DataLoader worker.
+inline constexpr std::string_view kD3WorkerLeak = N_(
+    "A DataLoader worker keeps what it loads: every worker holds its own copy of what the Dataset keeps. "
+    "Keep "
+    "per-sample data in numpy arrays or tensors, not Python lists or dicts (reading a Python object writes "
+    "its "
+    "reference count, so copy-on-write copies each page into every worker), do not cache loaded samples in "
+    "the Dataset, and leave persistent_workers off (workers then start afresh every epoch); fewer workers "
+    "and "
+    "a lower prefetch_factor buy time. Until fixed the OOM killer ends a worker (`DataLoader worker ... is "
+    "killed by signal: Killed`).");
 /// D7, a GPU the job holds but leaves idle.
 inline constexpr std::string_view kD7HeldUnused =
     N_("A GPU the job holds but never uses. Call torch.cuda.set_device(local_rank) before any CUDA work, set "

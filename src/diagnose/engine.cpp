@@ -4,6 +4,8 @@
 #include "diagnose/detail.h"
 
 #include <algorithm>
+#include <cmath>
+#include <initializer_list>
 #include <iterator>
 #include <optional>
 #include <string_view>
@@ -18,6 +20,7 @@ std::vector<Finding> DiagnosisEngine::run_all(const RunSeries& series, const Thr
     out.insert(out.end(), std::make_move_iterator(v.begin()), std::make_move_iterator(v.end()));
   }
   link_related(out);
+  link_causes(out, th.window_s);
   std::stable_sort(out.begin(), out.end(), finding_less);
   return out;
 }
@@ -45,6 +48,63 @@ void link_related(std::vector<Finding>& findings) {
       also += (also.empty() ? "" : ", ") + o.code + " " + o.slug;
     }
     if (!also.empty()) f.evidence += "; overlapping: " + also;
+  }
+}
+
+void link_causes(std::vector<Finding>& findings, double window_s) {
+  auto overlaps = [&](const Finding& a, const Finding& b) {
+    return a.start_s <= b.end_s + window_s && b.start_s <= a.end_s + window_s;
+  };
+  auto num = [](const Finding& f, const char* key) {
+    const auto it = f.numbers.find(key);
+    return it == f.numbers.end() ? NAN : it->second;
+  };
+  auto first_of = [&](const Finding& f, std::initializer_list<std::string_view> codes,
+                      auto&& also) -> const Finding* {
+    for (auto code : codes)
+      for (const auto& o : findings)
+        if (&o != &f && o.code == code && overlaps(o, f) && also(o)) return &o;
+    return nullptr;
+  };
+  auto any = [](const Finding&) { return true; };
+  for (auto& f : findings) {
+    if (!f.cause.empty()) continue;
+    const Finding* c = nullptr;
+    if (f.code == "D20") {
+      // the leak that led to the kill: it ended at most a window before the kill, not after it
+      const double killed = num(f, "killed_pid");
+      auto before = [&](const Finding& o) { return o.end_s <= f.start_s + window_s; };
+      c = first_of(f, {"D3"}, [&](const Finding& o) {
+        return before(o) && !std::isnan(killed) && num(o, "grower_pid") == killed;
+      });
+      if (!c) c = first_of(f, {"D3"}, before);
+    } else if (f.code == "D17") {
+      c = first_of(f, {"D3"}, any);
+    } else if (f.code == "D23") {
+      c = first_of(f, {"D17"}, any);
+      if (c) {
+        f.evidence += "; during host memory pressure (" + c->code + ")";
+        if (!f.evidence_local.empty())
+          f.evidence_local += i18n::trf("; during host memory pressure ({})", c->code);
+        f.advice = N_(
+            "The stall came with host memory pressure (see the cause above): the processes wait for memory, "
+            "not on a line of the training code. Free memory first (fix the leak, fewer DataLoader workers, "
+            "stop the other memory users on this machine); the stacks show where they waited.");
+        f.advice_local.clear();
+      }
+    } else if (f.code == "D14" && num(f, "host_pressure") == 1) {
+      c = first_of(f, {"D17", "D19"}, any);
+    } else if (f.code == "D25" || f.code == "D4") {
+      c = first_of(f, {"D3"}, [&](const Finding& o) {
+        return num(o, "grower_kind") == static_cast<double>(JobProcessKind::worker);
+      });
+      if (c) {
+        f.evidence += "; a DataLoader worker leaks memory meanwhile (" + c->code + ")";
+        if (!f.evidence_local.empty())
+          f.evidence_local += i18n::trf("; a DataLoader worker leaks memory meanwhile ({})", c->code);
+      }
+    }
+    if (c) f.cause = c->code;
   }
 }
 

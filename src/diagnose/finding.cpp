@@ -133,10 +133,15 @@ std::string to_text(const Finding& f) {
   // Evidence quotes GPU and process names, a stack the job's file names: every line goes to terminals
   // (text::terminal, line by line: it replaces newlines too).
   const std::string cost = cost_text(f);
-  std::string out = text::terminal(fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {}{}{} -> {}",
-                                               i18n::tr(severity_name(f.severity)), f.code, f.slug, f.start_s,
-                                               f.end_s, who.empty() ? "" : " ", who, shown_evidence(f),
-                                               cost.empty() ? "" : i18n::tr("; "), cost, shown_advice(f)));
+  std::string because;
+  if (!f.cause.empty()) {
+    const auto* k = find_kind(f.cause);
+    because = i18n::trf("caused by {} {}: ", f.cause, k ? k->slug : std::string_view());
+  }
+  std::string out = text::terminal(
+      fmt::format("[{}] {} {} {:.0f}-{:.0f}s{}{}: {}{}{}{} -> {}", i18n::tr(severity_name(f.severity)),
+                  f.code, f.slug, f.start_s, f.end_s, who.empty() ? "" : " ", who, because, shown_evidence(f),
+                  cost.empty() ? "" : i18n::tr("; "), cost, shown_advice(f)));
   for (const auto& st : f.stacks) {
     std::string line =
         fmt::format("    {} pid {}{}: {}",
@@ -183,6 +188,7 @@ void to_json(nlohmann::json& j, const Finding& f) {
                      {"advice", f.advice},     {"thresholds", f.thresholds}};
   if (f.cost) j["cost"] = {{"share", f.cost->share}, {"speedup", f.cost->speedup}, {"basis", f.cost->basis}};
   if (!f.related.empty()) j["related"] = f.related;
+  if (!f.cause.empty()) j["cause"] = f.cause;
   if (!f.stacks.empty()) j["stacks"] = f.stacks;
 }
 
@@ -210,6 +216,7 @@ void from_json(const nlohmann::json& j, Finding& f) {
     f.cost = std::move(c);
   }
   f.related = j.value("related", std::vector<std::string>{});
+  f.cause = j.value("cause", std::string{});
   f.stacks = j.value("stacks", std::vector<RankStack>{});
 }
 
@@ -237,6 +244,29 @@ void rank_findings(std::vector<Finding>& findings, double run_span_s) {
     if (wa != wb) return wa > wb;
     return finding_less(a, b);
   });
+  // The chain, cause first: each finding with a cause in the list moves right after the first finding
+  // of its cause's code (a cause's own cause is placed first, as the list is walked in rank order).
+  std::vector<Finding> placed;
+  placed.reserve(findings.size());
+  std::vector<bool> done(findings.size(), false);
+  auto has_code = [&](const std::string& code) {
+    return std::any_of(findings.begin(), findings.end(), [&](const Finding& f) { return f.code == code; });
+  };
+  auto place = [&](auto& self, std::size_t i, int depth) -> void {
+    if (done[i]) return;
+    done[i] = true;
+    placed.push_back(std::move(findings[i]));
+    if (depth > 4) return;  // a cycle (never made by link_causes) cannot loop
+    const std::string code = placed.back().code;
+    for (std::size_t k = 0; k < findings.size(); ++k)
+      if (!done[k] && findings[k].cause == code) self(self, k, depth + 1);
+  };
+  for (std::size_t i = 0; i < findings.size(); ++i)
+    if (!done[i] &&
+        (findings[i].cause.empty() || !has_code(findings[i].cause) || findings[i].cause == findings[i].code))
+      place(place, i, 0);
+  for (std::size_t i = 0; i < findings.size(); ++i) place(place, i, 0);  // only a cycle is left
+  findings = std::move(placed);
 }
 
 }  // namespace trainmon::diagnose

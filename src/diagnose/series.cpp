@@ -38,7 +38,8 @@ void for_each_host(H& h, F&& f) {
 
 template <class J, class F>
 void for_each_job(J& j, F&& f) {
-  for (auto* c : {&j.rss_mib, &j.cpu_pct, &j.main_cpu_pct, &j.workers, &j.oom_kills}) f(*c);
+  for (auto* c : {&j.rss_mib, &j.cpu_pct, &j.main_cpu_pct, &j.workers, &j.oom_kills, &j.memory_limit_mib})
+    f(*c);
 }
 
 constexpr double kMiB = 1048576.0;
@@ -71,6 +72,41 @@ const JobProcess* JobSeries::proc(std::uint32_t pid) const noexcept {
   auto it = std::lower_bound(procs.begin(), procs.end(), pid,
                              [](const JobProcess& p, std::uint32_t v) { return p.pid < v; });
   return it != procs.end() && it->pid == pid ? &*it : nullptr;
+}
+
+JobProcessKind job_process_kind(const RunSeries& s, const JobProcess& p) {
+  auto is_main = [&](std::uint32_t pid) {
+    if (pid == 0) return false;
+    if (pid == s.facts.root_pid) return true;
+    return std::any_of(s.train.ranks.begin(), s.train.ranks.end(),
+                       [&](const RankSeries& r) { return r.id.pid == pid; });
+  };
+  if (is_main(p.pid)) return JobProcessKind::main;
+  if (p.comm == "pt_data_worker") return JobProcessKind::worker;
+  if (is_main(p.ppid)) {
+    // fork()ed multiprocessing workers keep their parent's program name (DataLoader's default on Linux);
+    // a Python child of the main process is one too (the store keeps the name a process had when first
+    // seen: a main process started by `sh -c 'exec python ...'` may be stored as "sh").
+    const JobProcess* parent = s.job.proc(p.ppid);
+    if ((parent && !parent->comm.empty() && parent->comm == p.comm) || p.comm.starts_with("python"))
+      return JobProcessKind::worker;
+  }
+  return JobProcessKind::other;
+}
+
+std::string_view job_process_kind_name(JobProcessKind k) noexcept {
+  switch (k) {
+    case JobProcessKind::main: return N_("main process");
+    case JobProcessKind::worker: return N_("DataLoader worker");
+    case JobProcessKind::other: break;
+  }
+  return N_("process");
+}
+
+float job_process_rss_at(const JobProcess& p, std::size_t row) {
+  auto it = std::upper_bound(p.rss_rows.begin(), p.rss_rows.end(), row);
+  if (it == p.rss_rows.begin()) return kNA;
+  return p.rss_mib[static_cast<std::size_t>(it - p.rss_rows.begin()) - 1];
 }
 
 const GpuSeries* RunSeries::gpu(unsigned index) const noexcept {
@@ -229,6 +265,12 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
         it->first_t = t;
       }
       it->last_t = t;
+      it->ppid = p.ppid;
+      if (it->comm != p.comm) it->comm = p.comm;
+      if (p.rss_bytes.ok()) {
+        it->rss_rows.push_back(static_cast<std::uint32_t>(row));
+        it->rss_mib.push_back(mib(p.rss_bytes));
+      }
       if (!p.cpu_pct.ok()) continue;
       const bool rank = std::any_of(s.train.ranks.begin(), s.train.ranks.end(),
                                     [&](const RankSeries& r) { return r.id.pid == p.pid; });
@@ -264,6 +306,7 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     s.job.workers[row] = static_cast<float>(workers);
   }
   if (ctx.cgroup_oom_kills) s.job.oom_kills[row] = static_cast<float>(*ctx.cgroup_oom_kills);
+  if (ctx.memory_limit_mib) s.job.memory_limit_mib[row] = static_cast<float>(*ctx.memory_limit_mib);
 
   // ---- host ------------------------------------------------------------------------------------
   const HostSample& h = snap.host;
@@ -400,6 +443,13 @@ RunSeries slice(const RunSeries& s, double t0, double t1) {
       if (p.ticks[i] < a || p.ticks[i] >= b) continue;
       q.ticks.push_back(static_cast<std::uint32_t>(p.ticks[i] - a));
       q.cpu_pct.push_back(p.cpu_pct[i]);
+    }
+    q.ppid = p.ppid;
+    q.comm = p.comm;
+    for (std::size_t i = 0; i < p.rss_rows.size(); ++i) {
+      if (p.rss_rows[i] < a || p.rss_rows[i] >= b) continue;
+      q.rss_rows.push_back(static_cast<std::uint32_t>(p.rss_rows[i] - a));
+      q.rss_mib.push_back(p.rss_mib[i]);
     }
     out.job.procs.push_back(std::move(q));
   }

@@ -147,6 +147,7 @@ std::string summary_to_json(const RunSummary& s) {
     j["cgroup"] = nullptr;
   }
   j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
+  if (s.oom_kills) j["oom_kills"] = *s.oom_kills;
   if (s.train) j["train"] = train_summary_to_json(*s.train);
   if (s.train_events) {
     nlohmann::json rejected = nlohmann::json::object();
@@ -201,6 +202,7 @@ RunSummary summary_from_json(const std::string& text) {
       o.cpu_limit_path = c->value("cpu_limit_path", std::string());
     }
     s.oom_at_cgroup_limit = j.value("oom_at_cgroup_limit", false);
+    s.oom_kills = get_opt<std::uint64_t>(j, "oom_kills");
     if (const auto t = j.find("train"); t != j.end()) s.train = train_summary_from_json(*t);
     if (const auto t = j.find("train_events"); t != j.end() && t->is_object()) {
       RunSummary::TrainEvents e;

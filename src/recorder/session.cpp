@@ -14,6 +14,7 @@
 
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/store/chunk_codec.h"
+#include "trainmon/store/series_fields.h"
 #include "trainmon/store/train_rows.h"
 
 namespace trainmon::recorder {
@@ -189,6 +190,21 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
 
   if (writer_) {
     auto batch = make_tick_batch(snap, stored, job_pids_, timeline(), prev_t_ns_, options_.interval_ns);
+    if (options_.child_pid) {
+      // `run`: the job's OOM kills since its start and its memory cgroup limit, with the host row (the
+      // columns store/series_fields.cpp leaves NULL), for D20 and D3 offline as live.
+      static const auto kills_col = store::field_index(store::SeriesKind::host, "job_oom_kills");
+      static const auto limit_col = store::field_index(store::SeriesKind::host, "job_memory_limit_bytes");
+      const auto kills = oom_.kills_since_start();
+      const auto limit = oom_.memory_limit_bytes();
+      for (auto& row : batch.rows) {
+        if (row.series.kind != store::SeriesKind::host) continue;
+        if (kills && kills_col && *kills_col < row.values.size())
+          row.values[*kills_col] = static_cast<std::int64_t>(*kills);
+        if (limit && limit_col && *limit_col < row.values.size())
+          row.values[*limit_col] = static_cast<std::int64_t>(*limit);
+      }
+    }
     prev_t_ns_ = batch.t_ns;
     batch.gaps = std::exchange(gaps_, {});
     add_train_rows(batch, train, options_.start_unix_ns);

@@ -151,10 +151,14 @@ std::string write_markdown(const json& m) {
                                f["cost"].value("basis", "") == "estimated" ? i18n::tr(" (estimated)") : "")
                    : std::string(i18n::tr(" **Cost: no step completes.**"));
       }
-      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}{}\n  → {}\n",
+      // the finding that explains this one (listed before it)
+      const std::string because = str(f, "cause").empty() || !codes.contains(str(f, "cause"))
+                                      ? std::string()
+                                      : i18n::trf("caused by {}: ", cell(str(f, "cause")));
+      out += fmt::format("- **[{}] {} {}** ({}) {:.1f}–{:.1f} s{}: {}{}{}\n  → {}\n",
                          cell(std::string(i18n::tr(str(f, "severity")))), cell(str(f, "code")),
                          cell(str(f, "slug")), cell(str(say, "title")), f.value("start_s", 0.0),
-                         f.value("end_s", 0.0), where, cell(str(say, "evidence")), cost,
+                         f.value("end_s", 0.0), where, because, cell(str(say, "evidence")), cost,
                          cell(str(say, "advice")));
       if (f.contains("stacks") && f["stacks"].is_array()) {
         for (const auto& st : f["stacks"]) {

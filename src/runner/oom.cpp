@@ -100,7 +100,17 @@ std::optional<OomVerdict> oom_verdict(const OomInputs& in) {
         ": the job's memory cgroup reached its limit of {} ({} of cgroup {}), not the host's memory",
         human_bytes(*cg.memory_limit_bytes), cg.memory_limit_file, cg.memory_limit_path);
   }
-  if (in.tree_rss_bytes) {
+  // The killed process with its own RSS; the job's last RSS only while it still includes it (the main
+  // process's kill: the last tick was before it; a worker's: the job's RSS after the kill says little).
+  const bool killed = in.killed_pid && in.killed_rss_bytes;
+  if (killed)
+    what += fmt::format("; the killed process ({}pid {}) had {:.1f} GiB RSS",
+                        in.killed_kind.empty() ? std::string() : in.killed_kind + ", ", *in.killed_pid,
+                        static_cast<double>(*in.killed_rss_bytes) / kGiB);
+  if (killed && !sigkill) {
+    if (in.rss_growth_bytes_per_h && *in.rss_growth_bytes_per_h > 0)
+      what += fmt::format("; the job's RSS had grown {:.1f} GiB/h", *in.rss_growth_bytes_per_h / kGiB);
+  } else if (in.tree_rss_bytes) {
     what += fmt::format("; the job's RSS was {:.1f} GiB", static_cast<double>(*in.tree_rss_bytes) / kGiB);
     if (in.rss_growth_bytes_per_h && *in.rss_growth_bytes_per_h > 0) {
       what += fmt::format(" and had grown {:.1f} GiB/h", *in.rss_growth_bytes_per_h / kGiB);
@@ -194,6 +204,13 @@ JobCgroupLimits OomWatch::limits() const {
   out.cpu_limit_cpus = cpu_limit_;
   out.cpu_limit_file = cpu_file_;
   out.cpu_limit_path = cpu_path_;
+  return out;
+}
+
+std::optional<std::uint64_t> OomWatch::memory_limit_bytes() const {
+  std::optional<std::uint64_t> out;
+  for (const auto& [dir, lim] : memory_limits_)
+    if (!out || lim.bytes < *out) out = lim.bytes;
   return out;
 }
 

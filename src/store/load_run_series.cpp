@@ -268,6 +268,8 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           h.psi_mem_some_avg10[i] = v.pct100("pressure_memory_some_avg10_pct");
           h.psi_io_some_avg10[i] = v.pct100("pressure_io_some_avg10_pct");
           h.disk_read_bps[i] = v.plain("disk_read_bytes_per_s");
+          out.job.oom_kills[i] = v.plain("job_oom_kills");
+          out.job.memory_limit_mib[i] = v.mib("job_memory_limit_bytes");
         });
         break;
       }
@@ -336,7 +338,9 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         pit->last_t = -1e300;
       }
       auto& jp = *pit;
-      std::vector<std::pair<std::uint32_t, float>> cpu_rows;
+      jp.ppid = s.ppid;
+      jp.comm = s.comm;
+      std::vector<std::pair<std::uint32_t, float>> cpu_rows, rss_rows;
       auto r = for_each_row(store, s, [&](std::int64_t t, const RowView& v) {
         auto row = tick_of(t);
         if (!row) return;
@@ -351,6 +355,8 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         if (const auto b = v.raw("rss_bytes"); b != kNull) {
           rss[i] += static_cast<double>(b) / kMiB;
           any_rss[i] = true;
+          rss_rows.emplace_back(static_cast<std::uint32_t>(i),
+                                static_cast<float>(static_cast<double>(b) / kMiB));
         }
         if (const auto c = v.raw("cpu_pct"); c != kNull) {
           cpu[i] += static_cast<double>(c) / 100.0;
@@ -369,6 +375,11 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
         auto at = std::upper_bound(jp.ticks.begin(), jp.ticks.end(), i);
         jp.cpu_pct.insert(jp.cpu_pct.begin() + (at - jp.ticks.begin()), c);
         jp.ticks.insert(at, i);
+      }
+      for (auto& [i, m] : rss_rows) {
+        auto at = std::upper_bound(jp.rss_rows.begin(), jp.rss_rows.end(), i);
+        jp.rss_mib.insert(jp.rss_mib.begin() + (at - jp.rss_rows.begin()), m);
+        jp.rss_rows.insert(at, i);
       }
     }
     std::erase_if(out.job.procs, [](const diagnose::JobProcess& p) { return p.first_t > p.last_t; });
@@ -437,6 +448,8 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
   // "cgroup".memory_limit_bytes and "oom_at_cgroup_limit").
   if (const auto sj = nlohmann::json::parse(info->summary_json, nullptr, false); sj.is_object()) {
     f.oom_at_cgroup_limit = sj.value("oom_at_cgroup_limit", false);
+    if (const auto k = sj.find("oom_kills"); k != sj.end() && k->is_number())
+      f.oom_kills_at_end = k->get<double>();
     if (const auto c = sj.find("cgroup"); c != sj.end() && c->is_object()) {
       if (const auto b = c->find("memory_limit_bytes"); b != c->end() && b->is_number())
         f.cgroup_memory_limit_mib = b->get<double>() / kMiB;

@@ -186,6 +186,11 @@ const Field<HostSample> kHost[] = {
     {{"net_rx_bytes_per_s"},
      [](const HostSample& h) { return static_cast<std::int64_t>(sum_net(h, false)); }},
     {{"net_tx_bytes_per_s"}, [](const HostSample& h) { return static_cast<std::int64_t>(sum_net(h, true)); }},
+    // `run` only, NULL elsewhere: the watched job's OOM kills since its start and its tightest memory
+    // cgroup limit (D3's headroom, D20's kills offline as live). Not in a HostSample: the recorder
+    // session fills them from runner::OomWatch (recorder/session.cpp).
+    {{"job_oom_kills"}, [](const HostSample&) { return kNull; }},
+    {{"job_memory_limit_bytes"}, [](const HostSample&) { return kNull; }},
 };
 
 // ---- processes ------------------------------------------------------------------------------

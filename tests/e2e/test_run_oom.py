@@ -28,8 +28,8 @@ def _write(path, text):
         f.write(text)
 
 
-def make_cgroup():
-    """(directory, cleanup) of a fresh memory cgroup limited to LIMIT, or pytest.skip with why."""
+def make_cgroup(limit=LIMIT):
+    """(directory, cleanup) of a fresh memory cgroup limited to `limit` bytes, or pytest.skip with why."""
     name = f"trainmon-test-{uuid.uuid4().hex[:8]}"
     tried = []
     # cgroup v2: the unified hierarchy at /sys/fs/cgroup (or /sys/fs/cgroup/unified with the memory controller)
@@ -43,7 +43,7 @@ def make_cgroup():
         d = os.path.join(root, name)
         try:
             os.mkdir(d)
-            _write(os.path.join(d, "memory.max"), str(LIMIT))
+            _write(os.path.join(d, "memory.max"), str(limit))
             if os.path.exists(os.path.join(d, "memory.swap.max")):
                 _write(os.path.join(d, "memory.swap.max"), "0")
             return d, lambda: os.rmdir(d)
@@ -55,9 +55,9 @@ def make_cgroup():
         d = os.path.join(v1, name)
         try:
             os.mkdir(d)
-            _write(os.path.join(d, "memory.limit_in_bytes"), str(LIMIT))
+            _write(os.path.join(d, "memory.limit_in_bytes"), str(limit))
             if os.path.exists(os.path.join(d, "memory.memsw.limit_in_bytes")):
-                _write(os.path.join(d, "memory.memsw.limit_in_bytes"), str(LIMIT))
+                _write(os.path.join(d, "memory.memsw.limit_in_bytes"), str(limit))
             return d, lambda: os.rmdir(d)
         except OSError as e:
             tried.append(f"{d}: {e}")

@@ -28,6 +28,16 @@ class DiagnosisEngine {
 /// known to use: none for a job on the CPU). run_all does it; live and offline alike.
 void link_related(std::vector<Finding>& findings);
 
+/// Sets `cause` where one finding explains another (docs/diagnosis.md "Causes"), live and offline alike
+/// (run_all does it), with `window_s` of slack around each overlap:
+///  - D20 OOM kill <- the D3 leak that ended at or before it (the one naming the killed pid first);
+///  - D17 host memory pressure <- a D3 leak overlapping it;
+///  - D23 hang <- D17 overlapping it: the hang's advice becomes the pressure's (the stacks show where the
+///    ranks waited for memory, not a line to fix);
+///  - D14 late GPU answer (numbers.host_pressure = 1, not critical) <- D17 or D19 overlapping it;
+///  - D25 / D4 data wait <- a D3 leak in a DataLoader worker overlapping it.
+void link_causes(std::vector<Finding>& findings, double window_s);
+
 /// Settings of the live wrapper.
 /// How much further back than LiveOptions::window_s an evaluation may look before the window is cut.
 inline constexpr double kWindowSlack = 1.1;

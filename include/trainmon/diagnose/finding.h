@@ -78,7 +78,11 @@ struct Finding {
   std::map<std::string, double> thresholds;  ///< name -> value of each threshold used
   std::optional<Cost> cost;                  ///< what it costs (performance findings), nullopt otherwise
   std::vector<std::string> related;          ///< codes of findings that overlap it and explain it (D26)
-  std::vector<RankStack> stacks;             ///< the ranks' stacks (D23), ordered by rank key
+  /// The code of the finding that caused this one ("D17" for a stall during memory pressure, "D3" for
+  /// the OOM kill a leak led to); empty when none is known. Set by link_causes (engine.h); the report,
+  /// `diagnose` and rank_findings put the cause before this one (docs/diagnosis.md "Causes").
+  std::string cause;
+  std::vector<RankStack> stacks;  ///< the ranks' stacks (D23), ordered by rank key
   /// `evidence` and `advice` in the language of the text views (core/i18n.h), made with them by the
   /// detectors; empty when that language is English, and in findings read back from JSON or the store
   /// (neither keeps them: what scripts read stays English). See shown_evidence / shown_advice.
@@ -122,6 +126,8 @@ bool finding_less(const Finding& a, const Finding& b);
 double cost_weight(const Finding& f, double run_span_s);
 /// What to fix first (`diagnose`, the run summary, the report): critical findings first, then by
 /// cost_weight (largest first), then warnings without a cost, then info; ties in finding_less order.
+/// Then the chain: a finding whose `cause` is in the list comes right after its cause (cause first),
+/// whatever its own rank.
 void rank_findings(std::vector<Finding>& findings, double run_span_s);
 
 }  // namespace trainmon::diagnose

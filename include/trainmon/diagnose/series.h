@@ -108,14 +108,31 @@ struct HostSeries {
   std::vector<float> disk_read_bps;       ///< sum over disks, bytes per second
 };
 
+struct RunSeries;
+
 /// One process of the watched job: when it was seen alive and, for a training rank's process, its CPU.
 struct JobProcess {
   std::uint32_t pid = 0;
-  double first_t = 0;                ///< run clock: first tick it was seen alive (not a zombie)
-  double last_t = 0;                 ///< run clock: last tick it was seen alive
-  std::vector<std::uint32_t> ticks;  ///< rows with a CPU reading (training ranks' processes only)
-  std::vector<float> cpu_pct;        ///< its CPU at those rows, per-core basis (100 = one core)
+  double first_t = 0;                   ///< run clock: first tick it was seen alive (not a zombie)
+  double last_t = 0;                    ///< run clock: last tick it was seen alive
+  std::vector<std::uint32_t> ticks;     ///< rows with a CPU reading (training ranks' processes only)
+  std::vector<float> cpu_pct;           ///< its CPU at those rows, per-core basis (100 = one core)
+  std::uint32_t ppid = 0;               ///< parent pid as last seen (0 unknown)
+  std::string comm;                     ///< /proc/PID/comm as last seen ("python3", "pt_data_worker")
+  std::vector<std::uint32_t> rss_rows;  ///< rows with an RSS reading, ascending (D3, D20)
+  std::vector<float> rss_mib;           ///< its RSS at those rows, MiB
 };
+
+/// What kind of process of the job `p` is, for D3/D20's words and advice: the job's main process (the
+/// root, or a training rank's process), a DataLoader worker (a child of one of those with the same
+/// program name, which is what fork()ed multiprocessing workers are, or a Python one, or one named
+/// "pt_data_worker"), or another process of the tree.
+enum class JobProcessKind : std::uint8_t { main = 0, worker = 1, other = 2 };
+JobProcessKind job_process_kind(const RunSeries& s, const JobProcess& p);
+/// "main process", "DataLoader worker", "process" (English; detectors translate with word()).
+std::string_view job_process_kind_name(JobProcessKind k) noexcept;
+/// The RSS of `p` at the last row <= `row` that has one (NaN when none), MiB.
+float job_process_rss_at(const JobProcess& p, std::size_t row);
 
 /// The watched job's process tree, one row per tick (NaN when no job is watched).
 struct JobSeries {
@@ -123,8 +140,10 @@ struct JobSeries {
   std::vector<float> cpu_pct;       ///< sum over the tree, per-core basis (250 = 2.5 cores)
   std::vector<float> main_cpu_pct;  ///< the root (main) process
   std::vector<float> workers;       ///< processes in the tree besides the root
-  std::vector<float> oom_kills;     ///< cgroup memory.events oom_kill (cumulative)
-  std::vector<JobProcess> procs;    ///< every process of the tree ever seen, ordered by pid (D23-D25)
+  std::vector<float> oom_kills;     ///< OOM kills in the job's memory cgroups since it started (cumulative:
+                                    ///< memory.events oom_kill, v1 memory.oom_control); NaN: not read
+  std::vector<float> memory_limit_mib;  ///< the job's tightest memory cgroup limit, MiB; NaN: none known
+  std::vector<JobProcess> procs;        ///< every process of the tree ever seen, ordered by pid (D23-D25)
 
   /// The process `pid`, or nullptr.
   [[nodiscard]] const JobProcess* proc(std::uint32_t pid) const noexcept;
@@ -175,6 +194,11 @@ struct JobFacts {
   bool oom_at_cgroup_limit = false;
   /// The job's effective memory cgroup limit (memory.max / memory.limit_in_bytes), MiB; unset: none.
   std::optional<double> cgroup_memory_limit_mib;
+  /// OOM kills counted in the job's cgroups by its end (runner::OomWatch::kills_since_start after the
+  /// command exited): a kill after the last tick (a worker killed, the job failing at once) is still
+  /// one for D20. Unset: not read. Not stored (the summary keeps `oom_kills`), so offline sees only
+  /// the kills of the stored ticks and the main process's kill.
+  std::optional<double> oom_kills_at_end;
   std::vector<unsigned> gpus;  ///< GPU indices the job is meant to use (CUDA_VISIBLE_DEVICES,
                                ///< --device); empty = unknown, detectors infer from processes
   std::uint32_t root_pid = 0;
@@ -209,6 +233,8 @@ struct JobContext {
   /// within the tick: a step of the wall clock moves no time (core/timeline.h). nullopt: t comes
   /// from the snapshots' wall clock (time_unix_ns - run_start_unix_ns).
   std::optional<std::int64_t> run_start_monotonic_ns;
+  /// The job's tightest memory cgroup limit, MiB (`run`: runner::OomWatch), if the caller reads it.
+  std::optional<double> memory_limit_mib;
 };
 
 /// Appends one row built from `snap` (its time, GPUs, GPU processes, host, the job's processes) and

@@ -41,6 +41,12 @@ struct Thresholds {
   double leak_min_r2 = 0.8;           ///< linear enough to be a leak (ours)
   double leak_min_span_s = 1800;      ///< fitted over at least 30 min (ours; D3 shows after hours)
   double leak_critical_eta_s = 3600;  ///< critical when available memory runs out within 1 h
+  /// Evidence scaled by danger: a linear growth fitted over T seconds (at least leak_fast_min_span_s)
+  /// that exhausts what the job can use (MemAvailable, or its memory cgroup's limit) within
+  /// leak_fast_eta_factor x T is reported at once, critical (ours: the forecast must reach no further
+  /// than a few times the evidence behind it; issue 34's worker leak ran out 5 min after its start).
+  double leak_fast_eta_factor = 3;
+  double leak_fast_min_span_s = 10;  ///< and at least 5 rows (ours: a few 1-s ticks of steady growth)
   // --- D4 data loading -------------------------------------------------------------------------
   double starved_util_pct = 40;  ///< mean GPU util under this; MISSION §4 D4/D11
   double starved_sm_pct = 30;    ///< swinging util with mean sm under this; MISSION §4 D4
@@ -82,6 +88,10 @@ struct Thresholds {
   double pressure_for_s = 30;
   double swap_growth_mib = 256;   ///< swap used grows this much within an episode
   double low_available_pct = 10;  ///< MemAvailable under 10 % of total (ours)
+  /// D14: a GPU whose calls hang (timeouts only, never NVML_ERROR_GPU_IS_LOST) and that answers again
+  /// within this long, while the host is under memory pressure (D17's thresholds) or its CPUs are
+  /// saturated (cpu_saturated_pct), answered late: the host's problem, not a lost GPU (ours).
+  double gpu_late_max_s = 30;
   // --- D18 / D19 I/O- and CPU-bound loading -----------------------------------------------------
   double iowait_pct = 20;                     ///< host iowait (ours)
   double psi_io_some_pct = 20;                ///< PSI io some avg10 (ours)

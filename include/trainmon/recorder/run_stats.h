@@ -50,6 +50,9 @@ struct RunSummary {
   runner::JobCgroupLimits cgroup;
   /// The OOM verdict put the kill at the memory cgroup's limit (runner::OomVerdict::at_cgroup_limit).
   bool oom_at_cgroup_limit = false;
+  /// OOM kills counted in the job's cgroups during the run (OomWatch::kills_since_start at the end);
+  /// JSON "oom_kills", absent when not read. D20 offline counts a kill after the last stored tick by it.
+  std::optional<std::uint64_t> oom_kills;
   /// The training loop's figures over the run (summarize_train of the run's TrainSeries); nullopt for a
   /// run whose training process sent no step timing (then "train" is absent from the JSON).
   std::optional<TrainSummary> train;

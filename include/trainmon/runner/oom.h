@@ -61,6 +61,12 @@ struct OomInputs {
   std::optional<std::uint64_t> min_available_bytes;  ///< lowest host MemAvailable in the last samples
   std::optional<std::uint64_t> memory_total_bytes;   ///< host MemTotal
   JobCgroupLimits cgroup;                            ///< the job's cgroup limits (OomWatch::limits)
+  /// The process the kill ended, as the diagnosis (D20) named it: pid, its RSS at its last tick and its
+  /// kind ("DataLoader worker", "main process"); the message names it instead of the job's RSS after
+  /// the kill. Unset: unknown (the message gives the job's RSS).
+  std::optional<std::uint32_t> killed_pid;
+  std::optional<std::uint64_t> killed_rss_bytes;
+  std::string killed_kind;
 };
 
 struct OomVerdict {
@@ -95,6 +101,8 @@ class OomWatch {
   /// limiting level's peak and whether it reached its limit re-read now. version 0 before any
   /// cgroup was read.
   JobCgroupLimits limits() const;
+  /// The tightest memory limit over the cgroups seen, bytes (no file read); nullopt: none.
+  std::optional<std::uint64_t> memory_limit_bytes() const;
   /// How many times observe() read a cgroup (a process new to it, or moved): limits() can only
   /// differ after this changes.
   std::uint64_t cgroup_reads() const noexcept { return cgroup_reads_; }

@@ -53,6 +53,51 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
         first = 0;
         while (first < ep.i0 && g.state[first] == GpuState::absent) ++first;
       }
+      // A late answer is not a lost GPU: calls that hung (never "lost") and answered again within
+      // gpu_late_max_s while the host was short of memory or CPU (D17's, D19's thresholds, within a
+      // window around it) are the host's problem (docs/diagnosis.md "D14 under host pressure").
+      bool only_timeouts = true;
+      for (std::size_t i = ep.i0; i <= ep.i1; ++i)
+        if (g.state[i] != GpuState::timeout && g.state[i] != GpuState::ok) only_timeouts = false;
+      const std::size_t w0 = row_at(s, s.t[ep.i0] - th.window_s),
+                        w1 = std::min(n - 1, row_at(s, s.t[ep.i1] + th.window_s));
+      const double psi = max_of(s.host.psi_mem_some_avg10, w0, w1),
+                   avail = min_of(s.host.mem_available_mib, w0, w1),
+                   total = last_of(s.host.mem_total_mib, w0, w1), cpu = max_of(s.host.cpu_busy_pct, w0, w1);
+      const bool mem_pressure =
+          (!na(psi) && psi >= th.psi_mem_some_pct) ||
+          (!na(avail) && !na(total) && total > 0 && 100 * avail / total < th.low_available_pct);
+      const bool cpu_starved = !na(cpu) && cpu >= th.cpu_saturated_pct;
+      const bool late = !never && only_timeouts && ep.i1 + 1 < n &&
+                        s.t[ep.i1] - s.t[ep.i0] <= th.gpu_late_max_s && (mem_pressure || cpu_starved);
+      if (late) {
+        Finding f = make_finding("D14", Severity::warning, s.t[ep.i0], s.t[ep.i1]);
+        f.gpus = {g.index};
+        f.numbers["host_pressure"] = 1;
+        put(f.numbers, "late_s", s.t[ep.i1] - s.t[ep.i0]);
+        put(f.numbers, "psi_mem_some_avg10_max", psi);
+        put(f.numbers, "available_min_mib", avail);
+        put(f.numbers, "cpu_busy_max_pct", cpu);
+        say(f,
+            "GPU{} answered late at {:.0f} s (NVML calls past the deadline for {}, then answered again) "
+            "while "
+            "the host was {}",
+            g.index, s.t[ep.i0], dur(s.t[ep.i1] - s.t[ep.i0]),
+            mem_pressure ? word("short of memory") : word("short of CPU"));
+        if (mem_pressure && !na(psi)) say(f, " (PSI memory some avg10 up to {} %)", num(psi, 1));
+        if (!mem_pressure) say(f, " (CPU busy up to {} %)", num(cpu));
+        f.advice =
+            N_("Not a lost GPU: the driver answered late because the host was short of memory or CPU (see "
+               "the cause). Fix the host's pressure; the GPU needs no reset. A GPU that keeps failing is "
+               "reported as lost.");
+        f.thresholds = {{"gpu_late_max_s", th.gpu_late_max_s},
+                        {"psi_mem_some_pct", th.psi_mem_some_pct},
+                        {"low_available_pct", th.low_available_pct},
+                        {"cpu_saturated_pct", th.cpu_saturated_pct},
+                        {"window_s", th.window_s}};
+        out.push_back(std::move(f));
+        continue;
+      }
       Finding f = make_finding("D14", Severity::critical, s.t[first], s.t[ep.i1]);
       f.gpus = {g.index};
       int lost = 0, timeout = 0, other = 0;

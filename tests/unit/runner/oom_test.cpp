@@ -75,6 +75,17 @@ TEST(RunnerOom, NormalExitWithoutKillsIsNotOomButAKilledWorkerIsReported) {
   EXPECT_TRUE(v->certain);
   EXPECT_FALSE(v->main_process_killed);
   EXPECT_EQ(v->message, "a process of the job was killed by the kernel OOM killer (by 00:00:05)");
+  // Named by the diagnosis (D20): the killed worker's own RSS, not the job's after the kill (issue 34).
+  in.tree_rss_bytes = kGiB / 10;
+  in.rss_growth_bytes_per_h = 271.9 * kGiB;
+  in.killed_pid = 4242;
+  in.killed_rss_bytes = 12 * kGiB;
+  in.killed_kind = "DataLoader worker";
+  v = oom_verdict(in);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->message,
+            "a process of the job was killed by the kernel OOM killer (by 00:00:05); the killed process "
+            "(DataLoader worker, pid 4242) had 12.0 GiB RSS; the job's RSS had grown 271.9 GiB/h");
 }
 
 JobCgroupLimits limit_of(std::uint64_t bytes, bool reached, bool oom) {

@@ -156,8 +156,12 @@
       el('span', { class: 'sev sev-' + f.severity }, tr(f.severity)),
       el('b', {}, `${f.code} ${say.title}`), ` · ${range}${where} `,
       first ? el('a', { href: '#chart-' + first, class: 'goto' }, tr('show on chart')) : null);
-    const box = el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head,
-      el('p', { class: 'evidence' }, say.evidence));
+    const box = el('div', { class: 'finding sev-border-' + f.severity, id: 'finding-' + f.id }, head);
+    // The finding that explains this one (its cause, listed before it): a link to it.
+    const cause = f.cause ? findings.find((c) => c.code === f.cause) : null;
+    if (cause) box.append(el('p', { class: 'cause' }, tr('Caused by '),
+      el('a', { href: '#finding-' + cause.id }, `${cause.code} ${cause.slug}`)));
+    box.append(el('p', { class: 'evidence' }, say.evidence));
     if (f.cost) {
       const basis = f.cost.basis === 'estimated' ? tr(' (estimated from the GPU side)') : '';
       box.append(el('p', { class: 'cost' }, f.cost.speedup > 0
