@@ -5,7 +5,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <signal.h>
-#include <sys/pidfd.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,7 +132,8 @@ std::vector<ProcStat> job_processes() {
 }
 
 int signal_process(const ProcStat& p, int sig) {
-  const int fd = ::pidfd_open(p.pid, 0);
+  // syscall(): glibc 2.36's <sys/pidfd.h> declares these without C linkage for C++.
+  const int fd = static_cast<int>(::syscall(SYS_pidfd_open, p.pid, 0));
   if (fd < 0 && errno == ESRCH) return ESRCH;
   // The pidfd pins the process; the start time proves it is the one listed (not a reused pid).
   const auto now = read_stat(p.pid);
@@ -140,7 +141,7 @@ int signal_process(const ProcStat& p, int sig) {
   if (!now || now->start_ticks != p.start_ticks) {
     err = ESRCH;
   } else if (fd >= 0) {
-    err = ::pidfd_send_signal(fd, sig, nullptr, 0) == 0 ? 0 : errno;
+    err = ::syscall(SYS_pidfd_send_signal, fd, sig, nullptr, 0) == 0 ? 0 : errno;
   } else {
     err = ::kill(p.pid, sig) == 0 ? 0 : errno;  // no pidfd (Linux < 5.3): checked just above
   }
