@@ -7,6 +7,7 @@ stopped too. Every test records the pids its job started and asserts that each o
 trainmon has exited; the clean-up ends only those (pid and start time checked)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -303,9 +304,10 @@ time.sleep(300)
              and start_ticks(p)[1] == t]
     assert status == 130, (status, text[-3000:])  # the main process died of SIGINT (KeyboardInterrupt)
     assert alive == [], (alive, text[-3000:])
-    assert ("SIGINT from the terminal reached the job (3 processes; trainmon passed it on to the 1 outside "
-            "its process group)") in text, text[-3000:]
-    assert "job stop: SIGINT passed on to 3 processes; all ended" in text, text[-3000:]
+    # the plain sleep may have died of the terminal's SIGINT before trainmon looked: 2 or 3 processes
+    assert re.search(r"SIGINT from the terminal reached the job \([23] processes; trainmon passed it on to the 1 "
+                     r"outside its process group\)", text), text[-3000:]
+    assert re.search(r"job stop: SIGINT passed on to [23] processes; all ended", text), text[-3000:]
 
 
 @pytest.mark.parametrize("tool", ["record", "serve"])
