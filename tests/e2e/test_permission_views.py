@@ -64,16 +64,16 @@ def test_no_permission_is_never_a_hardware_alarm(tmp_path, variant):
     p = subprocess.run([trainmon_bin(), "status", "--json"], env=e, capture_output=True, text=True, timeout=60)
     gpus = {g["index"]: g for g in json.loads(p.stdout)["gpus"]}
     assert gpus[1]["responsive"] == "no_permission", gpus[1]
-    assert gpus[0]["responsive"] is True
+    assert gpus[0]["responsive"] == "ok"
 
     db = tmp_path / "r.db"
-    r = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--duration", "3", "--interval", "0.5",
-                        "--threshold", "clear_s=1"], env=e, capture_output=True, text=True, timeout=60)
+    r = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--duration", "3", "--interval", "0.5"], env=e,
+                       capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     assert not [a for a in ALARMS if a in r.stderr], r.stderr
     d = subprocess.run([trainmon_bin(), "diagnose", "last", "--json", "--db", str(db)], env=e,
                        capture_output=True, text=True, timeout=60)
-    assert d.returncode in (0, 1), d.stderr
+    assert d.stdout.strip().startswith(("{", "[")), (d.returncode, d.stderr)
     assert "D14" not in d.stdout and "gpu-lost" not in d.stdout, d.stdout
 
     screen = top_screen(e)
