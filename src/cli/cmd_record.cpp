@@ -14,6 +14,7 @@
 #include "trainmon/core/i18n.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/record_loop.h"
+#include "trainmon/runner/job_stop.h"
 #include "trainmon/runner/launcher.h"
 
 namespace trainmon::cli {
@@ -42,7 +43,10 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   if (!alerts) return kExitUsage;
   std::vector<recorder::TickObserver*> observers;
   if (*alerts) observers.push_back(alerts->get());
-  return recorder::run_record_loop(*lo, observers) == 0 ? kExitOk : kExitFailure;
+  const int rc = recorder::run_record_loop(*lo, observers);
+  // Nothing the alert commands started outlives the recorder (runner/job_stop.h).
+  (void)runner::JobStop(0, runner::JobStopOptions{"record", runner::kHelperGrace, false}).finish();
+  return rc == 0 ? kExitOk : kExitFailure;
 }
 
 const Registrar kRegistrar{CommandSpec{

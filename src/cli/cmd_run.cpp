@@ -42,6 +42,7 @@
 #include "trainmon/recorder/stack_capture.h"
 #include "trainmon/recorder/tick_observer.h"
 #include "trainmon/report/report_file.h"
+#include "trainmon/runner/job_stop.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/runner/oom.h"
 #include "trainmon/runner/python_hook.h"
@@ -55,47 +56,6 @@ extern char** environ;
 namespace trainmon::cli {
 namespace {
 
-/// What `run` says while a stop signal it passed on (or that the terminal sent to the job) has not
-/// ended the command: at once which signal went where, and after kStillRunningS that the command
-/// still runs, since a job that handles or ignores SIGINT / SIGTERM (a training loop that saves a
-/// checkpoint first, a launcher that waits for its ranks) otherwise looks like a hung trainmon.
-/// trainmon never kills the job itself: it names the commands that would.
-class StopWait {
- public:
-  static constexpr std::int64_t kStillRunningS = 5;
-  StopWait(int pid, bool quiet) : pid_(pid), quiet_(quiet) {}
-
-  void on_signal(int sig, std::int64_t now_ns) {
-    if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return;
-    if (since_ns_ < 0) since_ns_ = now_ns;
-    sig_ = sig;
-    if (!quiet_)
-      std::fputs(i18n::trf("trainmon: the command (pid {}) got SIG{}; waiting for it to end\n", pid_,
-                           sigabbrev_np(sig))
-                     .c_str(),
-                 stderr);
-  }
-
-  void check(std::int64_t now_ns) {
-    if (since_ns_ < 0 || told_ || now_ns - since_ns_ < kStillRunningS * 1'000'000'000) return;
-    told_ = true;
-    if (!quiet_)
-      std::fputs(
-          i18n::trf("trainmon: the command (pid {0}) still runs {1}s after SIG{2}: it handles or ignores "
-                    "it; still recording. `kill -KILL {0}` ends it (its children: `pkill -KILL -P {0}`)\n",
-                    pid_, static_cast<long long>(kStillRunningS), sigabbrev_np(sig_))
-              .c_str(),
-          stderr);
-  }
-
- private:
-  int pid_;
-  bool quiet_;
-  int sig_ = 0;
-  std::int64_t since_ns_ = -1;
-  bool told_ = false;
-};
-
 struct RunOptions {
   std::string name;
   std::string interval = "1";
@@ -103,6 +63,7 @@ struct RunOptions {
   std::vector<std::string> labels;
   bool quiet = false;
   std::string print_every = "30";
+  std::string kill_after = "30";        ///< grace between the stop signal and SIGKILL (runner::kDefaultGrace)
   std::vector<std::string> thresholds;  ///< diagnosis threshold overrides, name=value
   std::string report;                   ///< HTML report file (default: beside the store, docs/report.md)
   bool no_report = false;
@@ -143,6 +104,14 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (!print_every) {
     std::fputs(i18n::trf("trainmon run: --print-every wants {} (got '{}')\n", recorder::duration_syntax(),
                          o.print_every)
+                   .c_str(),
+               stderr);
+    return kExitUsage;
+  }
+  const auto kill_after = recorder::parse_duration_ns(o.kill_after);
+  if (!kill_after) {
+    std::fputs(i18n::trf("trainmon run: --kill-after wants {} (got '{}')\n", recorder::duration_syntax(),
+                         o.kill_after)
                    .c_str(),
                stderr);
     return kExitUsage;
@@ -416,7 +385,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
   }
 
-  StopWait stop_wait{static_cast<int>(*child), o.quiet};
+  // A stop signal goes to the whole job; SIGKILL after the grace period (runner/job_stop.h).
+  runner::JobStop job_stop{*child,
+                           runner::JobStopOptions{"run", std::chrono::nanoseconds(*kill_after), o.quiet}};
   runner::ChildExit exit;
   bool told_rejected = false;  // the first rejected training events are said at once, the rest in the summary
   std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
@@ -516,21 +487,23 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
     next += *interval;
     for (;;) {
-      std::int64_t left = next - now_ns(CLOCK_MONOTONIC);
+      const std::int64_t now = now_ns(CLOCK_MONOTONIC);
+      std::int64_t left = next - now;
       if (left <= 0 && monitoring) break;
-      auto ev = runner::wait_for_event(*child, monitoring
-                                                   ? std::chrono::nanoseconds(std::max<std::int64_t>(left, 0))
-                                                   : std::chrono::nanoseconds(std::chrono::seconds(1)));
+      std::int64_t wait = monitoring ? std::max<std::int64_t>(left, 0) : 1'000'000'000;
+      if (const auto d = job_stop.deadline_ns()) wait = std::clamp<std::int64_t>(*d - now, 0, wait);
+      auto ev = runner::wait_for_event(*child, std::chrono::nanoseconds(wait));
       if (ev.kind == runner::Event::child_exited) {
         exit = ev.exit;
         done = true;
         break;
       }
-      // signals were forwarded to the command (or reached it from the terminal): wait for it, and
-      // say so, since a job that handles or ignores them keeps trainmon (and the terminal) waiting
-      if (ev.kind == runner::Event::signal) stop_wait.on_signal(ev.signal_number, now_ns(CLOCK_MONOTONIC));
-      stop_wait.check(now_ns(CLOCK_MONOTONIC));
-      if (ev.kind == runner::Event::timeout && monitoring) break;
+      // A stop signal goes on to the whole job (where the terminal's did not reach); the monitoring
+      // goes on while the job shuts down, until its main command ends.
+      if (ev.kind == runner::Event::signal)
+        job_stop.on_signal(ev.signal_number, ev.from_terminal, now_ns(CLOCK_MONOTONIC));
+      job_stop.tick(now_ns(CLOCK_MONOTONIC));
+      if (ev.kind == runner::Event::timeout && monitoring && now_ns(CLOCK_MONOTONIC) >= next) break;
     }
     // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
     // are skipped and recorded as a gap, not replayed as a burst of stale rows.
@@ -542,6 +515,8 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
       next = step.at_ns;
     }
   }
+  // Nothing of the job outlives the run: what the command left behind is stopped too (and waited for).
+  const runner::JobStopReport& stopped = job_stop.finish();
   notify([](recorder::TickObserver& x) { x.on_finish(); });
   if (state_file) state_file->remove();  // the run is no longer live for top and serve
   // The last events (epoch_end, train_end) were sent just before the command exited.
@@ -665,6 +640,9 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
                                  findings ? std::optional<std::int64_t>(findings->size()) : std::nullopt)
             .c_str(),
         stderr);
+    if (const std::string line = runner::describe_stop(stopped, std::chrono::nanoseconds(*kill_after));
+        !line.empty())
+      std::fprintf(stderr, "%s\n", line.c_str());
     if (findings) {
       for (const auto& f : *findings) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
     }
@@ -686,6 +664,10 @@ const Registrar kRegistrar{CommandSpec{
       app.add_option("--label", o->labels, tr("KEY=VALUE label for the run (repeatable)"))
           ->allow_extra_args(false);  // one value per --label, so `--label a=b -- cmd` keeps its `--`
       app.add_flag("-q,--quiet", o->quiet, tr("No resource lines and no summary"));
+      app.add_option("--kill-after", o->kill_after,
+                     tr("Grace period after a stop signal (or after the command ended leaving processes "
+                        "behind) before what is left of the job gets SIGKILL; 0: at once"))
+          ->capture_default_str();
       app.add_option("--print-every", o->print_every, tr("Seconds between resource lines on stderr; 0: none"))
           ->capture_default_str();
       app.add_option("--threshold", o->thresholds,

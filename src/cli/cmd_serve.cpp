@@ -23,6 +23,7 @@
 #include "trainmon/core/text_escape.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/record_loop.h"
+#include "trainmon/runner/job_stop.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/serve/http_plugin.h"
 #include "trainmon/serve/http_policy.h"
@@ -172,6 +173,8 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   if (*alerts) observers.push_back(alerts->get());
   int rc = recorder::run_record_loop(*lo, observers);
   (*server)->stop();
+  // Nothing the alert commands started outlives the server (runner/job_stop.h).
+  (void)runner::JobStop(0, runner::JobStopOptions{"serve", runner::kHelperGrace, false}).finish();
   return rc == 0 ? kExitOk : kExitFailure;
 }
 

@@ -18,6 +18,7 @@
 #include "cli/command.h"
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
+#include "cli/output.h"
 #include "cli/parse_errors.h"
 #include "trainmon/cluster/cluster_view.h"
 #include "trainmon/core/i18n.h"
@@ -101,22 +102,23 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     const auto f = cluster::read_cluster(co, now);
-    if (n > 0) std::fputs("\n", stdout);
+    std::string frame = n > 0 ? "\n" : "";
     std::vector<std::size_t> order(f.snapshot.gpus.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     job_not_found = f.job_not_found;
     failed = !f.error.empty() && !f.job_not_found;
     if (!f.error.empty()) std::fprintf(stderr, "trainmon top: %s\n", text::terminal(f.error).c_str());
     if (f.snapshot.driver.loaded) {
-      std::fputs(cluster_text(f, order, view).c_str(), stdout);
+      frame += cluster_text(f, order, view);
       for (const auto& run : f.runs)
         for (const auto& x : run.findings)
-          std::printf("[%s] %s %s: %s\n", run.name.c_str(), x.code.c_str(), x.title.c_str(),
-                      x.evidence.c_str());
-      for (const auto& x : f.findings)
-        std::printf("%s %s: %s\n", x.code.c_str(), x.title.c_str(), x.evidence.c_str());
+          frame += fmt::format("[{}] {} {}: {}\n", run.name, x.code, x.title, x.evidence);
+      for (const auto& x : f.findings) frame += fmt::format("{} {}: {}\n", x.code, x.title, x.evidence);
     }
-    std::fflush(stdout);
+    // A reader that left (`top --prometheus URL | head -1`) ends the loop quietly, status 0; main
+    // reports any other failure to write.
+    if (const WriteResult w = write_out(stdout, frame); w != WriteResult::ok) return kExitOk;
+    if (frame.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
     if (o.iterations > 0 && n + 1 >= o.iterations) break;
     while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -149,9 +151,11 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
           snap.driver.error.empty() ? "NVML is not available" : text::terminal(snap.driver.error).c_str());
     std::vector<std::size_t> order(snap.gpus.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    if (n > 0) std::fputs("\n", stdout);
-    std::fputs(exp::status_text(snap, order, view).c_str(), stdout);
-    std::fflush(stdout);
+    // A reader that left (`top | head -1`) ends the loop quietly, status 0; main reports any other
+    // failure to write.
+    if (const WriteResult w = write_out(stdout, (n > 0 ? "\n" : "") + exp::status_text(snap, order, view));
+        w != WriteResult::ok)
+      return kExitOk;
     if (o.iterations > 0 && n + 1 >= o.iterations) break;
     while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));

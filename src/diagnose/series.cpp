@@ -61,7 +61,11 @@ GpuState state_of(const GpuSample& g) {
   switch (g.responsive.status) {
     case ReadStatus::gpu_lost: return GpuState::lost;
     case ReadStatus::timeout: return GpuState::timeout;
-    case ReadStatus::not_collected: return GpuState::ok;  // sampler did not judge: trust the fields
+    case ReadStatus::not_collected:
+      return GpuState::ok;  // sampler did not judge: trust the fields
+    // The driver answered and refused this user (NVML_ERROR_NO_PERMISSION): the fields are N/A, the
+    // GPU is not lost. A permission problem is never a hardware alarm (D14), in any view.
+    case ReadStatus::no_permission: return GpuState::ok;
     default: return GpuState::failed;
   }
 }

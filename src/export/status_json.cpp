@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The status JSON document: gpustat's `--json` keys and units (MIT, gpustat/core.py jsonify) plus
 // our additions; `null` for a missing value with the reason in the object's "na_reasons".
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include "trainmon/core/text_escape.h"
 
@@ -32,9 +33,12 @@ void put(Json& obj, Json& reasons, const char* key, const Reading<T>& r) {
   put(obj, reasons, key, r, [](const T& v) { return v; });
 }
 
-std::vector<std::string> split_args(const std::string& cmdline) {
+/// argv of a host process: as read (ProcessSample::args, an argument with a blank stays one); a
+/// snapshot without it (an older capture, a test's) falls back to the display line cut at blanks.
+std::vector<std::string> args_of(const ProcessSample& p) {
+  if (!p.args.empty()) return p.args;
   std::vector<std::string> out;
-  std::istringstream in(cmdline);
+  std::istringstream in(p.cmdline);
   for (std::string a; in >> a;) out.push_back(a);
   return out;
 }
@@ -56,7 +60,7 @@ Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
     o["username"] = nullptr;
     reasons["username"] = why;
   }
-  std::vector<std::string> args = hp ? split_args(hp->cmdline) : std::vector<std::string>{};
+  std::vector<std::string> args = hp ? args_of(*hp) : std::vector<std::string>{};
   if (!args.empty()) {
     o["command"] = std::string(path_basename(args.front()));
     o["full_command"] = args;
@@ -165,7 +169,7 @@ Json gpu_json(const Snapshot& snap, const GpuSample& g) {
                         ? std::string("ok")
                         : std::string(read_status_name(g.responsive.status));
   put(o, r, "pci.bus_id", info.pci_bus_id);
-  put(o, r, "pstate", g.pstate, [](unsigned p) { return "P" + std::to_string(p); });
+  put(o, r, "pstate", g.pstate, [](unsigned p) { return fmt::format("P{}", p); });
   put(o, r, "memory.free", g.memory_free_bytes, mib);
   put(o, r, "memory.reserved", g.memory_reserved_bytes, mib);
   put(o, r, "memory.used_bytes", g.memory_used_bytes);
@@ -263,7 +267,7 @@ std::string status_json(const Snapshot& snap, std::span<const std::size_t> order
       o["ppid"] = p.ppid;
       o["username"] = p.user;
       o["command"] = p.comm;
-      o["full_command"] = split_args(p.cmdline);
+      o["full_command"] = args_of(p);
       o["state"] = std::string(1, p.state);
       put(o, r, "cpu_percent", p.cpu_pct);
       put(o, r, "cpu_memory_usage", p.rss_bytes);

@@ -105,4 +105,47 @@ std::vector<std::string> split_cmdline(std::string_view raw) {
   return args;
 }
 
+std::vector<std::string> parse_cmdline_args(std::string_view raw, std::size_t max_bytes) {
+  const bool nul_terminated = !raw.empty() && raw.back() == '\0';
+  raw = trim_nul_padding(raw);
+  std::vector<std::string_view> pieces;
+  auto split = [&](std::string_view text, char sep, bool keep_empty) {
+    pieces.clear();
+    for (std::size_t start = 0;;) {
+      const auto at = text.find(sep, start);
+      const auto piece = text.substr(start, at == std::string_view::npos ? text.npos : at - start);
+      if (keep_empty || !piece.empty()) pieces.push_back(piece);
+      if (at == std::string_view::npos) break;
+      start = at + 1;
+    }
+  };
+  if (raw.empty()) return {};
+  split(raw, '\0', true);
+  // A rewritten argv (setproctitle): one text with blanks, split at them as psutil does.
+  if (!nul_terminated || (pieces.size() == 1 && raw.find(' ') != std::string_view::npos)) {
+    const std::vector<std::string_view> texts = pieces;
+    std::vector<std::string_view> words;
+    for (const auto text : texts) {
+      split(text, ' ', false);
+      words.insert(words.end(), pieces.begin(), pieces.end());
+    }
+    pieces = std::move(words);
+  }
+  std::vector<std::string> args;
+  std::size_t total = 0;
+  for (const auto p : pieces) {
+    std::string a = sanitize_utf8(p);
+    if (total + a.size() > max_bytes) {
+      std::size_t cut = max_bytes - total;  // on a character boundary
+      while (cut > 0 && (static_cast<unsigned char>(a[cut]) & 0xC0) == 0x80) --cut;
+      a.resize(cut);
+      if (!a.empty()) args.push_back(std::move(a));
+      break;
+    }
+    total += a.size();
+    args.push_back(std::move(a));
+  }
+  return args;
+}
+
 }  // namespace trainmon

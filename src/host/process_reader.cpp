@@ -191,12 +191,15 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
   if (fresh) {
     ++e->cmdline_reads;
     out.cmdline = e->cmdline;
+    out.args = e->args;
   } else {
     if (open_dir() == 0 && file_.read_at(dir.fd, "cmdline", ctx.cmdline_max_bytes * 4 + 4) == 0) {
       out.cmdline = parse_cmdline(file_.text(), ctx.cmdline_max_bytes);
+      out.args = parse_cmdline_args(file_.text(), ctx.cmdline_max_bytes);
     }
     e->comm = out.comm;
     e->cmdline = out.cmdline;
+    e->args = out.args;
     e->cmdline_reads = 1;
   }
 

@@ -82,6 +82,7 @@ class ProcessReader {
     // line to wait for), and every kRefreshReads reads (setproctitle).
     std::string comm;
     std::string cmdline;
+    std::vector<std::string> args;  ///< the same cmdline as argv
     unsigned cmdline_reads = 0;
     // status fields that hold for the process's life (uid: until a setuid, hence the refresh).
     unsigned status_reads = 0;

@@ -259,7 +259,7 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
               ? trf(" (counters reset {} time during the run: driver reload or GPU reset)", g.counter_resets)
               : trf(" (counters reset {} times during the run: driver reload or GPU reset)",
                     g.counter_resets);
-    out += fmt::format("  GPU{}{}{}{}{}\n", g.index, g.name.empty() ? "" : " " + text::terminal(g.name),
+    out += fmt::format("  GPU{}{}{}{}{}\n", g.index, g.name.empty() ? std::string() : fmt::format(" {}", text::terminal(g.name)),
                        g.used_by_job ? tr(" (used by the job)") : std::string_view(),
                        trf(": utilisation mean {} peak {}, peak memory {}",
                            g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",

@@ -64,7 +64,7 @@ std::string command_line(const json& run) {
       out += a.is_string() ? a.get<std::string>() : a.dump();
     }
   }
-  return out.empty() ? "(" + str(run, "kind") + ")" : out;
+  return out.empty() ? fmt::format("({})", str(run, "kind")) : out;
 }
 
 std::string exit_text(const json& run) {
@@ -256,7 +256,7 @@ std::string write_markdown(const json& m) {
                                     : vis == "not_visible" ? i18n::tr(" (not visible from here)")
                                                            : "";
       std::string g;
-      for (const auto& x : p["gpus"]) g += (g.empty() ? "" : ",") + x.dump();
+      for (const auto& x : p["gpus"]) fmt::format_to(std::back_inserter(g), "{}{}", g.empty() ? "" : ",", x.dump());
       out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), code(name), mark,
                          p.value("in_job", false) ? i18n::tr("yes") : i18n::tr("no"), mib(p, "peak_rss_mib"),
                          num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);

@@ -176,6 +176,12 @@ void release_owned_child(pid_t pid) {
   o.pids.erase(pid);
 }
 
+std::vector<pid_t> owned_children() {
+  auto& o = owned();
+  std::lock_guard lk(o.mu);
+  return {o.pids.begin(), o.pids.end()};
+}
+
 Event wait_for_event(pid_t child, std::chrono::nanoseconds timeout) {
   const sigset_t set = watched_set();
   timespec deadline{};
@@ -204,10 +210,9 @@ Event wait_for_event(pid_t child, std::chrono::nanoseconds timeout) {
       continue;  // EINTR
     }
     if (sig == SIGCHLD) continue;
-    // A terminal-generated signal (si_code SI_KERNEL) went to the whole foreground group, child
-    // included; anything else (kill(1), a scheduler) only reached us: pass it on.
-    if (child > 0 && info.si_code != SI_KERNEL) ::kill(child, sig);
-    return Event{Event::signal, {}, sig};
+    // A terminal-generated signal (si_code SI_KERNEL) went to the whole foreground group; anything
+    // else (kill(1), a scheduler) only reached us. JobStop passes it on where it did not reach.
+    return Event{Event::signal, {}, sig, info.si_code == SI_KERNEL};
   }
 }
 

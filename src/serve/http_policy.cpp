@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/serve/http_policy.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -212,7 +214,7 @@ HostPolicy host_policy_for(std::string_view listen_host, const std::vector<std::
   HostPolicy p;
   const std::string listen =
       host_part(listen_host.find(':') != std::string_view::npos && !listen_host.starts_with('[')
-                    ? "[" + std::string(listen_host) + "]"
+                    ? fmt::format("[{}]", listen_host)
                     : std::string(listen_host));
   if (listen == "0.0.0.0" || listen == "::" || listen.empty()) {
     p.any_ip_literal = true;

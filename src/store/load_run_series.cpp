@@ -179,7 +179,9 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           const auto responsive = v.raw("responsive");
           const auto device_state = v.raw("device_state");  // NULL in stores written before it
           if (device_state != kNull) {
-            g.state[i] = device_state == kDeviceStateOk        ? diagnose::GpuState::ok
+            // no permission: the GPU answered and refused this user; not a failure (D14)
+            g.state[i] = device_state == kDeviceStateOk || device_state == kDeviceStateNoPermission
+                             ? diagnose::GpuState::ok
                          : device_state == kDeviceStateLost    ? diagnose::GpuState::lost
                          : device_state == kDeviceStateTimeout ? diagnose::GpuState::timeout
                                                                : diagnose::GpuState::failed;

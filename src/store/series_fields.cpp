@@ -32,6 +32,7 @@ std::int64_t device_state_value(const GpuSample& g) {
     case ReadStatus::not_collected: return kNull;
     case ReadStatus::gpu_lost: return kDeviceStateLost;
     case ReadStatus::timeout: return kDeviceStateTimeout;
+    case ReadStatus::no_permission: return kDeviceStateNoPermission;
     default: return kDeviceStateFailed;
   }
 }

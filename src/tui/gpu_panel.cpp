@@ -75,6 +75,8 @@ std::string lost_text(const GpuSample& g) {
   switch (g.responsive.status) {
     case ReadStatus::gpu_lost: return "GPU lost (fell off the bus or needs a reset)";
     case ReadStatus::timeout: return "not responding (NVML call timed out)";
+    // as `status` says it; not a hardware fault (no finding, no reset advice)
+    case ReadStatus::no_permission: return "no permission to read this GPU (NVML_ERROR_NO_PERMISSION)";
     default: return "failed to read";
   }
 }
@@ -98,7 +100,8 @@ void draw_full(Canvas& cv, int row, const GpuSample& g, const History& hist) {
   if (g.info && !g.info->group.empty()) col = cv.put(row, col, g.info->group + ": ", group_style(g));
   col = cv.put(row, col, gpu_name(g), Style::title);
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
-    cv.put(row, col + 2, lost_text(g), Style::bad);
+    cv.put(row, col + 2, lost_text(g),
+           g.responsive.status == ReadStatus::no_permission ? Style::warn : Style::bad);
     cv.put(row + 1, 4, "no readings", Style::dim);
     return;
   }
@@ -161,7 +164,11 @@ void draw_compact(Canvas& cv, int row, const GpuSample& g) {
   int col = cv.put(row, 0, fmt::format("{:>2} ", g.index), Style::label);
   if (g.info && !g.info->group.empty()) col = cv.put(row, col, g.info->group + " ", group_style(g));
   if (!g.responsive.ok() && g.responsive.status != ReadStatus::not_collected) {
-    cv.put(row, col, g.responsive.status == ReadStatus::gpu_lost ? "GPU lost" : "not responding", Style::bad);
+    if (g.responsive.status == ReadStatus::no_permission)
+      cv.put(row, col, "no permission", Style::warn);
+    else
+      cv.put(row, col, g.responsive.status == ReadStatus::gpu_lost ? "GPU lost" : "not responding",
+             Style::bad);
     return;
   }
   // "NN ut[bar] 93% mem[bar] 77% 52C 560W"

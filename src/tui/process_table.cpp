@@ -58,6 +58,22 @@ int key_compare(const ProcessRow& a, const ProcessRow& b, SortKey key) {
 
 }  // namespace
 
+std::string compact_gpu_list(std::span<const unsigned> gpus) {
+  std::string out;
+  for (std::size_t i = 0; i < gpus.size();) {
+    std::size_t j = i;
+    while (j + 1 < gpus.size() && gpus[j + 1] == gpus[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    if (j - i >= 2) {
+      fmt::format_to(std::back_inserter(out), "{}-{}", gpus[i], gpus[j]);
+    } else {
+      for (std::size_t k = i; k <= j; ++k) fmt::format_to(std::back_inserter(out), "{}{}", k > i ? "," : "", gpus[k]);
+    }
+    i = j + 1;
+  }
+  return out;
+}
+
 std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8) {
   // GPU figures per pid, from the driver's lists: a vector by ascending pid (this runs on every
   // frame; a map of sets allocated per GPU process per frame).
@@ -100,9 +116,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
   rows.reserve(ui.view == ProcessView::gpu ? gpu.size() : snap.processes.size() + gpu.size());
   auto fill_gpu = [&](ProcessRow& r, const GpuAgg& a) {
     r.on_gpu = true;
-    std::string list;
-    for (unsigned g : a.gpus) list += (list.empty() ? "" : ",") + std::to_string(g);
-    r.gpus = list;
+    r.gpus = compact_gpu_list(a.gpus);
     r.gpu_memory_bytes = a.mem;
     r.sm_pct = a.sm;
     r.ghost = a.zombie;
@@ -246,10 +260,11 @@ std::string cell_text(const ProcessRow& r, SortKey key) {
   return {};
 }
 
-std::string fit(std::string s, int width, bool right) {
-  // Cut and padded by terminal columns (a CJK user name takes two a character).
+std::string fit(std::string s, int width, bool right, bool utf8) {
+  // Cut and padded by terminal columns (a CJK user name takes two a character). A cut cell ends
+  // with a mark ("…", ASCII "~"): "0,2,…" is never read as the whole list "0,2".
   const auto w = static_cast<std::size_t>(std::max(0, width));
-  if (exp::display_width(s) > w) s = exp::truncate_display(s, w);
+  if (exp::display_width(s) > w) s = w > 1 ? exp::truncate_display(s, w - 1) + (utf8 ? "…" : "~") : std::string(w, '~');
   const std::size_t used = exp::display_width(s);
   if (used < w) {
     const std::string pad(w - used, ' ');
@@ -287,7 +302,7 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
     return t;
   };
   for (const auto& c : cols) {
-    canvas.put(top, x, fit(title(c.key), c.width, c.right), Style::header);
+    canvas.put(top, x, fit(title(c.key), c.width, c.right, utf8), Style::header);
     x += c.width + 1;
   }
   std::string cmd_title = title(SortKey::command);
@@ -318,7 +333,7 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
     for (const auto& c : cols) {
       Style s = base;
       if (c.key == SortKey::gpu_memory && r.on_gpu && base == Style::normal) s = Style::warn;
-      canvas.put(y, x, fit(cell_text(r, c.key), c.width, c.right), s);
+      canvas.put(y, x, fit(cell_text(r, c.key), c.width, c.right, utf8), s);
       x += c.width + 1;
     }
     canvas.put(y, x, cell_text(r, SortKey::command), r.ghost ? Style::bad : base);

@@ -119,7 +119,8 @@ RenderResult render(const ScreenInput& in, UiState& ui, int width, int height, b
     if (it == unknown.end()) {
       unknown.emplace_back(why, std::to_string(g.index));
     } else {
-      it->second += "," + std::to_string(g.index);
+      it->second += ',';
+      it->second += std::to_string(g.index);
     }
   }
   const int unknown_rows = std::min(static_cast<int>(unknown.size()), std::max(0, cv.height() - 1 - row - 2));

@@ -38,6 +38,9 @@ CASES = [
     ["query", "--query-gpu=index,name", "--format=csv"], ["query", "--query-gpu=index", "--format=csv", "-l", "1"],
     ["query", "--query-compute-apps=pid", "--format=csv", "--lms", "200"],
     ["--help"], ["--version"], ["query", "--help-query-gpu"],
+    # top without a terminal (stdin is /dev/null): the `status -i` text every interval
+    ["top"], ["top", "-i", "0.1"], ["top", "-n", "5"], ["top", "--ascii", "-i", "0.2"],
+    ["status", "-i", "0.2", "--json"], ["pmon", "-c", "3"], ["dmon", "--format", "csv,noheader"],
 ]
 
 
@@ -56,6 +59,38 @@ def test_store_views_end_quietly(db, args):
     p = into_closed_pipe(args + ["--db", db])
     assert p.returncode == 0, (p.returncode, p.stderr)
     assert p.stderr == b"", p.stderr
+
+
+LOOPING = [["top", "-i", "0.2"], ["top", "--ascii"], ["status", "-i", "0.2"], ["status", "-i", "0.2", "--json"],
+           ["dmon"], ["dmon", "--json"], ["pmon"], ["query", "--query-gpu=index,name", "--format=csv", "-l", "1"],
+           ["query", "--query-gpu=index", "--format=csv,noheader", "--lms", "200"]]
+
+
+@pytest.mark.parametrize("args", LOOPING, ids=lambda a: " ".join(a))
+def test_looping_views_end_when_the_reader_leaves_later(args):
+    # `trainmon top | head -1`: the reader takes the first line, then goes; the next write ends the
+    # loop quietly, status 0, within an interval or two.
+    p = subprocess.Popen([trainmon_bin(), *args], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL)
+    try:
+        assert p.stdout.readline(), "nothing written"
+        p.stdout.close()
+        rc = p.wait(timeout=30)
+        err = p.stderr.read()
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    assert rc == 0, (rc, err)
+    assert err == b"", err
+
+
+def test_top_of_a_cluster_ends_when_the_reader_leaves():
+    # --prometheus without a terminal: an unreachable server is said on stderr every tick, and the
+    # closed pipe still ends the loop with status 0 (the reader leaving is no failure of ours).
+    p = into_closed_pipe(["top", "--prometheus", "http://127.0.0.1:9", "--timeout", "0.2", "-i", "0.1"])
+    assert p.returncode == 0, (p.returncode, p.stderr)
+    assert b"Broken pipe" not in p.stderr and b"trainmon top: " in p.stderr, p.stderr
 
 
 def test_a_full_disk_is_still_an_error(tmp_path):

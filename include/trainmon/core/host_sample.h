@@ -126,6 +126,9 @@ struct ProcessSample {
   Reading<std::uint64_t> swap_bytes;         ///< VmSwap
   std::vector<unsigned> gpu_indices;         ///< GPUs on which the join found this process (ascending)
   Reading<std::uint64_t> gpu_memory_bytes;   ///< sum of used_memory_bytes over those GPUs
+  /// argv as the process has it (parse_cmdline_args: an argument with a blank or a newline stays one
+  /// element), for machine-readable outputs; `cmdline` is its display line. Empty when cmdline is.
+  std::vector<std::string> args;
 };
 
 }  // namespace trainmon

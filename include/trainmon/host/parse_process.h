@@ -64,6 +64,14 @@ std::string parse_cmdline(std::string_view raw, std::size_t max_bytes = kCmdline
 /// UTF-8). No cap: meant for short command lines (tests, matching a watched command).
 std::vector<std::string> split_cmdline(std::string_view raw);
 
+/// argv from the raw bytes of /proc/PID/cmdline, as psutil's Process.cmdline() gives it (what
+/// gpustat shows): split at NULs, so an argument holding blanks or newlines stays one element. A
+/// process that rewrote its argv as one text (setproctitle: no NUL terminator, or a single
+/// NUL-terminated argument holding blanks) is split at blanks instead, as psutil does. Each argument
+/// is made valid UTF-8 (U+FFFD); the arguments' bytes together are cut at `max_bytes` on a character
+/// boundary (the rest dropped). Empty for kernel threads and zombies.
+std::vector<std::string> parse_cmdline_args(std::string_view raw, std::size_t max_bytes = kCmdlineMaxBytes);
+
 /// Replaces every invalid UTF-8 sequence of `bytes` with U+FFFD (one per maximal invalid subpart).
 std::string sanitize_utf8(std::string_view bytes);
 

@@ -41,13 +41,14 @@ Expected<pid_t> launch(const LaunchOptions& options);
 /// What wait_for_event() saw.
 struct Event {
   enum Kind { timeout, child_exited, signal } kind = timeout;
-  ChildExit exit;         ///< child_exited: how the main child ended
-  int signal_number = 0;  ///< signal: which (already forwarded to the child when needed)
+  ChildExit exit;              ///< child_exited: how the main child ended
+  int signal_number = 0;       ///< signal: which
+  bool from_terminal = false;  ///< signal: sent by the terminal (si_code SI_KERNEL: Ctrl-C, Ctrl-\, hangup),
+                               ///< so it reached trainmon's whole foreground process group
 };
 
 /// Wait up to `timeout` for the main child `child` to end or a signal to arrive. A SIGINT, SIGTERM,
-/// SIGHUP or SIGQUIT sent to trainmon by another process is forwarded to the child; one generated
-/// by the terminal (which already reached the child, in the same process group) is not sent twice.
+/// SIGHUP or SIGQUIT is returned, not passed on: JobStop (job_stop.h) passes it on to the whole job.
 /// Orphans reparented to trainmon are reaped silently. `child` <= 0 (no command: `record`) only
 /// waits for signals and reaps. The timeout is kept to the nanosecond: a caller sleeping until its next
 /// tick must not get a 0 ms timeout for the last fraction of a millisecond and spin.
@@ -60,6 +61,8 @@ Event wait_for_event(pid_t child, std::chrono::nanoseconds timeout);
 pid_t spawn_owned_child(const std::function<pid_t()>& spawn);
 /// The owner has reaped `pid` (or given up on it): forget it.
 void release_owned_child(pid_t pid);
+/// The children owned now (for JobStop, which leaves them and their subtrees to their owner).
+std::vector<pid_t> owned_children();
 
 /// For a command that cannot start: 127 when not found, 126 when not executable (as a shell).
 int exit_code_for_launch_error(const Error& error) noexcept;

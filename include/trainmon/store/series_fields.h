@@ -34,11 +34,13 @@ std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept;
 /// One stored column: its name (with its unit) and the factor it was multiplied by when stored.
 /// Values of the gpu series' `device_state` column (NULL: the sampler did not judge the device),
 /// from GpuSample::responsive: it answers; it fails (responsive false, or another error); NVML
-/// reports it lost (NVML_ERROR_GPU_IS_LOST); its calls hang past the per-device deadline.
+/// reports it lost (NVML_ERROR_GPU_IS_LOST); its calls hang past the per-device deadline; the
+/// driver refuses this user (NVML_ERROR_NO_PERMISSION: not a fault of the GPU, never D14).
 inline constexpr std::int64_t kDeviceStateOk = 0;
 inline constexpr std::int64_t kDeviceStateFailed = 1;
 inline constexpr std::int64_t kDeviceStateLost = 2;
 inline constexpr std::int64_t kDeviceStateTimeout = 3;
+inline constexpr std::int64_t kDeviceStateNoPermission = 4;
 
 struct FieldDef {
   std::string_view name;

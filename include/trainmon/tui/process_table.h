@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,10 @@
 
 namespace trainmon::tui {
 
+/// GPU indices (ascending, unique) as a short list: runs of three or more as a range ("0-3,5,7");
+/// "" for none. The process table's GPU cell, cut with a mark when it still does not fit.
+std::string compact_gpu_list(std::span<const unsigned> gpus);
+
 /// One row. GPU figures are summed over the GPUs the process uses.
 struct ProcessRow {
   std::uint32_t pid = 0;
@@ -23,7 +28,7 @@ struct ProcessRow {
   /// signal dialog (signal_target.h). nullopt for a driver-listed process with no /proc entry here.
   std::optional<std::uint64_t> start_time_ticks;
   std::string user;  ///< "?" when the process is not visible from here
-  std::string gpus;  ///< "0", "0,3", "" for a process on no GPU
+  std::string gpus;  ///< compact_gpu_list: "0", "0,3", "0-3,5", "" for a process on no GPU
   bool on_gpu = false;
   double gpu_memory_bytes = -1;  ///< -1: N/A or not on a GPU
   double sm_pct = -1;            ///< -1: N/A

@@ -64,7 +64,10 @@ inline std::string isolated_fake_copy(const std::string& variant, const std::str
 }
 
 inline std::string device_scenario(const std::string& name) {
-  return std::string(TRAINMON_SOURCE_DIR) + "/tests/unit/device/scenarios/" + name;
+  std::string path = TRAINMON_SOURCE_DIR;
+  path += "/tests/unit/device/scenarios/";
+  path += name;
+  return path;
 }
 
 /// Opens the backend on `library` with scenario `scenario` (a full path), time frozen at

@@ -187,7 +187,9 @@ TEST(DiagFinding, CodeTableIsStableAndUnique) {
   ASSERT_EQ(kinds.size(), 28u);
   std::set<std::string_view> codes, slugs;
   for (std::size_t i = 0; i < kinds.size(); ++i) {
-    EXPECT_EQ(kinds[i].code, "D" + std::to_string(i + 1));
+    std::string code = "D";
+    code += std::to_string(i + 1);
+    EXPECT_EQ(kinds[i].code, code);
     codes.insert(kinds[i].code);
     slugs.insert(kinds[i].slug);
   }

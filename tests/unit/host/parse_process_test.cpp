@@ -100,6 +100,36 @@ TEST(ParseCmdline, SplitKeepsEmptyArguments) {
   EXPECT_TRUE(split_cmdline("\0\0"s).empty());
 }
 
+// argv for machine-readable outputs (status --json full_command): argument boundaries kept, as psutil.
+TEST(ParseCmdlineArgs, KeepsArgumentBoundaries) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(parse_cmdline_args("python\0-c\0a b\0"s), (V{"python", "-c", "a b"}));
+  EXPECT_EQ(parse_cmdline_args("x\0line1\nline2\0\t\0\0z\0"s), (V{"x", "line1\nline2", "\t", "", "z"}));
+  EXPECT_EQ(parse_cmdline_args("my trainer\0"
+                               "60\0"s),
+            (V{"my trainer", "60"}));  // argv[0] with a blank
+  EXPECT_EQ(parse_cmdline_args("sleep\0"s), (V{"sleep"}));
+  EXPECT_TRUE(parse_cmdline_args(""s).empty());
+  EXPECT_TRUE(parse_cmdline_args("\0\0"s).empty());
+}
+
+TEST(ParseCmdlineArgs, RewrittenArgvIsSplitAtBlanksAsPsutil) {
+  using V = std::vector<std::string>;
+  // setproctitle: one text over the argv area, NUL padding after it
+  EXPECT_EQ(parse_cmdline_args("trainer: rank 0 of 8\0\0\0\0"s), (V{"trainer:", "rank", "0", "of", "8"}));
+  // no NUL terminator at all: split at blanks (and at any NUL left inside)
+  EXPECT_EQ(parse_cmdline_args("nginx: worker  process"s), (V{"nginx:", "worker", "process"}));
+}
+
+TEST(ParseCmdlineArgs, InvalidUtf8AndTheCap) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(parse_cmdline_args("a\xff\0b\0"s), (V{"a\xEF\xBF\xBD", "b"}));
+  // cut at 8 bytes: "abc" (3) + "de\u00fc" (4) = 7, then one byte of "fg" (the rest dropped)
+  EXPECT_EQ(parse_cmdline_args("abc\0de\xC3\xBC\0fg\0hij\0"s, 8), (V{"abc", "de\xC3\xBC", "f"}));
+  // never inside a character: "\u00fc" does not fit in the last byte
+  EXPECT_EQ(parse_cmdline_args("abcdefg\0\xC3\xBC\0"s, 8), (V{"abcdefg"}));
+}
+
 TEST(ParseCgroup, V1V2AndMemoryLine) {
   const auto lines = parse_cgroup(
       "12:pids:/docker/abc\n4:cpu,memory:/docker/abc\n1:name=systemd:/docker/abc\n0::/ignored\nbogus\n");

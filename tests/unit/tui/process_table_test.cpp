@@ -2,6 +2,8 @@
 // `trainmon top` process rows: GPU first, filters, sort, tree, not-visible and ghost processes.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "trainmon/tui/process_table.h"
 #include "unit/tui/tui_fixtures.h"
 
@@ -100,6 +102,38 @@ TEST(TuiProcessTable, DrawsHeaderWithSortMarkerAndDropsColumnsWhenNarrow) {
   draw_process_table(narrow, 0, 6, rows, ui);
   EXPECT_NE(narrow.row_text(0).find("GPU-MEMv"), std::string::npos) << narrow.text();
   EXPECT_EQ(narrow.row_text(0).find("ELAPSED"), std::string::npos) << narrow.text();
+}
+
+TEST(TuiProcessTable, GpuListsAreRangesAndCutCellsCarryAMark) {
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{}), "");
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{3}), "3");
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{0, 1}), "0,1");
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{0, 1, 2, 3}), "0-3");
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{0, 1, 2, 3, 5, 7, 8, 9}), "0-3,5,7-9");
+  EXPECT_EQ(compact_gpu_list(std::vector<unsigned>{0, 2, 4, 6}), "0,2,4,6");
+
+  // One process on GPUs 0-3 (the whole node): "0-3" fits the 3-column cell; one on 0,2,4,6 does not and
+  // ends with the mark, never reads as "0,2".
+  for (const auto& [gpus, want_utf8, want_ascii] :
+       {std::tuple{std::vector<unsigned>{0, 1, 2, 3}, "0-3", "0-3"},
+        std::tuple{std::vector<unsigned>{0, 2, 4, 6}, "0,…", "0,~"}}) {
+    Snapshot s = testing::top_snapshot(8);
+    s.gpu_processes.clear();
+    for (unsigned g : gpus) {
+      GpuProcessSample gp = testing::gpu_process(1001, "python", 1000, g);
+      gp.host = HostVisibility::visible;
+      s.gpu_processes.push_back(gp);
+    }
+    UiState ui;
+    auto rows = build_process_rows(s, ui, true);
+    ASSERT_EQ(rows.size(), 1u);
+    for (bool utf8 : {true, false}) {
+      Canvas c(120, 4, utf8);
+      draw_process_table(c, 0, 4, rows, ui);
+      const std::string want = utf8 ? want_utf8 : want_ascii;
+      EXPECT_NE(c.row_text(1).find(" " + want + " "), std::string::npos) << c.text();
+    }
+  }
 }
 
 }  // namespace

@@ -67,7 +67,9 @@ TEST(SignalTarget, MalformedStatIsRefused) {
   write_stat(dir.path(), 11, "11 (sleep) S 1 100\n");                         // too short
   write_stat(dir.path(), 12, "12 sleep S 1 100 100 0 -1 4194304 120 0 0\n");  // no parentheses
   std::string bad_start = stat_line(13, "sleep", 1);
-  bad_start.replace(bad_start.find(" 1 8392704"), 2, " x");  // field 22 not a number
+  const auto at = bad_start.find(" 1 8392704");
+  ASSERT_NE(at, std::string::npos);
+  bad_start[at + 1] = 'x';  // field 22 not a number
   write_stat(dir.path(), 13, bad_start);
   write_stat(dir.path(), 14, stat_line(41, "sleep", 5550001));   // another pid inside
   std::filesystem::create_directories(dir.path() + "/15/stat");  // a directory, not a file
