@@ -113,6 +113,17 @@ class Started:
                     self.status = os.waitstatus_to_exitcode(st)
         return self.status
 
+    def handles(self, sig):
+        """True once the process blocks, catches or ignores sig (/proc/PID/status SigBlk, SigCgt,
+        SigIgn): before that no program can answer a signal, whatever it does."""
+        try:
+            with open(f"/proc/{self.pid}/status") as f:
+                masks = [int(line.split()[1], 16) for line in f
+                         if line.startswith(("SigBlk:", "SigCgt:", "SigIgn:"))]
+        except (OSError, ValueError, IndexError):
+            return False
+        return any(m >> (int(sig) - 1) & 1 for m in masks)
+
     def kill(self):
         if self.poll() is None:
             try:
@@ -128,7 +139,13 @@ def test_a_signal_ends_every_command_within_2_s(tmp_path, fault, sig):
     e = env_for(path, tmp_path)
     started = [Started(name, argv, e) for name, argv in commands(tmp_path).items()]
     try:
-        time.sleep(1.5)  # past the first ticks: the hung calls are under way
+        # Each command has taken over its signals (a slow sanitizer start-up can take longer than the
+        # sleep below), then past the first ticks: the hung calls are under way.
+        deadline = time.monotonic() + 30
+        while not all(s.handles(sig) for s in started) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert all(s.handles(sig) for s in started), [s.name for s in started if not s.handles(sig)]
+        time.sleep(1.5)
         for s in started:
             assert s.poll() is None, f"{s.name} ended before the signal: {s.status}"
         t0 = time.monotonic()
