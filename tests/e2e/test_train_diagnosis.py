@@ -113,6 +113,7 @@ STARVE = textwrap.dedent("""
 """)
 
 SCALED = ["window_s=8", "clear_s=8", "hang_floor_s=10", "straggler_window_s=8", "straggler_for_s=8",
+          "straggler_compute_for_s=8",
           "data_wait_for_s=8"]
 
 
