@@ -238,6 +238,14 @@ std::optional<std::int64_t> JobStop::deadline_ns() const {
 
 const JobStopReport& JobStop::finish() {
   auto left = job_processes();
+  // What ends by itself once its parent is gone gets kLeftoverSettle first (reaped meanwhile).
+  const std::int64_t settle_end = mono_ns() + std::chrono::nanoseconds(kLeftoverSettle).count();
+  while (!left.empty() && report_.signal == 0 && mono_ns() < settle_end) {
+    const std::int64_t wait = std::min<std::int64_t>(100'000'000, settle_end - mono_ns());
+    auto ev = wait_for_event(0, std::chrono::nanoseconds(std::max<std::int64_t>(wait, 0)));
+    if (ev.kind == Event::signal) on_signal(ev.signal_number, ev.from_terminal, mono_ns());
+    left = job_processes();
+  }
   if (!left.empty() && report_.signal == 0) {
     // The command ended and left processes behind: the ghosts that hold GPU memory. As systemd's
     // control-group mode: SIGTERM now, SIGKILL after the grace period.

@@ -63,6 +63,11 @@ inline constexpr std::chrono::seconds kDefaultGrace{30};
 /// running when the monitor stops: each helper had its own timeout already.
 inline constexpr std::chrono::seconds kHelperGrace{5};
 
+/// How long processes the ended command left behind get to end by themselves before SIGTERM: helpers
+/// that end when their parent does (Python multiprocessing's resource tracker reads its parent's pipe
+/// to EOF; a DataLoader worker polls its parent's liveness) are then not reported as left running.
+inline constexpr std::chrono::milliseconds kLeftoverSettle{1500};
+
 struct JobStopOptions {
   std::string tool = "run";                        ///< message prefix: "trainmon run: ..."
   std::chrono::nanoseconds grace = kDefaultGrace;  ///< stop signal to SIGKILL; 0: SIGKILL at once
@@ -98,8 +103,8 @@ class JobStop {
   void tick(std::int64_t now_ns);
   /// When tick() has something to do; nullopt when nothing is pending.
   std::optional<std::int64_t> deadline_ns() const;
-  /// After the main command ended (was reaped): what is left of the job gets SIGTERM (unless a stop
-  /// signal was passed on already) and the grace period, then SIGKILL; waits, reaping orphans and
+  /// After the main command ended (was reaped): what is left of the job after kLeftoverSettle gets
+  /// SIGTERM (unless a stop signal was passed on already) and the grace period, then SIGKILL; waits, reaping orphans and
   /// taking further signals (a second stop signal: SIGKILL at once; one after SIGKILL: stop waiting),
   /// until no job process is left or kKillWait after SIGKILL. Returns the report.
   const JobStopReport& finish();
