@@ -37,3 +37,11 @@ echo "== trainmon runs / diagnose last (database: $TRAINMON_DB)"
 echo
 echo "== trainmon report last --format md (the HTML report's path is in the run's summary above)"
 "$tm" report last --format md
+echo
+# Two DDP ranks over gloo where rank 1 computes twice as long each step: in a synchronous job both
+# ranks' steps last as long (the step times alone tell nothing); the collective wait tells them apart.
+# D24 holds for 60 s by default; a 25-s demo shortens its window and hold.
+ddp=(--threshold straggler_window_s=6 --threshold straggler_compute_for_s=6)
+echo "== trainmon run: a 2-rank DistributedDataParallel job, rank 1 computes 2x longer (thresholds shortened: ${ddp[*]})"
+"$tm" run --name demo-ddp-straggler --print-every 5 "${ddp[@]}" -- /usr/bin/python3 examples/train_ddp.py --ranks 2 --steps 450 --slow-rank 1 --slow-factor 2
+"$tm" diagnose last "${ddp[@]}"
