@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Build the release preset and run every benchmark: the Google Benchmark binaries (bench_*.cpp)
-# and the side-by-side comparison scripts (compare_*.sh), each printing its own table.
+# Build the release preset and run every benchmark: the Google Benchmark binaries (bench_*.cpp),
+# the side-by-side comparison scripts (compare_*.sh) and train_overhead.py (a real job bare and under
+# `trainmon run`), each printing its own table.
 #   bench/run.sh              everything
 #   bench/run.sh host gpu     only benchmarks whose name contains one of the words
 # Needs the bench tools: scripts/setup.sh --bench
@@ -32,4 +33,10 @@ for script in bench/compare_*.sh; do
   bash "$script" "$build" || status=1
   echo
 done
+# A real job bare and under `trainmon run`, interleaved (issue 30's 1 % budget): its own script.
+if want train_overhead; then
+  echo "=== train_overhead"
+  /usr/bin/python3 bench/train_overhead.py --build "$build" || status=1
+  echo
+fi
 exit $status

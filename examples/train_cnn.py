@@ -64,6 +64,8 @@ def main():
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--io-ms", type=float, default=0.0,
                     help="time to read each image, ms (a slow disk: the DataLoader starves the loop)")
+    ap.add_argument("--warmup", type=int, default=20,
+                    help="steps left out of the final throughput line (start-up, first batches)")
     args = ap.parse_args()
 
     torch.manual_seed(0)
@@ -79,6 +81,7 @@ def main():
     step = 0
     first_loss = last_loss = None
     total = per_epoch * epochs
+    warm_t = None  # when step --warmup ended: the throughput line counts the steps after it
     for epoch in range(1, epochs + 1):
         for x, y in loader:  # the whole dataset: the loader ends, and with it the epoch
             opt.zero_grad()
@@ -89,10 +92,18 @@ def main():
             last_loss = float(loss)
             if first_loss is None:
                 first_loss = last_loss
+            if step == args.warmup:
+                warm_t = time.monotonic()
             if step % 50 == 0:
                 print(f"step {step}/{total} loss {last_loss:.3f} ({time.monotonic() - start:.1f} s)", flush=True)
         if epochs > 1:
             print(f"epoch {epoch}/{epochs} done ({time.monotonic() - start:.1f} s)", flush=True)
+    end = time.monotonic()
+    if warm_t is not None and step > args.warmup:
+        # the job's own steady throughput (bench/train_overhead.py reads this line)
+        n = step - args.warmup
+        print(f"throughput: {n} steps in {end - warm_t:.3f} s after {args.warmup} warm-up steps "
+              f"({n / (end - warm_t):.2f} steps/s, {n * args.batch / (end - warm_t):.1f} samples/s)", flush=True)
     print(f"done: {step} steps, loss {first_loss:.3f} -> {last_loss:.3f}, pid {os.getpid()}", flush=True)
     return 0
 

@@ -52,9 +52,12 @@ def worker(rank, args, port):
     data = [(torch.randn(args.batch, 256), torch.randint(0, 10, (args.batch,))) for _ in range(8)]
     loader = torch.utils.data.DataLoader(data * (args.steps // 8 + 1), batch_size=None)
     factor = args.slow_factor if rank == args.slow_rank else 1.0
+    warm_t = None  # when step --warmup ended (rank 0): the throughput line counts the steps after it
     for step, (x, y) in enumerate(loader):
         if step >= args.steps:
             break
+        if step == args.warmup:
+            warm_t = time.monotonic()
         busy(args.compute_ms / 1000.0 * factor)
         loss = torch.nn.functional.cross_entropy(model(x), y)
         opt.zero_grad()
@@ -62,7 +65,15 @@ def worker(rank, args, port):
         opt.step()
         if rank == 0 and args.checkpoint_every and (step + 1) % args.checkpoint_every == 0:
             time.sleep(args.checkpoint_s)  # rank 0 alone writes a checkpoint
+    end = time.monotonic()
     dist.barrier()
+    if rank == 0 and warm_t is not None and args.steps > args.warmup:
+        # the job's own steady throughput (bench/train_overhead.py reads this line); steps are
+        # synchronous (DDP's all-reduce), so rank 0's rate is the job's
+        n = args.steps - args.warmup
+        print(f"throughput: {n} steps in {end - warm_t:.3f} s after {args.warmup} warm-up steps "
+              f"({n / (end - warm_t):.2f} steps/s, {n * args.batch * args.ranks / (end - warm_t):.1f} samples/s)",
+              flush=True)
     if rank == 0:
         print(f"train_ddp: {args.ranks} ranks, {args.steps} steps, final loss {loss.item():.3f}", flush=True)
     dist.destroy_process_group()
@@ -78,6 +89,8 @@ def main():
     ap.add_argument("--slow-factor", type=float, default=1.0)
     ap.add_argument("--checkpoint-every", type=int, default=0)
     ap.add_argument("--checkpoint-s", type=float, default=0.0)
+    ap.add_argument("--warmup", type=int, default=20,
+                    help="steps left out of the final throughput line (rendezvous, first steps)")
     args = ap.parse_args()
     mp.spawn(worker, args=(args, free_port()), nprocs=args.ranks, join=True)
 

@@ -535,7 +535,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   if (session) {
     summary = session->summary();
     summary.duration_ms = end_elapsed_ms;
-    summary.train = recorder::summarize_train(live.series().train);
+    summary.train = recorder::summarize_train(live.series());
     if (channel) summary.train_events = train_event_counts(channel->stats());
     runner::OomInputs& in = oom_in;
     in.exit = exit;

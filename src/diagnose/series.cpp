@@ -130,6 +130,7 @@ GpuSeries& ensure_gpu(RunSeries& s, unsigned index) {
   for_each_float(g, [n](std::vector<float>& c) { c.assign(n, kNA); });
   g.state.assign(n, GpuState::absent);
   g.clock_reasons.assign(n, kReasonsNA);
+  g.energy_j.assign(n, std::numeric_limits<double>::quiet_NaN());
   return *s.gpus.insert(it, std::move(g));
 }
 
@@ -140,6 +141,7 @@ void append_empty_rows(RunSeries& s, const std::vector<double>& times) {
     for_each_float(g, [n](std::vector<float>& c) { c.resize(n, kNA); });
     g.state.resize(n, GpuState::absent);
     g.clock_reasons.resize(n, kReasonsNA);
+    g.energy_j.resize(n, std::numeric_limits<double>::quiet_NaN());
   }
   for_each_host(s.host, [n](std::vector<float>& c) { c.resize(n, kNA); });
   for_each_job(s.job, [n](std::vector<float>& c) { c.resize(n, kNA); });
@@ -194,6 +196,7 @@ void append_snapshot(RunSeries& s, const Snapshot& snap, const JobContext& ctx) 
     g.viol_power_s[row] = val(gs.violation_power_ns, 1e-9);
     g.viol_thermal_s[row] = val(gs.violation_thermal_ns, 1e-9);
     g.viol_hw_brake_s[row] = val(gs.violation_hw_power_brake_ns, 1e-9);
+    if (gs.total_energy_mj.ok()) g.energy_j[row] = static_cast<double>(gs.total_energy_mj.value) / 1e3;
     g.ecc_uncorrected_volatile[row] = val(gs.ecc_uncorrected_volatile);
     g.ecc_corrected_volatile[row] = val(gs.ecc_corrected_volatile);
     if (gs.retired_pages_sbe.ok() || gs.retired_pages_dbe.ok())
@@ -407,6 +410,7 @@ RunSeries slice(const RunSeries& s, double t0, double t1) {
     for_each_float(ng, [&](std::vector<float>& c) { cut(c, *src_cols[k++]); });
     cut(ng.state, g.state);
     cut(ng.clock_reasons, g.clock_reasons);
+    cut(ng.energy_j, g.energy_j);
     for (std::size_t i = 0; i < g.hires_util.t.size(); ++i) {
       if (g.hires_util.t[i] < t0 || g.hires_util.t[i] > t1) continue;
       ng.hires_util.t.push_back(g.hires_util.t[i]);

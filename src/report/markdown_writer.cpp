@@ -218,6 +218,35 @@ std::string write_markdown(const json& m) {
                              text(r.compute_mean_s, recorder::format_step_s));
         }
       }
+      // What each rank's steps cost in energy (its GPU's NVML energy counter over its steps): said only
+      // where it is known; a GPU shared with another rank or process gets no per-step figure.
+      bool energy = false;
+      for (const auto& r : t->ranks) energy = energy || r.energy_j.has_value();
+      if (energy) {
+        out += i18n::tr(
+            "\n### Energy\n\n| Rank | GPU | Energy | J/step | J/sample | Wh/epoch |\n"
+            "|---|---|---|---|---|---|\n");
+        auto row_e = [&](const std::string& who, const recorder::TrainRankSummary& r) {
+          if (!r.energy_j) return;
+          const std::string shared(i18n::tr("shared"));
+          auto per = [&](const std::optional<double>& v, auto f) {
+            return r.energy_shared ? shared : text(v, f);
+          };
+          out +=
+              fmt::format("| {} | {} | {} | {} | {} | {} |\n", who, r.gpu >= 0 ? std::to_string(r.gpu) : "—",
+                          recorder::format_wh(*r.energy_j), per(r.j_per_step, recorder::format_joules),
+                          per(r.j_per_sample, recorder::format_joules),
+                          per(r.wh_per_epoch, [](double wh) { return recorder::format_wh(wh * 3600.0); }));
+        };
+        recorder::TrainRankSummary job_e;
+        job_e.energy_j = t->energy_j;
+        job_e.j_per_step = t->j_per_step;
+        job_e.j_per_sample = t->j_per_sample;
+        job_e.wh_per_epoch = t->wh_per_epoch;
+        if (t->ranks.size() > 1) row_e(std::string(i18n::tr("job")), job_e);
+        for (const auto& r : t->ranks)
+          row_e(r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key), r);
+      }
     }
   }
 
@@ -256,7 +285,8 @@ std::string write_markdown(const json& m) {
                                     : vis == "not_visible" ? i18n::tr(" (not visible from here)")
                                                            : "";
       std::string g;
-      for (const auto& x : p["gpus"]) fmt::format_to(std::back_inserter(g), "{}{}", g.empty() ? "" : ",", x.dump());
+      for (const auto& x : p["gpus"])
+        fmt::format_to(std::back_inserter(g), "{}{}", g.empty() ? "" : ",", x.dump());
       out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {} |\n", p.value("pid", 0), code(name), mark,
                          p.value("in_job", false) ? i18n::tr("yes") : i18n::tr("no"), mib(p, "peak_rss_mib"),
                          num(p, "cpu_time_s", " s"), mib(p, "peak_gpu_mem_mib"), g.empty() ? "—" : g);

@@ -91,7 +91,7 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
   model["gpu_stats"] = gpu_stats(series);
   model["train_events"] = series.train_events.size();
   // The training loop over the run, as the run's summary computes it (null: no step timing).
-  const auto train = recorder::summarize_train(series.train);
+  const auto train = recorder::summarize_train(series);
   model["train"] = train ? recorder::train_summary_to_json(*train) : json(nullptr);
 
   std::vector<diagnose::Finding> findings;

@@ -218,6 +218,8 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
           g.viol_power_s[i] = v.scaled("violation_power_ns", 1e-9);
           g.viol_thermal_s[i] = v.scaled("violation_thermal_ns", 1e-9);
           g.viol_hw_brake_s[i] = v.scaled("violation_hw_power_brake_ns", 1e-9);
+          if (const auto e = v.raw("total_energy_mj"); e != kNull)
+            g.energy_j[i] = static_cast<double>(e) / 1e3;
           g.ecc_uncorrected_volatile[i] = v.plain("ecc_uncorrected_volatile");
           g.ecc_corrected_volatile[i] = v.plain("ecc_corrected_volatile");
           const auto sbe = v.raw("retired_pages_sbe"), dbe = v.raw("retired_pages_dbe");

@@ -34,6 +34,7 @@ SENDER = os.path.join(HERE, "v2_sender.py")
 SCENARIO = "ddp-8gpu-healthy.json"
 STEPS = [40, 20]
 BATCH = 8
+SCENARIO_W = 560  # every GPU's power draw in the scenario
 
 
 def steps_by_rank(metrics, name):
@@ -193,6 +194,16 @@ def test_summary_runs_and_show_give_each_rank_its_figures(job):
     assert t["data_share"] == pytest.approx(sum(m["data_s"] for m in me) / sum(m["step_s"] for m in me), rel=1e-6)
     assert t["step_median_s"] == t["ranks"][1]["step_median_s"]  # the slowest rank's
     assert t["ranks"][1]["step_median_s"] > 1.5 * t["ranks"][0]["step_median_s"]
+    # Energy: the fake driver's counter is the integral of each GPU's 560 W (the scenario's power), so
+    # each rank's steps cost 560 W x the step time it measured itself; two epochs ended.
+    for i, rank in enumerate(t["ranks"]):
+        assert rank["energy_shared"] is False, rank
+        assert rank["j_per_step"] == pytest.approx(SCENARIO_W * me[i]["step_s"] / me[i]["steps"], rel=0.1), rank
+        assert rank["j_per_sample"] == pytest.approx(rank["j_per_step"] / BATCH, rel=1e-9)
+        assert rank["energy_wh"] == pytest.approx(rank["energy_j"] / 3600, rel=1e-9)
+        assert rank["wh_per_epoch"] == pytest.approx(rank["energy_wh"] / 2, rel=1e-9)
+    assert t["energy_j"] == pytest.approx(sum(r["energy_j"] for r in t["ranks"]), rel=1e-9)
+    assert t["j_per_step"] == pytest.approx(sum(r["j_per_step"] for r in t["ranks"]), rel=1e-9)
 
     table = run(["runs"], job["db"], env=job["env"]).stdout.splitlines()
     assert "SAMPLES/S" in table[0] and "STEP" in table[0] and "DATA" in table[0], table
@@ -201,6 +212,8 @@ def test_summary_runs_and_show_give_each_rank_its_figures(job):
     show = run(["show", "last"], job["db"], env=job["env"]).stdout
     assert f"  training: {t['samples_per_s']:.1f} samples/s" in show, show
     assert re.search(r"^    rank 1 \([^,]+, GPU 1\): [0-9.]+ samples/s, step [0-9.]+s median", show, re.M), show
+    assert re.search(r"^    rank 1 \([^,]+, GPU 1\): .*, 20 steps, energy [0-9.]+ J/step, [0-9.]+ J/sample, "
+                     r"[0-9.]+ Wh \([0-9.]+ Wh/epoch\)$", show, re.M), show
     # the end-of-run summary on stderr says the same
     assert f"  training: {t['samples_per_s']:.1f} samples/s" in job["stderr"], job["stderr"]
     assert "    rank 0 (" in job["stderr"]
@@ -229,6 +242,7 @@ def test_report_has_the_training_charts(job, tmp_path):
     md = run(["report", "last", "--format", "md"], job["db"], env=job["env"])
     assert md.returncode == 0, md.stderr
     assert "## Training" in md.stdout and "| 1 |" in md.stdout, md.stdout
+    assert "### Energy" in md.stdout and re.search(r"^\| 1 \| 1 \| [0-9.]+ Wh \| [0-9.]+ J \|", md.stdout, re.M), md.stdout
     m = re.search(r"^report: (.+)$", job["stderr"], re.M)
     assert m, job["stderr"]
     if os.environ.get("TRAINMON_SANITIZED") == "1":

@@ -74,6 +74,10 @@ struct GpuSeries {
   std::vector<float> viol_power_s;           ///< cumulative seconds in power-cap violation (field 74)
   std::vector<float> viol_thermal_s;         ///< cumulative seconds in thermal violation (field 75)
   std::vector<float> viol_hw_brake_s;        ///< cumulative seconds in HW power-brake slowdown (field 271)
+  /// NVML's total-energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ since the driver loaded) in
+  /// joules, as read (cumulative; a drop is a reset). Double: a float's 24 bits would round a counter of
+  /// 1e9 J to 64 J. NaN where unsupported (before Volta, MIG, vGPU) or not read.
+  std::vector<double> energy_j;
   std::vector<float> ecc_uncorrected_volatile;
   std::vector<float> ecc_corrected_volatile;
   std::vector<float> retired_pages;    ///< SBE + DBE retired pages

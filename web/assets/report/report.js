@@ -108,9 +108,18 @@
   const fmtStep = (v) => (v == null || !isFinite(v)) ? '—' : v < 1 ? fmtValue(v * 1000, 'ms') : fmtValue(v, 's');
   const fmtShare = (v) => (v == null || !isFinite(v)) ? '—' : (100 * v).toFixed(1) + ' %';
   const fmtRate = (v) => (v == null || !isFinite(v)) ? '—' : (v >= 100000 ? v.toFixed(0) : v.toFixed(1)) + ' samples/s';
+  // Energy: the ranks' GPUs' NVML energy counter over their steps (null: unknown, never 0).
+  const fmtJ = (v) => (v == null || !isFinite(v)) ? '—'
+    : v >= 1e4 ? (v / 1e3).toFixed(1) + ' kJ' : (v < 1 ? v.toFixed(3) : v < 100 ? v.toFixed(1) : v.toFixed(0)) + ' J';
+  const fmtWh = (j) => (j == null || !isFinite(j)) ? '—'
+    : j / 3600 >= 1000 ? (j / 3.6e6).toFixed(2) + ' kWh' : (j / 3600).toFixed(j / 3600 < 1 ? 3 : j / 3600 < 10 ? 2 : 1) + ' Wh';
+  const energyOf = (r) => r.energy_shared ? tr('GPU shared') : r.energy_j == null ? '—'
+    : `${fmtJ(r.j_per_step)}/step · ${fmtJ(r.j_per_sample)}/sample · ${fmtWh(r.energy_j)}` +
+      (r.wh_per_epoch != null ? ` (${fmtWh(r.wh_per_epoch * 3600)}/epoch)` : '');
   if (train) {
     row(tr('Training'), `${fmtRate(train.samples_per_s)} · step ${fmtStep(train.step_median_s)} median · data wait ` +
       `${fmtShare(train.data_share)} · ${train.steps} steps`);
+    if (train.energy_j != null || train.energy_shared) row(tr('Energy'), energyOf(train));
   }
   root.append(hdr);
   if (job) {
@@ -130,11 +139,12 @@
   }
   if (train && (train.ranks || []).length > 1) {
     const t = el('table', { class: 'procs ranks' }, el('tr', {}, ...[tr('Rank'), tr('Host'), 'GPU',
-      tr('Steps'), 'Samples/s', tr('Median step'), tr('p90 step'), tr('Data wait')].map((h) => el('th', {}, h))));
+      tr('Steps'), 'Samples/s', tr('Median step'), tr('p90 step'), tr('Data wait'), tr('Energy')].map((h) => el('th', {}, h))));
     for (const r of train.ranks) {
       t.append(el('tr', {}, el('td', {}, r.rank != null ? r.rank : `pid ${-1 - r.key}`), el('td', {}, r.host || '—'),
         el('td', {}, r.gpu != null ? r.gpu : '—'), el('td', {}, r.steps), el('td', {}, fmtRate(r.samples_per_s)),
-        el('td', {}, fmtStep(r.step_median_s)), el('td', {}, fmtStep(r.step_p90_s)), el('td', {}, fmtShare(r.data_share))));
+        el('td', {}, fmtStep(r.step_median_s)), el('td', {}, fmtStep(r.step_p90_s)), el('td', {}, fmtShare(r.data_share)),
+        el('td', {}, energyOf(r))));
     }
     root.append(t);
   }
