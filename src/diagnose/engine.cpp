@@ -161,6 +161,14 @@ bool LiveDiagnosis::evaluate() {
     auto it = std::find_if(live_.begin(), live_.end(),
                            [&](const LiveFinding& l) { return l.open && same(l.finding, f); });
     if (it != live_.end()) {
+      // A late GPU answer under host pressure (D14, a warning) that kept failing past gpu_late_max_s
+      // is a lost GPU: said again, critical (the warning was announced while the calls still hung).
+      if (f.code == "D14" && f.severity > it->finding.severity) {
+        it->open = false;
+        live_.push_back({f, now, now, true});
+        changed = true;
+        continue;
+      }
       it->finding = f;
       it->last_seen_s = now;
       continue;

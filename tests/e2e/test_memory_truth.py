@@ -4,9 +4,23 @@ the time left and the process that grows) before the kernel's OOM killer ends it
 finding of its own (D20) naming the killed process with its own RSS and the limit, caused by the leak.
 Once in a PyTorch DataLoader worker (the job fails when its worker is killed), once in the main
 process (the job is killed). The live diagnosis (what `run` announced and stored) and `diagnose`
-(recomputed from the store) agree. Slow leaks, and the causes that need a second job or a thrashing
-host (a stall during pressure, a late driver answer), are tested on series in the unit tests
-(tests/unit/diagnose/memory_truth_test.cpp): real host-wide pressure would need the whole machine.
+(recomputed from the store) agree.
+
+A slow leak in a limited cgroup is not the fast rule's: nothing under the default thresholds in a short
+run, and the slow rule (its window shortened with --threshold) says a warning with the time left.
+
+A late driver answer (the fake driver's hang rules) while the host's CPUs are all busy (SCHED_IDLE
+spinners: no other process of the machine waits for them) is a late answer, a warning; the same slow
+answer without that pressure, repeated until the end, is a lost GPU (critical).
+
+Not here, and why: host *memory* pressure (D17, and with it "a stall caused by the pressure", D23 <-
+D17, and a late answer caused by it, D14 <- D17). D17 reads the host's PSI (/proc/pressure/memory some
+avg10 >= psi_mem_some_pct) or MemAvailable under low_available_pct with swap growing. This machine has
+cgroup v1 memory controllers (no memory.high, whose throttling stalls a cgroup's tasks in memstall
+without any I/O), no swap, and a shared disk: the only ways to make tasks stall on memory are reclaim
+and refaults of a working set through the disk, which cost the other users of the machine I/O and CPU
+in proportion to the stall they make, or eating the host's MemAvailable, which pressures everyone.
+Those chains are tested on series in the unit tests (tests/unit/diagnose/memory_truth_test.cpp).
 
 Needs a writable memory cgroup (root in CI; test_run_oom.make_cgroup) and, for the worker, torch."""
 
@@ -15,6 +29,7 @@ import os
 import re
 import signal
 import sqlite3
+import subprocess
 import sys
 import time
 
@@ -57,13 +72,13 @@ MAIN_LEAK = (
     "print('survived')\n")
 
 
-def _in_cgroup(tmp_path, limit, script):
-    """`trainmon run` of `script` moved into a fresh memory cgroup of `limit` bytes; (proc, db)."""
+def _in_cgroup(tmp_path, limit, script, *opts):
+    """`trainmon run [opts]` of `script` moved into a fresh memory cgroup of `limit` bytes; (proc, db)."""
     cg, cleanup = make_cgroup(limit)
     db = tmp_path / "t.db"
     try:
         cmd = ["sh", "-c", f"echo $$ > {cg}/cgroup.procs && exec {PY} -c \"$0\"", script]
-        p = tm_run(db, cmd, timeout=120)
+        p = tm_run(db, cmd, *opts, timeout=120)
     finally:
         # what the job left in the cgroup (nothing, normally) is ours: end it, then remove the cgroup
         for _ in range(50):
@@ -170,3 +185,172 @@ def test_a_main_process_leak_is_caught_before_the_kill_and_the_kill_names_it(tmp
     assert ".item()" in d3["advice"], d3["advice"]
     assert d3["numbers"]["slope_mib_per_s"] == pytest.approx(40, rel=0.35), d3
     assert d20["numbers"]["signal"] == 9, d20
+
+
+# ---- a slow leak: the long window's, not the fast rule's ----
+
+# The main process keeps 192 KiB every 0.25 s = 0.75 MiB/s (2.6 GiB/h) for 24 s, inside a 4 GiB cgroup:
+# about 5400 s of headroom at that rate, far beyond 3 x the 24 s it can be fitted over.
+SLOW_LEAK = (
+    "import time\n"
+    "keep = []\n"
+    "t0 = time.monotonic()\n"
+    "for i in range(96):\n"
+    "    keep.append(b'x' * (192 << 10))\n"
+    "    time.sleep(max(0, t0 + (i + 1) * 0.25 - time.monotonic()))\n"
+    "print('survived')\n")
+
+
+def test_a_slow_leak_in_a_limited_cgroup_waits_for_the_long_window_and_is_a_warning(tmp_path):
+    limit_mib = 4096
+    p, db = _in_cgroup(tmp_path, limit_mib * MiB, SLOW_LEAK)
+    assert p.returncode == 0 and "survived" in p.stdout, p.stderr[-3000:]
+    # Default thresholds: no D3, live or offline. The fast rule's forecast (about 90 min) reaches far
+    # beyond leak_fast_eta_factor (3) x the span it can fit (24 s), and the slow rule needs
+    # leak_min_span_s (30 min) of growth.
+    assert not _live_lines(p.stderr, "D3"), p.stderr[-3000:]
+    assert not [f for f in _stored(db) if f["code"] == "D3"], _stored(db)
+    offline = run(["diagnose", "last", "--json"], db)
+    assert offline.returncode == 0, offline.stderr
+    assert not [f for f in json.loads(offline.stdout) if f["code"] == "D3"], offline.stdout
+
+    # The slow rule itself, with a 20 s window instead of 30 min: a warning with the time left to the
+    # cgroup's limit, not the fast rule's "OOM in about".
+    slow = run(["diagnose", "last", "--json", "--threshold", "leak_min_span_s=20"], db)
+    assert slow.returncode == 0, slow.stderr
+    [d3] = [f for f in json.loads(slow.stdout) if f["code"] == "D3"]
+    n = d3["numbers"]
+    assert n["fast"] == 0 and d3["thresholds"]["leak_min_span_s"] == 20, d3
+    assert n["slope_mib_per_s"] == pytest.approx(0.75, rel=0.3) and n["r2"] >= 0.8, d3
+    assert n["fitted_s"] == pytest.approx(24, abs=3), d3
+    assert n["cgroup_memory_limit_mib"] == limit_mib, d3
+    assert n["headroom_mib"] == pytest.approx(limit_mib - n["end_mib"], abs=8), d3
+    assert n["eta_s"] == pytest.approx(n["headroom_mib"] / n["slope_mib_per_s"], rel=1e-3), d3
+    # why not the fast rule: the forecast is beyond 3 x the evidence; why a warning: beyond
+    # leak_critical_eta_s (1 h)
+    assert n["eta_s"] > d3["thresholds"]["leak_fast_eta_factor"] * n["fitted_s"], d3
+    assert n["eta_s"] > d3["thresholds"]["leak_critical_eta_s"] and d3["severity"] == "warning", d3
+    assert n["grower_kind"] == 0 and d3["pids"] == [int(n["grower_pid"])], d3
+    assert "at this rate the cgroup's memory runs out in" in d3["evidence"], d3["evidence"]
+    assert "OOM in about" not in d3["evidence"], d3["evidence"]
+    print(f"\nslow: D3 {d3['evidence']}")
+
+
+# ---- a late driver answer: under host pressure, and without ----
+
+SCENARIOS = os.environ.get("TRAINMON_SCENARIOS_DIR", os.path.join(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))), "scenarios"))
+
+# A CPU spinner at SCHED_IDLE: it runs only on a CPU nothing else wants, so the host's CPUs are all busy
+# (the late-answer rule's cpu_saturated_pct) while no other process of this machine waits for it. It
+# ends itself after 40 s whatever happens; the test ends it sooner by pid.
+IDLE_SPIN = (
+    "import os, time\n"
+    "os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+    "end = time.monotonic() + 40\n"
+    "while time.monotonic() < end:\n"
+    "    pass\n")
+
+
+def _host_cpu_busy(seconds=1.0):
+    """The host's CPU busy share over `seconds` (/proc/stat, as trainmon reads it: not idle, not iowait)."""
+    def read():
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:9]]  # guest time is inside user already
+        return sum(v), v[3] + v[4]
+    t0, i0 = read()
+    time.sleep(seconds)
+    t1, i1 = read()
+    return 100.0 * (1 - (i1 - i0) / max(1, t1 - t0))
+
+
+def _gpu_scenario(tmp_path, rule):
+    """healthy-1gpu.json with one fake-driver error rule (docs/fake-nvml.md), written to tmp_path."""
+    with open(os.path.join(SCENARIOS, "healthy-1gpu.json")) as f:
+        s = json.load(f)
+    s["errors"] = [rule]
+    path = tmp_path / "late-gpu.json"
+    path.write_text(json.dumps(s))
+    return str(path)
+
+
+# Both runs forgive hung calls for 8 s instead of 30 (gpu_late_max_s): the same rule, in a short run.
+LATE_MAX = ("--threshold", "gpu_late_max_s=8")
+
+
+def _summary_lines(stderr, code):
+    """The findings `run` listed at its end (`  [sev] CODE slug ...`: the final diagnosis)."""
+    return [ln for ln in stderr.splitlines() if re.match(rf"  \[\w+\] {code} ", ln)]
+
+
+def _d14(p, db):
+    """The D14 findings of `diagnose` and of the run's own store, and the live D14 lines."""
+    offline = run(["diagnose", "last", "--json"], db)
+    assert offline.returncode == 0, offline.stderr
+    found = json.loads(offline.stdout)
+    stored = _stored(db)
+    return found, stored, _live_lines(p.stderr, "D14")
+
+
+def test_a_late_driver_answer_while_the_host_cpus_are_saturated_is_a_warning_not_a_lost_gpu(tmp_path):
+    # Every NVML call on GPU 0 made between 6.5 and 6.8 s hangs 7 s, then answers: past the sampler's
+    # device_timeout (2 s) its rows are timeouts, about 5 s of them from 8.5 s (the live evaluation at
+    # 10 s falls inside, with 1.5 s to spare either way).
+    path = _gpu_scenario(tmp_path, {"function": "*", "gpu": 0, "from_s": 6.5, "to_s": 6.8, "hang_ms": 7000})
+    spinners = [subprocess.Popen([PY, "-c", IDLE_SPIN]) for _ in range(os.cpu_count() or 1)]
+    try:
+        busy = _host_cpu_busy()
+        if busy < 95:  # a cpuset or CPU quota smaller than the host: its CPUs cannot all be kept busy
+            pytest.skip(f"the host's CPUs cannot be saturated from here (busy {busy:.0f} % with spinners)")
+        p = tm_run(tmp_path / "t.db", [PY, "-c", "import time; time.sleep(16)"], *LATE_MAX, timeout=60,
+                   scenario=path)
+    finally:
+        for s in spinners:
+            s.kill()
+            s.wait()
+    assert p.returncode == 0, p.stderr[-3000:]
+    found, stored, live = _d14(p, tmp_path / "t.db")
+    for findings, where in ((found, "diagnose"), (stored, "run")):
+        d14 = [f for f in findings if f["code"] == "D14"]
+        assert len(d14) == 1, (where, d14, p.stderr[-3000:])
+        f = d14[0]
+        n = f["numbers"]
+        assert f["severity"] == "warning" and n["host_pressure"] == 1 and f["gpus"] == [0], (where, f)
+        assert 4 <= n["late_s"] <= 6.5 and 8 <= f["start_s"] <= 10 and n["answered_again"] == 1, (where, f)
+        assert f["thresholds"]["gpu_late_max_s"] == 8, (where, f)
+        assert n["cpu_busy_max_pct"] >= f["thresholds"]["cpu_saturated_pct"], (where, f)
+        assert "GPU0 answered late at" in f["evidence"] and "short of CPU" in f["evidence"], (where, f)
+        # The cause is the host's pressure finding when there is one (D17, or D19 for the job's own CPU),
+        # listed before it; our spinners are not the job's, so normally there is none.
+        causes = [c for c in findings if c["code"] in ("D17", "D19")]
+        if causes:
+            assert f["cause"] == causes[0]["code"] and findings.index(causes[0]) < findings.index(f), (where, findings)
+        else:
+            assert "cause" not in f, (where, f)
+    # Live too: while the call still hung (the evaluation at 10 s), a late answer so far, not "GPU lost".
+    assert live and not [ln for ln in live if "[critical]" in ln], (live, p.stderr[-3000:])
+    assert "GPU0 has been answering late since" in live[0], live
+    assert [ln.split()[0] for ln in _summary_lines(p.stderr, "D14")] == ["[warning]"], p.stderr[-3000:]
+    print(f"\nlate: {f['evidence']}\n  live: {live}")
+
+
+def test_the_same_slow_answer_without_host_pressure_that_keeps_failing_is_a_lost_gpu(tmp_path):
+    # From 4 s every NVML call on GPU 0 hangs 7 s: timeouts from 6 s (device_timeout), and it keeps
+    # failing until the job ends at 16 s, past gpu_late_max_s. Whether this shared machine's CPUs are
+    # busy meanwhile (other users) does not matter: it kept failing.
+    path = _gpu_scenario(tmp_path, {"function": "*", "gpu": 0, "from_s": 4, "hang_ms": 7000})
+    p = tm_run(tmp_path / "t.db", [PY, "-c", "import time; time.sleep(16)"], *LATE_MAX, timeout=60,
+               scenario=path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    found, stored, live = _d14(p, tmp_path / "t.db")
+    for findings, where in ((found, "diagnose"), (stored, "run")):
+        [f] = [f for f in findings if f["code"] == "D14"]
+        n = f["numbers"]
+        assert f["severity"] == "critical" and "host_pressure" not in n and "cause" not in f, (where, f)
+        assert n["timeout_rows"] >= 10 and n["lost_rows"] == 0 and n["recovered"] == 0, (where, f)
+        assert n["never_answered"] == 0 and 5.5 <= f["start_s"] <= 7, (where, f)
+        assert "GPU0 stopped responding at" in f["evidence"] and "until the end" in f["evidence"], (where, f)
+        assert findings[0] is f, (where, findings)  # critical: first
+    # At the end (the live evaluation at 10 s saw 4 s of it: late so far or lost, as the host's CPUs
+    # were busy or not; none came after it): lost.
+    assert [ln.split()[0] for ln in _summary_lines(p.stderr, "D14")] == ["[critical]"], p.stderr[-3000:]

@@ -65,7 +65,9 @@ struct LiveFinding {
 /// Live diagnosis: feed snapshots (or rows) in time order; read `active()` for what is wrong now.
 /// Detectors already require their own `for` durations before reporting, which is the "opens
 /// after the condition holds" half of the hysteresis; this class adds the "closes only after
-/// clear for close_after_s" half. Findings are matched across evaluations by (code, gpus, pids).
+/// clear for close_after_s" half. Findings are matched across evaluations by (code, gpus, pids); a D14
+/// that turns from a late answer (warning) into a lost GPU (critical) closes the warning and opens anew,
+/// so that the caller announces it again.
 class LiveDiagnosis {
  public:
   explicit LiveDiagnosis(Thresholds th = {}, LiveOptions opt = {});

@@ -90,7 +90,8 @@ struct Thresholds {
   double low_available_pct = 10;  ///< MemAvailable under 10 % of total (ours)
   /// D14: a GPU whose calls hang (timeouts only, never NVML_ERROR_GPU_IS_LOST) and that answers again
   /// within this long, while the host is under memory pressure (D17's thresholds) or its CPUs are
-  /// saturated (cpu_saturated_pct), answered late: the host's problem, not a lost GPU (ours).
+  /// saturated (cpu_saturated_pct), answered late: the host's problem, not a lost GPU (ours). Calls
+  /// still hanging are late too until they have failed this long (the live diagnosis sees them hang).
   double gpu_late_max_s = 30;
   // --- D18 / D19 I/O- and CPU-bound loading -----------------------------------------------------
   double iowait_pct = 20;                     ///< host iowait (ours)

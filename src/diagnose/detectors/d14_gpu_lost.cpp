@@ -2,7 +2,9 @@
 // D14 gpu-lost: a GPU stops answering (NVML_ERROR_GPU_IS_LOST, hung calls past the deadline, whole-
 // device failures, or missing from the snapshot after having been there), or never answered at all
 // (hung from the first tick). Critical from the first such row; the finding runs until the GPU
-// answers again (or the run ends).
+// answers again (or the run ends). Hung calls while the host is short of memory or CPU are a late
+// answer (a warning) until they have kept failing for gpu_late_max_s, also while they still fail: the
+// live diagnosis, which sees the episode before it ends, says "late" first and "lost" only then.
 #include <fmt/format.h>
 
 #include <cmath>
@@ -55,7 +57,10 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
       }
       // A late answer is not a lost GPU: calls that hung (never "lost") and answered again within
       // gpu_late_max_s while the host was short of memory or CPU (D17's, D19's thresholds, within a
-      // window around it) are the host's problem (docs/diagnosis.md "D14 under host pressure").
+      // window around it) are the host's problem (docs/diagnosis.md "D14 under host pressure"). So
+      // are such calls that still fail at the last row but for no longer than gpu_late_max_s: the live
+      // diagnosis evaluates while they hang, and a call that answers 3 s late is no lost GPU in the
+      // meantime (issue 34: "GPU lost" announced for one late call). Past gpu_late_max_s it is lost.
       bool only_timeouts = true;
       for (std::size_t i = ep.i0; i <= ep.i1; ++i)
         if (g.state[i] != GpuState::timeout && g.state[i] != GpuState::ok) only_timeouts = false;
@@ -68,22 +73,30 @@ std::vector<Finding> detect_gpu_lost(const RunSeries& s, const Thresholds& th) {
           (!na(psi) && psi >= th.psi_mem_some_pct) ||
           (!na(avail) && !na(total) && total > 0 && 100 * avail / total < th.low_available_pct);
       const bool cpu_starved = !na(cpu) && cpu >= th.cpu_saturated_pct;
-      const bool late = !never && only_timeouts && ep.i1 + 1 < n &&
-                        s.t[ep.i1] - s.t[ep.i0] <= th.gpu_late_max_s && (mem_pressure || cpu_starved);
+      const bool answered_again = ep.i1 + 1 < n;
+      const bool late = !never && only_timeouts && s.t[ep.i1] - s.t[ep.i0] <= th.gpu_late_max_s &&
+                        (mem_pressure || cpu_starved);
       if (late) {
         Finding f = make_finding("D14", Severity::warning, s.t[ep.i0], s.t[ep.i1]);
         f.gpus = {g.index};
         f.numbers["host_pressure"] = 1;
+        f.numbers["answered_again"] = answered_again ? 1 : 0;
         put(f.numbers, "late_s", s.t[ep.i1] - s.t[ep.i0]);
         put(f.numbers, "psi_mem_some_avg10_max", psi);
         put(f.numbers, "available_min_mib", avail);
         put(f.numbers, "cpu_busy_max_pct", cpu);
-        say(f,
-            "GPU{} answered late at {:.0f} s (NVML calls past the deadline for {}, then answered again) "
-            "while "
-            "the host was {}",
-            g.index, s.t[ep.i0], dur(s.t[ep.i1] - s.t[ep.i0]),
-            mem_pressure ? word("short of memory") : word("short of CPU"));
+        const Word short_of = mem_pressure ? word("short of memory") : word("short of CPU");
+        if (answered_again)
+          say(f,
+              "GPU{} answered late at {:.0f} s (NVML calls past the deadline for {}, then answered again) "
+              "while "
+              "the host was {}",
+              g.index, s.t[ep.i0], dur(s.t[ep.i1] - s.t[ep.i0]), short_of);
+        else
+          say(f,
+              "GPU{} has been answering late since {:.0f} s (NVML calls past the deadline for {} so far, "
+              "lost if they keep failing for {}) while the host is {}",
+              g.index, s.t[ep.i0], dur(s.t[ep.i1] - s.t[ep.i0]), dur(th.gpu_late_max_s), short_of);
         if (mem_pressure && !na(psi)) say(f, " (PSI memory some avg10 up to {} %)", num(psi, 1));
         if (!mem_pressure) say(f, " (CPU busy up to {} %)", num(cpu));
         f.advice =

@@ -210,6 +210,52 @@ TEST(MemoryTruthD14, ALateAnswerUnderHostPressureIsNotALostGpu) {
   EXPECT_EQ(f[0].severity, Severity::critical);
 }
 
+// Found by the real test (e2e test_memory_truth: a 5 s NVML hang while the host's CPUs were saturated):
+// the live diagnosis, evaluating while the calls still hung, announced "[critical] D14 gpu-lost" for what
+// then answered 3 s late. A still-failing episode under pressure is late until gpu_late_max_s; past it
+// the GPU is lost, and the live diagnosis says so again, critical.
+TEST(MemoryTruthD14, StillHungUnderPressureIsLateUntilItKeepsFailing) {
+  Synth x(1, 300, 1);
+  x.set(x.s.host.psi_mem_some_avg10, 60, 300, 60.f);
+  for (std::size_t i = 0; i < x.s.size(); ++i)
+    if (x.s.t[i] >= 100) {
+      x.gpu(0).state[i] = GpuState::timeout;
+      x.gpu(0).util_gpu_pct[i] = kNA;
+    }
+  // 5 s into the hang, the last row still failing: late so far, not lost
+  auto f = detect_gpu_lost(slice(x.s, 0, 105), kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::warning);
+  EXPECT_EQ(f[0].numbers.at("host_pressure"), 1);
+  EXPECT_EQ(f[0].numbers.at("answered_again"), 0);
+  EXPECT_DOUBLE_EQ(f[0].numbers.at("late_s"), 5);
+  EXPECT_NE(f[0].evidence.find("GPU0 has been answering late since 100 s"), std::string::npos)
+      << f[0].evidence;
+  // past gpu_late_max_s (30 s) it is lost, whatever the pressure
+  f = detect_gpu_lost(slice(x.s, 0, 100 + kTh.gpu_late_max_s + 1), kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::critical);
+  // without pressure, a call still hanging is critical at once (as before)
+  Synth calm(1, 300, 1);
+  for (std::size_t i = 0; i < calm.s.size(); ++i)
+    if (calm.s.t[i] >= 100) calm.gpu(0).state[i] = GpuState::timeout;
+  f = detect_gpu_lost(slice(calm.s, 0, 105), kTh);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].severity, Severity::critical);
+
+  // Live: the warning first, then the critical as a new announcement (the warning closed).
+  LiveDiagnosis live(kTh, LiveOptions{.every_s = 1, .window_s = 3600, .close_after_s = 60});
+  live.mutable_series() = slice(x.s, 0, 105);
+  live.evaluate();
+  live.mutable_series() = slice(x.s, 0, 140);
+  live.evaluate();
+  std::vector<std::pair<Severity, bool>> d14;
+  for (const auto& l : live.history())
+    if (l.finding.code == "D14") d14.emplace_back(l.finding.severity, l.open);
+  const std::vector<std::pair<Severity, bool>> want{{Severity::warning, false}, {Severity::critical, true}};
+  EXPECT_EQ(d14, want);
+}
+
 Finding at(std::string code, Severity sev, double t0, double t1) {
   Finding f = make_finding(code, sev, t0, t1);
   f.evidence = code + " evidence";
