@@ -379,7 +379,18 @@ def test_a_stop_inside_a_collective_names_the_holding_rank_within_the_minute_fou
     assert f["numbers"]["holding_rank"] == 1 and f["numbers"]["ranks"] == 4, f["numbers"]
     assert re.search(r"ranks 0, 2, 3 wait in all_reduce #\d+", f["evidence"]), f["evidence"]
     assert "rank 1 never entered it (rank 1 in compute since" in f["evidence"], f["evidence"]
-    assert f["advice"].startswith("Look at rank 1 (pid"), f["advice"]
+    # the stacks trainmon asked for when the warning opened: rank 1 on the line it sleeps on, the
+    # others in the all_reduce; the advice names that line, live as in the store
+    stop_line = "stop_inside.py:%d in run" % line_of("STOP-LINE")
+    st = {s["rank"]: s for s in f.get("stacks", [])}
+    assert set(st) == {0, 1, 2, 3} and st[1]["where"] == stop_line, st
+    assert all(st[k]["collective"] == "all_reduce" and st[k]["caller"] == "stop_inside.py:%d in run"
+               % line_of("COLLECTIVE-LINE") for k in (0, 2, 3)), st
+    assert re.match(r"Look at rank 1 \(pid \d+[^)]*\) first: it is at " + re.escape(stop_line), f["advice"]), \
+        f["advice"]
+    assert j.live(r"^trainmon: rank 1 pid \d+ is at " + re.escape(stop_line)), j.stderr()[-3000:]
+    assert j.live(r"^trainmon: D23 -> Look at rank 1 \(pid \d+[^)]*\) first: it is at " + re.escape(stop_line)), \
+        j.stderr()[-3000:]
     assert f["cost"]["share"] == 1.0
     assert f["thresholds"]["hang_coll_floor_s"] == 30, f["thresholds"]
     print("\nstop inside all_reduce, 4 ranks: D23 warning live %.1f s after rank 1 stopped (floor 30 s): %s"

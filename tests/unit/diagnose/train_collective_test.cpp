@@ -184,6 +184,34 @@ TEST(DiagD23CollectiveStall, AWarningNamingTheRankThatHoldsTheOthersWithinAMinut
   EXPECT_EQ(c[0].pids, w[0].pids);  // live, the warning becomes the critical one
 }
 
+TEST(DiagD23CollectiveStall, TheWarningCarriesTheStacksAskedForAndTheHoldersLine) {
+  // trainmon asks the ranks for their stacks when the warning opens (cmd_run): the warning shows
+  // them, and its advice names the line the holding rank is on
+  auto x = stalled_in_collective(150);
+  append_train_stack(x.s, {131, 1, 1001, "D23",
+                           "Current thread 0x00007f0000000002 (most recent call first):\n"
+                           "  File \"/home/u/job.py\", line 40 in run\n"
+                           "  File \"/usr/lib/python3.11/multiprocessing/process.py\", line 108 in run\n"});
+  append_train_stack(x.s, {131, 0, 1000, "D23",
+                           "Current thread 0x00007f0000000003 (most recent call first):\n"
+                           "  File \"/usr/lib/python3/dist-packages/torch/distributed/distributed_c10d.py\", "
+                           "line 1536 in all_reduce\n"
+                           "  File \"/home/u/job.py\", line 42 in run\n"});
+  const auto w = detect_training_hang(x.s, kTh);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].severity, Severity::warning);
+  ASSERT_EQ(w[0].stacks.size(), 2u);
+  EXPECT_EQ(w[0].stacks[0].rank, 0);
+  EXPECT_EQ(w[0].stacks[0].collective, "all_reduce");
+  EXPECT_EQ(w[0].stacks[1].where, "job.py:40 in run");
+  EXPECT_TRUE(
+      has(w[0].advice,
+          "Look at rank 1 (pid 1001 on node-a, GPU1) first: it is at job.py:40 in run while the others "
+          "wait for it in a collective."))
+      << w[0].advice;
+  EXPECT_EQ(w[0].numbers.at("holding_rank"), 1);
+}
+
 TEST(DiagD23CollectiveStall, CheckpointEvaluationAndSlowFirstStepAreNoHang) {
   {  // rank 0 saves alone for 45 s (in compute) while rank 1 waits in the all-reduce, then both resume
     Synth x(2, 300);
