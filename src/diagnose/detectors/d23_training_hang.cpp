@@ -14,8 +14,9 @@
 // another collective, or silent), every rank having completed a step (a slow first step is no hang)
 // and none outside the loop (phase idle: evaluation, checkpointing). Said as Flight Recorder's analyzer
 // says it: "ranks 0, 2, 3 wait in all_reduce #5120; rank 1 never entered it". When the critical
-// finding comes for the same stall, that sentence joins it instead. A stall that ends, held by rank 0
-// alone in compute, is rank 0 working alone (a checkpoint saved by rank 0): no hang, D28's pause.
+// finding comes for the same stall, that sentence joins it instead. The warning carries the stacks
+// trainmon asked for when it opened, and its advice the line the holding rank is on. A stall that ends, held
+// by rank 0 alone in compute, is rank 0 working alone (a checkpoint saved by rank 0): no hang, D28's pause.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -466,6 +467,12 @@ Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th,
   // (the stacks' answer, when the critical finding has one, stays)
   if (holders.size() == 1 && holders[0]->rank >= 0 && !f.numbers.contains("holding_rank"))
     put(f.numbers, "holding_rank", holders[0]->rank);
+  // The holder's stack, when trainmon asked for it as the warning opened: the line it is on.
+  if (holders.size() == 1)
+    for (const auto& sk : f.stacks)
+      if (sk.rank_key == holders[0]->key && !sk.where.empty())
+        return phrase("Look at {} first: it is at {} while the others wait for it in a collective. ",
+                      rank_name(*holders[0]), sk.caller.empty() ? sk.where : sk.caller);
   if (holders.size() == 1)
     return phrase(
         "Look at {} first: the others wait for it inside {}. `py-spy dump --pid {}` shows the line it is "
@@ -817,6 +824,10 @@ std::vector<Finding> detect_training_hang(const RunSeries& s, const Thresholds& 
     }
     f.gpus.assign(gpus.begin(), gpus.end());
     f.pids.assign(pids.begin(), pids.end());
+    // The stacks trainmon asked for when the warning opened (as for the critical finding).
+    for (const auto& r : s.train.ranks)
+      if (auto sk = stack_of(s, r.id, st.since, t_end + std::max(th.clear_s, th.hang_alive_s)))
+        f.stacks.push_back(*sk);
     Phrase a = describe_coll_stall(f, s, th, st, t_end);
     a += phrase(
         "Set a timeout in init_process_group(timeout=...) and TORCH_NCCL_ASYNC_ERROR_HANDLING=1 so that "

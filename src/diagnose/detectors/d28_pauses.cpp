@@ -7,7 +7,8 @@
 // their medians (data, collective, compute: the rest). The rank's first step (start-up, compilation)
 // is never a pause. When rank 0's pauses are compute while the other ranks' are waits in the
 // collectives, rank 0 works alone while everyone waits (a checkpoint saved by rank 0 only): said so,
-// with the cost. Cost: the pauses' share of the wall time, measured.
+// with the cost, and rank 0 is the rank named (the others' waits, a little longer, are for it).
+// Cost: the pauses' share of the wall time, measured.
 #include <algorithm>
 #include <set>
 
@@ -140,6 +141,24 @@ std::vector<Finding> detect_pauses(const RunSeries& s, const Thresholds& th) {
       }
       if (sums[k].len > sums[main].len) main = k;
     }
+    // Rank 0 alone computing while the others wait in the collectives: it works alone (a checkpoint
+    // it saves by itself), and it is the rank named, whoever's waits came out a little longer.
+    std::size_t r0 = R;
+    for (std::size_t k = 0; k < R; ++k)
+      if (ranks[k].id.rank == 0) r0 = k;
+    bool rank0_alone = false;
+    Phrase waiting;
+    if (r0 < R && sums[r0].count && sums[r0].compute >= 0.5 * sums[r0].len) {
+      double others = 0, others_comm = 0;
+      for (std::size_t k = 0; k < R; ++k) {
+        if (k == r0 || !sums[k].count) continue;
+        others += sums[k].len;
+        others_comm += sums[k].comm;
+        add_listed(waiting, rank_short(ranks[k].id));
+      }
+      rank0_alone = others > 0 && others_comm >= 0.5 * others;
+    }
+    if (rank0_alone) main = r0;
     const Sum& m = sums[main];
     if (m.count == 0 || !(m.len > 0)) continue;
     const auto& id = ranks[main].id;
@@ -168,28 +187,11 @@ std::vector<Finding> detect_pauses(const RunSeries& s, const Thresholds& th) {
         "({} s); where the time went: data {} %, collective {} %, compute {} %",
         m.count, dur(wall), rank_name(id), num(m.longest, 1), num(1e3 * rp[main].median_s), num(100 * share),
         num(m.len, 1), num(pd), num(pc), num(pu));
-    // Rank 0 alone computing while the others wait in the collectives: it works alone.
-    std::size_t r0 = R;
-    for (std::size_t k = 0; k < R; ++k)
-      if (ranks[k].id.rank == 0) r0 = k;
-    bool rank0_alone = false;
-    if (r0 < R && sums[r0].count && sums[r0].compute >= 0.5 * sums[r0].len) {
-      double others = 0, others_comm = 0;
-      Phrase waiting;
-      for (std::size_t k = 0; k < R; ++k) {
-        if (k == r0 || !sums[k].count) continue;
-        others += sums[k].len;
-        others_comm += sums[k].comm;
-        add_listed(waiting, rank_short(ranks[k].id));
-      }
-      if (others > 0 && others_comm >= 0.5 * others) {
-        rank0_alone = true;
-        say(f,
-            "; rank 0 computed alone during its pauses ({} s) while {} waited in the collectives: work done "
-            "by rank 0 only (a checkpoint saved by rank 0, logging, evaluation), and every rank pays for it",
-            num(sums[r0].len, 1), waiting);
-      }
-    }
+    if (rank0_alone)
+      say(f,
+          "; rank 0 computed alone during its pauses ({} s) while {} waited in the collectives: work done "
+          "by rank 0 only (a checkpoint saved by rank 0, logging, evaluation), and every rank pays for it",
+          num(sums[r0].len, 1), waiting);
     const bool compute_site = pu >= pd && pu >= pc;
     const bool data_site = !compute_site && pd >= pc;
     f.advice =
