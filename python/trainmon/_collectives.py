@@ -452,6 +452,12 @@ def _ddp_hook(state, bucket):
         with tap.lock:
             tap.pending -= 1
         raise
+    try:
+        then = fut.then
+    except Exception:  # not a Future (a user's hook that returns something else): DDP itself then
+        with tap.lock:  # raises its own error about the hook, as it does without trainmon
+            tap.pending -= 1
+        return fut
     if last:
         try:
             t = _mono()
@@ -467,7 +473,12 @@ def _ddp_hook(state, bucket):
                 hot.phase_mt = t
         except Exception:
             pass
-    return fut.then(tap.done)
+    try:
+        return then(tap.done)
+    except Exception:
+        with tap.lock:
+            tap.pending -= 1
+        return fut
 
 
 def _uses_sparse(module):

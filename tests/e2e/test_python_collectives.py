@@ -104,6 +104,19 @@ def _rank_main(rank, out_dir, init):
     _train(torch, da, rank)
     _train(torch, db, rank)
     res["fp16_identical"] = all(torch.equal(x, y) for x, y in zip(_params(a), _params(b)))
+    # 3b. a user's hook that returns no Future: the same error as without our wrapper, not one of ours
+    def not_a_future(state, bucket):
+        return bucket.buffer()
+
+    errors = []
+    for d in (DDP(_model(torch), bucket_cap_mb=0.001), plain(_model(torch))):
+        d.register_comm_hook(None, not_a_future)
+        try:
+            d(torch.ones(4, 32)).sum().backward()
+            errors.append("no error")
+        except Exception as e:
+            errors.append("%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200]))
+    res["bad_hook_errors"] = errors
 
     # 4. an explicit all_reduce that rank 1 comes to LATE_S late; the others wait that long
     dist.barrier()
@@ -403,6 +416,9 @@ def test_a_real_gloo_job_ddp_results_are_bit_identical_and_waits_are_measured(tm
         assert x["default_identical"] and x["user_identical"] and x["fp16_identical"], (i, x)
         assert x["user_calls"][0] == x["user_calls"][1] > 0, x  # the user's hook: once per bucket
         assert x["second_registration"].startswith("RuntimeError"), x
+        # a user's hook that returns no Future: DDP's own error, the same as without trainmon
+        wrapped, bare = x["bad_hook_errors"]
+        assert wrapped == bare and "Future" in bare and "_collectives" not in wrapped, x["bad_hook_errors"]
         assert x["late_sum_ok"] and x["phase_after"] != "collective"
     # the explicit all_reduce: ranks 0 and 2 waited for rank 1, which did not wait
     for i in (0, 2):
