@@ -189,8 +189,10 @@ def test_a_gpu_hung_from_the_start_slows_no_tick_and_is_not_responding(tmp_path)
     assert len(gpu0) == 4, rows
     # Sample i is taken at i s and printed within its tick (the first waits 3/4 of the interval for
     # GPU 1, later ones not at all): no 15 s stall and no burst of stale rows after it.
+    # (the times count from Popen: a sanitized build's start-up on a loaded machine takes a few tenths)
     times = [round(t, 2) for t, _ in gpu0]
-    assert all(i < t < i + 1.0 for i, t in enumerate(times)), times
+    late = 1.5 if SANITIZED else 1.0
+    assert all(i < t < i + late for i, t in enumerate(times)), times
     assert all(r["pwr"] == 500 for _, r in gpu0), gpu0
     gpu1 = [r for _, r in rows if r["gpu"] == 1]
     assert len(gpu1) == 4 and all(r["pwr"] is None for r in gpu1), gpu1
