@@ -192,6 +192,32 @@ def _key(g):
         return g
 
 
+def _enter_cuda():
+    """A CUDA call's start event (None when the events cannot be recorded: host-timed instead)."""
+    try:
+        poll_cuda()
+        return _cuda["timing"].begin()
+    except Exception:
+        return None
+
+
+def _leave(hot, prev, t0, t1, start, cuda):
+    """The end of a timed call (t0..t1, monotonic s): the phase back to what it was, the wait added
+    (by the CUDA end event when the call was timed on the GPU, else by the host's clock)."""
+    hot.coll_depth = 0
+    hot.coll = None
+    hot.phase = prev if prev != "collective" else "compute"
+    hot.phase_mt = t1
+    if start is not None:
+        try:
+            _cuda["timing"].end(start)
+        except Exception:
+            pass
+    elif not cuda:
+        c = hot.comm
+        hot.comm = t1 - t0 if c is None else c + (t1 - t0)
+
+
 def _wrap(name, fn, gpos):
     hot = _tls
     mono = _mono
@@ -221,26 +247,10 @@ def _wrap(name, fn, gpos):
         start = None
         try:
             if cuda:
-                try:
-                    poll_cuda()
-                    start = _cuda["timing"].begin()
-                except Exception:
-                    start = None
+                start = _enter_cuda()
             result = fn(*args, **kwargs)
         finally:
-            t1 = mono()
-            hot.coll_depth = 0
-            hot.coll = None
-            hot.phase = prev if prev != "collective" else "compute"
-            hot.phase_mt = t1
-            if start is not None:
-                try:
-                    _cuda["timing"].end(start)
-                except Exception:
-                    pass
-            elif not cuda:
-                c = hot.comm
-                hot.comm = t1 - t0 if c is None else c + (t1 - t0)
+            _leave(hot, prev, t0, mono(), start, cuda)
         if result is not None:
             try:
                 if len(works) >= _WORKS_CAP:
@@ -281,26 +291,10 @@ def _wrap_wait(fn):
         start = None
         try:
             if cuda:
-                try:
-                    poll_cuda()
-                    start = _cuda["timing"].begin()
-                except Exception:
-                    start = None
+                start = _enter_cuda()
             return fn(self, *args, **kwargs)
         finally:
-            t1 = mono()
-            hot.coll_depth = 0
-            hot.coll = None
-            hot.phase = prev if prev != "collective" else "compute"
-            hot.phase_mt = t1
-            if start is not None:
-                try:
-                    _cuda["timing"].end(start)
-                except Exception:
-                    pass
-            elif not cuda:
-                c = hot.comm
-                hot.comm = t1 - t0 if c is None else c + (t1 - t0)
+            _leave(hot, prev, t0, mono(), start, cuda)
 
     wait.__wrapped__ = fn
     wait.__name__ = "wait"
