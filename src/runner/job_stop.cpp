@@ -159,8 +159,10 @@ std::string pid_list(std::span<const ProcStat> ps, std::size_t max) {
 std::string describe_stop(const JobStopReport& r, std::chrono::nanoseconds grace) {
   if (r.signal == 0 && r.killed == 0 && r.not_ended.empty()) return {};
   std::string out =
-      r.leftovers
-          ? i18n::trf("job stop: the command left {} processes running; SIGTERM sent", r.signalled)
+      r.leftovers ? i18n::trf("job stop: the command left {} processes running; SIGTERM sent", r.signalled)
+      : r.from_terminal
+          ? i18n::trf("job stop: SIG{} from the terminal reached {} processes", sigabbrev_np(r.signal),
+                      r.signalled)
           : i18n::trf("job stop: SIG{} passed on to {} processes", sigabbrev_np(r.signal), r.signalled);
   if (r.killed > 0)
     out += r.escalated ? i18n::trf("; SIGKILL to {} at the second stop signal", r.killed)
@@ -198,11 +200,14 @@ void JobStop::on_signal(int sig, bool from_terminal, std::int64_t now_ns) {
     if (p.state == 'T') (void)signal_process(p, SIGCONT);  // a stopped process acts on it (as systemd)
   }
   report_.signalled = job.size();
+  report_.from_terminal = from_terminal;
   grace_end_ns_ = now_ns + o_.grace.count();
-  const std::string tail = o_.grace.count() > 0
-                               ? i18n::trf("what still runs in {} s gets SIGKILL (a second Ctrl-C: at once)",
-                                           seconds_text(o_.grace))
-                               : std::string(i18n::tr("what still runs gets SIGKILL now"));
+  const std::string tail =
+      o_.grace.count() <= 0 ? std::string(i18n::tr("what still runs gets SIGKILL now"))
+      : from_terminal       ? i18n::trf("what still runs in {} s gets SIGKILL (a second Ctrl-C: at once)",
+                                        seconds_text(o_.grace))
+                      : i18n::trf("what still runs in {} s gets SIGKILL (a second stop signal: at once)",
+                                  seconds_text(o_.grace));
   say(from_terminal
           ? i18n::trf("trainmon {}: SIG{} from the terminal reached the job ({} processes; trainmon "
                       "passed it on to the {} outside its process group); {}\n",

@@ -78,7 +78,8 @@ struct JobStopOptions {
 struct JobStopReport {
   int signal = 0;                   ///< the stop signal passed on (0: none; SIGTERM for leftovers)
   bool leftovers = false;           ///< the command had ended and left processes behind
-  std::size_t signalled = 0;        ///< processes the stop signal was sent to
+  std::size_t signalled = 0;        ///< processes the stop signal was sent to (or reached: from_terminal)
+  bool from_terminal = false;       ///< Ctrl-C: the terminal sent it to the foreground group itself
   std::size_t killed = 0;           ///< processes sent SIGKILL
   bool escalated = false;           ///< SIGKILL because the stop signal came again (not the grace period)
   std::vector<ProcStat> not_ended;  ///< still running when trainmon gave up waiting
@@ -104,9 +105,9 @@ class JobStop {
   /// When tick() has something to do; nullopt when nothing is pending.
   std::optional<std::int64_t> deadline_ns() const;
   /// After the main command ended (was reaped): what is left of the job after kLeftoverSettle gets
-  /// SIGTERM (unless a stop signal was passed on already) and the grace period, then SIGKILL; waits, reaping orphans and
-  /// taking further signals (a second stop signal: SIGKILL at once; one after SIGKILL: stop waiting),
-  /// until no job process is left or kKillWait after SIGKILL. Returns the report.
+  /// SIGTERM (unless a stop signal was passed on already) and the grace period, then SIGKILL; waits, reaping
+  /// orphans and taking further signals (a second stop signal: SIGKILL at once; one after SIGKILL: stop
+  /// waiting), until no job process is left or kKillWait after SIGKILL. Returns the report.
   const JobStopReport& finish();
 
   const JobStopReport& report() const { return report_; }

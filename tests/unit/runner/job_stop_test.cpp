@@ -72,6 +72,10 @@ TEST(JobStop, SummaryLine) {
   r.signal = SIGTERM;
   r.signalled = 5;
   EXPECT_EQ(describe_stop(r, 30s), "job stop: SIGTERM passed on to 5 processes; all ended");
+  JobStopReport ctrl_c = r;
+  ctrl_c.signal = SIGINT;
+  ctrl_c.from_terminal = true;  // the terminal sent it to the job's foreground group: not "passed on"
+  EXPECT_EQ(describe_stop(ctrl_c, 30s), "job stop: SIGINT from the terminal reached 5 processes; all ended");
   r.killed = 2;
   EXPECT_EQ(describe_stop(r, 2500ms),
             "job stop: SIGTERM passed on to 5 processes; SIGKILL to 2 still running after 2.5 s; all ended");
