@@ -6,7 +6,11 @@
    listing D2 and JSON that parses; the HTML, opened through file:// in Debian's Chromium
    (tests/e2e/browser/report_check.mjs), has no console error, every chart drawn with data, D2's
    region shaded, and a screenshot saved under the test's tmp dir.
-2. A real PyTorch training loop (test_python_training.py's loop style: torch on the CPU, the trainmon
+2. A two-rank job that measures its collective wait (tests/e2e/v2_sender.py with --comm-s: protocol
+   v3, real sleeps): the HTML's Training line and its "Where the time went" bars say each rank's
+   data / collective / compute shares as the ranks measured them, in English and in Chinese, and the
+   rows still fit a 360-px-wide window.
+3. A real PyTorch training loop (test_python_training.py's loop style: torch on the CPU, the trainmon
    package sending epochs) under `trainmon run`: its report has the epoch markers on every chart.
 """
 import json
@@ -171,6 +175,80 @@ def test_html_in_chromium_draws_every_chart_and_shades_the_finding(d2, tmp_path)
     assert set(d2f["charts"]) <= shaded, (d2f["charts"], shaded)
     assert r["link_target"] == "#chart-" + d2f["charts"][0]
     assert f"finding-{d2f['id']}" in r["findings"]
+
+
+SENDER = os.path.join(HERE, "v2_sender.py")
+
+
+@pytest.fixture(scope="module")
+def comm_job(tmp_path_factory):
+    """A two-rank job of 30 steps of 40 ms each: rank 0 waits 4 ms for data and 20 ms in collectives
+    per step, rank 1 12 ms and 6 ms (v2_sender.py --comm-s: protocol v3). Returns (db, env, html, out)."""
+    d = tmp_path_factory.mktemp("comm")
+    out = d / "out"
+    out.mkdir()
+    db = d / "runs.db"
+    html = d / "comm.html"
+    e = env("ddp-8gpu-healthy.json")
+    for k in ("TRAINMON_EVENTS_SOCKET", "TRAINMON_SNAPSHOT_FILE", "TRAINMON_RUN_ID"):
+        e.pop(k, None)
+    p = subprocess.run([trainmon_bin(), "run", "--db", str(db), "--interval", "0.2", "--print-every", "0",
+                        "--report", str(html), "--", PY, SENDER, str(out), "--steps", "30,30", "--step-s",
+                        "0.04,0.04", "--data-s", "0.004,0.012", "--comm-s", "0.02,0.006"],
+                       env=e, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return db, e, html, out
+
+
+def shown_pct(text, words):
+    m = re.search(re.escape(words) + r" ([0-9.]+) %", text)
+    assert m, (words, text)
+    return float(m.group(1))
+
+
+def test_html_says_where_each_ranks_time_went(comm_job, tmp_path):
+    db, e, html, out = comm_job
+    ranks = [json.loads((out / f"rank-{i}.json").read_text()) for i in (0, 1)]
+    md = report(db, e, "--format", "md")
+    assert "### Where the time went" in md, md
+    if os.environ.get("TRAINMON_SANITIZED") == "1":
+        pytest.skip("the browser check runs in the release pass")
+    r = browser_check(html, tmp_path / "comm.png")
+    assert r["console_errors"] == [] and r["errors"] == [] and r["requests"] == []
+    # the job's collective wait beside its data wait: all ranks' collective seconds over their step seconds
+    job_comm = sum(m["comm_s"] for m in ranks) / sum(m["step_s"] for m in ranks)
+    assert "data wait " in r["train_line"], r["train_line"]
+    assert shown_pct(r["train_line"], "collective wait") == pytest.approx(100 * job_comm, abs=0.11), r["train_line"]
+    assert r["split_heading"] == "Where the time went"
+    assert [row["rank"] for row in r["split"]] == ["0", "1"], r["split"]
+    for m, row in zip(ranks, r["split"]):
+        data, comm = m["data_s"] / m["step_s"], m["comm_s"] / m["step_s"]
+        want = {"data": data, "comm": comm, "compute": 1 - data - comm}
+        text = row["text"]
+        assert row["label"] == f"{row['who']}: {text}", row  # the bar says in words what it draws
+        assert shown_pct(text, "data wait") == pytest.approx(100 * data, abs=0.11), text
+        assert shown_pct(text, "collective wait") == pytest.approx(100 * comm, abs=0.11), text
+        assert shown_pct(text, "compute") == pytest.approx(100 * want["compute"], abs=0.11), text
+        per_step = float(re.search(r"compute per step ([0-9.]+) ms", text).group(1))
+        assert per_step == pytest.approx(1000 * (m["step_s"] - m["data_s"] - m["comm_s"]) / m["steps"], abs=0.06), text
+        segs = {g["kind"]: g for g in row["segments"]}
+        assert list(segs) == ["data", "comm", "compute"], row
+        for kind, share in want.items():
+            assert segs[kind]["share"] == pytest.approx(share, abs=0.002), (kind, row)
+            assert segs[kind]["width"] == pytest.approx(share * row["bar_width"], abs=2.0), (kind, row)
+    # rank 0 waits longest in collectives, rank 1 for data: the bars show it
+    assert r["split"][0]["segments"][1]["width"] > r["split"][1]["segments"][1]["width"]
+    # at 360 px every row stays inside the window, its words shown
+    assert r["narrow"]["width"] == 360 and len(r["narrow"]["rows"]) == 2, r["narrow"]
+    for row in r["narrow"]["rows"]:
+        assert row["right"] <= 360 and row["text_visible"], r["narrow"]
+    # in Chinese: the catalogue's words (po/zh_CN.po), the same figures
+    zh = tmp_path / "comm-zh.html"
+    assert report(db, dict(e, TRAINMON_LANG="zh_CN"), "-o", str(zh)).strip() == str(zh)
+    z = browser_check(zh, tmp_path / "comm-zh.png")
+    assert z["split_heading"] == "时间去向", z["split_heading"]
+    assert shown_pct(z["train_line"], "等集合通信") == shown_pct(r["train_line"], "collective wait"), z["train_line"]
+    assert [row["text"].count("等集合通信") for row in z["split"]] == [1, 1], z["split"]
 
 
 def test_pytorch_run_report_has_epoch_markers(tmp_path):

@@ -256,6 +256,9 @@ def test_report_has_the_training_charts(job, tmp_path):
         assert charts[cid]["epochs"] >= 1, charts[cid]  # the epoch markers, as on every chart
     assert charts["train-step"]["caption"] == "Step time: data wait and the rest (ms)"
     assert charts["train-throughput"]["caption"] == "Throughput (samples/s)"
+    # a protocol v2 job measures no collective wait: its Training line and sections are as before
+    assert "data wait " in result["train_line"] and "collective wait" not in result["train_line"], result["train_line"]
+    assert result["split"] == [] and result["split_heading"] is None and "narrow" not in result
     assert os.path.getsize(shot) > 10000
 
 

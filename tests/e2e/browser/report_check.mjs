@@ -3,7 +3,9 @@
 //   node report_check.mjs REPORT.html SCREENSHOT.png
 // Waits until the page says it is drawn (window.trainmonReport.ready), then prints one JSON line:
 // {charts: [{id, points, shaded, epochs, unit, y_ticks, caption}], renderMs, errors, console_errors, canvases, screenshot,
-//  findings, reloads: [renderMs...]}. Exit 1 on a console error, a page error or a page that never
+//  findings, reloads: [renderMs...], train_line, split_heading, split: [{rank, who, text, label, bar_width,
+//  segments: [{kind, share, width}]}], narrow: {width, rows: [{right, text_visible}]}} (narrow: the
+//  "Where the time went" rows once more at a 360-px-wide viewport, absent when there are none). Exit 1 on a console error, a page error or a page that never
 // finished drawing. With REPEAT=n in the environment the page is reloaded n times (benchmark).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -41,6 +43,16 @@ try {
       canvases: document.querySelectorAll('figure.chart canvas').length,
       findings: [...document.querySelectorAll('.finding')].map((f) => f.id),
       title: document.title,
+      train_line: document.querySelector('.train-line')?.textContent ?? null,
+      split_heading: document.querySelector('#time-split h2')?.textContent ?? null,
+      split: [...document.querySelectorAll('.split-row')].map((row) => {
+        const bar = row.querySelector('.split-bar');
+        return { rank: row.dataset.rank, who: row.querySelector('.split-who').textContent,
+          text: row.querySelector('.split-text').textContent, label: bar.getAttribute('aria-label'),
+          bar_width: bar.clientWidth,
+          segments: [...bar.querySelectorAll('.seg')].map((g) => ({ kind: g.dataset.kind, share: Number(g.dataset.share),
+            width: g.getBoundingClientRect().width })) };
+      }),
     };
   }));
   // a finding's link scrolls to its chart
@@ -51,6 +63,15 @@ try {
   }
   await page.screenshot({ path: shot, fullPage: true });
   result.screenshot = shot;
+  if (result.split.length) {
+    await page.setViewportSize({ width: 360, height: 800 });
+    result.narrow = await page.evaluate(() => ({ width: document.documentElement.clientWidth,
+      rows: [...document.querySelectorAll('.split-row')].map((row) => {
+        const t = row.querySelector('.split-text').getBoundingClientRect();
+        return { right: Math.max(...[...row.children].map((c) => c.getBoundingClientRect().right)),
+          text_visible: t.width > 0 && t.height > 0 };
+      }) }));
+  }
   result.reloads = [];
   for (let i = 0; i < repeat; i++) {
     await page.reload({ waitUntil: 'load', timeout: 120000 });

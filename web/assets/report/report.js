@@ -117,8 +117,13 @@
     : `${fmtJ(r.j_per_step)}/step · ${fmtJ(r.j_per_sample)}/sample · ${fmtWh(r.energy_j)}` +
       (r.wh_per_epoch != null ? ` (${fmtWh(r.wh_per_epoch * 3600)}/epoch)` : '');
   if (train) {
-    row(tr('Training'), `${fmtRate(train.samples_per_s)} · step ${fmtStep(train.step_median_s)} median · data wait ` +
-      `${fmtShare(train.data_share)} · ${train.steps} steps`);
+    // The run summary's words (train_summary.cpp); the collective wait only where it was measured
+    // (protocol v3 senders): an older run's line is as it was.
+    const parts = [fmtRate(train.samples_per_s), trf('step {} median', fmtStep(train.step_median_s)),
+      trf('data wait {}', fmtShare(train.data_share))];
+    if (train.comm_share != null) parts.push(trf('collective wait {}', fmtShare(train.comm_share)));
+    parts.push(train.steps === 1 ? trf('{} step', train.steps) : trf('{} steps', train.steps));
+    row(tr('Training'), el('span', { class: 'train-line' }, parts.join(' · ')));
     if (train.energy_j != null || train.energy_shared) row(tr('Energy'), energyOf(train));
   }
   root.append(hdr);
@@ -147,6 +152,32 @@
         el('td', {}, energyOf(r))));
     }
     root.append(t);
+  }
+  // Where each rank's step time went (as the Markdown report's table): data wait, collective wait,
+  // compute (the rest), as shares of its step time, a stacked bar with the figures beside it in
+  // words; only for ranks whose collective wait was measured (protocol v3), none for older runs.
+  const split = ((train && train.ranks) || []).filter((r) => r.comm_share != null);
+  if (split.length) {
+    const sec = el('section', { class: 'time-split', id: 'time-split' }, el('h2', {}, tr('Where the time went')));
+    const kinds = [['data', tr('Data wait')], ['comm', tr('Collective wait')], ['compute', tr('Compute')]];
+    sec.append(el('p', { class: 'split-legend' }, ...kinds.map(([k, name]) =>
+      el('span', { class: 'split-key' }, el('span', { class: 'split-swatch seg-' + k, 'aria-hidden': 'true' }), name))));
+    for (const r of split) {
+      const who = r.rank != null ? trf('rank {}', r.rank) : `pid ${-1 - r.key}`;
+      const data = r.data_share != null ? r.data_share : 0;
+      const shares = { data, comm: r.comm_share, compute: Math.max(0, 1 - data - r.comm_share) };
+      const words = [trf('data wait {}', fmtShare(r.data_share)), trf('collective wait {}', fmtShare(r.comm_share)),
+        trf('compute {}', fmtShare(shares.compute))];
+      if (r.compute_mean_s != null) words.push(trf('compute per step {}', fmtStep(r.compute_mean_s)));
+      const text = words.join(' · ');
+      const bar = el('div', { class: 'split-bar', role: 'img', 'aria-label': `${who}: ${text}` },
+        ...kinds.filter(([k]) => shares[k] > 0).map(([k, name]) => el('span', {
+          class: 'seg seg-' + k, 'data-kind': k, 'data-share': String(shares[k]),
+          style: `width:${(100 * shares[k]).toFixed(2)}%`, title: `${name} ${fmtShare(shares[k])}` })));
+      sec.append(el('div', { class: 'split-row', 'data-rank': r.rank != null ? r.rank : '' },
+        el('span', { class: 'split-who' }, who), bar, el('span', { class: 'split-text' }, text)));
+    }
+    root.append(sec);
   }
   for (const n of model.notes || []) root.append(el('p', { class: 'note' }, n));
 
