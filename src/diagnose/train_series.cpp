@@ -40,7 +40,30 @@ struct Cdf {
     for (std::size_t i = 1; i < cdf.x.size(); ++i) cdf.x[i] = std::max(cdf.x[i], cdf.x[i - 1]);  // monotone
     const double dn = n;
     cdf.c = {1, rank_of(0.5, dn), rank_of(0.9, dn), rank_of(0.99, dn), dn};
+    if (known(s.sum)) cdf.respect_sum(s.sum);
     return cdf;
+  }
+
+  /// The smallest sum the points allow: every step is at least the known point at or below its rank.
+  double least_sum() const {
+    double s = x[4];  // the last step is the max
+    for (std::size_t i = 0; i + 1 < x.size(); ++i) s += std::max(0.0, c[i + 1] - c[i]) * x[i];
+    return s;
+  }
+
+  /// A window whose points claim more time than its exact sum holds (rows written before the recorder's
+  /// single merge per tick, whose re-sketched p90 / p99 could reach the max: 28 steps with one of
+  /// 1.5 s stored p90 = 1.5 s) has impossible interior points: from the top down, each one is
+  /// lowered to the mean of the steps but the max, (sum - max) / (n - 1), never under the point
+  /// below it, until the sum allows them. A consistent window is left as it is.
+  void respect_sum(double sum) {
+    if (n < 2) return;
+    const double slack = 1e-4 * sum + 1e-6;  // floats of the store
+    if (least_sum() <= sum + slack) return;
+    const double rest = std::clamp((sum - x[4]) / (n - 1), x[0], x[4]);
+    for (std::size_t i = 3; i >= 1 && least_sum() > sum + slack; --i)
+      if (x[i] > rest) x[i] = std::max(rest, x[i - 1]);
+    for (std::size_t i = 1; i < x.size(); ++i) x[i] = std::max(x[i], x[i - 1]);
   }
 
   /// The nearest rank of quantile q among n sorted values (1-based), the senders' definition.
@@ -171,6 +194,31 @@ std::optional<TrainPhase> parse_train_phase(std::string_view name) noexcept {
 
 std::int64_t train_rank_key(int rank, std::uint32_t pid) noexcept {
   return rank >= 0 ? rank : -1 - static_cast<std::int64_t>(pid);
+}
+
+TrainWindow merge_windows(std::span<const TrainWindow> parts) {
+  TrainWindow out;
+  if (parts.empty()) return out;
+  out = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) merge_windows(out, parts[i]);
+  if (parts.size() < 3) return out;  // two windows: merge_windows already used both sketches
+  // The percentiles again, from every part's own points at once: folding one by one re-sketches
+  // the running result each time, and steps between its points spread up to the max.
+  auto redo = [&](StepStats TrainWindow::*which) {
+    std::vector<Cdf> cdfs;
+    for (const auto& p : parts)
+      if (p.steps > 0)
+        if (auto c = Cdf::of(p.*which, p.steps)) cdfs.push_back(*c);
+    if (cdfs.size() < 2) return;
+    auto& st = out.*which;
+    st.p50 = static_cast<float>(mixture_quantile(cdfs, 0.5));
+    st.p90 = static_cast<float>(mixture_quantile(cdfs, 0.9));
+    st.p99 = static_cast<float>(mixture_quantile(cdfs, 0.99));
+  };
+  redo(&TrainWindow::step);
+  redo(&TrainWindow::data);
+  redo(&TrainWindow::comm);
+  return out;
 }
 
 void merge_windows(TrainWindow& into, const TrainWindow& next) {

@@ -266,6 +266,7 @@ bool EventServer::handle(std::string_view message, std::int64_t sender_pid, std:
   if (parsed->dropped > 0) {
     stats_.sender_dropped = std::max(stats_.sender_dropped, static_cast<std::uint64_t>(parsed->dropped));
   }
+  if (parsed->steps) stats_.corrected += static_cast<std::uint64_t>(parsed->steps->corrected);
   ++stats_.accepted;
   queue_.push_back(ReceivedEvent{std::move(*parsed), now_unix_ns, sender_pid});
   return true;

@@ -90,7 +90,8 @@ TrainTick TrainChannel::collect(std::span<const diagnose::NvmlGpuRef> gpus) {
     diagnose::update_identity(*it, id);
     if (!(*it == before)) changed.push_back(id.key);
   };
-  std::vector<std::pair<std::int64_t, diagnose::TrainWindow>> rows;  // key, merged window
+  // key, every window the rank sent this tick (merged once below: a re-sketched sketch drifts)
+  std::vector<std::pair<std::int64_t, std::vector<diagnose::TrainWindow>>> rows;
   for (auto& e : drain_messages()) {
     const auto& m = e.message;
     const double t = clock_.of(m);
@@ -106,9 +107,9 @@ TrainTick TrainChannel::collect(std::span<const diagnose::NvmlGpuRef> gpus) {
     if (auto w = window_of(m, clock_)) {
       auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == id.key; });
       if (it == rows.end()) {
-        rows.emplace_back(id.key, *w);
+        rows.emplace_back(id.key, std::vector<diagnose::TrainWindow>{*w});
       } else {
-        diagnose::merge_windows(it->second, *w);
+        it->second.push_back(*w);
       }
     }
   }
@@ -127,7 +128,7 @@ TrainTick TrainChannel::collect(std::span<const diagnose::NvmlGpuRef> gpus) {
   }
   for (auto& [key, w] : rows) {
     auto it = std::find_if(ranks_.begin(), ranks_.end(), [&](const auto& r) { return r.key == key; });
-    if (it != ranks_.end()) tick.windows.emplace_back(*it, w);
+    if (it != ranks_.end()) tick.windows.emplace_back(*it, diagnose::merge_windows(w));
   }
   return tick;
 }

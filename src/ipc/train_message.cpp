@@ -160,6 +160,26 @@ void read_figures(FieldReader& outer, const json& steps, const char* key, StepFi
   if (!f.error().empty()) error = fmt::format("steps.{}.{}", key, f.error());
 }
 
+// Waits are parts of a step: a window's collective wait (and data wait + collective wait) above its
+// step time is clamped to it, sums and totals alike (a sender that timed overlapping or
+// background collectives would otherwise show collective wait above 100 % and a
+// collective counter above step_seconds on /metrics). Each figure lowered counts in `corrected`.
+void clamp_to_step(StepsMessage& s) {
+  auto fix = [&](double& part, double whole) {
+    if (std::isfinite(part) && std::isfinite(whole) && part > whole) {
+      part = std::max(0.0, whole);
+      ++s.corrected;
+    }
+  };
+  const double step = s.step_s.sum;
+  fix(s.data_s.sum, step);
+  fix(s.comm_s.sum, std::isfinite(s.data_s.sum) ? step - s.data_s.sum : step);
+  for (double* v : {&s.comm_s.min, &s.comm_s.p50, &s.comm_s.p90, &s.comm_s.p99, &s.comm_s.max})
+    fix(*v, s.step_s.max);
+  fix(s.total_data_s, s.total_step_s);
+  fix(s.total_comm_s, std::isfinite(s.total_data_s) ? s.total_step_s - s.total_data_s : s.total_step_s);
+}
+
 // The v2 `steps` object; a message with a bad one is refused whole. Returns the error, if any.
 std::optional<std::string> read_steps(const json& st, TrainMessage& m) {
   if (!st.is_object()) return std::string("field 'steps': not an object");
@@ -203,6 +223,7 @@ std::optional<std::string> read_steps(const json& st, TrainMessage& m) {
     if (!c.error().empty()) return "steps.coll." + c.error();
     if (s.coll_op.empty()) return std::string("field 'steps.coll.op': empty");
   }
+  clamp_to_step(s);
   m.steps = std::move(s);
   return std::nullopt;
 }

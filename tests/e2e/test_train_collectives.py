@@ -127,7 +127,8 @@ def _start(tmp_path, name, script, args):
 
 
 def _per_rank(db, e):
-    """Sums over the stored train_rank rows, per rank: steps, step, data and collective seconds."""
+    """Sums over the stored train_rank rows, per rank: steps, step, data and collective seconds
+    (the export's `_us` columns are microseconds)."""
     p = subprocess.run([trainmon_bin(), "export", "last", "--format", "jsonl", "--series", "train_rank",
                         "--db", str(db)], env=e, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
@@ -139,13 +140,13 @@ def _per_rank(db, e):
         if not row.get("steps"):
             continue
         r["steps"] += row["steps"]
-        r["step"] += row["step_sum_us"]
-        r["data"] += row["data_sum_us"] or 0.0
+        r["step"] += row["step_sum_us"] / 1e6
+        r["data"] += (row["data_sum_us"] or 0.0) / 1e6
         if row.get("comm_sum_us") is not None:
-            r["comm"] += row["comm_sum_us"]
+            r["comm"] += row["comm_sum_us"] / 1e6
             r["comm_rows"] += 1
         if row.get("total_comm_us") is not None:
-            r["total_comm"] = row["total_comm_us"]
+            r["total_comm"] = row["total_comm_us"] / 1e6
     for r in out.values():
         if r["steps"]:
             r["comm_share"] = r["comm"] / r["step"]

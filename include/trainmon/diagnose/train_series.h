@@ -122,6 +122,12 @@ struct TrainWindow {
 /// (exact when one side has no steps). Time, last step and phase come from the later one when given.
 void merge_windows(TrainWindow& into, const TrainWindow& next);
 
+/// Every window a rank sent during one tick, earliest first, folded into one (the recorder's row):
+/// as merge_windows, but the p50 / p90 / p99 are the nearest-rank quantiles of the mixture of all
+/// the parts' piecewise-linear CDFs at once (see train_stats), so a sketch is never re-sketched.
+/// An empty span gives a default TrainWindow.
+TrainWindow merge_windows(std::span<const TrainWindow> parts);
+
 /// One rank's rows, ordered by t.
 struct RankSeries {
   TrainRank id;
@@ -156,11 +162,19 @@ struct RankTrainStats {
   double samples = std::numeric_limits<double>::quiet_NaN();        ///< samples in them
   double samples_per_s = std::numeric_limits<double>::quiet_NaN();  ///< samples / step time
   double steps_per_s = std::numeric_limits<double>::quiet_NaN();    ///< steps / step time
-  double step_median_s = std::numeric_limits<double>::quiet_NaN();  ///< step-weighted median of rows' p50
-  double step_p90_s = std::numeric_limits<double>::quiet_NaN();     ///< step-weighted p90 of rows' p90
-  double step_p99_s = std::numeric_limits<double>::quiet_NaN();     ///< step-weighted p99 of rows' p99
-  double step_mean_s = std::numeric_limits<double>::quiet_NaN();    ///< step time / steps
-  double data_share = std::numeric_limits<double>::quiet_NaN();     ///< data wait / step time, 0..1
+  /// Step-time quantiles over the span, seconds, nearest rank. Each row is a piecewise-linear CDF
+  /// through its points (min at rank 1, p50 / p90 / p99 at rank ceil(q n), max at rank n; steps
+  /// between two known ranks spread evenly in value), and the quantile of the rows' mixture is
+  /// found by bisection on the value (1e-9 relative). Bound: the estimate lies within the true
+  /// values of the ranks next to it in the rows' known points (a step between two known points of
+  /// a row is only known to lie between them). A row whose points claim more time than its exact
+  /// sum (written by a recorder before the single merge per tick) has its impossible points
+  /// lowered first (Cdf::respect_sum in train_series.cpp). NaN without steps.
+  double step_median_s = std::numeric_limits<double>::quiet_NaN();
+  double step_p90_s = std::numeric_limits<double>::quiet_NaN();   ///< as step_median_s
+  double step_p99_s = std::numeric_limits<double>::quiet_NaN();   ///< as step_median_s
+  double step_mean_s = std::numeric_limits<double>::quiet_NaN();  ///< step time / steps
+  double data_share = std::numeric_limits<double>::quiet_NaN();   ///< data wait / step time, 0..1
   /// Collective wait / step time, 0..1; NaN when the sender measured none (protocol < 3).
   double comm_share = std::numeric_limits<double>::quiet_NaN();
   /// (step - data - comm) / steps, seconds: what tells ranks apart in a synchronous job (NVIDIA's

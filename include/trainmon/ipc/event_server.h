@@ -69,6 +69,8 @@ struct EventServerStats {
   std::uint64_t accepted = 0;     ///< put in the queue
   std::array<std::uint64_t, kRejectReasonCount> rejected{};
   std::uint64_t sender_dropped = 0;  ///< the largest `dropped` any sender reported
+  /// Figures of accepted messages the parser lowered to the step time (StepsMessage::corrected).
+  std::uint64_t corrected = 0;
   std::uint64_t total_rejected() const noexcept;
 };
 

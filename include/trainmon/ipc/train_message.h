@@ -123,6 +123,9 @@ struct StepsMessage {
   std::int64_t coll_seq = -1;
   std::string coll_pg;
   double coll_bytes = std::numeric_limits<double>::quiet_NaN();
+  /// Figures the parser lowered: data wait above the step time, collective wait above step minus
+  /// data wait (sums and `total`), a collective percentile above the step max. 0 = as sent.
+  int corrected = 0;
   bool operator==(const StepsMessage& o) const noexcept;  ///< NaN equals NaN
 };
 

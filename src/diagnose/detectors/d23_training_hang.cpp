@@ -427,6 +427,25 @@ std::vector<std::pair<Episode, CollStall>> collective_stalls(const RunSeries& s,
   return out;
 }
 
+/// A collective's payload in a binary unit (B, KiB, MiB, GiB, TiB; one decimal above bytes):
+/// "4 B", "4.0 MiB", "8.0 GiB", never "0.0 MiB" or ten digits of MiB.
+Phrase payload(double bytes) {
+  double v = bytes;
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  const auto n = num(v, u == 0 ? 0 : 1);
+  switch (u) {
+    case 0: return phrase("{} B", n);
+    case 1: return phrase("{} KiB", n);
+    case 2: return phrase("{} MiB", n);
+    case 3: return phrase("{} GiB", n);
+    default: return phrase("{} TiB", n);
+  }
+}
+
 /// The Flight-Recorder sentence of a stall inside a collective, added to `f`'s evidence, with the
 /// holding rank in numbers; returns the advice naming it.
 Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th, const CollStall& st,
@@ -438,7 +457,7 @@ Phrase describe_coll_stall(Finding& f, const RunSeries& s, const Thresholds& th,
   Phrase coll = phrase("{} #{}", st.at.op, st.at.seq);
   Phrase what;  // "group 0, 4.0 MiB"
   if (!st.at.group.empty()) add_listed(what, phrase("group {}", st.at.group));
-  if (!na(st.at.bytes)) add_listed(what, phrase("{} MiB", num(st.at.bytes / 1048576.0, 1)));
+  if (!na(st.at.bytes)) add_listed(what, payload(st.at.bytes));
   const Phrase more = what.empty() ? Phrase{} : phrase(" ({})", what);
   Phrase how = na(st.p90) ? phrase(" (window {} s: the floor, no recent step time)", num(st.window))
                           : phrase(" (window max({} x p90 {} s, {} s) = {} s)", num(th.hang_p90_factor),

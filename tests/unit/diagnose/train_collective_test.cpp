@@ -5,6 +5,8 @@
 // first step), D28 pauses.
 #include <gtest/gtest.h>
 
+#include <utility>
+
 #include "trainmon/diagnose/engine.h"
 #include "unit/diagnose/synth.h"
 #include "unit/diagnose/train_synth.h"
@@ -144,9 +146,9 @@ TEST(DiagD27CommBound, NotCommBound) {
 
 /// Four ranks step every 0.5 s until 100 s; then ranks 0, 2, 3 wait in all_reduce #5120 while rank 1
 /// stays in compute; alive until `until`.
-Synth stalled_in_collective(double until) {
+Synth stalled_in_collective(double until, double bytes = 4.0 * 1048576) {
   Synth x(4, until);
-  const CollectiveAt ar{"all_reduce", 5120, "0", 4.0 * 1048576};
+  const CollectiveAt ar{"all_reduce", 5120, "0", bytes};
   for (int k = 0; k < 4; ++k) {
     RankFeed r(k, 1000 + static_cast<std::uint32_t>(k), k);
     r.id.world_size = 4;
@@ -158,6 +160,19 @@ Synth stalled_in_collective(double until) {
     job_process(x.s, 1000 + static_cast<std::uint32_t>(k), 0, until);
   }
   return x;
+}
+
+TEST(DiagD23CollectiveStall, ThePayloadIsInABinaryUnit) {
+  // A 4-byte all_reduce read "(0.0 MiB)"; 8 GiB read "(8192.0 MiB)".
+  for (auto [bytes, text] : {std::pair{4.0, "(group 0, 4 B)"},
+                             {1536.0, "(group 0, 1.5 KiB)"},
+                             {8.0 * 1073741824, "(group 0, 8.0 GiB)"},
+                             {3.0 * 1099511627776, "(group 0, 3.0 TiB)"}}) {
+    auto x = stalled_in_collective(400, bytes);
+    const auto w = detect_training_hang(slice(x.s, 0, 140), kTh);
+    ASSERT_EQ(w.size(), 1u);
+    EXPECT_TRUE(has(w[0].evidence, text)) << w[0].evidence;
+  }
 }
 
 TEST(DiagD23CollectiveStall, AWarningNamingTheRankThatHoldsTheOthersWithinAMinute) {

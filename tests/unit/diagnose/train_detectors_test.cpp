@@ -801,7 +801,7 @@ TEST(DiagD23Hang, InChineseNoEnglishWordOrAsciiSeparatorBetweenChineseClauses) {
   ASSERT_EQ(b.size(), 1u);
   const std::string& za = a[0].evidence_local;
   const std::string& zb = b[0].evidence_local;
-  EXPECT_NE(za.find("rank 0 处于 等数据（自 100 s 起）、rank 1 处于 等数据"), std::string::npos) << za;
+  EXPECT_NE(za.find("rank 0 处于等数据（自 100 s 起）、rank 1 处于等数据"), std::string::npos) << za;
   EXPECT_NE(zb.find("进程 1000、进程 1001"), std::string::npos) << zb;
   EXPECT_NE(b[0].evidence.find("process 1000, process 1001"), std::string::npos) << b[0].evidence;
   for (const auto& z : {za, zb}) {

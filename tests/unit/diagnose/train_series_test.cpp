@@ -311,3 +311,71 @@ TEST(TrainSeries, ResolveRankGpuFromTheStrongestEvidence) {
   EXPECT_EQ(resolve_rank_gpu(single, one), 0u);
   EXPECT_FALSE(resolve_rank_gpu(TrainRank{}, gpus).has_value());
 }
+
+TEST(TrainSeries, AFewLongStepsDoNotInflateTheRunsP90) {
+  // The checkpoint run of issue 30 (train_ddp.py --steps 400 --checkpoint-every 50
+  // --checkpoint-s 1.5): 21 windows, 7 of them 17 steps with one 1.5 s pause, the rest ~0.035 s
+  // steps. Its rows were stored with p90 = p99 = max = 1.53 s (re-sketched merges), which no window
+  // of 17 steps summing to 16 x 0.035 + 1.5 s can hold; the p90 read 0.716 s. The true one is 0.037.
+  std::vector<double> all;
+  TrainSeries stored, sent_rows;
+  const auto id = rank(0, 10);
+  std::uint64_t state = 7;
+  auto jitter = [&] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return 0.030 + 0.008 * (static_cast<double>(state >> 11) / 9007199254740992.0);
+  };
+  for (int w = 0; w < 21; ++w) {
+    const bool pause = w % 3 == 1;
+    const int n = pause ? 17 : (w == 0 ? 21 : 20);
+    std::vector<double> v;
+    for (int i = 0; i < n; ++i) v.push_back(jitter());
+    if (pause) v[5] = 1.53;
+    all.insert(all.end(), v.begin(), v.end());
+    auto row = sent(w + 1, v);
+    append_train_window(sent_rows, id, row);
+    if (pause) row.step.p90 = row.step.p99 = row.step.max;  // as the old recorder stored it
+    append_train_window(stored, id, row);
+  }
+  ASSERT_EQ(all.size(), 400u);
+  const double p90 = exact(all, 0.9), p50 = exact(all, 0.5);
+  EXPECT_LT(p90, 0.04);
+  for (const auto* s : {&stored, &sent_rows}) {
+    const auto st = train_stats(*s, 0, 1e9).ranks.at(0);
+    EXPECT_NEAR(st.step_p90_s, p90, 0.002);
+    EXPECT_NEAR(st.step_median_s, p50, 0.002);
+    EXPECT_NEAR(st.step_p99_s, 1.53, 1e-3);  // 7 of 400: the p99 is a pause
+  }
+  // An even run (no pause): the figures are those of the consistent rows, unchanged.
+  TrainSeries even;
+  std::vector<double> flat;
+  for (int w = 0; w < 21; ++w) {
+    std::vector<double> v;
+    for (int i = 0; i < 19; ++i) v.push_back(jitter());
+    flat.insert(flat.end(), v.begin(), v.end());
+    append_train_window(even, id, sent(w + 1, v));
+  }
+  const auto st = train_stats(even, 0, 1e9).ranks.at(0);
+  EXPECT_NEAR(st.step_p90_s, exact(flat, 0.9), 0.001);
+  EXPECT_NEAR(st.step_median_s, exact(flat, 0.5), 0.001);
+}
+
+TEST(TrainSeries, ATicksWindowsMergeOnceNotSketchOfSketch) {
+  // 28 one-step windows in one tick, the 6th a 1.53 s pause: folding them one by one re-sketched
+  // the running row and stored p90 = 1.53 s; merged at once the p90 is an ordinary step.
+  std::vector<TrainWindow> parts;
+  std::vector<double> all;
+  for (int i = 0; i < 28; ++i) {
+    const double v = i == 5 ? 1.53 : 0.035 + 0.0001 * i;
+    all.push_back(v);
+    parts.push_back(sent(i + 1, {v}));
+  }
+  const auto row = merge_windows(std::span<const TrainWindow>(parts));
+  EXPECT_EQ(row.steps, 28u);
+  EXPECT_NEAR(row.step.p90, exact(all, 0.9), 1e-3);
+  EXPECT_NEAR(row.step.p50, exact(all, 0.5), 1e-3);
+  EXPECT_FLOAT_EQ(row.step.max, 1.53f);
+  EXPECT_FLOAT_EQ(row.step.p99, 1.53f);
+  EXPECT_DOUBLE_EQ(row.t, 28);
+  EXPECT_EQ(merge_windows(std::span<const TrainWindow>{}).steps, 0u);
+}

@@ -131,3 +131,25 @@ TEST(IpcParseV3, EachBadV3FieldRejectsTheMessage) {
   EXPECT_EQ(ok->steps->coll_seq, -1);
   EXPECT_TRUE(std::isnan(ok->steps->coll_bytes));
 }
+
+TEST(IpcParseV3, CollectiveWaitAboveTheStepIsClampedAndCounted) {
+  // 0.5 s of collective per 0.1 s step (10 steps): the window and the totals are lowered to the
+  // step time, data wait first; each lowered figure counts. The example message needs none.
+  auto m = parse_train_event(
+      with_steps(R"({"n":10,"step_s":{"sum":1.0,"min":0.1,"max":0.1,"p50":0.1,"p90":0.1,"p99":0.1},)"
+                 R"("data_s":{"sum":0.2,"min":0.02,"max":0.02,"p50":0.02,"p90":0.02,"p99":0.02},)"
+                 R"("comm_s":{"sum":5.0,"min":0.5,"max":0.5,"p50":0.5,"p90":0.5,"p99":0.5},)"
+                 R"("total":{"steps":100,"step_s":11.1,"data_s":2.0,"comm_s":28.5}})"));
+  ASSERT_TRUE(m.has_value()) << m.error().message;
+  const auto& s = *m->steps;
+  EXPECT_DOUBLE_EQ(s.comm_s.sum, 0.8);  // step 1.0 - data 0.2
+  EXPECT_DOUBLE_EQ(s.data_s.sum, 0.2);
+  EXPECT_DOUBLE_EQ(s.comm_s.max, 0.1);
+  EXPECT_DOUBLE_EQ(s.comm_s.p50, 0.1);
+  EXPECT_NEAR(s.total_comm_s, 9.1, 1e-12);  // 11.1 - 2.0
+  EXPECT_EQ(s.corrected, 1 + 5 + 1);        // sum, five points, total
+  auto ok = parse_train_event(kBatchEnd);
+  ASSERT_TRUE(ok.has_value());
+  EXPECT_EQ(ok->steps->corrected, 0);
+  EXPECT_DOUBLE_EQ(ok->steps->comm_s.sum, 1.85);
+}
