@@ -175,6 +175,113 @@ std::string encode_chunk(const Chunk& chunk) {
   return out;
 }
 
+namespace {
+std::size_t varint_size(std::uint64_t v) {
+  std::size_t n = 1;
+  while (v >= 0x80) v >>= 7, ++n;
+  return n;
+}
+}  // namespace
+
+// The body of encode_column's loop, one value at a time; `out` holds the order byte first.
+void ChunkEncoder::Stream::push(std::int64_t v, int order) {
+  auto flush = [&] {
+    if (zero_run) put_varint(out, zero_run << 2 | 1), zero_run = 0;
+    if (null_run) put_varint(out, null_run << 2 | 2), null_run = 0;
+  };
+  if (v == kNull) {
+    if (zero_run) flush();
+    ++null_run;
+    return;
+  }
+  const std::int64_t delta = wsub(v, prev);
+  const std::int64_t diff = order == 1 ? delta : wsub(delta, prev_delta);
+  prev = v;
+  prev_delta = first ? 0 : delta;
+  first = false;
+  if (diff == 0) {
+    if (null_run) flush();
+    ++zero_run;
+    return;
+  }
+  flush();
+  const std::uint64_t zz = zigzag(diff);
+  if (zz >> 62) {
+    put_varint(out, 3);
+    put_varint(out, zz);
+  } else {
+    put_varint(out, zz << 2);
+  }
+}
+
+void ChunkEncoder::Stream::flush_into(std::string& out_bytes) const {
+  out_bytes += out;
+  if (zero_run) put_varint(out_bytes, zero_run << 2 | 1);
+  if (null_run) put_varint(out_bytes, null_run << 2 | 2);
+}
+
+std::size_t ChunkEncoder::Stream::final_size() const {
+  return out.size() + (zero_run ? varint_size(zero_run << 2 | 1) : 0) +
+         (null_run ? varint_size(null_run << 2 | 2) : 0);
+}
+
+void ChunkEncoder::Column::push(std::int64_t v) {
+  delta.push(v, 1);
+  delta2.push(v, 2);
+}
+
+void ChunkEncoder::Column::write(std::string& out) const {
+  // encode_best: the delta-of-delta form only when strictly shorter.
+  (delta2.final_size() < delta.final_size() ? delta2 : delta).flush_into(out);
+}
+
+ChunkEncoder::ChunkEncoder(std::size_t columns) {
+  clear(columns);
+}
+
+void ChunkEncoder::clear(std::size_t columns) {
+  columns_ = columns;
+  rows_ = 0;
+  auto fresh = [] {
+    Column c;
+    c.delta.out.assign(1, static_cast<char>(1));
+    c.delta2.out.assign(1, static_cast<char>(2));
+    return c;
+  };
+  time_ = fresh();
+  values_.assign(columns, fresh());
+}
+
+void ChunkEncoder::reset(const Chunk& chunk) {
+  clear(chunk.columns);
+  std::vector<std::int64_t> row(chunk.columns);
+  for (std::size_t i = 0; i < chunk.rows(); ++i) {
+    for (std::size_t c = 0; c < chunk.columns; ++c) row[c] = chunk.at(i, c);
+    append(chunk.t_ms[i], row);
+  }
+}
+
+void ChunkEncoder::append(std::int64_t t, const std::vector<std::int64_t>& row) {
+  time_.push(t);
+  for (std::size_t c = 0; c < columns_; ++c) values_[c].push(c < row.size() ? row[c] : kNull);
+  ++rows_;
+}
+
+std::string ChunkEncoder::blob() const {
+  std::size_t size = 1 + varint_size(rows_) + varint_size(columns_);
+  auto column_size = [](const Column& c) { return std::min(c.delta.final_size(), c.delta2.final_size()); };
+  size += column_size(time_);
+  for (const auto& c : values_) size += column_size(c);
+  std::string out;
+  out.reserve(size);
+  out.push_back(static_cast<char>(kVersion));
+  put_varint(out, rows_);
+  put_varint(out, columns_);
+  time_.write(out);
+  for (const auto& c : values_) c.write(out);
+  return out;
+}
+
 Expected<Chunk> decode_chunk(std::string_view blob) {
   Reader r{blob};
   if (blob.empty() || static_cast<std::uint8_t>(blob[0]) != kVersion)

@@ -25,9 +25,12 @@ Expected<std::int64_t> Store::create_series(const SeriesInfo& s) {
   return sqlite3_last_insert_rowid(db);
 }
 
-Expected<std::int64_t> Store::insert_chunk(std::int64_t series_id, const Chunk& chunk) {
+Expected<std::int64_t> Store::insert_chunk(std::int64_t series_id, const Chunk& chunk,
+                                           std::string_view encoded) {
   sqlite3* db = impl_->db.get();
-  const std::string data = encode_chunk(chunk);
+  std::string made;
+  if (encoded.empty()) made = encode_chunk(chunk);
+  const std::string_view data = encoded.empty() ? std::string_view(made) : encoded;
   StmtUse q(
       impl_->cached("INSERT INTO chunks (series_id, t0_ms, t1_ms, rows, agg, data) VALUES (?,?,?,?,0,?)"));
   q->bind(1, series_id)
@@ -49,8 +52,8 @@ Expected<void> Store::update_chunk(std::int64_t chunk_id, const Chunk& chunk) {
   return {};
 }
 
-Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t series_id,
-                                            const Chunk& chunk) {
+Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t series_id, const Chunk& chunk,
+                                            std::string_view encoded) {
   sqlite3* db = impl_->db.get();
   {
     StmtUse d(impl_->cached("DELETE FROM chunks WHERE id = ?"));
@@ -58,7 +61,7 @@ Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t 
     if (int rc = d->step(); rc != SQLITE_DONE)
       return std::unexpected(detail::sqlite_error(db, rc, "writing samples"));
   }
-  return insert_chunk(series_id, chunk);
+  return insert_chunk(series_id, chunk, encoded);
 }
 
 Expected<std::vector<SeriesInfo>> Store::list_series(std::int64_t run_id) {

@@ -494,6 +494,7 @@ void StoreWriter::undo(std::vector<Undo>& log) {
     if (it->before_close) x.chunk = std::move(*it->before_close);
     x.chunk.t_ms.resize(it->rows);
     x.chunk.values.resize(it->rows * x.chunk.columns);
+    x.encoded.reset(x.chunk);  // rare (a failed transaction): encode the kept rows again
     x.chunk_id = it->chunk_id;
     x.dirty = it->dirty;
     x.last_batch = it->last_batch;
@@ -522,18 +523,19 @@ Expected<StoreWriter::Open*> StoreWriter::series_for(const SeriesInfo& info, std
   Open o;
   o.series_id = *id;
   o.chunk.columns = fields_of(info.kind).size();
+  o.encoded.clear(o.chunk.columns);
   log.push_back(Undo{key, true, 0, 0, false, 0, std::nullopt});
   return &open_.emplace(key, std::move(o)).first->second;
 }
 
 Expected<void> StoreWriter::persist(Open& o) {
   if (o.chunk_id == 0) {
-    auto id = store_->insert_chunk(o.series_id, o.chunk);
+    auto id = store_->insert_chunk(o.series_id, o.chunk, o.encoded.blob());
     if (!id) return std::unexpected(id.error());
     o.chunk_id = *id;
     return {};
   }
-  auto id = store_->replace_chunk(o.chunk_id, o.series_id, o.chunk);
+  auto id = store_->replace_chunk(o.chunk_id, o.series_id, o.chunk, o.encoded.blob());
   if (!id) return std::unexpected(id.error());
   o.chunk_id = *id;
   return {};
@@ -577,9 +579,11 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::ve
           if (auto r = persist(o); !r) return fail(r.error());
         }
         o.chunk.clear();
+        o.encoded.clear(o.chunk.columns);
         o.chunk_id = 0;
       }
       o.chunk.append(row.t_ms, row.values);
+      o.encoded.append(row.t_ms, row.values);
       o.dirty = true;
     }
     if (!batch.events.empty()) {

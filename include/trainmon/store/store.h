@@ -97,14 +97,17 @@ class Store {
 
   // ---- samples ----
   Expected<std::int64_t> create_series(const SeriesInfo& series);
-  /// Insert a chunk (a new row); returns its id for update_chunk.
-  Expected<std::int64_t> insert_chunk(std::int64_t series_id, const Chunk& chunk);
+  /// Insert a chunk (a new row); returns its id for update_chunk. `encoded`, when not empty, is
+  /// encode_chunk(chunk) already made (the writer's ChunkEncoder) and is stored as it is.
+  Expected<std::int64_t> insert_chunk(std::int64_t series_id, const Chunk& chunk,
+                                      std::string_view encoded = {});
   /// Rewrite a chunk that grew, in place.
   Expected<void> update_chunk(std::int64_t chunk_id, const Chunk& chunk);
   /// Delete chunk `chunk_id` and insert `chunk` as a new row at the end of the table; returns the new
   /// id. The writer uses this for the open chunk of each series so that growing rows always sit at
   /// the tail and closed chunks stay densely packed (in-place growth splits pages half empty).
-  Expected<std::int64_t> replace_chunk(std::int64_t chunk_id, std::int64_t series_id, const Chunk& chunk);
+  Expected<std::int64_t> replace_chunk(std::int64_t chunk_id, std::int64_t series_id, const Chunk& chunk,
+                                       std::string_view encoded = {});
   Expected<std::vector<SeriesInfo>> list_series(std::int64_t run_id);
   /// Call `fn` with each chunk of a series in time order; `aggregated` is true for a downsampled
   /// chunk, whose columns are [mean..., min..., max...] of the original columns, one row.

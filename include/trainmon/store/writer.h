@@ -28,6 +28,7 @@
 #include "trainmon/core/error.h"
 #include "trainmon/core/gpu_sample.h"
 #include "trainmon/diagnose/finding.h"
+#include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/run_info.h"
 #include "trainmon/store/store.h"
 
@@ -138,6 +139,7 @@ class StoreWriter {
     std::int64_t series_id = 0;
     std::int64_t chunk_id = 0;  ///< 0: not inserted yet
     Chunk chunk;
+    ChunkEncoder encoded;  ///< chunk's blob, kept up to date row by row
     bool dirty = false;
     std::uint64_t last_batch = 0;
   };
