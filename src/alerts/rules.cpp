@@ -14,16 +14,12 @@
 #include <toml++/toml.h>
 
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/duration.h"
 #include "trainmon/core/i18n.h"
-#include "trainmon/recorder/duration.h"
 
 namespace trainmon::alerts {
 
 namespace {
-
-/// The longest duration a rules file takes: the limit of command-line durations,
-/// recorder::kMaxDurationNs (36500 days).
-constexpr double kMaxDurationS = static_cast<double>(recorder::kMaxDurationNs) / 1e9;
 
 constexpr MetricInfo kMetrics[] = {
     {"utilization.gpu", Scope::gpu, "%", "GPU busy percent (nvmlDeviceGetUtilizationRates)"},
@@ -91,7 +87,7 @@ struct Reader {
     if (!n) return std::nullopt;
     if (n->is_integer() || n->is_floating_point()) {
       double v = n->value<double>().value_or(-1);
-      if (std::isfinite(v) && v >= 0 && v <= kMaxDurationS) return v;
+      if (std::isfinite(v) && v >= 0 && v <= static_cast<double>(kMaxDurationNs) / 1e9) return v;
     } else if (n->is_string()) {
       if (auto d = parse_duration_s(*n->value<std::string>())) return d;
     }
@@ -244,44 +240,9 @@ std::string_view sink_type_name(SinkType t) noexcept {
 }
 
 std::optional<double> parse_duration_s(std::string_view text) {
-  std::string s = trim(text);
-  if (s.empty()) return std::nullopt;
-  double total = 0;
-  std::size_t i = 0;
-  bool any = false;
-  while (i < s.size()) {
-    std::size_t j = i;
-    while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '.')) ++j;
-    if (j == i) return std::nullopt;
-    const std::string number = s.substr(i, j - i);
-    char* end = nullptr;
-    double v = std::strtod(number.c_str(), &end);
-    if (end != number.c_str() + number.size()) return std::nullopt;  // "1.2.3"
-    std::size_t k = j;
-    while (k < s.size() && std::isalpha(static_cast<unsigned char>(s[k]))) ++k;
-    std::string unit = s.substr(j, k - j);
-    double mul = 0;
-    if (unit.empty()) {
-      if (any || k != s.size()) return std::nullopt;  // a bare number only alone
-      mul = 1;
-    } else if (unit == "ms")
-      mul = 0.001;
-    else if (unit == "s")
-      mul = 1;
-    else if (unit == "m")
-      mul = 60;
-    else if (unit == "h")
-      mul = 3600;
-    else if (unit == "d")
-      mul = 86400;
-    else
-      return std::nullopt;
-    total += v * mul;
-    any = true;
-    i = k;
-  }
-  if (!std::isfinite(total) || total > kMaxDurationS) return std::nullopt;
-  return total;
+  const auto ns = parse_duration_ns(text);  // core/duration.h: the one grammar
+  if (!ns) return std::nullopt;
+  return static_cast<double>(*ns) / 1e9;
 }
 
 namespace {

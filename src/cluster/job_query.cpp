@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/cluster/job_query.h"
 
+#include "trainmon/core/duration.h"
+
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <ctime>
@@ -83,25 +86,13 @@ double rfc3339(std::string_view s) {
   return static_cast<double>(t) - static_cast<double>(offset_s) + frac;
 }
 
-/// "-2h", "-1h30m", "-45s", "-1d": seconds before now (positive); NaN: not one.
+/// "-2h", "-1h30m", "-45s", "-1d", "-2w": seconds before now (positive); NaN: not one. The duration
+/// after the minus is core's grammar (core/duration.h); a bare number is refused here ("-5" reads as
+/// a typo, not five seconds).
 double relative(std::string_view s) {
-  if (s.size() < 3 || s[0] != '-') return NAN;
-  double total = 0;
-  std::size_t i = 1;
-  while (i < s.size()) {
-    const long long v = digits(s, i, 9);
-    if (v < 0 || i >= s.size()) return NAN;
-    const char u = s[i++];
-    const double unit = u == 's'   ? 1
-                        : u == 'm' ? 60
-                        : u == 'h' ? 3600
-                        : u == 'd' ? 86400
-                        : u == 'w' ? 604800
-                                   : 0;
-    if (unit == 0) return NAN;
-    total += static_cast<double>(v) * unit;
-  }
-  return total;
+  if (s.size() < 3 || s[0] != '-' || !std::isalpha(static_cast<unsigned char>(s.back()))) return NAN;
+  const auto ns = parse_duration_ns(s.substr(1));
+  return ns ? static_cast<double>(*ns) / 1e9 : NAN;
 }
 
 }  // namespace

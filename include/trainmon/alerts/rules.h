@@ -112,7 +112,7 @@ std::vector<Rule> builtin_rules(const std::vector<std::string>& sinks);
 RuleSet default_rule_set();
 
 /// "90s", "1m", "1h30m", "500ms", "0", or a bare number of seconds. nullopt when malformed or longer
-/// than 36500 days (recorder::kMaxDurationNs, the limit of command-line durations).
+/// than 36500 days: core/duration.h, the one grammar of trainmon (command-line durations too).
 std::optional<double> parse_duration_s(std::string_view text);
 
 /// $XDG_CONFIG_HOME/trainmon/alerts.toml (else $HOME/.config/trainmon/alerts.toml).
