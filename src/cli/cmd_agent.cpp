@@ -12,7 +12,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -30,6 +29,7 @@
 #include "trainmon/device/backend.h"
 #include "trainmon/host/host_collector.h"
 #include "trainmon/ipc/snapshot_file.h"
+#include "trainmon/runner/stop_signals.h"
 
 namespace trainmon::cli {
 namespace {
@@ -42,11 +42,6 @@ struct AgentOptions {
   int count = 0;
   bool quiet = false;
 };
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-  g_stop = true;
-}
 
 std::int64_t now_ns(clockid_t clock) {
   timespec ts{};
@@ -89,11 +84,7 @@ int run_agent(const AgentOptions& o) {
   }
   if (o.parent_pid > 0 && ::getppid() == o.parent_pid) ::prctl(PR_SET_PDEATHSIG, SIGTERM);
 
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGHUP, &sa, nullptr);
+  runner::catch_stop_signals(/*hangup=*/true, /*restart=*/false);
 
   // Only what the resource line needs: no process lists, no high-resolution samples, no 20 ms
   // PCIe throughput reads, no GPM, no event thread.
@@ -105,7 +96,7 @@ int run_agent(const AgentOptions& o) {
   bo.watch_events = false;
   bo.tick_wait = tick_wait_for(std::chrono::milliseconds(o.interval_ms), bo.device_timeout);
   bo.init_wait = bo.tick_wait;
-  bo.stop_requested = [] { return g_stop.load(); };
+  bo.stop_requested = runner::stop_requested;
   auto backend = open_nvml_backend(bo);
   HostOptions ho;
   ho.disks = false;
@@ -120,7 +111,7 @@ int run_agent(const AgentOptions& o) {
   const std::int64_t start = now_ns(CLOCK_MONOTONIC);
   int written = 0;
   int rc = kExitOk;
-  while (!g_stop) {
+  while (!runner::stop_requested()) {
     Snapshot snap;
     snap.time_unix_ns = now_ns(CLOCK_REALTIME);
     snap.monotonic_ns = now_ns(CLOCK_MONOTONIC);
@@ -138,7 +129,7 @@ int run_agent(const AgentOptions& o) {
     if (o.parent_pid > 0 && ::kill(o.parent_pid, 0) != 0 && errno == ESRCH) break;
     // Sleep in short steps so a signal or a vanished parent ends us promptly.
     const std::int64_t wake = now_ns(CLOCK_MONOTONIC) + std::int64_t{o.interval_ms} * 1'000'000;
-    while (!g_stop && now_ns(CLOCK_MONOTONIC) < wake) {
+    while (!runner::stop_requested() && now_ns(CLOCK_MONOTONIC) < wake) {
       timespec step{0, 50'000'000};
       ::nanosleep(&step, nullptr);
     }
@@ -146,7 +137,7 @@ int run_agent(const AgentOptions& o) {
   // A file nobody refreshes any more would only mislead readers (they also check its age).
   if (o.count == 0) ::unlink(path.c_str());
   ::close(lock_fd);
-  return g_stop ? kExitOk : rc;
+  return runner::stop_requested() ? kExitOk : rc;
 }
 
 const Registrar kRegistrar{CommandSpec{

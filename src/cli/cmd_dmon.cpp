@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon dmon`: nvidia-smi dmon's per-device scrolling monitor (same columns), plus --json / --csv.
-#include "cli/monitor_loop.h"
+#include "cli/scrolling_monitor.h"
 
 namespace trainmon::cli {
 namespace {

@@ -1,10 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon query`: nvidia-smi's --query-gpu / --query-compute-apps / --query-supported-clocks
 // (byte-compatible CSV), -L and -q.
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -22,15 +20,11 @@
 #include "trainmon/export/nvidia_smi_views.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/query_fields.h"
+#include "trainmon/runner/stop_signals.h"
 #include "trainmon/sampler/sampler.h"
 
 namespace trainmon::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-  g_stop = true;
-}
 
 struct QueryOptions {
   std::string query_gpu;
@@ -142,15 +136,14 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   if (period.count() > 0) so.backend.tick_wait = tick_wait_for(period, so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
   so.backend.first_tick_shared = true;  // one-shot: no thread per GPU at start (BackendOptions)
-  so.backend.stop_requested = [] { return g_stop.load(); };
+  so.backend.stop_requested = runner::stop_requested;
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  runner::catch_stop_signals();
   Sampler sampler(so);
   bool first = true;
   int rc = kExitOk;
   std::map<unsigned, std::string> reported_unknown;  // per GPU: said once while it stays the same
-  while (!g_stop) {
+  while (!runner::stop_requested()) {
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
     if (!snap.driver.loaded) {
@@ -198,7 +191,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
     }
     first = false;
     if (period.count() <= 0) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < period)
+    while (!runner::stop_requested() && std::chrono::steady_clock::now() - tick < period)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   if (out != stdout) std::fclose(out);

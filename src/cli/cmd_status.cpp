@@ -2,9 +2,7 @@
 // `trainmon status`: gpustat's job (one line per GPU, processes, --json), without Python's start-up.
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -20,15 +18,11 @@
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
+#include "trainmon/runner/stop_signals.h"
 #include "trainmon/sampler/sampler.h"
 
 namespace trainmon::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-  g_stop = true;
-}
 
 struct StatusCliOptions {
   exp::StatusOptions view;
@@ -99,15 +93,14 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
         so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
   so.backend.first_tick_shared = true;  // one-shot: no thread per GPU at start (BackendOptions)
-  so.backend.stop_requested = [] { return g_stop.load(); };
+  so.backend.stop_requested = runner::stop_requested;
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  runner::catch_stop_signals();
   Sampler sampler(so);
   const bool redraw = o.interval_s > 0 && term.is_tty && !o.json;
   int rc = kExitOk;
   std::string reported_error;
-  while (!g_stop) {
+  while (!runner::stop_requested()) {
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
     if ((o.json || o.view.show_full_cmd) && o.interval_s <= 0) {
@@ -141,7 +134,8 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
       std::fprintf(stderr, "trainmon status: %s\n", driver_error.c_str());
     reported_error = driver_error;
     if (o.interval_s <= 0) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+    while (!runner::stop_requested() &&
+           std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return rc;

@@ -3,9 +3,7 @@
 // cannot be driven (TERM unset or dumb, or not a terminal at all) it prints the `status -i` view.
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -26,16 +24,12 @@
 #include "trainmon/export/query_fields.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
+#include "trainmon/runner/stop_signals.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/tui/app.h"
 
 namespace trainmon::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-  g_stop = true;
-}
 
 struct TopCliOptions {
   double interval_s = 1.0;
@@ -93,11 +87,10 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
   view.show_power = true;
   view.utf8 = term.utf8 && !o.ascii;
   view.columns = 0;  // the job and node go in front of each line (cluster_text)
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  runner::catch_stop_signals();
   bool failed = false;         // the last frame could not be read whole (Prometheus unreachable, an error)
   bool job_not_found = false;  // the last frame: --job names no job Prometheus has
-  for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
+  for (int n = 0; !runner::stop_requested() && (o.iterations <= 0 || n < o.iterations); ++n) {
     const auto tick = std::chrono::steady_clock::now();
     const double now =
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -120,7 +113,8 @@ int run_cluster_fallback(const TopCliOptions& o, const cluster::ClusterOptions& 
     if (const WriteResult w = write_out(stdout, frame); w != WriteResult::ok) return kExitOk;
     if (frame.empty() && reader_gone(STDOUT_FILENO)) return kExitOk;
     if (o.iterations > 0 && n + 1 >= o.iterations) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+    while (!runner::stop_requested() &&
+           std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return job_not_found ? kExitUsage : failed ? kExitFailure : kExitOk;
@@ -137,12 +131,11 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::duration<double>(o.interval_s)),
       so.backend.device_timeout);
   so.backend.init_wait = so.backend.tick_wait;
-  so.backend.stop_requested = [] { return g_stop.load(); };
+  so.backend.stop_requested = runner::stop_requested;
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  runner::catch_stop_signals();
   Sampler sampler(so);
-  for (int n = 0; !g_stop && (o.iterations <= 0 || n < o.iterations); ++n) {
+  for (int n = 0; !runner::stop_requested() && (o.iterations <= 0 || n < o.iterations); ++n) {
     const auto tick = std::chrono::steady_clock::now();
     const Snapshot snap = sampler.sample();
     if (!snap.driver.loaded && n == 0)
@@ -157,7 +150,8 @@ int run_fallback(const TopCliOptions& o, const GlobalOptions& global, const exp:
         w != WriteResult::ok)
       return kExitOk;
     if (o.iterations > 0 && n + 1 >= o.iterations) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
+    while (!runner::stop_requested() &&
+           std::chrono::steady_clock::now() - tick < std::chrono::duration<double>(o.interval_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return kExitOk;

@@ -22,6 +22,7 @@
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/recorder/job_tree.h"
 #include "trainmon/recorder/labels.h"
+#include "trainmon/recorder/monitor_loop.h"
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/session.h"
 #include "trainmon/runner/launcher.h"
@@ -88,23 +89,69 @@ class RetentionThread {
   std::thread thread_;
 };
 
-/// Calls one observer hook; an exception disables that observer (reported once).
-template <typename F>
-void call_observer(const std::string& tool, TickObserver*& obs, F&& f) {
-  if (!obs) return;
-  try {
-    f(*obs);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "trainmon %s: an observer failed and is off from now on: %s\n", tool.c_str(),
-                 e.what());
-    obs = nullptr;
+/// What record and serve do at the steps of the one loop (monitor_loop.h).
+class DaemonHooks final : public MonitorHooks {
+ public:
+  DaemonHooks(const RecordLoopOptions& o, std::int64_t start_unix, std::int64_t start_mono)
+      : o_(o), start_unix_(start_unix), start_mono_(start_mono) {}
+
+  std::vector<std::uint32_t> watch_pids(std::int64_t now_mono_ns) override {
+    if (gpu_pids_.empty()) return {};
+    return parents_.descendants_of(gpu_pids_, 0, now_mono_ns);
   }
-}
+  void on_sample(const Snapshot& snap, TrainUpdate&, std::optional<std::string>&) override {
+    gpu_pids_.clear();
+    // The trees to watch grow from the GPU processes seen here, never from a number that means
+    // another process in this PID namespace (gpu_process_join.h).
+    for (const auto& p : snap.gpu_processes)
+      if (joined_to_host(p.host)) gpu_pids_.push_back(p.pid);
+  }
+  diagnose::JobContext job_context(const std::vector<std::uint32_t>&) override {
+    return diagnose::JobContext{start_unix_, 0, {}, std::nullopt, start_mono_};
+  }
+  bool tick_failed(const std::exception& e) override {
+    std::fprintf(stderr, "trainmon %s: tick failed: %s\n", o_.tool.c_str(), e.what());
+    return true;
+  }
+  void observer_failed(const std::exception& e) override {
+    std::fprintf(stderr, "trainmon %s: an observer failed and is off from now on: %s\n", o_.tool.c_str(),
+                 e.what());
+  }
+  Wake wait_until(std::int64_t next, bool) override {
+    // --duration D lasts D from the start, whatever the set-up took: the last tick is the one at or
+    // before start + D, then the rest of D is waited out (a signal still ends it at once).
+    std::int64_t wake = next;
+    const bool last = o_.stop_after_ns && next - start_mono_ > *o_.stop_after_ns;
+    if (last) wake = start_mono_ + *o_.stop_after_ns;
+    for (;;) {
+      std::int64_t left = wake - now_ns(CLOCK_MONOTONIC);
+      if (left <= 0) break;
+      auto ev = runner::wait_for_event(0, std::chrono::nanoseconds(left));
+      if (ev.kind == runner::Event::signal) {
+        stop_signal = ev.signal_number;
+        break;
+      }
+    }
+    if (last) return Wake::stop;
+    return stop_signal ? Wake::stop_after_gap : Wake::tick;
+  }
+
+  int stop_signal = 0;  ///< the signal that stopped the recording (0: --duration)
+
+ private:
+  const RecordLoopOptions& o_;
+  std::int64_t start_unix_;
+  std::int64_t start_mono_;
+  std::vector<std::uint32_t> gpu_pids_;
+  // The GPU processes' children (data-loader workers, ...) are found again at most every 5 s when
+  // other processes appear on the machine, at once for a new GPU process: a daemon must not scan
+  // all of /proc every second on a node with thousands of processes.
+  ParentTable parents_{o_.proc_root, 5'000'000'000LL};
+};
 
 }  // namespace
 
-int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> observers_in) {
-  std::vector<TickObserver*> observers(observers_in.begin(), observers_in.end());
+int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> observers) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
 
@@ -163,108 +210,22 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   // The live diagnosis of a daemon keeps one hour: bounded memory for runs of weeks.
   diagnose::LiveDiagnosis live(o.thresholds, diagnose::LiveOptions{.retain_s = 3600});
 
-  const StartContext start{o.tool, run_id, o.name, o.db_path, start_unix};
-  for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_start(start); });
-
-  int stop_signal = 0;
-  std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
-  std::vector<std::uint32_t> gpu_pids;
-  // The GPU processes' children (data-loader workers, ...) are found again at most every 5 s when
-  // other processes appear on the machine, at once for a new GPU process: a daemon must not scan
-  // all of /proc every second on a node with thousands of processes.
-  ParentTable parents(o.proc_root, 5'000'000'000LL);
-  std::vector<diagnose::Finding> active;
-  // Every finding seen while recording (the live diagnosis keeps only the last hour): stored with
-  // the run at the end, so `runs`, `show` and reports of a record / serve run list them.
-  std::vector<diagnose::Finding> seen;
-  double stored_eval_s = -1e300;  // the live evaluation whose findings were last given to the store
-  auto remember = [&seen](const std::vector<diagnose::Finding>& found) {
-    for (const auto& f : found) {
-      auto it = std::find_if(seen.begin(), seen.end(), [&](const diagnose::Finding& g) {
-        return g.code == f.code && g.gpus == f.gpus && g.pids == f.pids && f.start_s <= g.end_s + 1;
-      });
-      if (it == seen.end()) {
-        seen.push_back(f);
-      } else {
-        const double start = std::min(it->start_s, f.start_s);
-        *it = f;  // the newest evidence, over the whole episode
-        it->start_s = start;
-      }
-    }
-  };
-  while (!stop_signal) {
-    try {
-      if (gpu_pids.empty()) {
-        sampler.options().watch_pids.clear();
-      } else {
-        sampler.options().watch_pids = parents.descendants_of(gpu_pids, 0, now_ns(CLOCK_MONOTONIC));
-      }
-      Snapshot snap = sampler.sample();
-      gpu_pids.clear();
-      // The trees to watch grow from the GPU processes seen here, never from a number that means
-      // another process in this PID namespace (gpu_process_join.h).
-      for (const auto& p : snap.gpu_processes)
-        if (joined_to_host(p.host)) gpu_pids.push_back(p.pid);
-      session.tick(snap);
-      if (o.diagnose) {
-        if (live.on_snapshot(snap, diagnose::JobContext{start_unix, 0, {}, std::nullopt, start_mono})) {
-          active = live.active();
-        } else if (!active.empty()) {
-          active = live.active();  // evidence and end times refresh while findings stay open
-        }
-        remember(active);
-        // The findings so far go into the store with the next tick (once per evaluation).
-        if (live.last_evaluation_s() != stored_eval_s && !seen.empty()) {
-          stored_eval_s = live.last_evaluation_s();
-          auto so_far = seen;
-          std::stable_sort(so_far.begin(), so_far.end(), diagnose::finding_less);
-          // open: what the live diagnosis holds now (remember() gave the episode its end and evidence)
-          std::vector<bool> open;
-          for (const auto& f : so_far)
-            open.push_back(std::any_of(active.begin(), active.end(), [&](const diagnose::Finding& a) {
-              return a.code == f.code && a.gpus == f.gpus && a.pids == f.pids && a.end_s == f.end_s;
-            }));
-          session.set_live_findings(std::move(so_far), std::move(open));
-        }
-      }
-      const TickContext ctx{snap, active, session.run_id(),
-                            static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono) / 1e9};
-      for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_tick(ctx); });
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "trainmon %s: tick failed: %s\n", o.tool.c_str(), e.what());
-    }
-    next += o.interval_ns;
-    // --duration D lasts D from the start, whatever the set-up took: the last tick is the one at or
-    // before start + D, then the rest of D is waited out (a signal still ends it at once).
-    std::int64_t wake = next;
-    const bool last = o.stop_after_ns && next - start_mono > *o.stop_after_ns;
-    if (last) wake = start_mono + *o.stop_after_ns;
-    for (;;) {
-      std::int64_t left = wake - now_ns(CLOCK_MONOTONIC);
-      if (left <= 0) break;
-      auto ev = runner::wait_for_event(0, std::chrono::nanoseconds(left));
-      if (ev.kind == runner::Event::signal) {
-        stop_signal = ev.signal_number;
-        break;
-      }
-    }
-    if (last) break;
-    // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
-    // are skipped and recorded as a gap, not replayed as a burst of stale rows.
-    if (const NextTick step = catch_up(next, o.interval_ns, now_ns(CLOCK_MONOTONIC)); step.skipped > 0) {
-      session.note_skipped_ticks(next, step.at_ns - o.interval_ns, step.skipped,
-                                 "the sampling loop was stalled (stopped or a call hung)");
-      next = step.at_ns;
-    }
-  }
-  for (auto& obs : observers) call_observer(o.tool, obs, [&](TickObserver& x) { x.on_finish(); });
+  MonitorLoopOptions mo;
+  mo.interval_ns = o.interval_ns;
+  mo.start_unix_ns = start_unix;
+  mo.start_mono_ns = start_mono;
+  mo.live_findings = LiveFindings::merged_episodes;
+  DaemonHooks hooks(o, start_unix, start_mono);
+  MonitorLoop loop(mo, &sampler, &session, o.diagnose ? &live : nullptr, observers, hooks);
+  loop.start_observers(StartContext{o.tool, run_id, o.name, o.db_path, start_unix});
+  loop.run();
+  const int stop_signal = hooks.stop_signal;
+  loop.finish_observers();
   auto summary = session.summary();
   std::optional<std::vector<diagnose::Finding>> findings;
   if (o.diagnose) {
     try {
-      remember(live.finish(diagnose::JobFacts{}));
-      std::stable_sort(seen.begin(), seen.end(), diagnose::finding_less);
-      findings = seen;
+      findings = loop.merged(live.finish(diagnose::JobFacts{}));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "trainmon %s: no diagnosis: %s\n", o.tool.c_str(), e.what());
     }
@@ -288,7 +249,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
                                  ? i18n::trf("recording stopped by {}", runner::signal_name(stop_signal))
                                  : std::string(i18n::tr("recording stopped"));
     std::fputs(format_summary(summary, what, session.run_id(), finding_count).c_str(), stderr);
-    for (const auto& f : seen) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
+    for (const auto& f : loop.seen()) std::fprintf(stderr, "  %s\n", diagnose::to_text(f).c_str());
   }
   return err ? 1 : 0;
 }

@@ -1,11 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cli/monitor_loop.h"
+#include "cli/scrolling_monitor.h"
 
 #include <unistd.h>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -19,14 +17,10 @@
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/query_fields.h"
+#include "trainmon/runner/stop_signals.h"
 
 namespace trainmon::cli {
 namespace {
-
-std::atomic<bool> g_stop{false};
-void on_signal(int) {
-  g_stop = true;
-}
 
 struct MonitorCliOptions {
   std::string groups;
@@ -80,7 +74,7 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   spec.configure(so, mo);
   so.backend.tick_wait = tick_wait_for(std::chrono::seconds(o.delay_s), so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;
-  so.backend.stop_requested = [] { return g_stop.load(); };
+  so.backend.stop_requested = runner::stop_requested;
   FILE* out = stdout;
   if (!o.file.empty()) {
     out = std::fopen(o.file.c_str(), "w");
@@ -99,14 +93,13 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     }
   } closer{out};
   // Before the sampler: a signal while the driver starts (a hung nvmlInit) ends the wait for it.
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  runner::catch_stop_signals();
   Sampler sampler(so);
   std::map<std::string, bool> warned;  // spec.warnings lines said while they last
   std::optional<Snapshot> prev;
   long printed = 0;
   long rows_since_header = 0;
-  while (!g_stop && (o.count <= 0 || printed < o.count)) {
+  while (!runner::stop_requested() && (o.count <= 0 || printed < o.count)) {
     const auto tick = std::chrono::steady_clock::now();
     Snapshot snap = sampler.sample();
     if (!snap.driver.loaded) {
@@ -166,7 +159,8 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
     prev = std::move(snap);
     ++printed;
     if (o.count > 0 && printed >= o.count) break;
-    while (!g_stop && std::chrono::steady_clock::now() - tick < std::chrono::seconds(o.delay_s))
+    while (!runner::stop_requested() &&
+           std::chrono::steady_clock::now() - tick < std::chrono::seconds(o.delay_s))
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return kExitOk;
