@@ -254,6 +254,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     opts.sys_root = global.sys_root;
     opts.print_every_ms = *print_every / 1'000'000;
     opts.quiet = o.quiet;
+    opts.idle_util_pct = th.idle_util_pct;
     opts.start_monotonic_ns = start_mono;
     opts.start_unix_ns = start_unix;
     opts.interval_ns = *interval;

@@ -156,6 +156,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   opts.sys_root = o.sys_root;
   opts.print_every_ms = o.print_every_ns / 1'000'000;
   opts.quiet = o.quiet;
+  opts.idle_util_pct = o.thresholds.idle_util_pct;
   opts.start_monotonic_ns = start_mono;
   opts.start_unix_ns = start_unix;
   opts.interval_ns = o.interval_ns;
