@@ -134,7 +134,7 @@ Snapshot ledger_tick(int i) {
     hp.comm = "python3";
     // the attribution arrives on the second tick (read with the details later): the series learns it
     if (i > 0) hp.attribution.slurm_job_id = p.job;
-    hp.attribution.sources = i > 0 ? kAttributionEnviron : 0;
+    hp.attribution.sources = i > 0 ? static_cast<unsigned>(kAttributionEnviron) : 0u;
     s.processes.push_back(hp);
   }
   return s;
