@@ -134,17 +134,15 @@ def test_usage_by_user_and_job_from_a_real_recording(tmp_path, other):
     assert float(by_key[OTHER]["gpu_hours_held_idle"]) == pytest.approx(n_b1 * dt_h, rel=1e-9)
     assert float(by_key[me]["memory_gib_hours"]) == pytest.approx(expect[me]["memory_gib_hours"], rel=1e-9)
 
-    # By job: the Slurm job ids read from the processes' environment (the attribution reader),
-    # else every process falls in the no-job row.
+    # By job: the Slurm job ids the attribution reader found in the processes' environment
     p = run(["usage", "--since", "1h", "--by", "job", "--json"], db, env=env())
     assert p.returncode == 0, p.stderr
     jobs = {r["key"]: r for r in json.loads(p.stdout)["rows"]}
-    if "slurm:7001" in jobs:
-        assert set(jobs) == {"slurm:7001", "slurm:7002"}
-        assert jobs["slurm:7002"]["gpu_hours_held_idle"] == pytest.approx(n_b1 * dt_h, rel=1e-9)
-        assert jobs["slurm:7001"]["gpu_hours_held"] == pytest.approx(expect[me]["gpu_hours_held"], rel=1e-9)
-    else:
-        assert set(jobs) == {""}
+    assert set(jobs) == {"slurm:7001", "slurm:7002"}, jobs
+    assert jobs["slurm:7002"]["gpu_hours_held_idle"] == pytest.approx(n_b1 * dt_h, rel=1e-9)
+    assert jobs["slurm:7002"]["processes"] == 2
+    assert jobs["slurm:7001"]["gpu_hours_held"] == pytest.approx(expect[me]["gpu_hours_held"], rel=1e-9)
+    assert jobs["slurm:7001"]["energy_kwh"] == pytest.approx(expect[me]["energy_kwh"], rel=0.02)
 
     # By GPU: index and UUID; the text table fits 80 columns
     p = run(["usage", "--since", "1h", "--by", "gpu", "--json"], db, env=env())
