@@ -9,7 +9,7 @@ usage rows in 10-minute buckets (docs/store.md, table `usage`) as if sampled at 
 chunks are left out: the ledger never reads them (it reads the usage rows, which the recorder sums
 while recording), so they would only make the file bigger.
 
-  /usr/bin/python3 bench/usage_ledger.py [--trainmon build/release/trainmon] [--days 30] [--gpus 8]
+  /usr/bin/python3 bench/usage_ledger.py [--trainmon build/release/trainmon] [--days 30] [--gpus 8] [--keep FILE]
 
 Prints a Markdown table: rows in the store, then per --by the best of 5 wall times and the rows
 answered. Not a test (no assertion on time)."""
@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -34,6 +35,7 @@ def main():
     ap.add_argument("--fake-nvml", default=os.path.join(ROOT, "build", "release", "fake_nvml", "libnvidia-ml.so.1"))
     ap.add_argument("--days", type=int, default=30)
     ap.add_argument("--gpus", type=int, default=8)
+    ap.add_argument("--keep", help="copy the generated store to this file")
     a = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="trainmon-usage-bench-") as d:
@@ -80,6 +82,8 @@ def main():
         con.commit()
         con.close()
         size_mb = os.path.getsize(db) / 1e6
+        if a.keep:
+            shutil.copyfile(db, a.keep)
 
         print(f"| store | {a.days} days x {a.gpus} GPUs: {series} processes, {rows} usage rows, {size_mb:.1f} MB |")
         print("|---|---|")
