@@ -118,6 +118,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
   jo.nvml_library = global.nvml_library;
   jo.proc_root = global.proc_root;
   jo.sys_root = global.sys_root;
+  jo.pod_logs_root = global.pod_logs_root;
   jo.said = [](const Error& e) { return said(e); };
   // ---- the HTML report (docs/report.md): a failure is one message, never the exit status ----
   jo.write_report = [&o, db_path = jo.db_path](std::int64_t run_id) -> std::string {

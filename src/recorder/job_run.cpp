@@ -360,6 +360,7 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
     so.backend.library_path = o.nvml_library;
     so.host.proc_root = o.proc_root;
     so.host.sys_root = o.sys_root;
+    if (!o.pod_logs_root.empty()) so.host.pod_logs_root = o.pod_logs_root;
     // A hung GPU or driver never stretches a tick, nor delays a signal.
     so.backend.tick_wait = tick_wait_for(std::chrono::nanoseconds(o.interval_ns), so.backend.device_timeout);
     so.backend.init_wait = so.backend.tick_wait;
@@ -372,6 +373,7 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
     opts.self_pid = static_cast<std::uint32_t>(::getpid());
     opts.proc_root = o.proc_root;
     opts.sys_root = o.sys_root;
+    opts.idle_util_pct = o.thresholds.idle_util_pct;
     opts.print_every_ms = o.print_every_ns / 1'000'000;
     opts.quiet = o.quiet;
     opts.start_monotonic_ns = start_mono;

@@ -186,6 +186,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   so.backend.library_path = o.nvml_library;
   so.host.proc_root = o.proc_root;
   so.host.sys_root = o.sys_root;
+  if (!o.pod_logs_root.empty()) so.host.pod_logs_root = o.pod_logs_root;
   // Not every process: only the trees below the GPU processes of the previous tick, found from the
   // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
   so.host.all_processes = false;
@@ -203,6 +204,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   opts.sys_root = o.sys_root;
   opts.print_every_ms = o.print_every_ns / 1'000'000;
   opts.quiet = o.quiet;
+  opts.idle_util_pct = o.thresholds.idle_util_pct;
   opts.start_monotonic_ns = start_mono;
   opts.start_unix_ns = start_unix;
   opts.interval_ns = o.interval_ns;

@@ -16,6 +16,7 @@
 #include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/series_fields.h"
 #include "trainmon/store/train_rows.h"
+#include "trainmon/store/usage_ledger.h"
 
 namespace trainmon::recorder {
 namespace {
@@ -82,6 +83,7 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
     row.series.comm = p.comm;
     row.series.cmdline = p.cmdline;
     row.series.user = p.user;
+    row.series.attribution = p.attribution;
     row.series.in_job = contains(job_pids, p.pid);
     row.t_ms = t;
     row.values = store::process_row(p);
@@ -93,6 +95,11 @@ store::TickBatch make_tick_batch(const Snapshot& snap, std::span<const std::uint
     row.series.gpu_index = p.gpu_index;
     row.series.pid = p.pid;
     row.series.comm = p.process_name.value_or("");
+    // Who it works for, from the local process the join matched (schema 5; the usage ledger).
+    if (const ProcessSample* host = host_process_of(snap, p)) {
+      row.series.user = host->user;
+      row.series.attribution = host->attribution;
+    }
     // By number only when the join matched the number to the local process (a container's job
     // pid 12 is not the host's GPU process 12).
     row.series.in_job = joined_to_host(p.host) && contains(job_pids, p.pid);
@@ -164,6 +171,42 @@ void add_train_rows(store::TickBatch& batch, TrainUpdate& train, std::int64_t st
 
 }  // namespace
 
+void RecorderSession::add_usage_shares(store::TickBatch& batch, const Snapshot& snap) {
+  // Each GPU's energy over this tick: the counter's difference since the previous tick when that
+  // was at most 1.5 intervals ago, else power.draw x interval (store/usage_ledger.h).
+  const double dt_s = static_cast<double>(options_.interval_ns) / 1e9;
+  const bool consecutive = prev_energy_mono_ns_ != 0 && snap.monotonic_ns > prev_energy_mono_ns_ &&
+                           snap.monotonic_ns - prev_energy_mono_ns_ <= options_.interval_ns * 3 / 2;
+  std::vector<std::optional<double>> energy(snap.gpus.size());
+  std::vector<std::pair<unsigned, std::uint64_t>> now;
+  for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
+    const auto& g = snap.gpus[i];
+    if (g.total_energy_mj.ok()) {
+      now.emplace_back(g.index, *g.total_energy_mj);
+      if (consecutive) {
+        for (const auto& [idx, mj] : prev_energy_mj_) {
+          if (idx == g.index && *g.total_energy_mj >= mj)
+            energy[i] = static_cast<double>(*g.total_energy_mj - mj) / 1e3;
+        }
+      }
+    }
+    if (!energy[i] && g.power_draw_mw.ok()) energy[i] = static_cast<double>(*g.power_draw_mw) / 1e3 * dt_s;
+  }
+  prev_energy_mj_ = std::move(now);
+  prev_energy_mono_ns_ = snap.monotonic_ns;
+  for (const auto& t : store::usage_ticks_of(snap, energy)) {
+    for (const auto& share : store::usage_shares(t, dt_s, options_.idle_util_pct)) {
+      for (auto& row : batch.rows) {
+        if (row.series.kind == store::SeriesKind::gpu_process && row.series.gpu_index == share.gpu_index &&
+            row.series.pid == share.pid) {
+          row.usage = share;
+          break;
+        }
+      }
+    }
+  }
+}
+
 void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optional<std::string> epoch) {
   const std::int64_t elapsed_ms = (snap.monotonic_ns - options_.start_monotonic_ns) / 1'000'000;
   std::optional<JobTotals> job;
@@ -205,6 +248,7 @@ void RecorderSession::tick(const Snapshot& snap, TrainUpdate train, std::optiona
           row.values[*limit_col] = static_cast<std::int64_t>(*limit);
       }
     }
+    add_usage_shares(batch, snap);
     prev_t_ns_ = batch.t_ns;
     batch.gaps = std::exchange(gaps_, {});
     add_train_rows(batch, train, options_.start_unix_ns);

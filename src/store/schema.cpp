@@ -161,6 +161,41 @@ CREATE TABLE run_thresholds (
   PRIMARY KEY (run_id, name)
 ) WITHOUT ROWID;
 )sql"},
+    // 5: who each process series worked for (its Slurm job, Kubernetes pod, container, rank:
+    // core/attribution.h), and the usage ledger's per-process sums in 10-minute buckets
+    // (store/usage_ledger.h; `trainmon usage`).
+    {5, R"sql(
+ALTER TABLE series ADD COLUMN slurm_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_step TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_user TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_partition TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_account TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_array_job_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN slurm_array_task_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN pod_uid TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN pod_namespace TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN pod_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN container_name TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN container_runtime TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN container_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE series ADD COLUMN rank INTEGER;
+ALTER TABLE series ADD COLUMN local_rank INTEGER;
+ALTER TABLE series ADD COLUMN attribution_sources INTEGER NOT NULL DEFAULT 0;
+CREATE TABLE usage (
+  series_id    INTEGER NOT NULL REFERENCES series(id) ON DELETE CASCADE,  -- a gpu_process series
+  bucket_ms    INTEGER NOT NULL,       -- start of the 10-minute bucket, Unix epoch ms
+  t0_ms        INTEGER NOT NULL,       -- first tick counted in it
+  t1_ms        INTEGER NOT NULL,       -- last tick counted in it
+  ticks        INTEGER NOT NULL,       -- ticks on which the process held memory on the GPU
+  held_s       REAL NOT NULL,          -- GPU-seconds held (a tick's interval split among holders)
+  busy_s       REAL NOT NULL,          -- GPU-seconds busy (utilisation-weighted)
+  idle_s       REAL NOT NULL,          -- GPU-seconds held while the GPU was idle
+  memory_gib_s REAL NOT NULL,          -- GiB x seconds of GPU memory
+  energy_j     REAL NOT NULL,          -- joules (the GPU's energy split among holders)
+  PRIMARY KEY (series_id, bucket_ms)
+) WITHOUT ROWID;
+CREATE INDEX usage_time ON usage(bucket_ms);
+)sql"},
 };
 
 }  // namespace

@@ -43,6 +43,13 @@ Stmt& Stmt::bind_blob_static(int i, std::string_view v) {
   sqlite3_bind_blob(stmt_, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
   return *this;
 }
+Stmt& Stmt::bind_f64(int i, double v) {
+  sqlite3_bind_double(stmt_, i, v);
+  return *this;
+}
+double Stmt::f64(int col) const {
+  return sqlite3_column_double(stmt_, col);
+}
 Stmt& Stmt::bind_null(int i) {
   sqlite3_bind_null(stmt_, i);
   return *this;

@@ -42,6 +42,7 @@ class Stmt {
   /// Binds without copying: `v` must stay alive and unchanged until the statement is reset.
   Stmt& bind_blob_static(int i, std::string_view v);
   Stmt& bind_null(int i);
+  Stmt& bind_f64(int i, double v);
   Stmt& bind(int i, std::optional<std::int64_t> v) { return v ? bind(i, *v) : bind_null(i); }
   /// SQLITE_ROW, SQLITE_DONE or an error code.
   int step();
@@ -49,6 +50,7 @@ class Stmt {
   bool is_null(int col) const;
   std::int64_t i64(int col) const;
   std::optional<std::int64_t> opt_i64(int col) const;
+  double f64(int col) const;
   std::string text(int col) const;
   std::string_view blob(int col) const;
   sqlite3_stmt* get() const noexcept { return stmt_; }

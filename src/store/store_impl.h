@@ -46,6 +46,14 @@ class StmtUse {
   detail::Stmt& s_;
 };
 
+namespace detail {
+/// The attribution columns of `series` (schema 5), comma-separated, in the order the two helpers use.
+std::string attribution_columns();
+/// Bind / read those 16 columns from 1-based parameter / 0-based column `first` on.
+void bind_series_attribution(Stmt& q, int first, const ProcessAttribution& a);
+ProcessAttribution read_series_attribution(const Stmt& q, int first);
+}  // namespace detail
+
 /// Apply every migration newer than the file's user_version, in one transaction (schema.cpp).
 Expected<void> migrate(sqlite3* db);
 

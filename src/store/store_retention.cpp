@@ -53,8 +53,15 @@ Expected<RetentionResult> Store::apply_retention(std::int64_t now_unix_ns, const
     // A run still going (a `record` of many days) loses its own samples past the horizon.
     Stmt d(db, "DELETE FROM chunks WHERE t1_ms < ?");
     d.bind(1, (now_unix_ns - policy.delete_after_ns) / 1'000'000);
-    if (int rc = d.step(); rc != SQLITE_DONE) return std::unexpected(detail::sqlite_error(db, rc, "deleting old samples"));
+    if (int rc = d.step(); rc != SQLITE_DONE)
+      return std::unexpected(detail::sqlite_error(db, rc, "deleting old samples"));
     result.chunks_deleted = sqlite3_changes(db);
+    if (impl_->schema >= 5) {  // the usage ledger's buckets go with the samples (schema 5)
+      Stmt u(db, "DELETE FROM usage WHERE t1_ms < ?");
+      u.bind(1, (now_unix_ns - policy.delete_after_ns) / 1'000'000);
+      if (int rc = u.step(); rc != SQLITE_DONE)
+        return std::unexpected(detail::sqlite_error(db, rc, "deleting old usage rows"));
+    }
   }
   if (policy.downsample_after_ns > 0) {
     const std::int64_t cutoff_ms = (now_unix_ns - policy.downsample_after_ns) / 1'000'000;

@@ -8,9 +8,15 @@ using detail::Stmt;
 
 Expected<std::int64_t> Store::create_series(const SeriesInfo& s) {
   sqlite3* db = impl_->db.get();
-  Stmt q(db,
-         "INSERT INTO series (run_id, kind, gpu_index, pid, start_ticks, ppid, comm, cmdline, user, in_job) "
-         "VALUES (?,?,?,?,?,?,?,?,?,?)");
+  // Schema 5 keeps the process's attribution with it (columns after in_job).
+  const bool attributed = impl_->schema >= 5;
+  Stmt q(db, attributed
+                 ? "INSERT INTO series (run_id, kind, gpu_index, pid, start_ticks, ppid, comm, cmdline, "
+                   "user, in_job, " +
+                       detail::attribution_columns() +
+                       ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+                 : std::string("INSERT INTO series (run_id, kind, gpu_index, pid, start_ticks, ppid, comm, "
+                               "cmdline, user, in_job) VALUES (?,?,?,?,?,?,?,?,?,?)"));
   q.bind(1, s.run_id).bind(2, static_cast<std::int64_t>(s.kind));
   q.bind(3, s.gpu_index ? std::optional<std::int64_t>(*s.gpu_index) : std::nullopt);
   if (s.kind == SeriesKind::train_rank) {
@@ -20,6 +26,7 @@ Expected<std::int64_t> Store::create_series(const SeriesInfo& s) {
   }
   q.bind(5, static_cast<std::int64_t>(s.start_time_ticks)).bind(6, static_cast<std::int64_t>(s.ppid));
   q.bind(7, s.comm).bind(8, s.cmdline).bind(9, s.user).bind(10, static_cast<std::int64_t>(s.in_job));
+  if (attributed) detail::bind_series_attribution(q, 11, s.attribution);
   if (int rc = q.step(); rc != SQLITE_DONE)
     return std::unexpected(detail::sqlite_error(db, rc, "creating a series"));
   return sqlite3_last_insert_rowid(db);
@@ -66,10 +73,10 @@ Expected<std::int64_t> Store::replace_chunk(std::int64_t chunk_id, std::int64_t 
 
 Expected<std::vector<SeriesInfo>> Store::list_series(std::int64_t run_id) {
   sqlite3* db = impl_->db.get();
-  Stmt q(
-      db,
-      "SELECT id, run_id, kind, gpu_index, pid, start_ticks, ppid, comm, cmdline, user, in_job FROM series "
-      "WHERE run_id = ? ORDER BY kind, gpu_index, pid, id");
+  const bool attributed = impl_->schema >= 5;
+  Stmt q(db, "SELECT id, run_id, kind, gpu_index, pid, start_ticks, ppid, comm, cmdline, user, in_job" +
+                 (attributed ? ", " + detail::attribution_columns() : std::string()) +
+                 " FROM series WHERE run_id = ? ORDER BY kind, gpu_index, pid, id");
   q.bind(1, run_id);
   std::vector<SeriesInfo> out;
   int rc;
@@ -92,6 +99,7 @@ Expected<std::vector<SeriesInfo>> Store::list_series(std::int64_t run_id) {
     s.cmdline = q.text(8);
     s.user = q.text(9);
     s.in_job = q.i64(10) != 0;
+    if (attributed) s.attribution = detail::read_series_attribution(q, 11);
     out.push_back(std::move(s));
   }
   if (rc != SQLITE_DONE) return std::unexpected(detail::sqlite_error(db, rc, "listing series"));

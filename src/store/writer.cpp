@@ -31,6 +31,10 @@ std::size_t approx_bytes(const TickBatch& b) {
   return n;
 }
 
+bool has_attribution(const ProcessAttribution& a) {
+  return !a.empty() || a.sources != 0;
+}
+
 template <class V>
 void carry(V& from, V& to) {
   to.insert(to.begin(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
@@ -498,6 +502,8 @@ void StoreWriter::undo(std::vector<Undo>& log) {
     x.chunk_id = it->chunk_id;
     x.dirty = it->dirty;
     x.last_batch = it->last_batch;
+    x.has_user = it->has_user;
+    x.has_attribution = it->has_attribution;
   }
   log.clear();
 }
@@ -512,7 +518,8 @@ Expected<StoreWriter::Open*> StoreWriter::series_for(const SeriesInfo& info, std
     Open& o = it->second;
     if (o.last_batch != batch_counter_) {
       // First touch in this transaction: remember how to put it back.
-      log.push_back(Undo{key, false, o.chunk.rows(), o.chunk_id, o.dirty, o.last_batch, std::nullopt});
+      log.push_back(Undo{key, false, o.chunk.rows(), o.chunk_id, o.dirty, o.last_batch, std::nullopt,
+                         o.has_user, o.has_attribution});
     }
     return &o;
   }
@@ -524,6 +531,8 @@ Expected<StoreWriter::Open*> StoreWriter::series_for(const SeriesInfo& info, std
   o.series_id = *id;
   o.chunk.columns = fields_of(info.kind).size();
   o.encoded.clear(o.chunk.columns);
+  o.has_user = !info.user.empty();
+  o.has_attribution = has_attribution(info.attribution);
   log.push_back(Undo{key, true, 0, 0, false, 0, std::nullopt});
   return &open_.emplace(key, std::move(o)).first->second;
 }
@@ -567,6 +576,21 @@ Expected<void> StoreWriter::write(std::vector<TickBatch>& batches, const std::ve
       if (!open) return fail(open.error());
       Open& o = **open;
       o.last_batch = batch_counter_;
+      // A process whose user or attribution the host reader gave only after the series was created
+      // (its details are read later, or the GPU join found it later): the series row learns it once.
+      const bool new_user = !o.has_user && !row.series.user.empty();
+      const bool new_attr = !o.has_attribution && has_attribution(row.series.attribution);
+      if (new_user || new_attr) {
+        if (auto r = store_->set_series_attribution(o.series_id, new_user ? row.series.user : std::string(),
+                                                    new_attr ? &row.series.attribution : nullptr);
+            !r)
+          return fail(r.error());
+        o.has_user = o.has_user || new_user;
+        o.has_attribution = o.has_attribution || new_attr;
+      }
+      if (row.usage) {
+        if (auto r = store_->add_usage(o.series_id, row.t_ms, *row.usage); !r) return fail(r.error());
+      }
       // Close a full chunk before appending (writing it first when this transaction filled it).
       if (o.chunk.rows() >= options_.chunk_rows) {
         // Keep the chunk as it was for undo(), once per series and transaction.

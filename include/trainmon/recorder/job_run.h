@@ -34,6 +34,7 @@ struct JobRunOptions {
   std::string nvml_library;    ///< "" = the system's libnvidia-ml.so.1
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
+  std::string pod_logs_root;  ///< the kubelet's pod log directories (--pod-logs-root); empty: default
   /// An Error's message for stderr in the chosen language (cli's said()); default: its message.
   std::function<std::string(const Error&)> said;
   /// Writes the HTML report of the recorded run `run_id` (0: not recorded) after its end is stored,

@@ -64,6 +64,9 @@ struct SessionOptions {
   /// True while a training process prints the resource line itself (`lines` in its hello): then
   /// trainmon prints none, so the log has one line per interval.
   std::function<bool()> rank_prints_lines;
+  /// The usage ledger's "held idle" threshold (store/usage_ledger.h): the run's
+  /// diagnose::Thresholds::idle_util_pct (default 5 %, MISSION §4 D2).
+  double idle_util_pct = 5;
 };
 
 /// What the training processes sent during one tick (ipc::TrainTick, as the recorder stores it).
@@ -125,6 +128,8 @@ class RecorderSession {
   Timeline timeline() const { return {options_.start_unix_ns, options_.start_monotonic_ns}; }
 
  private:
+  /// The usage ledger's shares of this tick (store/usage_ledger.h) on the batch's gpu_process rows.
+  void add_usage_shares(store::TickBatch& batch, const Snapshot& snap);
   SessionOptions options_;
   std::unique_ptr<store::StoreWriter> writer_;
   RunStats stats_;
@@ -132,6 +137,10 @@ class RecorderSession {
   ParentTable parents_;  // scanned again at any tick where a process appeared (exact job tree)
   std::vector<std::uint32_t> job_pids_;
   JobTotals last_job_;
+  /// The usage ledger's energy per tick: each GPU's energy counter (mJ) at the previous tick, by
+  /// index, and that tick's monotonic time.
+  std::vector<std::pair<unsigned, std::uint64_t>> prev_energy_mj_;
+  std::int64_t prev_energy_mono_ns_ = 0;
   std::vector<std::string> gpu_ids_;  ///< uuid (or index) per GPU last sent to the store
   std::int64_t last_print_ms_ = 0;
   std::int64_t prev_t_ns_ = 0;             ///< the last tick's time on the timeline

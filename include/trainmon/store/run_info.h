@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "trainmon/core/attribution.h"
 #include "trainmon/store/series_fields.h"
 
 namespace trainmon::store {
@@ -109,6 +110,10 @@ struct SeriesInfo {
   bool in_job = false;  ///< a process of the watched command's tree
   /// train_rank: diagnose::TrainRank::key (global rank, else -1 - pid), stored in the pid column.
   std::int64_t rank_key = 0;
+  /// process, gpu_process (schema 5): the Slurm job, pod, container and rank the process worked for
+  /// (core/attribution.h), as the host reader gave it when the series was created or first knew it.
+  /// Empty: not known, or a store written before schema 5.
+  ProcessAttribution attribution;
 };
 
 /// An NVML event as stored.

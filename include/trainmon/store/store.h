@@ -18,6 +18,7 @@
 #include "trainmon/diagnose/train_series.h"
 #include "trainmon/store/chunk_codec.h"
 #include "trainmon/store/run_info.h"
+#include "trainmon/store/usage_ledger.h"
 
 namespace trainmon::store {
 
@@ -48,6 +49,23 @@ struct RetentionResult {
   std::int64_t runs_deleted = 0;
   std::int64_t chunks_downsampled = 0;
   std::int64_t chunks_deleted = 0;  ///< samples older than delete_after_ns in runs still going
+};
+
+/// One gpu_process series' usage sums over a time range (Store::usage_by_series).
+struct SeriesUsage {
+  SeriesInfo series;     ///< with its attribution (schema 5)
+  std::string run_kind;  ///< "run" | "record"
+  std::string run_name;
+  std::string gpu_uuid;  ///< from the run's gpus table; "" when not known
+  double held_s = 0, busy_s = 0, idle_s = 0, memory_gib_s = 0, energy_j = 0;
+  std::int64_t ticks = 0, first_ms = 0, last_ms = 0;
+};
+
+/// Store::usage_coverage.
+struct UsageCoverage {
+  std::int64_t usage_from_ms = 0, usage_to_ms = 0;
+  std::int64_t downsampled_from_ms = 0, downsampled_to_ms = 0;
+  std::int64_t runs_without_usage = 0;
 };
 
 class Store {
@@ -139,6 +157,21 @@ class Store {
   Expected<void> insert_gaps(std::int64_t run_id, const std::vector<RecordingGap>& gaps);
   /// The run's gaps, oldest first; empty for a store written before schema 3.
   Expected<std::vector<RecordingGap>> gaps(std::int64_t run_id);
+
+  // ---- usage ledger (schema 5; store/usage_ledger.h) ----
+  /// Add one holder's share of one tick (at `t_ms`, Unix ms) to series `series_id`'s usage bucket.
+  /// Nothing on a store before schema 5.
+  Expected<void> add_usage(std::int64_t series_id, std::int64_t t_ms, const UsageShare& share);
+  /// Record the user (empty: keep the stored one) and attribution (null: keep) a series learned after
+  /// it was created (nothing before schema 5).
+  Expected<void> set_series_attribution(std::int64_t series_id, std::string_view user,
+                                        const ProcessAttribution* attribution);
+  /// Per gpu_process series, the sums of its usage buckets that start in [since_ms, until_ms).
+  Expected<std::vector<SeriesUsage>> usage_by_series(std::int64_t since_ms, std::int64_t until_ms);
+  /// What the store covers: the first and last tick of all usage rows, and the span of the chunks
+  /// retention downsampled (0, 0: none); runs_without_usage counts runs in [since_ms, until_ms)
+  /// with GPU processes but no usage rows.
+  Expected<UsageCoverage> usage_coverage(std::int64_t since_ms, std::int64_t until_ms);
 
   // ---- maintenance ----
   Expected<RetentionResult> apply_retention(std::int64_t now_unix_ns, const RetentionPolicy& policy);

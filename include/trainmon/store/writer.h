@@ -40,6 +40,9 @@ struct SeriesRow {
   SeriesInfo series;
   std::int64_t t_ms = 0;
   std::vector<std::int64_t> values;
+  /// gpu_process rows of a process holding memory: its share of the tick for the usage ledger
+  /// (store/usage_ledger.h), added to the series' usage bucket (schema 5).
+  std::optional<UsageShare> usage;
 };
 
 /// What one tick adds to the store.
@@ -142,6 +145,7 @@ class StoreWriter {
     ChunkEncoder encoded;  ///< chunk's blob, kept up to date row by row
     bool dirty = false;
     std::uint64_t last_batch = 0;
+    bool has_user = false, has_attribution = false;  ///< what the series row in the store knows
   };
   /// How to put an Open back as it was before a transaction that failed.
   struct Undo {
@@ -152,6 +156,7 @@ class StoreWriter {
     bool dirty = false;
     std::uint64_t last_batch = 0;
     std::optional<Chunk> before_close;  ///< the chunk as it was when this transaction closed it
+    bool has_user = false, has_attribution = false;
   };
 
   void start();

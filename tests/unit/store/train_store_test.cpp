@@ -222,6 +222,16 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
             db,
             "DROP TABLE train_ranks; DROP TABLE train_stacks; DROP TABLE gaps; DROP TABLE run_thresholds; "
             "ALTER TABLE runs DROP COLUMN boot_id; ALTER TABLE runs DROP COLUMN start_monotonic_ns; "
+            "DROP TABLE usage; ALTER TABLE series DROP COLUMN slurm_job_id; "
+            "ALTER TABLE series DROP COLUMN slurm_step; ALTER TABLE series DROP COLUMN slurm_user; "
+            "ALTER TABLE series DROP COLUMN slurm_partition; ALTER TABLE series DROP COLUMN slurm_account; "
+            "ALTER TABLE series DROP COLUMN slurm_array_job_id; ALTER TABLE series DROP COLUMN "
+            "slurm_array_task_id; "
+            "ALTER TABLE series DROP COLUMN pod_uid; ALTER TABLE series DROP COLUMN pod_namespace; "
+            "ALTER TABLE series DROP COLUMN pod_name; ALTER TABLE series DROP COLUMN container_name; "
+            "ALTER TABLE series DROP COLUMN container_runtime; ALTER TABLE series DROP COLUMN container_id; "
+            "ALTER TABLE series DROP COLUMN rank; ALTER TABLE series DROP COLUMN local_rank; "
+            "ALTER TABLE series DROP COLUMN attribution_sources; "
             "PRAGMA user_version = 1",
             nullptr, nullptr, nullptr),
         SQLITE_OK);
@@ -251,7 +261,7 @@ TEST(TrainStore, SchemaOneStoreOpensReadOnlyWithoutTrainTablesAndMigrates) {
     ASSERT_TRUE(s->list_runs());
     EXPECT_EQ(s->list_runs()->size(), 1u);
   }
-  // Opening for writing migrates 1 -> 2 -> 3 -> 4 in one transaction: the steps' tables work.
+  // Opening for writing migrates 1 -> 2 -> 3 -> 4 -> 5 in one transaction: the steps' tables work.
   auto s = Store::open(path, OpenMode::read_write);
   ASSERT_TRUE(s);
   EXPECT_EQ(*s->schema_version(), latest_schema_version());
