@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/recording.h"
@@ -392,9 +393,12 @@ std::string format_run_details(const store::RunInfo& r) {
                        g.used_by_job ? tr(" (used by the job)") : std::string_view(), stats);
   }
   if (s.peak_job_rss_bytes) {
-    out += row_label_tr(N_("job:")) + trf("peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
-                                          static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
-                                          s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
+    const auto procs = s.peak_job_processes.value_or(0);
+    out += row_label_tr(N_("job:")) +
+           i18n::trfn(procs, "peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process\n",
+                      "peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+                      static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
+                      s.peak_job_cpu_pct.value_or(0), procs);
   }
   for (const auto& g : r.gaps) {
     // The ticks from t0 to t1, one interval each.
