@@ -310,6 +310,14 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       step();
     }
   }
+  // What is left for COMMAND: its whole header at least, else the column goes (a cut header reads as
+  // another column's, "COMM" of "COMMAND"); a command cut to it ends with a mark.
+  std::size_t command_cols = std::string::npos;
+  if (columns > 0) {
+    const std::size_t fixed = fixed_width() + gap(kCommand);
+    command_cols = columns > fixed ? columns - fixed : 0;
+    if (command_cols < exp::display_width(c[kCommand].cells[0])) shown[kCommand] = false;
+  }
   auto line = [&](std::size_t row) {
     std::string text;
     for (int i = 0; i < kCols; ++i) {
@@ -317,6 +325,8 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       if (!text.empty()) text += std::string(gap(i), ' ');
       std::string cell = c[i].cells[row];
       if (i == kName) cell = exp::truncate_display(cell, c[i].width);
+      if (i == kCommand && exp::display_width(cell) > command_cols)
+        cell = exp::truncate_display(cell, command_cols - 1) + "…";
       text += i == kCommand ? cell : pad_cell(cell, c[i].width, c[i].right);
     }
     if (columns > 0 && exp::display_width(text) > columns) text = exp::truncate_display(text, columns);

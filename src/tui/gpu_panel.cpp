@@ -199,13 +199,14 @@ void draw_compact(Canvas& cv, int row, const GpuSample& g) {
 int draw_gpu_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap, const History& history) {
   if (max_rows <= 0) return 0;
   if (snap.gpus.empty()) {
-    std::string why = !snap.driver.loaded
-                          ? (snap.driver.error.empty() ? "NVML not available" : snap.driver.error)
-                          : "no GPU found";
-    // Why no GPU can be read, wrapped over up to 4 rows: the reason and the advice come first in the
+    // Why: the driver's line when it has one (not loaded, or loaded with no GPU: its advice too).
+    std::string why = !snap.driver.error.empty() ? snap.driver.error
+                      : !snap.driver.loaded      ? "NVML not available"
+                                                 : "no GPU found";
+    // Why no GPU can be read, wrapped over up to 5 rows: the reason and the advice come first in the
     // line (nvml::driver_failure_line), so at 80 or 60 columns a cut takes only the library's path.
     const int c = cv.put(top, 0, "GPU: none, host only: ", Style::label);
-    const auto lines = wrap_text(why, cv.width() - c, cv.width() - 2, std::min(max_rows, 4), cv.utf8());
+    const auto lines = wrap_text(why, cv.width() - c, cv.width() - 2, std::min(max_rows, 5), cv.utf8());
     for (std::size_t i = 0; i < lines.size(); ++i)
       cv.put(top + static_cast<int>(i), i == 0 ? c : 2, lines[i], Style::dim);
     return std::max(1, static_cast<int>(lines.size()));
