@@ -68,7 +68,10 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
     std::unordered_map<std::uint32_t, std::size_t> by_own_pid;
     if (level > 0)
       for (std::size_t i = 0; i < host_processes.size(); ++i)
-        if (ours(host_processes[i])) by_own_pid.emplace(host_processes[i].nspid[level], i);
+        if (ours(host_processes[i]) &&
+            std::binary_search(options.own_namespace_pids.begin(), options.own_namespace_pids.end(),
+                               host_processes[i].pid))
+          by_own_pid.emplace(host_processes[i].nspid[level], i);
 
     // Rule 1: first sightings, and pids listed again after a gap start over.
     for (const auto& g : gpu_processes) {
@@ -194,6 +197,13 @@ std::vector<std::uint32_t> proc_pids_by_nspid(const std::string& proc_root, std:
   std::vector<std::uint32_t> out;
   if (level == 0 || local_pids.empty()) return out;
   try {
+    const auto ns_link = [](const std::filesystem::path& p) {
+      char buf[64] = {};
+      const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+      return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    };
+    const std::string own_ns = ns_link(std::filesystem::path(proc_root) / "self" / "ns" / "pid");
+    if (own_ns.empty()) return out;
     std::error_code ec;
     for (std::filesystem::directory_iterator it(proc_root, ec), end; !ec && it != end; it.increment(ec)) {
       const std::string name = it->path().filename().string();
@@ -206,7 +216,8 @@ std::vector<std::uint32_t> proc_pids_by_nspid(const std::string& proc_root, std:
         for (std::uint64_t v = 0; ids.size() <= level && words >> v;)
           ids.push_back(static_cast<std::uint32_t>(v));
         if (ids.size() > level &&
-            std::find(local_pids.begin(), local_pids.end(), ids[level]) != local_pids.end())
+            std::find(local_pids.begin(), local_pids.end(), ids[level]) != local_pids.end() &&
+            ns_link(it->path() / "ns" / "pid") == own_ns)
           out.push_back(static_cast<std::uint32_t>(std::stoul(name)));
         break;
       }

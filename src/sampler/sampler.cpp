@@ -70,8 +70,10 @@ Snapshot Sampler::sample() {
     if (join_options_.own_level > 0 && !snap.gpu_processes.empty()) {
       std::vector<std::uint32_t> gpu_pids;
       for (const auto& p : snap.gpu_processes) gpu_pids.push_back(p.pid);
-      const auto mapped = proc_pids_by_nspid(options_.host.proc_root, join_options_.own_level, gpu_pids);
-      pids.insert(pids.end(), mapped.begin(), mapped.end());
+      join_options_.own_namespace_pids =
+          proc_pids_by_nspid(options_.host.proc_root, join_options_.own_level, gpu_pids);
+      pids.insert(pids.end(), join_options_.own_namespace_pids.begin(),
+                  join_options_.own_namespace_pids.end());
     }
     std::sort(pids.begin(), pids.end());
     pids.erase(std::unique(pids.begin(), pids.end()), pids.end());

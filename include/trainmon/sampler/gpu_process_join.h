@@ -44,8 +44,9 @@
 //     has the /proc number P (that one would be the driver numbering as /proc does, rules 1-3); the
 //     start-time rules apply to it as to any match, and the GPU process then carries the /proc number
 //     (GpuProcessSample::pid = that process's pid), so every view joins it by that number. The
-//     sampler collects those processes (proc_pids_by_nspid). Without it a live local process was
-//     matched to the host process of the same number (pid 2 is kthreadd) or called gone.
+//     sampler collects those processes (proc_pids_by_nspid: only processes of trainmon's own
+//     namespace, by their ns/pid link; other containers' have the same small numbers). Without it a live
+//     local process was matched to the host process of the same number (pid 2 is kthreadd) or called gone.
 //     The reverse, trainmon in a container reading its own /proc while the driver gives host pids,
 //     cannot be mapped: an own /proc's NSpid starts at the container's level and never shows host
 //     numbers; those processes stay not_visible (rule 4), never gone, their GPU figures kept.
@@ -86,6 +87,10 @@ struct GpuJoinOptions {
   /// How many PID namespaces below the /proc's trainmon runs (ProcPidNamespace::self_depth): 0 when
   /// the /proc is its own namespace's (or unknown). Above 0, rule 5 maps GPU pids through NSpid.
   std::size_t own_level = 0;
+  /// For rule 5, the /proc numbers of the processes of trainmon's own PID namespace this tick
+  /// (proc_pids_by_nspid): only those are mapped through NSpid (another container's processes at the
+  /// same depth have the same small numbers there). Sorted.
+  std::vector<std::uint32_t> own_namespace_pids;
 };
 
 /// What the join remembers about one GPU pid across ticks.
@@ -136,8 +141,9 @@ struct ProcPidNamespace {
 /// `self` when the tree is our own namespace. Never throws.
 ProcPidNamespace detect_proc_pid_namespace(const std::string& proc_root);
 
-/// The /proc numbers (under `proc_root`) of the processes whose NSpid entry `level` is one of
-/// `local_pids` (their numbers in the namespace `level` levels below the tree's), sorted; for rule 5.
+/// The /proc numbers (under `proc_root`) of the processes of this process's own PID namespace (their
+/// ns/pid link is `proc_root`/self/ns/pid's) whose NSpid entry `level` is one of `local_pids` (their
+/// numbers in the namespace `level` levels below the tree's), sorted; for rule 5.
 /// Reads every `proc_root`/N/status: call it only with level > 0 and GPU processes listed. Empty
 /// when none or unreadable. Never throws.
 std::vector<std::uint32_t> proc_pids_by_nspid(const std::string& proc_root, std::size_t level,

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <tuple>
 
 using namespace trainmon;
 
@@ -244,8 +245,10 @@ TEST(JoinGpuProcesses, NspidMapsPidsNumberedInOurNamespaceAndKeepsHostNumbers) {
     std::vector<GpuProcessSample> g = {gpu(0, 2, 100), gpu(1, 5003, 200), gpu(0, 7000, 300), gpu(1, 4, 400),
                                        gpu(0, 9, 500)};
     g[0].sm_util_pct = Reading<unsigned>::of(40);
-    std::vector<ProcessSample> h = {outside(2, 0.5, "kthreadd"), ours(5002, 2, 900), ours(5003, 3, 901),
-                                    outside(7000, 100, "python"), ours(5004, 4, 1003)};
+    // 6002 is another container's process whose number there is 2 too: not ours, never mapped.
+    std::vector<ProcessSample> h = {outside(2, 0.5, "kthreadd"),  ours(5002, 2, 900),  ours(5003, 3, 901),
+                                    outside(7000, 100, "python"), ours(5004, 4, 1003), ours(6002, 2, 800)};
+    o.own_namespace_pids = {5002, 5003, 5004};
     for (double now : {1000.0, 1001.0}) {  // the same on the next tick (bound by start time)
       SCOPED_TRACE(::testing::Message() << "initial " << initial.value_or(false) << " at " << now);
       for (auto& p : h) p.gpu_indices.clear(), p.gpu_memory_bytes = {};
@@ -271,6 +274,7 @@ TEST(JoinGpuProcesses, NspidMapsPidsNumberedInOurNamespaceAndKeepsHostNumbers) {
       EXPECT_EQ(t[3].pid, 4u);  // refused by the start-time rule: not renumbered, not attributed
       EXPECT_NE(t[3].host, HostVisibility::visible);
       EXPECT_TRUE(h[4].gpu_indices.empty());
+      EXPECT_TRUE(h[5].gpu_indices.empty()) << "another container's pid 2";
     }
   }
 }
@@ -287,16 +291,23 @@ TEST(JoinGpuProcesses, NspidIsNotUsedInOurOwnNamespacesProc) {
   EXPECT_EQ(h[1].gpu_indices.size(), 0u);
 }
 
-TEST(ProcPidsByNspid, FindsTheProcessesByTheirNumberInANamespaceBelow) {
+TEST(ProcPidsByNspid, FindsTheProcessesOfOurNamespaceByTheirNumberThere) {
   const auto root = std::filesystem::temp_directory_path() / ("trainmon-nspid-" + std::to_string(::getpid()));
-  for (auto [pid, nspid] :
-       {std::pair{"1", "1"}, {"2", "2"}, {"5002", "5002\t2"}, {"5003", "5003\t3\t1"}, {"6000", "6000\t7"}}) {
-    std::filesystem::create_directories(root / pid);
+  // (pid, NSpid, ns/pid link): 6000 and 6002 are another namespace's at the same depth.
+  for (auto [pid, nspid, ns] : {std::tuple{"1", "1", "pid:[4026531836]"},
+                                {"2", "2", "pid:[4026531836]"},
+                                {"5002", "5002\t2", "pid:[111]"},
+                                {"5003", "5003\t3", "pid:[111]"},
+                                {"6000", "6000\t7", "pid:[222]"},
+                                {"6002", "6002\t2", "pid:[222]"}}) {
+    std::filesystem::create_directories(root / pid / "ns");
     std::ofstream(root / pid / "status") << "Name:\tx\nNSpid:\t" << nspid << "\nUid:\t0\n";
+    std::filesystem::create_symlink(ns, root / pid / "ns" / "pid");
   }
-  std::filesystem::create_directories(root / "self");
+  std::filesystem::create_directories(root / "self" / "ns");
+  std::filesystem::create_symlink("pid:[111]", root / "self" / "ns" / "pid");
   EXPECT_EQ(proc_pids_by_nspid(root.string(), 1, {2, 3, 9}), (std::vector<std::uint32_t>{5002, 5003}));
-  EXPECT_EQ(proc_pids_by_nspid(root.string(), 2, {1}), (std::vector<std::uint32_t>{5003}));
+  EXPECT_TRUE(proc_pids_by_nspid(root.string(), 1, {7}).empty());  // 6000 is not ours
   EXPECT_TRUE(proc_pids_by_nspid(root.string(), 0, {2}).empty());
   EXPECT_TRUE(proc_pids_by_nspid((root / "missing").string(), 1, {2}).empty());
   std::filesystem::remove_all(root);
