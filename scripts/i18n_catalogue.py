@@ -5,8 +5,8 @@
   i18n_catalogue.py check PO...   fail (exit 1) on an untranslated or fuzzy entry, a msgstr whose
                                   fmt placeholders ({}, {:.1f}, {0}) differ from its msgid's or
                                   with an ASCII , or ; between CJK characters (，；), a
-                                  string marked in the sources (tr, trf, N_; say, advise, word, phrase
-                                  in src/diagnose; tr, trf in web/assets/*.js) missing from the .po,
+                                  string marked in the sources (tr, trf, N_, both forms of trfn; say,
+                                  advise, word, phrase, both forms of sayn and phrasen in src/diagnose; tr, trf in web/assets/*.js) missing from the .po,
                                   or an entry no source uses any more
                                   (tr, trf in python/), or an entry no source uses any more; and
                                   python/trainmon/_catalogue.py differing from what `py` writes
@@ -28,8 +28,12 @@ import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KEYWORDS = ["tr:1", "trf:1", "N_:1"]  # name:argument, everywhere
-DIAGNOSE_KEYWORDS = ["say:2", "advise:2", "word:1", "phrase:1"]  # src/diagnose's helpers (detail.h)
+KEYWORDS = ["tr:1", "trf:1", "N_:1", "trfn:2"]  # name:argument, everywhere
+DIAGNOSE_KEYWORDS = ["say:2", "advise:2", "word:1", "phrase:1", "phrasen:2", "sayn:3"]  # src/diagnose (detail.h)
+# The second form of the two-form helpers (i18n::trfn, phrasen, sayn: "1 process" / "2 processes", each
+# its own msgid): xgettext keeps one argument per keyword, so these are extracted in a pass of their own.
+OTHER_FORM_KEYWORDS = ["trfn:3"]
+DIAGNOSE_OTHER_FORM_KEYWORDS = ["trfn:3", "phrasen:3", "sayn:4"]
 
 
 def sources(tops=("src", "include"), exts=(".cpp", ".h")):
@@ -74,7 +78,9 @@ def extract(out_path):
             "-o", out_path]
     files = sources()
     diag = [f for f in files if f.startswith("src/diagnose/")]
-    for keywords, chosen, more in ((KEYWORDS, files, []), (KEYWORDS + DIAGNOSE_KEYWORDS, diag, ["--join-existing"])):
+    for keywords, chosen, more in ((KEYWORDS, files, []), (KEYWORDS + DIAGNOSE_KEYWORDS, diag, ["--join-existing"]),
+                                   (OTHER_FORM_KEYWORDS, files, ["--join-existing"]),
+                                   (DIAGNOSE_OTHER_FORM_KEYWORDS, diag, ["--join-existing"])):
         args = list(base) + more
         for k in keywords:
             args += [f"--keyword={k}", f"--flag={k}:no-c-format"]

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/recording.h"
@@ -309,6 +310,14 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       step();
     }
   }
+  // What is left for COMMAND: its whole header at least, else the column goes (a cut header reads as
+  // another column's, "COMM" of "COMMAND"); a command cut to it ends with a mark.
+  std::size_t command_cols = std::string::npos;
+  if (columns > 0) {
+    const std::size_t fixed = fixed_width() + gap(kCommand);
+    command_cols = columns > fixed ? columns - fixed : 0;
+    if (command_cols < exp::display_width(c[kCommand].cells[0])) shown[kCommand] = false;
+  }
   auto line = [&](std::size_t row) {
     std::string text;
     for (int i = 0; i < kCols; ++i) {
@@ -316,6 +325,8 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       if (!text.empty()) text += std::string(gap(i), ' ');
       std::string cell = c[i].cells[row];
       if (i == kName) cell = exp::truncate_display(cell, c[i].width);
+      if (i == kCommand && exp::display_width(cell) > command_cols)
+        cell = exp::truncate_display(cell, command_cols - 1) + "…";
       text += i == kCommand ? cell : pad_cell(cell, c[i].width, c[i].right);
     }
     if (columns > 0 && exp::display_width(text) > columns) text = exp::truncate_display(text, columns);
@@ -392,9 +403,12 @@ std::string format_run_details(const store::RunInfo& r) {
                        g.used_by_job ? tr(" (used by the job)") : std::string_view(), stats);
   }
   if (s.peak_job_rss_bytes) {
-    out += row_label_tr(N_("job:")) + trf("peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
-                                          static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
-                                          s.peak_job_cpu_pct.value_or(0), s.peak_job_processes.value_or(0));
+    const auto procs = s.peak_job_processes.value_or(0);
+    out += row_label_tr(N_("job:")) +
+           i18n::trfn(procs, "peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} process\n",
+                      "peak RSS {:.2f} GiB, peak CPU {:.1f}%, up to {} processes\n",
+                      static_cast<double>(*s.peak_job_rss_bytes) / (1024.0 * 1024 * 1024),
+                      s.peak_job_cpu_pct.value_or(0), procs);
   }
   for (const auto& g : r.gaps) {
     // The ticks from t0 to t1, one interval each.

@@ -8,6 +8,7 @@
 
 #include "report/writers.h"
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/export/units.h"
 #include "trainmon/recorder/train_summary.h"
@@ -120,8 +121,10 @@ std::string write_markdown(const json& m) {
   if (!labels.empty()) out += i18n::trf("| Labels | {} |\n", cell(labels));
   if (const auto limits = str(run, "cgroup_limits"); !limits.empty())
     out += i18n::trf("| Cgroup limits | {} |\n", cell(limits));
-  out += i18n::trf("| Samples | {} ticks, {} training events |\n", m.value("ticks", 0),
-                   m.value("train_events", 0));
+  const auto ticks = m.value("ticks", std::uint64_t{0});
+  const auto train_events = m.value("train_events", std::uint64_t{0});
+  out += i18n::trf("| Samples | {}, {} |\n", i18n::trfn(ticks, "{} tick", "{} ticks", ticks),
+                   i18n::trfn(train_events, "{} training event", "{} training events", train_events));
 
   const json& findings = m["findings"];
   std::set<std::string> codes;

@@ -17,6 +17,7 @@
 #include <set>
 
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_plural.h"
 #include "trainmon/runner/launcher.h"
 
 namespace trainmon::runner {
@@ -159,11 +160,14 @@ std::string pid_list(std::span<const ProcStat> ps, std::size_t max) {
 std::string describe_stop(const JobStopReport& r, std::chrono::nanoseconds grace) {
   if (r.signal == 0 && r.killed == 0 && r.not_ended.empty()) return {};
   std::string out =
-      r.leftovers ? i18n::trf("job stop: the command left {} processes running; SIGTERM sent", r.signalled)
+      r.leftovers ? i18n::trfn(r.signalled, "job stop: the command left {} process running; SIGTERM sent",
+                               "job stop: the command left {} processes running; SIGTERM sent", r.signalled)
       : r.from_terminal
-          ? i18n::trf("job stop: SIG{} from the terminal reached {} processes", sigabbrev_np(r.signal),
-                      r.signalled)
-          : i18n::trf("job stop: SIG{} passed on to {} processes", sigabbrev_np(r.signal), r.signalled);
+          ? i18n::trfn(r.signalled, "job stop: SIG{} from the terminal reached {} process",
+                       "job stop: SIG{} from the terminal reached {} processes", sigabbrev_np(r.signal),
+                       r.signalled)
+          : i18n::trfn(r.signalled, "job stop: SIG{} passed on to {} process",
+                       "job stop: SIG{} passed on to {} processes", sigabbrev_np(r.signal), r.signalled);
   if (r.killed > 0)
     out += r.escalated ? i18n::trf("; SIGKILL to {} at the second stop signal", r.killed)
                        : i18n::trf("; SIGKILL to {} still running after {} s", r.killed, seconds_text(grace));
@@ -209,11 +213,15 @@ void JobStop::on_signal(int sig, bool from_terminal, std::int64_t now_ns) {
                       : i18n::trf("what still runs in {} s gets SIGKILL (a second stop signal: at once)",
                                   seconds_text(o_.grace));
   say(from_terminal
-          ? i18n::trf("trainmon {}: SIG{} from the terminal reached the job ({} processes; trainmon "
-                      "passed it on to the {} outside its process group); {}\n",
-                      o_.tool, sigabbrev_np(sig), job.size(), sent, tail)
-          : i18n::trf("trainmon {}: SIG{} passed on to the job's {} processes ({}); {}\n", o_.tool,
-                      sigabbrev_np(sig), job.size(), pid_list(job), tail));
+          ? i18n::trfn(job.size(),
+                       "trainmon {}: SIG{} from the terminal reached the job ({} process; trainmon "
+                       "passed it on to the {} outside its process group); {}\n",
+                       "trainmon {}: SIG{} from the terminal reached the job ({} processes; trainmon "
+                       "passed it on to the {} outside its process group); {}\n",
+                       o_.tool, sigabbrev_np(sig), job.size(), sent, tail)
+          : i18n::trfn(job.size(), "trainmon {}: SIG{} passed on to the job's {} process ({}); {}\n",
+                       "trainmon {}: SIG{} passed on to the job's {} processes ({}); {}\n", o_.tool,
+                       sigabbrev_np(sig), job.size(), pid_list(job), tail));
   tick(now_ns);
 }
 
@@ -225,11 +233,14 @@ void JobStop::kill_all(std::int64_t now_ns, bool escalated) {
   for (const auto& p : job)
     if (signal_process(p, SIGKILL) == 0) ++report_.killed;
   if (job.empty()) return;
-  say(escalated ? i18n::trf("trainmon {}: stop signal again: SIGKILL to the job's {} processes ({})\n",
-                            o_.tool, job.size(), pid_list(job))
-                : i18n::trf("trainmon {}: {} processes of the job still ran {} s after SIG{}: SIGKILL ({})\n",
-                            o_.tool, job.size(), seconds_text(o_.grace), sigabbrev_np(report_.signal),
-                            pid_list(job)));
+  say(escalated
+          ? i18n::trfn(job.size(), "trainmon {}: stop signal again: SIGKILL to the job's {} process ({})\n",
+                       "trainmon {}: stop signal again: SIGKILL to the job's {} processes ({})\n", o_.tool,
+                       job.size(), pid_list(job))
+          : i18n::trfn(
+                job.size(), "trainmon {}: {} process of the job still ran {} s after SIG{}: SIGKILL ({})\n",
+                "trainmon {}: {} processes of the job still ran {} s after SIG{}: SIGKILL ({})\n", o_.tool,
+                job.size(), seconds_text(o_.grace), sigabbrev_np(report_.signal), pid_list(job)));
 }
 
 void JobStop::tick(std::int64_t now_ns) {
@@ -263,12 +274,18 @@ const JobStopReport& JobStop::finish() {
     }
     report_.signalled = sent;
     grace_end_ns_ = mono_ns() + o_.grace.count();
-    say(main_ > 0 ? i18n::trf("trainmon {}: the command (pid {}) ended but left {} processes running ({}): "
-                              "SIGTERM; SIGKILL in {} s (Ctrl-C: at once)\n",
-                              o_.tool, main_, left.size(), pid_list(left), seconds_text(o_.grace))
-                  : i18n::trf("trainmon {}: {} processes started by its helpers still run ({}): SIGTERM; "
-                              "SIGKILL in {} s (Ctrl-C: at once)\n",
-                              o_.tool, left.size(), pid_list(left), seconds_text(o_.grace)));
+    say(main_ > 0 ? i18n::trfn(left.size(),
+                               "trainmon {}: the command (pid {}) ended but left {} process running ({}): "
+                               "SIGTERM; SIGKILL in {} s (Ctrl-C: at once)\n",
+                               "trainmon {}: the command (pid {}) ended but left {} processes running ({}): "
+                               "SIGTERM; SIGKILL in {} s (Ctrl-C: at once)\n",
+                               o_.tool, main_, left.size(), pid_list(left), seconds_text(o_.grace))
+                  : i18n::trfn(left.size(),
+                               "trainmon {}: {} process started by its helpers still runs ({}): SIGTERM; "
+                               "SIGKILL in {} s (Ctrl-C: at once)\n",
+                               "trainmon {}: {} processes started by its helpers still run ({}): SIGTERM; "
+                               "SIGKILL in {} s (Ctrl-C: at once)\n",
+                               o_.tool, left.size(), pid_list(left), seconds_text(o_.grace)));
   }
   while (!left.empty()) {
     const std::int64_t now = mono_ns();

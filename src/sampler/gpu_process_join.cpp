@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string_view>
 
 namespace trainmon {
@@ -60,6 +62,16 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
     std::unordered_map<std::uint32_t, std::size_t> by_pid;
     by_pid.reserve(host_processes.size());
     for (std::size_t i = 0; i < host_processes.size(); ++i) by_pid.emplace(host_processes[i].pid, i);
+    // Rule 5: the processes of trainmon's own namespace by their number there (NSpid[own_level]).
+    const std::size_t level = options.own_level;
+    const auto ours = [&](const ProcessSample& p) { return level > 0 && p.nspid.size() > level; };
+    std::unordered_map<std::uint32_t, std::size_t> by_own_pid;
+    if (level > 0)
+      for (std::size_t i = 0; i < host_processes.size(); ++i)
+        if (ours(host_processes[i]) &&
+            std::binary_search(options.own_namespace_pids.begin(), options.own_namespace_pids.end(),
+                               host_processes[i].pid))
+          by_own_pid.emplace(host_processes[i].nspid[level], i);
 
     // Rule 1: first sightings, and pids listed again after a gap start over.
     for (const auto& g : gpu_processes) {
@@ -72,13 +84,21 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
     }
 
     for (auto& g : gpu_processes) {
-      const auto h = by_pid.find(g.pid);
+      auto h = by_pid.find(g.pid);
       if (g.pid == 0) {
         g.host = HostVisibility::not_visible;
         ++stats.not_visible;
         continue;
       }
-      if (options.host_pid_namespace == false) {  // rule 4: our numbers are not NVML's
+      // Rule 5: numbered in trainmon's own namespace, unless a process of that namespace has this
+      // number in /proc too (then the driver numbers as /proc does).
+      bool by_nspid = false;
+      if (const auto l = by_own_pid.find(g.pid);
+          l != by_own_pid.end() && (h == by_pid.end() || !ours(host_processes[h->second]))) {
+        h = by_pid.find(host_processes[l->second].pid);
+        by_nspid = h != by_pid.end();
+      }
+      if (options.host_pid_namespace == false && !by_nspid) {  // rule 4: our numbers are not NVML's
         g.host = HostVisibility::not_visible;
         ++stats.not_visible;
         if (h != by_pid.end()) refuse(g, host_processes[h->second]);
@@ -103,6 +123,7 @@ GpuJoinStats join_gpu_processes(std::vector<GpuProcessSample>& gpu_processes,
         continue;
       }
       e.bound_start_ticks = p.start_time_ticks;
+      if (by_nspid) g.pid = p.pid;  // rule 5: the /proc number from here on
       if (p.state == 'Z') {
         g.host = HostVisibility::zombie;
         ++stats.zombie;
@@ -162,12 +183,50 @@ ProcPidNamespace detect_proc_pid_namespace(const std::string& proc_root) {
     }
   }
   ns.own = nspid_entries == 1u;
+  ns.self_depth = nspid_entries && *nspid_entries > 1 ? *nspid_entries - 1 : 0;
   if (const auto init = link(proc_root + "/1/ns/pid")) {
     ns.initial = *init == kInitPidNamespaceLink;
   } else if (ns.own || !nspid_entries) {  // no NSpid line (Linux < 4.1): as before, our own tree
     if (const auto self = link(proc_root + "/self/ns/pid")) ns.initial = *self == kInitPidNamespaceLink;
   }
   return ns;
+}
+
+std::vector<std::uint32_t> proc_pids_by_nspid(const std::string& proc_root, std::size_t level,
+                                              const std::vector<std::uint32_t>& local_pids) {
+  std::vector<std::uint32_t> out;
+  if (level == 0 || local_pids.empty()) return out;
+  try {
+    const auto ns_link = [](const std::filesystem::path& p) {
+      char buf[64] = {};
+      const ssize_t n = ::readlink(p.c_str(), buf, sizeof buf - 1);
+      return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    };
+    const std::string own_ns = ns_link(std::filesystem::path(proc_root) / "self" / "ns" / "pid");
+    if (own_ns.empty()) return out;
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(proc_root, ec), end; !ec && it != end; it.increment(ec)) {
+      const std::string name = it->path().filename().string();
+      if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+      std::ifstream in(it->path() / "status");
+      for (std::string line; in && std::getline(in, line);) {
+        if (!line.starts_with("NSpid:")) continue;
+        std::istringstream words(line.substr(6));
+        std::vector<std::uint32_t> ids;
+        for (std::uint64_t v = 0; ids.size() <= level && words >> v;)
+          ids.push_back(static_cast<std::uint32_t>(v));
+        if (ids.size() > level &&
+            std::find(local_pids.begin(), local_pids.end(), ids[level]) != local_pids.end() &&
+            ns_link(it->path() / "ns" / "pid") == own_ns)
+          out.push_back(static_cast<std::uint32_t>(std::stoul(name)));
+        break;
+      }
+    }
+  } catch (...) {
+    // Allocation failure or an odd name: what was found so far.
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace trainmon

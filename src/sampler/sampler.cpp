@@ -24,6 +24,7 @@ Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
     const ProcPidNamespace ns = detect_proc_pid_namespace(options_.host.proc_root);
     join_options_.host_pid_namespace = ns.initial;
     join_options_.probe_missing_pids = ns.own && ns.initial == true;
+    join_options_.own_level = ns.self_depth;
   }
 }
 
@@ -65,6 +66,15 @@ Snapshot Sampler::sample() {
     std::vector<std::uint32_t> pids = options_.watch_pids;
     pids.reserve(pids.size() + snap.gpu_processes.size());
     for (const auto& p : snap.gpu_processes) pids.push_back(p.pid);
+    // Running below the /proc's namespace: the processes the driver may number in ours (join rule 5).
+    if (join_options_.own_level > 0 && !snap.gpu_processes.empty()) {
+      std::vector<std::uint32_t> gpu_pids;
+      for (const auto& p : snap.gpu_processes) gpu_pids.push_back(p.pid);
+      join_options_.own_namespace_pids =
+          proc_pids_by_nspid(options_.host.proc_root, join_options_.own_level, gpu_pids);
+      pids.insert(pids.end(), join_options_.own_namespace_pids.begin(),
+                  join_options_.own_namespace_pids.end());
+    }
     std::sort(pids.begin(), pids.end());
     pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
     host_->collect_processes(snap.host, snap.processes, pids);

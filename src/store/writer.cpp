@@ -281,11 +281,12 @@ void StoreWriter::note_failure_locked(const Error& e) {
 void StoreWriter::note_success_locked() {
   if (retrying_) {
     const auto lost = dropped_while_retrying_;
-    notices_.push_back(fmt::format(
-        "recording {} after {} ({})", run_id_ == 0 ? "started" : "resumed",
-        seconds_text(Clock::now() - retrying_since_),
-        lost == 0 ? std::string("nothing lost")
-                  : fmt::format("{} ticks did not fit in memory and are recorded as a gap", lost)));
+    notices_.push_back(
+        fmt::format("recording {} after {} ({})", run_id_ == 0 ? "started" : "resumed",
+                    seconds_text(Clock::now() - retrying_since_),
+                    lost == 0 ? std::string("nothing lost")
+                              : fmt::format("{} tick{} did not fit in memory and {} recorded as a gap", lost,
+                                            lost == 1 ? "" : "s", lost == 1 ? "is" : "are")));
   }
   retrying_.reset();
   backoff_ = options_.retry_min;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/tui/panels.h"
 
@@ -71,7 +72,9 @@ int draw_findings_panel(Canvas& cv, int top, int max_rows, const LiveInfo& live)
     const auto& f = *findings[i].finding;
     const bool last_row = row + 1 == end && i + 1 < findings.size();
     if (last_row && i > 0) {
-      cv.put(row++, 0, i18n::trf("+{} more findings", findings.size() - i), Style::dim);
+      cv.put(row++, 0,
+             i18n::trfn(findings.size() - i, "+{} more finding", "+{} more findings", findings.size() - i),
+             Style::dim);
       break;
     }
     const Style s = f.severity == diagnose::Severity::critical  ? Style::bad

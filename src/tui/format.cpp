@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/tui/format.h"
 
+#include "trainmon/export/units.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -88,6 +90,51 @@ std::string sparkline(std::span<const double> values, int width, bool utf8) {
       out += kUtf[level];
     else
       out.push_back(kAscii[level]);
+  }
+  return out;
+}
+
+std::vector<std::string> wrap_text(std::string_view text, int first_width, int width, int max_lines,
+                                   bool utf8) {
+  std::vector<std::string> out;
+  if (max_lines <= 0) return out;
+  const auto cols = [](std::string_view s) { return static_cast<int>(exp::display_width(s)); };
+  const auto limit = [&](std::size_t line) { return std::max(1, line == 0 ? first_width : width); };
+  std::size_t i = 0;
+  while (i < text.size() && text[i] == ' ') ++i;
+  while (i < text.size()) {
+    const int w = limit(out.size());
+    const bool last = static_cast<int>(out.size()) + 1 == max_lines;
+    // The longest run of whole words that fits; a single word wider than the line is cut.
+    std::size_t end = i;
+    std::size_t fit = std::string_view::npos;
+    while (end < text.size()) {
+      std::size_t next = text.find(' ', end + 1);
+      if (next == std::string_view::npos) next = text.size();
+      if (cols(text.substr(i, next - i)) > w) break;
+      fit = next;
+      end = next;
+    }
+    std::string line;
+    std::size_t rest;
+    if (fit == std::string_view::npos) {
+      line = exp::truncate_display(text.substr(i), static_cast<std::size_t>(w));
+      rest = i + line.size();
+    } else {
+      line = std::string(text.substr(i, fit - i));
+      rest = fit;
+    }
+    while (rest < text.size() && text[rest] == ' ') ++rest;
+    if (last && rest < text.size()) {
+      // More than fits: the mark replaces the line's last column(s).
+      std::string cut = exp::truncate_display(text.substr(i), static_cast<std::size_t>(std::max(0, w - 1)));
+      while (!cut.empty() && cut.back() == ' ') cut.pop_back();
+      out.push_back(cut + (utf8 ? "\u2026" : "~"));
+      return out;
+    }
+    out.push_back(std::move(line));
+    if (rest >= text.size() || static_cast<int>(out.size()) >= max_lines) break;
+    i = rest;
   }
   return out;
 }

@@ -199,12 +199,17 @@ void draw_compact(Canvas& cv, int row, const GpuSample& g) {
 int draw_gpu_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap, const History& history) {
   if (max_rows <= 0) return 0;
   if (snap.gpus.empty()) {
-    std::string why = !snap.driver.loaded
-                          ? (snap.driver.error.empty() ? "NVML not available" : snap.driver.error)
-                          : "no GPU found";
+    // Why: the driver's line when it has one (not loaded, or loaded with no GPU: its advice too).
+    std::string why = !snap.driver.error.empty() ? snap.driver.error
+                      : !snap.driver.loaded      ? "NVML not available"
+                                                 : "no GPU found";
+    // Why no GPU can be read, wrapped over up to 5 rows: the reason and the advice come first in the
+    // line (nvml::driver_failure_line), so at 80 or 60 columns a cut takes only the library's path.
     const int c = cv.put(top, 0, "GPU: none, host only: ", Style::label);
-    cv.put(top, c, why, Style::dim);
-    return 1;
+    const auto lines = wrap_text(why, cv.width() - c, cv.width() - 2, std::min(max_rows, 5), cv.utf8());
+    for (std::size_t i = 0; i < lines.size(); ++i)
+      cv.put(top + static_cast<int>(i), i == 0 ? c : 2, lines[i], Style::dim);
+    return std::max(1, static_cast<int>(lines.size()));
   }
   const auto n = snap.gpus.size();
   if (gpu_panel_full_rows(n) <= max_rows && cv.width() >= 60) {
@@ -218,7 +223,8 @@ int draw_gpu_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap, cons
   const int shown = max_rows - 1;
   for (int i = 0; i < shown; ++i) draw_compact(cv, top + i, snap.gpus[static_cast<std::size_t>(i)]);
   cv.put(top + shown, 0,
-         fmt::format("+{} more GPUs (enlarge the terminal)", n - static_cast<std::size_t>(shown)),
+         fmt::format("+{} more GPU{} (enlarge the terminal)", n - static_cast<std::size_t>(shown),
+                     n - static_cast<std::size_t>(shown) == 1 ? "" : "s"),
          Style::dim);
   return max_rows;
 }

@@ -95,7 +95,8 @@ Row job_row(const ipc::LiveRunState& run, double now) {
   row.push_back(
       {std::isfinite(oldest) ? "last " + age_text(now - oldest) + " ago" : "no step yet", Style::normal, 2});
   if (run.ranks.size() > 1) row.push_back({fmt::format("{} ranks", run.ranks.size()), Style::normal, 4});
-  if (std::isfinite(run.steps)) row.push_back({fmt::format("{:.0f} steps", run.steps), Style::dim, 5});
+  if (std::isfinite(run.steps))
+    row.push_back({fmt::format("{:.0f} step{}", run.steps, run.steps == 1 ? "" : "s"), Style::dim, 5});
   // A document not rewritten for 3 intervals + 2 s: its `trainmon run` is alive but not ticking.
   const double age = now - run.time_unix_s;
   if (run.interval_ms > 0 && age > 3.0 * static_cast<double>(run.interval_ms) / 1e3 + 2.0)

@@ -252,3 +252,33 @@ def test_top_in_a_namespace_offers_no_signal(host_sleep, tmp_path):
         t.keys("q")
     finally:
         t.kill()
+
+
+def test_status_json_in_a_namespace_reading_the_hosts_proc(host_sleep):
+    """The other direction (issue 33): trainmon in a child PID namespace reading the host's /proc
+    (`unshare --pid --fork` without --mount-proc, as a container given the host's /proc), and a driver
+    that numbers processes in trainmon's namespace. NS_LOCAL_PID is a small local number (on the host
+    it names another process, or none): mapped through NSpid to the local sleep's host pid, visible,
+    its utilisation kept; NS_SELF_PID (1) is trainmon itself, not the host's init; the host sleep is
+    listed by its host number and stays visible; the pid that exists nowhere is nobody's."""
+    argv = [UNSHARE, "--pid", "--fork", "/bin/sh", "-c", PRELUDE, "sh", trainmon_bin(), "status", "--json"]
+    p = subprocess.run(argv, env=ns_env(host_sleep), capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    local = int(re.search(r"NS_LOCAL_PID=(\d+)", p.stderr).group(1))
+    procs = processes(json.loads(p.stdout))
+    by_cmd = {tuple(q["full_command"] or ()): q for q in procs.values()}
+    sleep = by_cmd.get(("sleep", "120"))
+    assert sleep is not None, procs
+    assert sleep["pid"] != local and sleep["pid"] > 1, sleep  # the /proc number, not the driver's
+    assert sleep["host_visibility"] == "visible" and sleep["username"] == "root", sleep
+    assert sleep["sm_util"] == 40 and sleep["gpu_memory_usage_bytes"] == 8589934592, sleep
+    me = [q for q in procs.values() if q["gpu_memory_usage_bytes"] == 4294967296]
+    assert len(me) == 1 and me[0]["pid"] != 1 and me[0]["host_visibility"] == "visible", procs
+    assert os.path.basename(me[0]["full_command"][0]) == "trainmon", me
+    assert procs[host_sleep]["host_visibility"] == "visible", procs
+    assert procs[host_sleep]["full_command"] == ["sleep", "300"], procs
+    # Exited where pid 1's namespace link can be read from here (the initial namespace proven), else
+    # not visible: never attributed to a process.
+    assert procs[NOWHERE]["host_visibility"] in ("exited", "not_visible"), procs
+    assert all(q["command"] != "kthreadd" and (q["full_command"] or [""])[0] not in ("/sbin/init", "init")
+               for q in procs.values()), procs

@@ -346,8 +346,8 @@ def test_a_command_that_handles_sigterm_gets_its_grace_period_and_is_recorded(tm
         kill_quietly(proc)
     assert proc.returncode == 0, err
     pid = int(ready.read_text())
-    assert f"SIGTERM passed on to the job's 1 processes ({pid}); what still runs in 30 s gets SIGKILL" in err, err
+    assert f"SIGTERM passed on to the job's 1 process ({pid}); what still runs in 30 s gets SIGKILL" in err, err
     assert err.index("SIGTERM passed on") < err.index("command exit status 0"), err
-    assert "job stop: SIGTERM passed on to 1 processes; all ended" in err, err
+    assert "job stop: SIGTERM passed on to 1 process; all ended" in err, err
     assert "still ran" not in err and "SIGKILL to" not in err, err
     assert runs_json(db)[0]["status"] == "exited"

@@ -110,7 +110,7 @@ def test_a_stop_signal_reaches_the_whole_tree_and_sigkill_ends_the_rest(tmp_path
     assert rc == 128 + sig, err
     assert f"{name} passed on to the job's 5 processes" in err, err
     # only the stubborn one was left for SIGKILL, after the grace period, not before
-    assert f"1 processes of the job still ran 2 s after {name}: SIGKILL ({job.started['stubborn'][0]})" in err, err
+    assert f"1 process of the job still ran 2 s after {name}: SIGKILL ({job.started['stubborn'][0]})" in err, err
     assert 2 <= took < 30, took
     assert f"job stop: {name} passed on to 5 processes; SIGKILL to 1 still running after 2 s; all ended" in err
 
@@ -150,7 +150,7 @@ def test_a_second_stop_signal_kills_at_once(tmp_path):
     assert time.monotonic() - t0 < 10
     assert job.alive() == [], (job.alive(), err)
     assert "what still runs in 30 s gets SIGKILL" in err, err
-    assert f"stop signal again: SIGKILL to the job's 1 processes ({job.started['stubborn'][0]})" in err, err
+    assert f"stop signal again: SIGKILL to the job's 1 process ({job.started['stubborn'][0]})" in err, err
     assert "SIGKILL to 1 at the second stop signal; all ended" in err
 
 
@@ -176,13 +176,13 @@ exit 3
     assert job.alive() == [], (job.alive(), err)
     assert rc == 3, err  # the command's own status, not the leftovers'
     left = job.started["left"][0]
-    assert f"ended but left 1 processes running ({left}): SIGTERM" in err, err
+    assert f"ended but left 1 process running ({left}): SIGTERM" in err, err
     if how == "stubborn":
         assert f"still ran 1 s after SIGTERM: SIGKILL ({left})" in err, err
-        assert "job stop: the command left 1 processes running; SIGTERM sent; SIGKILL to 1 still running after 1 s" in err
+        assert "job stop: the command left 1 process running; SIGTERM sent; SIGKILL to 1 still running after 1 s" in err
     else:
         assert "still ran" not in err and "SIGKILL to" not in err, err
-        assert "job stop: the command left 1 processes running; SIGTERM sent; all ended" in err
+        assert "job stop: the command left 1 process running; SIGTERM sent; all ended" in err
 
 
 def test_a_job_that_leaves_nothing_says_nothing_about_stopping(tmp_path):
@@ -357,4 +357,4 @@ condition = "> -1"
     assert p.returncode == 0, err
     st = start_ticks(pid)
     assert not st or st[1] != ticks or st[0] in "ZX", err
-    assert f"trainmon {tool}: 1 processes started by its helpers still run ({pid}): SIGTERM" in err, err
+    assert f"trainmon {tool}: 1 process started by its helpers still runs ({pid}): SIGTERM" in err, err

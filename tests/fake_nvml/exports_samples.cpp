@@ -73,7 +73,14 @@ int proc_samples(const Call& c, unsigned long long lastSeen, std::vector<ProcSam
       sampled = true;
       return std::min(100u, rounded<unsigned>(v));
     };
-    ProcSample s{p.pid, ts, engine(p.sm_util), engine(p.mem_util), engine(p.enc_util), engine(p.dec_util)};
+    // A badly dated sample (sample_time_offset_s): seconds added to the tick's timestamp; a date
+    // before the epoch is 0 (undated).
+    const double off_us = std::round(p.sample_time_offset_s.at(t) * 1e6);
+    const double dated = static_cast<double>(ts) + (std::isnan(off_us) ? 0.0 : off_us);
+    const unsigned long long sts = dated <= 0        ? 0ULL
+                                   : dated >= 1.8e19 ? ~0ULL
+                                                     : static_cast<unsigned long long>(dated);
+    ProcSample s{p.pid, sts, engine(p.sm_util), engine(p.mem_util), engine(p.enc_util), engine(p.dec_util)};
     if (sampled) out->push_back(s);
   }
   return out->empty() ? NVML_ERROR_NOT_FOUND : NVML_SUCCESS;

@@ -414,6 +414,7 @@ Process parse_process(const json& j, std::uint64_t seed, const std::string& wher
   tl("mem_util", p.mem_util);
   tl("enc_util", p.enc_util);
   tl("dec_util", p.dec_util);
+  tl("sample_time_offset_s", p.sample_time_offset_s);
   return p;
 }
 

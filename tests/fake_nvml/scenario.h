@@ -105,6 +105,7 @@ struct Process {
   double start_s = 0, end_s = 1e300;
   unsigned gi_id = 0xFFFFFFFFu, ci_id = 0xFFFFFFFFu;
   Timeline used_memory, sm_util, mem_util, enc_util, dec_util;
+  Timeline sample_time_offset_s = Timeline::constant(0);  ///< added to its utilisation samples' timeStamp
   [[nodiscard]] bool alive(double t) const { return t >= start_s && t < end_s; }
 };
 

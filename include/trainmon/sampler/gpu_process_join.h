@@ -35,8 +35,24 @@
 // container shows names only with the host's /proc mounted): when the join refuses a local process
 // with the same pid, an NVML name equal to that process's comm or argv[0] is that process's name, not
 // the GPU process's, and is dropped (ReadStatus::not_available).
-// Not covered: a driver that did translate pids into the caller's namespace would have its
-// container-local pids refused by rule 4 too (shown not_visible: less said, nothing wrong said); a
+//  5. NSpid, when trainmon runs in a PID namespace `own_level` levels below the one of the /proc it
+//     reads (a container given the host's /proc: `unshare --pid` without --mount-proc, a /host/proc
+//     bind mount), and the driver numbers processes in trainmon's own namespace (a driver that
+//     translates pids into the caller's namespace): a process's NSpid lists its pid in each namespace
+//     from the /proc's down to its own, so entry `own_level` is its number in trainmon's namespace. A
+//     GPU pid P is the process whose NSpid[own_level] is P when no process of trainmon's namespace
+//     has the /proc number P (that one would be the driver numbering as /proc does, rules 1-3); the
+//     start-time rules apply to it as to any match, and the GPU process then carries the /proc number
+//     (GpuProcessSample::pid = that process's pid), so every view joins it by that number. The
+//     sampler collects those processes (proc_pids_by_nspid: only processes of trainmon's own
+//     namespace, by their ns/pid link; other containers' have the same small numbers). Without it a live
+//     local process was matched to the host process of the same number (pid 2 is kthreadd) or called gone.
+//     The reverse, trainmon in a container reading its own /proc while the driver gives host pids,
+//     cannot be mapped: an own /proc's NSpid starts at the container's level and never shows host
+//     numbers; those processes stay not_visible (rule 4), never gone, their GPU figures kept.
+// Not covered: a driver that did translate pids into the caller's namespace while trainmon reads its
+// own namespace's /proc would have its container-local pids refused by rule 4 too (shown
+// not_visible: less said, nothing wrong said); a
 // reuse that happens before the first sighting (NVML lists a pid, and by the time we
 // first see it the pid already belongs to a process started earlier than that sighting) — rare, since
 // a listed GPU context keeps its process alive; and a reuse within start_tolerance_s of first_seen.
@@ -68,6 +84,13 @@ struct GpuJoinOptions {
   /// other users' processes). Only valid when the /proc read is this process's own namespace and
   /// the initial one (ProcPidNamespace::own and ::initial): else kill(2) numbers other processes.
   bool probe_missing_pids = false;
+  /// How many PID namespaces below the /proc's trainmon runs (ProcPidNamespace::self_depth): 0 when
+  /// the /proc is its own namespace's (or unknown). Above 0, rule 5 maps GPU pids through NSpid.
+  std::size_t own_level = 0;
+  /// For rule 5, the /proc numbers of the processes of trainmon's own PID namespace this tick
+  /// (proc_pids_by_nspid): only those are mapped through NSpid (another container's processes at the
+  /// same depth have the same small numbers there). Sorted.
+  std::vector<std::uint32_t> own_namespace_pids;
 };
 
 /// What the join remembers about one GPU pid across ticks.
@@ -106,6 +129,9 @@ struct ProcPidNamespace {
   /// (proc(5): NSpid lists the pid in each namespace from the one of the /proc mount down to the
   /// process's own), so kill(2) and /proc agree on numbers.
   bool own = false;
+  /// How many PID namespaces below the tree's this process runs: `proc_root`/self/status's NSpid
+  /// entries minus one (0 for its own namespace, without an NSpid line, or when unreadable).
+  std::size_t self_depth = 0;
 };
 
 /// Reads the namespace of `proc_root` ("/proc"). The initial namespace is recognised by its fixed
@@ -114,5 +140,13 @@ struct ProcPidNamespace {
 /// for a /proc mounted from an ancestor namespace; needs ptrace access to pid 1, i.e. root), else of
 /// `self` when the tree is our own namespace. Never throws.
 ProcPidNamespace detect_proc_pid_namespace(const std::string& proc_root);
+
+/// The /proc numbers (under `proc_root`) of the processes of this process's own PID namespace (their
+/// ns/pid link is `proc_root`/self/ns/pid's) whose NSpid entry `level` is one of `local_pids` (their
+/// numbers in the namespace `level` levels below the tree's), sorted; for rule 5.
+/// Reads every `proc_root`/N/status: call it only with level > 0 and GPU processes listed. Empty
+/// when none or unreadable. Never throws.
+std::vector<std::uint32_t> proc_pids_by_nspid(const std::string& proc_root, std::size_t level,
+                                              const std::vector<std::uint32_t>& local_pids);
 
 }  // namespace trainmon

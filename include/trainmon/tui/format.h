@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace trainmon::tui {
 
@@ -25,5 +27,13 @@ int bar_filled_cells(double pct, int width);
 /// A sparkline of the last `width` values (0..100; NaN = no data, a space), right-aligned: UTF-8
 /// "▁▂▃▄▅▆▇█", ASCII "_.-:=+*#". Shorter history leaves spaces on the left.
 std::string sparkline(std::span<const double> values, int width, bool utf8);
+
+/// `text` broken at blanks into lines of at most `first_width` display columns (the first line) and
+/// `width` (the others), at most `max_lines` of them; a word wider than a line is cut. Text left over
+/// after the last line is replaced by a mark at that line's end ("…", ASCII "~"), so that a cut line
+/// never reads as the whole. Widths are terminal columns (CJK characters 2). Empty text or
+/// max_lines <= 0 gives no line; a width < 1 counts as 1.
+std::vector<std::string> wrap_text(std::string_view text, int first_width, int width, int max_lines,
+                                   bool utf8);
 
 }  // namespace trainmon::tui

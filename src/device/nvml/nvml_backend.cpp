@@ -20,22 +20,37 @@ namespace trainmon::nvml {
 namespace {
 
 std::string init_failure_line(const NvmlLibrary& lib, int rc) {
-  std::string what = lib.bound_name("nvmlInit_v2");
-  std::string line = "NVML library " + lib.path() + " loaded but " + what +
-                     " failed: " + nvml_error_name_or_number(rc) + " (" +
-                     std::string(nvml_error_sentence(rc)) + ")";
-  if (rc == NVML_ERROR_LIBRARY_NOT_FOUND) {
-    line +=
-        "; this is what the CUDA toolkit's stub libnvidia-ml.so answers: point TRAINMON_NVML_LIBRARY at the "
-        "driver's libnvidia-ml.so.1, not at .../stubs/";
-  } else if (rc == NVML_ERROR_LIB_RM_VERSION_MISMATCH) {
-    line +=
-        "; the driver was probably upgraded without reloading the kernel module: reboot, or compare "
-        "`cat /proc/driver/nvidia/version` with the library version";
-  } else {
-    line += "; " + std::string(kNvmlHint);
+  // The reason and the advice first, the library and the driver's own code last (driver_failure_line).
+  const std::string detail =
+      lib.bound_name("nvmlInit_v2") + ": " + nvml_error_name_or_number(rc) + ", library " + lib.path();
+  switch (rc) {
+    case NVML_ERROR_DRIVER_NOT_LOADED:
+      return driver_failure_line(
+          "NVIDIA driver not loaded",
+          "load it (`sudo modprobe nvidia`) or check `lsmod | grep nvidia`, `dmesg` and "
+          "`nvidia-smi`",
+          detail);
+    case NVML_ERROR_LIB_RM_VERSION_MISMATCH:
+      return driver_failure_line(
+          "NVIDIA driver/library version mismatch",
+          "the driver was probably upgraded without reloading the kernel module: reboot, or compare "
+          "`cat /proc/driver/nvidia/version` with the library version",
+          detail);
+    case NVML_ERROR_NO_PERMISSION:
+      return driver_failure_line("no permission to use the NVIDIA driver",
+                                 "check that your user may open /dev/nvidiactl and /dev/nvidia* (its groups; "
+                                 "in a container, the devices it was given)",
+                                 detail);
+    case NVML_ERROR_LIBRARY_NOT_FOUND:
+      // What the CUDA toolkit's stub libnvidia-ml.so answers.
+      return driver_failure_line("NVML library is the CUDA toolkit's stub",
+                                 "point TRAINMON_NVML_LIBRARY at the driver's libnvidia-ml.so.1, not at "
+                                 ".../stubs/",
+                                 detail);
+    default:
+      return driver_failure_line("NVML failed to start (" + std::string(nvml_error_sentence(rc)) + ")",
+                                 kNvmlHint, detail);
   }
-  return line;
 }
 
 template <std::size_t N>
@@ -161,16 +176,19 @@ void NvmlBackend::finish_startup() {
   unsigned count = st->count;
   if (st->count_rc != NVML_SUCCESS) {
     driver_.device_count = nvml_fail<unsigned>(st->count_rc);
-    driver_.error = "NVML loaded from " + lib_->path() + " but " +
-                    nvml_error(st->count_rc, lib_->bound_name("nvmlDeviceGetCount_v2")).message +
-                    "; check `nvidia-smi -L`";
+    driver_.error = driver_failure_line(
+        "NVML cannot count the GPUs (" + std::string(nvml_error_sentence(st->count_rc)) + ")",
+        "check `nvidia-smi -L` and `dmesg`",
+        nvml_error_name_or_number(st->count_rc) + " from " + lib_->bound_name("nvmlDeviceGetCount_v2") +
+            ", library " + lib_->path());
   } else {
     driver_.device_count = Reading<unsigned>::of(count);
     if (count == 0) {
-      driver_.error =
-          "NVML loaded from " + lib_->path() +
-          " but it reports no GPUs; check `nvidia-smi -L`, CUDA_VISIBLE_DEVICES is not applied by NVML, "
-          "and in a container the --gpus option";
+      driver_.error = driver_failure_line("NVML reports no GPUs",
+                                          "check `nvidia-smi -L`, and in a container the --gpus option "
+                                          "(CUDA_VISIBLE_DEVICES is not applied by "
+                                          "NVML)",
+                                          "library " + lib_->path());
     }
   }
   lock.unlock();
@@ -213,10 +231,11 @@ DriverInfo NvmlBackend::driver_info() const {
   localtime_r(&began, &tm);
   char at[16];
   std::strftime(at, sizeof at, "%H:%M:%S", &tm);
-  d.error = fmt::format(
-      "NVML is not answering: {} has not returned since {} (library {}); the GPUs are not monitored until "
-      "it does. A hung driver: check `nvidia-smi` and `dmesg` for Xid errors",
-      lib_->bound_name("nvmlInit_v2"), at, lib_->path());
+  d.error = driver_failure_line(
+      fmt::format("NVML is not answering: {} has not returned since {}", lib_->bound_name("nvmlInit_v2"), at),
+      "a hung driver: check `nvidia-smi` and `dmesg` for Xid errors; the GPUs are not monitored until it "
+      "returns",
+      "library " + lib_->path());
   return d;
 }
 

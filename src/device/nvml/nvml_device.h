@@ -124,6 +124,26 @@ struct DeviceContext {
 /// Microseconds since the Unix epoch (NVML's sample clock).
 std::uint64_t now_unix_us();
 
+// ---- driver sample timestamps (nvmlDeviceGetSamples, nvmlDeviceGetProcessUtilization) ----
+// The driver dates each sample (µs since the epoch, the same CLOCK_REALTIME as now_unix_us) and
+// answers only samples newer than the "last seen" timestamp the caller passes. A sample is never
+// trusted without its date: one dated after now (a driver bug, a clock stepped back) must not
+// become the next "last seen" (every later read would find nothing newer until that date: blank
+// ticks for an hour or for years), and one dated at or before what was asked for is not news.
+
+/// How far after the clock read right after the call a sample may be dated and still count (µs):
+/// the two clocks are the same, read a moment apart; more is a bad date.
+inline constexpr std::uint64_t kSampleFutureSlackUs = 500'000;
+
+/// Whether a sample dated `ts_us` answers a read for samples after `since_us` made at `now_us`:
+/// since_us < ts_us <= now_us + kSampleFutureSlackUs. A timestamp of 0 (undated) never does.
+bool sample_dated_in_window(std::uint64_t ts_us, std::uint64_t since_us, std::uint64_t now_us) noexcept;
+
+/// The "last seen" timestamp to ask the driver with at `now_us`: `last_seen_us` itself, or, when it
+/// is unset (0) or after now + kSampleFutureSlackUs (a clock stepped back), now - 1 s (the first
+/// read's window, as nvitop's).
+std::uint64_t sample_window_start(std::uint64_t last_seen_us, std::uint64_t now_us) noexcept;
+
 /// Read (or re-probe) the static facts into ctx.info. Fields that failed transiently are re-read
 /// every tick; every field is re-read every kFullReprobeTicks ticks (never switched off for good).
 void read_static_info(DeviceContext& ctx, Call& call);

@@ -469,8 +469,16 @@ std::vector<std::string> nvml_library_candidates(const std::string& explicit_pat
   return {"libnvidia-ml.so.1", "libnvidia-ml.so"};
 }
 
+std::string driver_failure_line(std::string_view reason, std::string_view advice, std::string_view detail) {
+  std::string line(reason);
+  if (!advice.empty()) line.append(": ").append(advice);
+  if (!detail.empty()) line.append(" (").append(detail).append(")");
+  return line;
+}
+
 Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidates) {
   std::string tried;
+  std::size_t stubs = 0;
   for (const auto& name : candidates) {
     if (!tried.empty()) tried += "; ";
     tried += name;
@@ -484,6 +492,7 @@ Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidat
     std::string path = opened_path(handle, name);
     if (path.find("/stubs/") != std::string::npos) {
       tried += " (" + path + " is the CUDA toolkit's build stub, not the driver's library)";
+      ++stubs;
       dlclose(handle);
       continue;
     }
@@ -515,7 +524,14 @@ Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidat
   e.domain = ErrorDomain::nvml;
   e.code = 12;  // NVML_ERROR_LIBRARY_NOT_FOUND
   e.name = "NVML_ERROR_LIBRARY_NOT_FOUND";
-  e.message = "NVML library not loaded: tried " + tried + "; " + std::string(kNvmlHint);
+  // Only refused stubs: the advice is where the real library is; else whether a driver is there.
+  const bool only_stubs = stubs == candidates.size() && stubs > 0;
+  e.message = driver_failure_line(
+      "NVML library not loaded",
+      only_stubs ? "point TRAINMON_NVML_LIBRARY at the driver's libnvidia-ml.so.1, not at the CUDA toolkit's "
+                   ".../stubs/"
+                 : kNvmlHint,
+      "tried " + tried);
   return std::unexpected(std::move(e));
 }
 

@@ -256,9 +256,15 @@ std::vector<std::string> nvml_library_candidates(const std::string& explicit_pat
 /// is one line naming every candidate tried and why it failed, plus what to check.
 Expected<NvmlLibrary> load_nvml_library(const std::vector<std::string>& candidates);
 
-/// The hint appended to every "NVML not usable" line.
+/// The advice of an "NVML not usable" line whose reason has none of its own.
 inline constexpr std::string_view kNvmlHint =
-    "is the NVIDIA driver installed and loaded? check `lsmod | grep nvidia` and `nvidia-smi`, or set "
+    "is the NVIDIA driver installed and loaded? check `nvidia-smi` and `lsmod | grep nvidia`, or set "
     "TRAINMON_NVML_LIBRARY to the driver's libnvidia-ml.so.1";
+
+/// The one line that says why no GPU can be read: "REASON: ADVICE (DETAIL)". The reason and the
+/// advice come first and the detail (the library path, what dlopen said, the driver's return code)
+/// last, so that a view that cuts the line at its width (top's header at 80 or 60 columns, a cell)
+/// cuts the detail, never the advice (docs/gpu-check.md, "When no GPU can be read").
+std::string driver_failure_line(std::string_view reason, std::string_view advice, std::string_view detail);
 
 }  // namespace trainmon::nvml

@@ -120,7 +120,8 @@ int read_process_utilization(Call& call, DeviceContext& ctx,
                              std::map<std::uint32_t, nvmlProcessUtilizationSample_t>& by_pid) {
   const NvmlApi& a = *ctx.api;
   if (a.device_get_process_utilization == nullptr) return NVML_ERROR_FUNCTION_NOT_FOUND;
-  if (ctx.last_process_util_us == 0) ctx.last_process_util_us = now_unix_us() - 1'000'000;
+  // First read: the last ~1 s; a "last seen" after now (a clock stepped back) starts again there.
+  ctx.last_process_util_us = sample_window_start(ctx.last_process_util_us, now_unix_us());
   const unsigned long long since = ctx.last_process_util_us;
   unsigned count = 0;
   int rc = call(a.device_get_process_utilization, ctx.handle,
@@ -138,15 +139,21 @@ int read_process_utilization(Call& call, DeviceContext& ctx,
     }
     if (rc != NVML_SUCCESS) return rc;
     io = std::min<unsigned>(io, static_cast<unsigned>(buf.size()));
+    const std::uint64_t now_us = now_unix_us();
     std::uint64_t newest = ctx.last_process_util_us;
     for (unsigned i = 0; i < io; ++i) {
       const auto& smp = buf[i];
-      newest = std::max<std::uint64_t>(newest, smp.timeStamp);
+      // A sample not newer than asked for (a driver that answers its whole buffer), undated (0) or
+      // dated in the future is left out: it is not shown as current, and a future date never becomes
+      // the next "last seen" (which would blank every later read until that date). Per sample: the
+      // other pids' samples of the same answer count.
+      if (!sample_dated_in_window(smp.timeStamp, since, now_us)) continue;
+      newest = std::max<std::uint64_t>(newest, std::min<std::uint64_t>(smp.timeStamp, now_us));
       auto [it, inserted] = by_pid.try_emplace(smp.pid, smp);
       if (!inserted && smp.timeStamp > it->second.timeStamp) it->second = smp;
     }
     ctx.last_process_util_us = newest;
-    return NVML_SUCCESS;
+    return by_pid.empty() ? NVML_ERROR_NOT_FOUND : NVML_SUCCESS;
   }
   return NVML_ERROR_INSUFFICIENT_SIZE;
 }
@@ -295,9 +302,12 @@ std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Rea
   // Remember the newest sample of every listed pid; forget pids no longer listed.
   std::map<std::uint32_t, nvmlProcessUtilizationSample_t> kept;
   for (const PidEntries& e : by_pid) {
-    if (auto it = util.find(e.s.pid); urc == NVML_SUCCESS && it != util.end()) {
+    auto it = util.find(e.s.pid);
+    auto old = ctx.last_process_util.find(e.s.pid);
+    if (urc == NVML_SUCCESS && it != util.end() &&
+        (old == ctx.last_process_util.end() || it->second.timeStamp >= old->second.timeStamp)) {
       kept[e.s.pid] = it->second;
-    } else if (auto old = ctx.last_process_util.find(e.s.pid); old != ctx.last_process_util.end()) {
+    } else if (old != ctx.last_process_util.end()) {
       kept[e.s.pid] = old->second;
     }
   }
@@ -308,13 +318,14 @@ std::vector<GpuProcessSample> read_processes(DeviceContext& ctx, Call& call, Rea
     auto it = kept.find(pid);
     const bool fresh = urc == NVML_SUCCESS && util.contains(pid);
     // No newer sample (the driver refreshes on its own period, NOT_FOUND): the last one, while young.
+    // Every value shown is at most kProcessUtilHoldS old by its own timestamp, a new one too (a
+    // driver's answer may hold samples older than what was asked for: those were left out above).
     const double age_s = it == kept.end() ? 0
                          : it->second.timeStamp >= now_us
                              ? 0.0
                              : static_cast<double>(now_us - it->second.timeStamp) / 1e6;
-    const bool held = !fresh && it != kept.end() && (urc == NVML_SUCCESS || urc == NVML_ERROR_NOT_FOUND) &&
-                      age_s <= kProcessUtilHoldS;
-    if (fresh || held) {
+    const bool usable = fresh || urc == NVML_SUCCESS || urc == NVML_ERROR_NOT_FOUND;
+    if (it != kept.end() && usable && age_s <= kProcessUtilHoldS) {
       s.sm_util_pct = checked_percent(it->second.smUtil);
       s.mem_util_pct = checked_percent(it->second.memUtil);
       s.enc_util_pct = checked_percent(it->second.encUtil);

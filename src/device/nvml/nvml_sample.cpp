@@ -69,7 +69,8 @@ std::optional<std::uint64_t> value_as_u64(unsigned type, const nvmlValue_t& v) {
 std::vector<TimedValue> read_samples(Call& call, const NvmlApi& a, nvmlDevice_t h, unsigned type,
                                      std::uint64_t& last_seen_us, bool percent) {
   std::vector<TimedValue> out;
-  if (last_seen_us == 0) last_seen_us = now_unix_us() - 1'000'000;  // first tick: the last ~1 s
+  // First tick: the last ~1 s; a "last seen" after now (a clock stepped back) starts again there.
+  last_seen_us = sample_window_start(last_seen_us, now_unix_us());
   unsigned value_type = 0;
   unsigned count = 0;
   int rc = call(a.device_get_samples, h, type, static_cast<unsigned long long>(last_seen_us), &value_type,
@@ -81,12 +82,15 @@ std::vector<TimedValue> read_samples(Call& call, const NvmlApi& a, nvmlDevice_t 
             buf.data());
   if (rc != NVML_SUCCESS) return out;
   if (count > buf.size()) count = static_cast<unsigned>(buf.size());
+  const std::uint64_t now_us = now_unix_us();
   std::uint64_t newest = last_seen_us;
   out.reserve(count);
   for (unsigned i = 0; i < count; ++i) {
     const auto& smp = buf[i];
-    if (smp.timeStamp <= last_seen_us) continue;
-    newest = std::max<std::uint64_t>(newest, smp.timeStamp);
+    // Not newer than asked for, undated, or dated in the future: not a sample of this window (and a
+    // future date must not become "last seen", which would blank every read until that date).
+    if (!sample_dated_in_window(smp.timeStamp, last_seen_us, now_us)) continue;
+    newest = std::max<std::uint64_t>(newest, std::min<std::uint64_t>(smp.timeStamp, now_us));
     double v = value_as_double(value_type, smp.sampleValue);
     if (v < 0 || (percent && v > 100) || (!percent && v >= 4294967295.0)) continue;
     out.push_back({smp.timeStamp, v});
@@ -227,6 +231,16 @@ std::uint64_t now_unix_us() {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                         std::chrono::system_clock::now().time_since_epoch())
                                         .count());
+}
+
+bool sample_dated_in_window(std::uint64_t ts_us, std::uint64_t since_us, std::uint64_t now_us) noexcept {
+  return ts_us != 0 && ts_us > since_us && ts_us <= now_us + kSampleFutureSlackUs;
+}
+
+std::uint64_t sample_window_start(std::uint64_t last_seen_us, std::uint64_t now_us) noexcept {
+  if (last_seen_us == 0 || last_seen_us > now_us + kSampleFutureSlackUs)
+    return now_us > 1'000'000 ? now_us - 1'000'000 : 0;
+  return last_seen_us;
 }
 
 GpuSample read_sample(DeviceContext& ctx, Call& call) {

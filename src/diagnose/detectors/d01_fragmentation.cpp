@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/detail_plural.h"
 #include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::diagnose {
@@ -62,8 +63,11 @@ std::vector<Finding> detect_fragmentation(const RunSeries& s, const Thresholds& 
         "on {} events",
         num(a.worst_res), num(a.worst_alloc), num(a.worst_res / std::max(1.0, a.worst_alloc), 1),
         num(a.worst_gap), a.count);
-    if (a.retries > 0) say(f, "; the allocator retried {} times", num(a.retries));
-    if (a.ooms > 0) say(f, "; {} CUDA OOM errors", num(a.ooms));
+    if (a.retries > 0)
+      sayn(f, static_cast<std::uint64_t>(a.retries), "; the allocator retried {} time",
+           "; the allocator retried {} times", num(a.retries));
+    if (a.ooms > 0)
+      sayn(f, static_cast<std::uint64_t>(a.ooms), "; {} CUDA OOM error", "; {} CUDA OOM errors", num(a.ooms));
     f.advice = N_(
         "The caching allocator is fragmented: an OOM can happen while nvidia-smi shows free memory. Set "
         "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (or max_split_size_mb:128), avoid varying tensor "

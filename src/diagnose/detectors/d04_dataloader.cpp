@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/detail_plural.h"
 #include "diagnose/detectors/loading_common.h"
 #include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
@@ -72,7 +73,10 @@ std::vector<Finding> detect_dataloader(const RunSeries& s, const Thresholds& th)
       if (!na(mc) && mc >= th.main_pinned_pct)
         say(f, "; main process at {} % CPU (one core saturated)", num(mc));
       if (!na(hc)) say(f, "; the job uses {} % of the machine's CPU", num(hc));
-      if (!na(workers) && !na(cores)) say(f, "; {} worker processes on {} cores", num(workers), num(cores));
+      if (!na(workers) && !na(cores))
+        say(f, "; {} on {}",
+            phrasen(num(workers) == "1" ? 1 : 2, "{} worker process", "{} worker processes", num(workers)),
+            phrasen(num(cores) == "1" ? 1 : 2, "{} core", "{} cores", num(cores)));
       // The GPU idles (100 - util) % of the time it could be busy: the share lost against a healthy
       // utilisation (estimated from the GPU side; D25 measures it when the loop's timing exists).
       if (!na(mu)) set_cost(f, 1.0 - mu / th.healthy_util_high_pct, "estimated");

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/detail_plural.h"
 #include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::diagnose {
@@ -77,7 +78,8 @@ std::vector<Finding> detect_memory_growth(const RunSeries& s, const Thresholds& 
       if (!na(total) && total > pts.back().mib) {
         const double left = (total - pts.back().mib) / fit.slope;
         put(f.numbers, "epochs_to_full", left);
-        say(f, "; full in about {} more epochs", num(left));
+        sayn(f, num(left) == "1" ? 1 : 2, "; full in about {} more epoch", "; full in about {} more epochs",
+             num(left));
       }
     }
     f.advice = N_(

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "diagnose/detail.h"
+#include "diagnose/detail_plural.h"
 #include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::diagnose {
@@ -52,7 +53,9 @@ std::vector<Finding> detect_memory_retirement(const RunSeries& s, const Threshol
     if (is_fail) add(phrase("row remapping FAILED"));
     if (rpend > 0) add(phrase("a row remap is pending (takes effect at the next GPU reset)"));
     if (ppend > 0) add(phrase("a page retirement is pending (takes effect at the next GPU reset)"));
-    if (unc_rows) add(phrase("{} rows remapped for uncorrectable errors", num(unc)));
+    if (unc_rows)
+      add(phrasen(num(unc) == "1" ? 1 : 2, "{} row remapped for uncorrectable errors",
+                  "{} rows remapped for uncorrectable errors", num(unc)));
     if (pages_up)
       add(pages.resets == 0 ? phrase("retired pages {} -> {} during the run", num(pages0), num(pages1))
                             : phrase("{} pages retired during the run (highest count {}; the counter was "

@@ -7,6 +7,7 @@
 // loop's own timing covers are D25's (measured data wait).
 #include <fmt/format.h>
 
+#include "diagnose/detail_plural.h"
 #include "diagnose/detectors/loading_common.h"
 #include "diagnose/detectors/train_common.h"
 #include "trainmon/diagnose/detectors.h"
@@ -47,7 +48,10 @@ std::vector<Finding> detect_cpu_bound(const RunSeries& s, const Thresholds& th) 
       say(f, "the job's processes keep {} % of the machine's cores busy", num(jc));
     else
       say(f, "the main process uses {} % of one core (the job: {} % of the cores)", num(mc), num(jc));
-    if (!na(workers) && !na(cores)) say(f, "; {} worker processes on {} cores", num(workers), num(cores));
+    if (!na(workers) && !na(cores))
+      say(f, "; {} on {}",
+          phrasen(num(workers) == "1" ? 1 : 2, "{} worker process", "{} worker processes", num(workers)),
+          phrasen(num(cores) == "1" ? 1 : 2, "{} core", "{} cores", num(cores)));
     if (s.facts.root_pid) f.pids = {s.facts.root_pid};
     const bool few_workers = !na(workers) && !na(cores) && workers < cores;
     f.advice =

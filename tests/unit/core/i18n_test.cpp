@@ -13,6 +13,8 @@
 #include <string>
 
 #include "diagnose/detail.h"
+#include "diagnose/detail_plural.h"
+#include "trainmon/core/i18n_plural.h"
 
 namespace trainmon {
 namespace {
@@ -55,6 +57,21 @@ TEST_F(I18nTest, TranslatesFromAMsgfmtCatalogueAndFallsBackToTheMsgid) {
   // a translation that does not fit its arguments: the English, never an exception
   EXPECT_EQ(i18n::trf("bad {}", "x"), "bad x");
   EXPECT_EQ(i18n::translations().size(), 4u);
+}
+
+TEST_F(I18nTest, TwoNumberFormsInEnglishOneInChinese) {
+  // Issue 33: never "1 processes"; each form its own msgid, Chinese gives both the same text.
+  for (auto [n, want] :
+       {std::pair{0u, "0 processes"}, {1u, "1 process"}, {2u, "2 processes"}, {11u, "11 processes"}})
+    EXPECT_EQ(i18n::trfn(n, "{} process", "{} processes", n), want);
+  EXPECT_EQ(english(diagnose::detail::phrasen(1, "{} core", "{} cores", 1)), "1 core");
+  EXPECT_EQ(english(diagnose::detail::phrasen(2, "{} core", "{} cores", 2)), "2 cores");
+  const auto mo =
+      compile("msgid \"{} process\"\nmsgstr \"{} 个进程\"\n\nmsgid \"{} processes\"\nmsgstr \"{} 个进程\"\n");
+  if (mo.empty()) GTEST_SKIP() << "msgfmt is not installed";
+  ASSERT_TRUE(i18n::load_catalogue(mo, "zh_CN"));
+  for (unsigned n : {0u, 1u, 2u, 11u})
+    EXPECT_EQ(i18n::trfn(n, "{} process", "{} processes", n), std::to_string(n) + " 个进程");
 }
 
 TEST_F(I18nTest, ADamagedOrMissingCatalogueMeansEnglish) {

@@ -3,10 +3,14 @@
 // and old-driver ABI variants choosing the right symbols. All through open_nvml_backend().
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 
 #include "device/nvml/nvml_loader.h"
 #include "nvml_test_util.h"
+#include "trainmon/tui/screen.h"
 
 namespace trainmon {
 namespace {
@@ -95,7 +99,9 @@ TEST(NvmlLoader, InitFailureDriverNotLoaded) {
   DriverInfo d = b->driver_info();
   expect_one_clear_line(d);
   EXPECT_EQ(d.library_path, TRAINMON_FAKE_NVML_PATH);
-  EXPECT_NE(d.error.find("nvmlInit_v2 failed: NVML_ERROR_DRIVER_NOT_LOADED"), std::string::npos) << d.error;
+  EXPECT_EQ(d.error.rfind("NVIDIA driver not loaded: ", 0), 0u) << d.error;
+  EXPECT_NE(d.error.find("(nvmlInit_v2: NVML_ERROR_DRIVER_NOT_LOADED, library "), std::string::npos)
+      << d.error;
   EXPECT_NE(d.error.find("lsmod | grep nvidia"), std::string::npos) << d.error;
   EXPECT_EQ(b->device_count(), 0u);
 }
@@ -209,6 +215,98 @@ TEST(NvmlLoader, Driver535_43ThirtyTwoByteLayoutReadCorrectly) {
     EXPECT_TRUE(t.processes[2].compute_and_graphics);
     EXPECT_EQ(t.processes[3].pid, 2001u);
   }
+}
+
+// ---- issue 33: the reason and the advice first, the library path last ----
+
+std::string init_error_scenario(const std::string& code) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("trainmon-init-" + std::to_string(::getpid()) + "-" + code + ".json");
+  std::ofstream(path) << R"({"name": "init", "init_error": ")" << code << R"(", "devices": []})";
+  return path.string();
+}
+
+/// `top`'s screen text at width x 24 for a host whose driver says `error`.
+std::string top_text(const DriverInfo& d, int width) {
+  Snapshot snap;
+  snap.driver = d;
+  snap.host.hostname = "node";
+  tui::UiState ui;
+  tui::ScreenInput in{&snap, nullptr, nullptr};
+  return tui::render(in, ui, width, 24, true).canvas.text();
+}
+
+/// The text as shown over several screen rows, joined: each row's blanks at both ends dropped.
+std::string joined_rows(const std::string& screen) {
+  std::string out;
+  std::size_t b = 0;
+  while (b < screen.size()) {
+    std::size_t e = screen.find('\n', b);
+    if (e == std::string::npos) e = screen.size();
+    std::string row = screen.substr(b, e - b);
+    while (!row.empty() && row.back() == ' ') row.pop_back();
+    std::size_t f = row.find_first_not_of(' ');
+    if (f != std::string::npos) out += (out.empty() ? "" : " ") + row.substr(f);
+    b = e + 1;
+  }
+  return out;
+}
+
+TEST(NvmlLoader, EveryReasonComesFirstWithItsAdviceAndThePathLast) {
+  const std::string empty_dir =
+      std::filesystem::temp_directory_path() / ("trainmon-empty-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(empty_dir);
+  // How it fails, the reason, a piece of the advice, how the detail begins.
+  struct Case {
+    std::string what;
+    std::unique_ptr<DeviceBackend> backend;
+    std::string reason, advice, detail;
+  };
+  std::vector<Case> cases;
+  {
+    BackendOptions o;
+    o.library_path = empty_dir + "/libnvidia-ml.so.1";  // no library there
+    cases.push_back(
+        {"missing", open_nvml_backend(o), "NVML library not loaded: ", "nvidia-smi", "(tried " + empty_dir});
+  }
+  {
+    BackendOptions o;
+    o.library_path = "libm.so.6";  // a library, but no NVML
+    cases.push_back({"not NVML", open_nvml_backend(o), "NVML library not loaded: ", "TRAINMON_NVML_LIBRARY",
+                     "(tried libm.so.6"});
+  }
+  for (auto [code, reason, advice] :
+       {std::tuple{"NVML_ERROR_DRIVER_NOT_LOADED", "NVIDIA driver not loaded: ", "modprobe nvidia"},
+        {"NVML_ERROR_LIB_RM_VERSION_MISMATCH", "NVIDIA driver/library version mismatch: ", "reboot"},
+        {"NVML_ERROR_NO_PERMISSION", "no permission to use the NVIDIA driver: ", "/dev/nvidiactl"},
+        {"NVML_ERROR_UNKNOWN", "NVML failed to start (", "nvidia-smi"}}) {
+    cases.push_back({code, open_fake(init_error_scenario(code)), reason, advice,
+                     std::string("(nvmlInit_v2: ") + code + ", library "});
+  }
+  cases.push_back({"zero GPUs", open_fake(device_scenario("zero-gpus.json")),
+                   "NVML reports no GPUs: ", "nvidia-smi -L", "(library "});
+  for (const auto& c : cases) {
+    const DriverInfo d = c.backend->driver_info();
+    SCOPED_TRACE(c.what + ": " + d.error);
+    EXPECT_EQ(d.error.find('\n'), std::string::npos);
+    EXPECT_EQ(d.error.rfind(c.reason, 0), 0u);
+    const auto advice = d.error.find(c.advice);
+    const auto detail = d.error.find(c.detail);
+    ASSERT_NE(advice, std::string::npos);
+    ASSERT_NE(detail, std::string::npos);
+    EXPECT_LT(advice, detail) << "the advice comes before the detail";
+    if (!d.library_path.empty()) {
+      EXPECT_LT(advice, d.error.find(d.library_path));
+    }
+    EXPECT_EQ(d.error.back(), ')');
+    // top's header at 80 and 60 columns shows the reason and the whole advice (wrapped).
+    const std::string head = d.error.substr(0, detail - 1);
+    for (int width : {80, 60}) {
+      const std::string shown = joined_rows(top_text(d, width));
+      EXPECT_NE(shown.find("GPU: none, host only: " + head), std::string::npos) << width << "\n" << shown;
+    }
+  }
+  std::filesystem::remove_all(empty_dir);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <iterator>
 #include <thread>
 
+#include "device/nvml/nvml_device.h"
 #include "nvml_test_util.h"
 #include "trainmon/export/processes_unknown.h"
 
@@ -229,6 +230,96 @@ TEST(NvmlProcessList, HeldUtilisationExpiresAfterTheHoldTime) {
   t = tick(*b);
   EXPECT_EQ(t.processes[0].sm_util_pct.status, ReadStatus::not_available);
   EXPECT_EQ(t.processes[0].util_age_s.status, ReadStatus::not_available);
+}
+
+// ---- issue 33: driver samples are not trusted without their timestamps ----
+
+TEST(NvmlSampleDates, WindowAndRestart) {
+  const std::uint64_t now = 1'800'000'000'000'000ULL;  // µs since the epoch
+  using nvml::sample_dated_in_window;
+  EXPECT_TRUE(sample_dated_in_window(now - 10, now - 1'000'000, now));
+  EXPECT_FALSE(sample_dated_in_window(now - 1'000'000, now - 1'000'000, now));  // not newer than asked
+  EXPECT_FALSE(sample_dated_in_window(now - 5'000'000, now - 1'000'000, now));  // older than asked
+  EXPECT_FALSE(sample_dated_in_window(0, 0, now));                              // undated
+  EXPECT_TRUE(sample_dated_in_window(now + nvml::kSampleFutureSlackUs, now - 1, now));
+  EXPECT_FALSE(sample_dated_in_window(now + 3'600'000'000ULL, now - 1, now));            // an hour ahead
+  EXPECT_FALSE(sample_dated_in_window(now + 10 * 31'536'000'000'000ULL, now - 1, now));  // years
+  EXPECT_FALSE(sample_dated_in_window(~0ULL, now - 1, now));
+  EXPECT_EQ(nvml::sample_window_start(0, now), now - 1'000'000);
+  EXPECT_EQ(nvml::sample_window_start(now - 5, now), now - 5);
+  EXPECT_EQ(nvml::sample_window_start(now + 3'600'000'000ULL, now), now - 1'000'000);  // clock went back
+}
+
+TEST(NvmlProcessList, BadlyDatedUtilisationSamplesAreNeitherCurrentNorBlankTheRest) {
+  // One GPU, a pid per way of dating a sample badly, and a control. Scenario time 30, then 32:
+  //   1001 dated right (control)            1002 an hour ahead at 30, right from 31 on
+  //   1003 years ahead (always)             1004 timestamp 0 (always)
+  //   1005 right at 30, 10 s back from 31 on (the driver's clock going backwards)
+  auto b = open_fake(one_gpu("", R"("processes": [
+      {"pid": 1001, "gpu": 0, "used_memory": 1, "sm_util": 61},
+      {"pid": 1002, "gpu": 0, "used_memory": 1, "sm_util": 62, "sample_time_offset_s": [[0, 3600], [31, 0]]},
+      {"pid": 1003, "gpu": 0, "used_memory": 1, "sm_util": 63, "sample_time_offset_s": 300000000},
+      {"pid": 1004, "gpu": 0, "used_memory": 1, "sm_util": 64, "sample_time_offset_s": -1e12},
+      {"pid": 1005, "gpu": 0, "used_memory": 1, "sm_util": 65, "sample_time_offset_s": [[0, 0], [31, -10]]}])"),
+                     30);
+  auto by_pid = [](const testing::Tick& t, std::uint32_t pid) -> const GpuProcessSample& {
+    for (const auto& p : t.processes)
+      if (p.pid == pid) return p;
+    ADD_FAILURE() << "pid " << pid << " not listed";
+    static GpuProcessSample none;
+    return none;
+  };
+  auto expect_consistent = [&](const testing::Tick& t) {
+    ASSERT_EQ(t.processes.size(), 5u);
+    for (const auto& p : t.processes) {
+      if (p.sm_util_pct.ok()) {
+        // Whatever is shown is what the pid's sample said, at most the documented hold old.
+        EXPECT_EQ(p.sm_util_pct.value, 60 + p.pid - 1000) << p.pid;
+        ASSERT_TRUE(p.util_age_s.ok()) << p.pid;
+        EXPECT_GE(p.util_age_s.value, 0.0) << p.pid;
+        EXPECT_LE(p.util_age_s.value, kProcessUtilHoldS) << p.pid;
+      } else {
+        EXPECT_EQ(p.sm_util_pct.status, ReadStatus::not_available) << p.pid;
+        EXPECT_FALSE(p.util_age_s.ok()) << p.pid;
+      }
+    }
+    // Never shown: a sample from the future (by an hour or years) or undated.
+    EXPECT_FALSE(by_pid(t, 1003).sm_util_pct.ok());
+    EXPECT_FALSE(by_pid(t, 1004).sm_util_pct.ok());
+  };
+  int control_shown = 0, backwards_shown = 0;
+  for (int i = 0; i < 6; ++i) {
+    const auto t = tick(*b);
+    expect_consistent(t);
+    EXPECT_FALSE(by_pid(t, 1002).sm_util_pct.ok()) << "an hour ahead is not current";
+    control_shown += by_pid(t, 1001).sm_util_pct.ok();
+    backwards_shown += by_pid(t, 1005).sm_util_pct.ok();
+    std::this_thread::sleep_for(120ms);
+  }
+  EXPECT_GE(control_shown, 5);
+  EXPECT_GE(backwards_shown, 5);
+  // The future-dated samples did not move "last seen" ahead: later reads find the new samples, for
+  // the control and for the pid whose dates became right. The pid whose dates went 10 s back keeps
+  // its last right value no longer than the hold, then N/A.
+  testing::ScopedEnv later("TRAINMON_FAKE_NVML_TIME_S", "32");
+  const auto until = std::chrono::steady_clock::now() +
+                     std::chrono::milliseconds(static_cast<int>(kProcessUtilHoldS * 1000) + 600);
+  int n = 0, control_late = 0, healed_late = 0;
+  testing::Tick last;
+  while (std::chrono::steady_clock::now() < until) {
+    last = tick(*b);
+    expect_consistent(last);
+    ++n;
+    control_late += by_pid(last, 1001).sm_util_pct.ok();
+    healed_late += by_pid(last, 1002).sm_util_pct.ok();
+    std::this_thread::sleep_for(120ms);
+  }
+  EXPECT_GE(control_late, n - 1) << "reads blanked after a future-dated sample";
+  EXPECT_GE(healed_late, n - 2);
+  EXPECT_TRUE(by_pid(last, 1001).sm_util_pct.ok());
+  EXPECT_TRUE(by_pid(last, 1002).sm_util_pct.ok());
+  EXPECT_FALSE(by_pid(last, 1005).sm_util_pct.ok())
+      << "a sample dated back held past " << kProcessUtilHoldS << " s";
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The training figures of a run in its stored summary, the end-of-run summary, `show` and the `runs`
 // table (include/trainmon/recorder/train_summary.h, run_stats.h, run_report.h).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <optional>
+
 #include <unistd.h>
+#include <set>
 
 #include <cstdlib>
 #include <filesystem>
@@ -324,6 +329,77 @@ TEST(RunDetails, InChineseTheTrainingLinesKeepTheirNumbersAndLineUpWithTheOtherR
   EXPECT_NE(summary.find("  训练事件：收到 12 条"), std::string::npos) << summary;
   EXPECT_NE(summary.find("  诊断结果：2\n"), std::string::npos) << summary;
   EXPECT_NE(summary.find("  运行 ID：12（trainmon show 12）\n"), std::string::npos) << summary;
+}
+
+TEST(RunsTable, EveryShownHeaderIsWholeAndOverItsColumnAt70And80ColumnsInBothLanguages) {
+  // Issue 33: in Chinese (double-width headers) the table at 70 columns cut the COMM header.
+  RunSummary trained;
+  trained.train = summarize_train(two_rank_series());
+  trained.train->comm_share = 0.125;
+  std::vector<store::RunInfo> runs = {run_info(12345, "a-rather-long-run-name", &trained),
+                                      run_info(7, "训练任务", &trained)};
+  runs[1].status = "signaled";
+  runs[1].exit_code = 139;
+  for (const bool zh_on : {false, true}) {
+    std::optional<Chinese> zh;
+    if (zh_on) {
+      zh.emplace();
+      if (!zh->ok()) GTEST_SKIP() << "msgfmt is not installed";
+    }
+    const std::string comm(i18n::tr("COMM")), data(i18n::tr("DATA")), sps(i18n::tr("SAMPLES/S"));
+    for (std::size_t cols : {70u, 80u}) {
+      SCOPED_TRACE(fmt::format("{} at {} columns", zh_on ? "zh" : "en", cols));
+      const std::string table = format_runs_table(runs, cols);
+      std::istringstream in(table);
+      std::string header, first, second;
+      std::getline(in, header);
+      std::getline(in, first);
+      std::getline(in, second);
+      for (const auto& l : {header, first, second}) EXPECT_LE(exp::display_width(l), cols) << table;
+      // The training columns are what a reader came for: whole headers, figures right-aligned under them.
+      for (const auto& [h, value] : {std::pair{sps, std::string("120.0")},
+                                     {data, std::string("35.0%")},
+                                     {comm, std::string("12.5%")}}) {
+        const auto at = header.find(h);
+        ASSERT_NE(at, std::string::npos) << h << "\n" << table;
+        const std::size_t to = exp::display_width(header.substr(0, at)) + exp::display_width(h);
+        EXPECT_EQ(cell(first, to - value.size(), to), value) << h << "\n" << table;
+        EXPECT_EQ(cell(second, to - value.size(), to), value) << h << "\n" << table;
+      }
+      // No header is cut: each shown one is one of the table's own headers.
+      std::istringstream words(header);
+      std::string w;
+      const std::set<std::string> known = {std::string(i18n::tr("ID")),
+                                           std::string(i18n::tr("NAME")),
+                                           std::string(i18n::tr("STATUS")),
+                                           std::string(i18n::tr("START")),
+                                           std::string(i18n::tr("DURATION")),
+                                           std::string(i18n::tr("GPUS")),
+                                           std::string(i18n::tr("FINDINGS")),
+                                           sps,
+                                           std::string(i18n::tr("STEP")),
+                                           data,
+                                           comm,
+                                           std::string(i18n::tr("COMMAND"))};
+      std::vector<std::string> shown;
+      while (words >> w) {
+        if (!shown.empty() && !known.contains(shown.back()) && !known.contains(w)) {
+          shown.back() += " " + w;  // a header with a blank inside ("GPU 数")
+          continue;
+        }
+        shown.push_back(w);
+      }
+      for (const auto& h : shown) EXPECT_TRUE(known.contains(h)) << "cut header '" << h << "'\n" << table;
+      // The command: whole, or cut with a mark under its whole header, or not shown at all.
+      const std::string command(i18n::tr("COMMAND"));
+      if (header.find(command) != std::string::npos) {
+        EXPECT_TRUE(first.find("python train.py --epochs 90") != std::string::npos || first.ends_with("…"))
+            << table;
+      } else {
+        EXPECT_EQ(first.find("python"), std::string::npos) << table;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // child that ignores SIGTERM with a grandchild that setsid() away.
 #include "trainmon/runner/job_stop.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <time.h>
@@ -89,7 +90,27 @@ TEST(JobStop, SummaryLine) {
   left.leftovers = true;
   left.signalled = 1;
   EXPECT_EQ(describe_stop(left, 30s),
-            "job stop: the command left 1 processes running; SIGTERM sent; all ended");
+            "job stop: the command left 1 process running; SIGTERM sent; all ended");
+}
+
+TEST(JobStop, SummaryCountsSayProcessOrProcesses) {
+  // Issue 33 plurals: 1 process, any other count processes, in each form of the line.
+  for (auto [n, noun] :
+       {std::pair{0u, "processes"}, {1u, "process"}, {2u, "processes"}, {11u, "processes"}}) {
+    JobStopReport r;
+    r.signal = SIGTERM;
+    r.signalled = n;
+    EXPECT_EQ(describe_stop(r, 30s), fmt::format("job stop: SIGTERM passed on to {} {}; all ended", n, noun));
+    r.from_terminal = true;
+    r.signal = SIGINT;
+    EXPECT_EQ(describe_stop(r, 30s),
+              fmt::format("job stop: SIGINT from the terminal reached {} {}; all ended", n, noun));
+    r.from_terminal = false;
+    r.leftovers = true;
+    r.signal = SIGTERM;
+    EXPECT_EQ(describe_stop(r, 30s),
+              fmt::format("job stop: the command left {} {} running; SIGTERM sent; all ended", n, noun));
+  }
 }
 
 std::int64_t mono_ns() {

@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <tuple>
 
 using namespace trainmon;
 
@@ -187,12 +189,14 @@ TEST(DetectProcPidNamespace, InitialChildAndUnknown) {
   ns = detect_proc_pid_namespace(t);
   EXPECT_EQ(ns.initial, false);
   EXPECT_TRUE(ns.own);
+  EXPECT_EQ(ns.self_depth, 0u);
   // The host's /proc seen from a child namespace (unshare --pid without --mount-proc): NSpid has two
   // entries (the tree's numbering is an ancestor's), pid 1 says initial, so NVML's numbers are ours.
   t = ns_tree("ancestor", "pid:[4026531836]", "pid:[4026532179]", "NSpid:\t9000\t3");
   ns = detect_proc_pid_namespace(t);
   EXPECT_EQ(ns.initial, true);
-  EXPECT_FALSE(ns.own);  // kill(2) numbers differ from the tree's: no probing
+  EXPECT_FALSE(ns.own);          // kill(2) numbers differ from the tree's: no probing
+  EXPECT_EQ(ns.self_depth, 1u);  // one level below: join rule 5 maps through NSpid
   // Pid 1's link unreadable (not root): self decides only for our own tree.
   t = ns_tree("noperm1", nullptr, "pid:[4026532179]", "NSpid:\t3");
   EXPECT_EQ(detect_proc_pid_namespace(t).initial, false);
@@ -210,4 +214,101 @@ TEST(DetectProcPidNamespace, LiveProcAgreesWithTheKernel) {
   EXPECT_TRUE(ns.own);  // our own /proc
   ASSERT_TRUE(ns.initial.has_value());
   EXPECT_EQ(*ns.initial, std::string_view(buf, static_cast<std::size_t>(n)) == "pid:[4026531836]");
+}
+
+// ---- rule 5 (issue 33): trainmon one PID namespace below the /proc it reads, NSpid both ways ----
+
+namespace {
+/// A process of trainmon's namespace seen in the host's /proc: NSpid {host pid, pid in ours}.
+ProcessSample ours(std::uint32_t host_pid, std::uint32_t own_pid, double start_s) {
+  ProcessSample p = host(host_pid, start_s);
+  p.nspid = {host_pid, own_pid};
+  return p;
+}
+ProcessSample outside(std::uint32_t host_pid, double start_s, const char* comm) {
+  ProcessSample p = host(host_pid, start_s);
+  p.nspid = {host_pid};
+  p.comm = comm;
+  return p;
+}
+}  // namespace
+
+TEST(JoinGpuProcesses, NspidMapsPidsNumberedInOurNamespaceAndKeepsHostNumbers) {
+  for (const std::optional<bool> initial : {std::optional<bool>(true), std::optional<bool>(false)}) {
+    GpuJoinMemory mem;
+    GpuJoinOptions o;
+    o.host_pid_namespace = initial;  // the host's /proc, or an intermediate namespace's
+    o.own_level = 1;
+    // The driver lists: 2 (our namespace's number of host 5002; host pid 2 is kthreadd), 5003 (a
+    // host number of a process of ours), 7000 (a host number of a process outside), 4 (our number
+    // of a process that started after the first sighting: not it), 9 (nothing anywhere).
+    std::vector<GpuProcessSample> g = {gpu(0, 2, 100), gpu(1, 5003, 200), gpu(0, 7000, 300), gpu(1, 4, 400),
+                                       gpu(0, 9, 500)};
+    g[0].sm_util_pct = Reading<unsigned>::of(40);
+    // 6002 is another container's process whose number there is 2 too: not ours, never mapped.
+    std::vector<ProcessSample> h = {outside(2, 0.5, "kthreadd"),  ours(5002, 2, 900),  ours(5003, 3, 901),
+                                    outside(7000, 100, "python"), ours(5004, 4, 1003), ours(6002, 2, 800)};
+    o.own_namespace_pids = {5002, 5003, 5004};
+    for (double now : {1000.0, 1001.0}) {  // the same on the next tick (bound by start time)
+      SCOPED_TRACE(::testing::Message() << "initial " << initial.value_or(false) << " at " << now);
+      for (auto& p : h) p.gpu_indices.clear(), p.gpu_memory_bytes = {};
+      std::vector<GpuProcessSample> t = g;
+      join_gpu_processes(t, h, mem, now, o);
+      EXPECT_EQ(t[0].pid, 5002u);  // mapped: carries the /proc number from here on
+      EXPECT_EQ(t[0].host, HostVisibility::visible);
+      EXPECT_EQ(t[0].sm_util_pct.value, 40u);  // its utilisation kept
+      EXPECT_TRUE(h[0].gpu_indices.empty()) << "kthreadd is never the GPU process";
+      EXPECT_EQ(h[1].gpu_indices, (std::vector<unsigned>{0}));
+      EXPECT_EQ(h[1].gpu_memory_bytes.value, 100u);
+      if (initial == true) {  // host numbers are /proc's numbers only in the host's /proc
+        EXPECT_EQ(t[1].pid, 5003u);
+        EXPECT_EQ(t[1].host, HostVisibility::visible);
+        EXPECT_EQ(t[2].host, HostVisibility::visible);
+        EXPECT_EQ(h[3].gpu_indices, (std::vector<unsigned>{0}));
+        EXPECT_EQ(t[4].host, HostVisibility::exited);
+      } else {
+        EXPECT_EQ(t[1].host, HostVisibility::not_visible);
+        EXPECT_EQ(t[2].host, HostVisibility::not_visible);
+        EXPECT_EQ(t[4].host, HostVisibility::not_visible);
+      }
+      EXPECT_EQ(t[3].pid, 4u);  // refused by the start-time rule: not renumbered, not attributed
+      EXPECT_NE(t[3].host, HostVisibility::visible);
+      EXPECT_TRUE(h[4].gpu_indices.empty());
+      EXPECT_TRUE(h[5].gpu_indices.empty()) << "another container's pid 2";
+    }
+  }
+}
+
+TEST(JoinGpuProcesses, NspidIsNotUsedInOurOwnNamespacesProc) {
+  // Level 0 (trainmon reads its own namespace's /proc): numbers are matched as /proc has them.
+  GpuJoinMemory mem;
+  GpuJoinOptions o;
+  o.host_pid_namespace = true;
+  std::vector<GpuProcessSample> g = {gpu(0, 2, 1)};
+  std::vector<ProcessSample> h = {outside(2, 0.5, "kthreadd"), ours(5002, 2, 900)};
+  join_gpu_processes(g, h, mem, 1000.0, o);
+  EXPECT_EQ(g[0].pid, 2u);
+  EXPECT_EQ(h[1].gpu_indices.size(), 0u);
+}
+
+TEST(ProcPidsByNspid, FindsTheProcessesOfOurNamespaceByTheirNumberThere) {
+  const auto root = std::filesystem::temp_directory_path() / ("trainmon-nspid-" + std::to_string(::getpid()));
+  // (pid, NSpid, ns/pid link): 6000 and 6002 are another namespace's at the same depth.
+  for (auto [pid, nspid, ns] : {std::tuple{"1", "1", "pid:[4026531836]"},
+                                {"2", "2", "pid:[4026531836]"},
+                                {"5002", "5002\t2", "pid:[111]"},
+                                {"5003", "5003\t3", "pid:[111]"},
+                                {"6000", "6000\t7", "pid:[222]"},
+                                {"6002", "6002\t2", "pid:[222]"}}) {
+    std::filesystem::create_directories(root / pid / "ns");
+    std::ofstream(root / pid / "status") << "Name:\tx\nNSpid:\t" << nspid << "\nUid:\t0\n";
+    std::filesystem::create_symlink(ns, root / pid / "ns" / "pid");
+  }
+  std::filesystem::create_directories(root / "self" / "ns");
+  std::filesystem::create_symlink("pid:[111]", root / "self" / "ns" / "pid");
+  EXPECT_EQ(proc_pids_by_nspid(root.string(), 1, {2, 3, 9}), (std::vector<std::uint32_t>{5002, 5003}));
+  EXPECT_TRUE(proc_pids_by_nspid(root.string(), 1, {7}).empty());  // 6000 is not ours
+  EXPECT_TRUE(proc_pids_by_nspid(root.string(), 0, {2}).empty());
+  EXPECT_TRUE(proc_pids_by_nspid((root / "missing").string(), 1, {2}).empty());
+  std::filesystem::remove_all(root);
 }

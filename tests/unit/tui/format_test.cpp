@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "trainmon/core/text_escape.h"
@@ -154,6 +155,26 @@ TEST(TuiCanvas, NoControlReachesTheScreen) {
         "c\x07\n");
   for (int col = 0; col < c.width(); ++col) EXPECT_FALSE(text::is_terminal_control(c.at(0, col))) << col;
   EXPECT_EQ(c.row_text(0), "a?[31mb?1m?c??");
+}
+
+TEST(WrapText, BreaksAtBlanksInTerminalColumnsAndMarksWhatItCuts) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(wrap_text("short", 20, 20, 3, true), V{"short"});
+  EXPECT_EQ(wrap_text("", 20, 20, 3, true), V{});
+  EXPECT_EQ(wrap_text("anything", 20, 20, 0, true), V{});
+  // The first line may be narrower (after a label); the others take the width.
+  EXPECT_EQ(wrap_text("reason: do this and that (detail)", 10, 14, 4, true),
+            (V{"reason: do", "this and that", "(detail)"}));
+  // Left over after the last line: the mark, never a line that reads as the whole.
+  EXPECT_EQ(wrap_text("one two three four five", 9, 9, 2, true), (V{"one two", "three fo…"}));
+  EXPECT_EQ(wrap_text("one two three four five", 9, 9, 2, false), (V{"one two", "three fo~"}));
+  // A word wider than the line is cut to it.
+  EXPECT_EQ(wrap_text("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1 ok", 10, 10, 5, true),
+            (V{"/usr/lib/x", "86_64-linu", "x-gnu/libn", "vidia-ml.s", "o.1 ok"}));
+  // CJK characters take two columns each.
+  EXPECT_EQ(wrap_text("驱动 未加载 请检查", 6, 6, 3, true), (V{"驱动", "未加载", "请检查"}));
+  for (const auto& l : wrap_text("驱动程序未加载：请检查 nvidia-smi 和 dmesg", 9, 9, 3, true))
+    EXPECT_LE(text::columns(l), 9u) << l;
 }
 
 }  // namespace
