@@ -21,7 +21,7 @@
 
 #include "export/monitor_common.h"
 #include "trainmon/core/text_escape.h"
-#include "trainmon/export/attribution_json.h"
+#include "trainmon/export/attribution.h"
 #include "trainmon/export/monitor_format.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/units.h"

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "trainmon/export/attribution_json.h"
+#include "trainmon/export/attribution.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/units.h"

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "trainmon/export/attribution.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/units.h"
@@ -160,7 +161,7 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
     // The process's job ("[slurm:4242]", "[pod:ns/name]"): only for a process that has one, so a
     // machine without Slurm, Kubernetes or containers prints what gpustat prints.
     if (hp) {
-      if (const std::string job = hp->attribution.job_key(); !job.empty())
+      if (const std::string job = shown_job(hp->attribution, snap.host.own_container_id); !job.empty())
         r += paint(kMagenta, "[" + terminal_text(job, opt.utf8) + "]");
     }
     r += "(" +
@@ -199,7 +200,7 @@ std::vector<std::string> full_cmd_lines(const Snapshot& snap, const GpuSample& g
     const std::size_t base = slash == std::string::npos || slash >= end ? 0 : slash + 1;
     const std::string shown = paint(kGray, cmd.substr(0, base)) + paint(kCyan, cmd.substr(base, end - base)) +
                               paint(kGray, cmd.substr(end));
-    std::string job = hp ? hp->attribution.job_key(true) : std::string();
+    std::string job = hp ? shown_job(hp->attribution, snap.host.own_container_id, true) : std::string();
     if (!job.empty()) job = paint(kMagenta, "[" + terminal_text(job, opt.utf8) + "]") + " ";
     out.push_back(fmt::format(" {} {:>6} ({}%, {}): {}{}", opt.utf8 ? "\u251c\u2500" : "|-", p.pid,
                               paint(kGreen, cpu), paint(kYellow, fmt::format("{:>6}", mem)), job, shown));

@@ -58,6 +58,14 @@ struct HostCollector::State {
     const ssize_t n = ::readlink(self_link.c_str(), self, sizeof self - 1);
     own_procfs = n > 0 && to_number<std::uint32_t>(std::string_view(self, static_cast<std::size_t>(n))) ==
                               static_cast<std::uint32_t>(::getpid());
+    if (own_procfs) {
+      // The monitor's own container (HostSample::own_container_id), read once.
+      if (file.read(options.proc_root + "/self/cgroup", 65536) == 0) {
+        ProcessAttribution a;
+        apply_cgroup_attribution(parse_cgroup(file.text()), a);
+        own_container_id = a.container_id;
+      }
+    }
     struct statfs fs {};
     proc_root_is_procfs = ::statfs(options.proc_root.c_str(), &fs) == 0 &&
                           static_cast<unsigned long>(fs.f_type) == PROC_SUPER_MAGIC;
@@ -67,6 +75,7 @@ struct HostCollector::State {
   FileReader file;
   ProcessReader procs;
   KubeletPods pods{options.pod_logs_root};
+  std::string own_container_id;
   double ticks_per_s = 100;
   std::uint64_t page_size = 4096;
   std::string path;
@@ -399,6 +408,7 @@ void HostCollector::State::collect_nets(HostSample& host, double elapsed) {
 
 void HostCollector::State::collect_processes(HostSample& host, std::vector<ProcessSample>& out,
                                              std::span<const std::uint32_t> requested, double /*elapsed*/) {
+  host.own_container_id = own_container_id;
   pids.assign(requested.begin(), requested.end());
   detail_pids.assign(requested.begin(), requested.end());
   std::sort(detail_pids.begin(), detail_pids.end());

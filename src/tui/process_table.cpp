@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/tui/process_table.h"
 
+#include "trainmon/export/attribution.h"
 #include "trainmon/export/units.h"
 
 #include <fmt/format.h>
@@ -135,7 +136,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     r.start_time_ticks = p.start_time_ticks;
     r.user = p.user.empty() ? std::to_string(p.uid) : p.user;
     r.command = !p.cmdline.empty() ? p.cmdline : !p.comm.empty() ? "[" + p.comm + "]" : "";
-    r.job = p.attribution.job_key();
+    r.job = exp::shown_job(p.attribution, snap.host.own_container_id);
     if (p.cpu_pct) r.cpu_pct = *p.cpu_pct;
     if (p.rss_bytes) r.rss_bytes = static_cast<double>(*p.rss_bytes);
     if (now_boot > 0 && p.start_time_boot_s > 0) r.elapsed_s = now_boot - p.start_time_boot_s;

@@ -16,7 +16,7 @@ import json
 import os
 import random
 import re
-import signal
+import shutil
 import subprocess
 import time
 import uuid
@@ -165,6 +165,7 @@ def world(tmp_path):
         scen.pop("errors", None)
         path = tmp_path / "attribution.json"
         path.write_text(json.dumps(scen))
+        w["scen"] = str(path)
         w["env"] = env(str(path), **{f"ATTR_{k.upper()}": w[k] for k in names})
         yield w
     finally:
@@ -248,3 +249,22 @@ def test_without_the_kubelet_directory_pods_keep_their_uid(world):
     assert "pod_name" not in a and a["sources"] == ["cgroup"], a
     text = _tm(w, "--pod-logs-root", "/nonexistent/trainmon-pods", "status", "--no-color", "-p")
     assert f"/{w['p2']}[pod:{w['uid2']}](" in text, text
+
+
+@pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux is not installed")
+def test_top_shows_a_job_column_and_its_filter_matches_jobs(world, tmp_path):
+    from test_top import Tmux, top_env
+    w = world
+    t = Tmux(tmp_path)
+    try:
+        pids = {k: v for k, v in w["env"].items() if k.startswith("ATTR_")}
+        t.start(top_env(w["scen"], XDG_STATE_HOME=tmp_path, TRAINMON_POD_LOGS_ROOT=w["pods"], **pids),
+                [trainmon_bin(), "top"], 160, 40)
+        screen = t.wait(lambda s: f"slurm:{w['job1']}" in s and "pod:team-a/trainer-0" in s)
+        assert re.search(r"^\s+PID\s+USER\s+JOB\s", screen, re.M), screen
+        t.keys("/")
+        t.literal("team-a/")
+        t.keys("Enter")
+        t.wait(lambda s: f"slurm:{w['job1']}" not in s and "pod:team-a/trainer-0" in s)
+    finally:
+        t.kill()

@@ -89,6 +89,10 @@ struct HostSample {
                                             ///< (hidepid, EACCES); they are not in the process list
   Reading<unsigned> procs_running;          ///< /proc/stat procs_running
   Reading<unsigned> procs_blocked;          ///< /proc/stat procs_blocked (waiting on I/O)
+  /// The container trainmon itself runs in (64 hex digits from its own /proc/self/cgroup, when
+  /// proc_root is its own procfs), else empty. Views do not name a process's job by a container
+  /// that is this one: every process of a monitor in a container would carry it.
+  std::string own_container_id;
 };
 
 /// One host process. Identified by (pid, start_time_ticks), never pid alone.

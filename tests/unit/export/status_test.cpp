@@ -292,3 +292,39 @@ TEST(StatusText, HundredsOfGpusAndHugeValues) {
                       "C, 100 %,  1512 / 700 W | 1073740800 / 1073741824 MB | --/4194303(1024M)\n"),
             std::string::npos);
 }
+
+TEST(StatusAttribution, JobInTextOnlyWhenKnownAndEveryFieldInJson) {
+  Snapshot s = loaded_snapshot();
+  StatusOptions o;
+  o.show_header = false;
+  const std::string plain = status_text(s, kFirst, o);
+  ProcessAttribution& a = s.processes[0].attribution;
+  a.slurm_job_id = "42\n\x1b[2J";  // hostile: never raw on a terminal
+  a.slurm_step = "0";
+  a.slurm_partition = "gpu \"a\"\nb";
+  a.rank = 3;
+  a.sources = kAttributionEnviron;
+  const std::string text = status_text(s, kFirst, o);
+  EXPECT_NE(text.find("alice[slurm:42??[2J](2566M)"), std::string::npos) << text;
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  o.show_full_cmd = true;
+  EXPECT_NE(status_text(s, kFirst, o).find("): [slurm:42??[2J.0] /root/tools/memhog"), std::string::npos);
+  const auto doc = nlohmann::json::parse(status_json(s, kFirst, false, -1));
+  const auto& j = doc["gpus"][0]["processes"][0]["attribution"];
+  EXPECT_EQ(j["job"], "slurm:42\n\x1b[2J");
+  EXPECT_EQ(j["slurm_partition"], "gpu \"a\"\nb");
+  EXPECT_EQ(j["rank"], 3);
+  EXPECT_EQ(j["sources"], nlohmann::json::array({"environ"}));
+  EXPECT_FALSE(j.contains("pod_uid"));
+  EXPECT_FALSE(doc["gpus"][0]["processes"][1].contains("attribution"));  // not visible: no host process
+
+  // Known only by the container the monitor itself runs in: not shown as a job (JSON keeps the data).
+  Snapshot c = loaded_snapshot();
+  c.host.own_container_id = std::string(64, 'a');
+  c.processes[0].attribution.container_id = std::string(64, 'a');
+  c.processes[0].attribution.sources = kAttributionCgroup;
+  o.show_full_cmd = false;
+  EXPECT_EQ(status_text(c, kFirst, o), plain);
+  c.processes[0].attribution.container_id = std::string(64, 'b');
+  EXPECT_NE(status_text(c, kFirst, o).find("alice[container:bbbbbbbbbbbb](2566M)"), std::string::npos);
+}

@@ -119,3 +119,52 @@ TEST(HostSynthetic, CommandLineIsCachedPerProcessUntilCommChangesOrTheRefresh) {
   EXPECT_EQ(find_pid(ps, 1)->comm, "python3");
   EXPECT_EQ(find_pid(ps, 1)->cmdline, "python3 train.py");
 }
+
+TEST(HostSynthetic, AttributionOfRequestedProcessesFromEnvironCgroupAndKubeletDirs) {
+  // pid 1: a Slurm job's environment and a kubelet cgroup; the pod's log directory names it. Read
+  // for requested pids even without the io/cgroup details (top), cached until the refresh.
+  TempDir d;
+  ASSERT_TRUE(write_synthetic_tree(d.path(), {4, 20, 0}));
+  const std::string uid = "8a1b2c3d-1111-2222-3333-444455556666";
+  const std::string cid(64, 'c');
+  ASSERT_TRUE(
+      synthetic_detail::put(d.path() + "/proc/1/environ", std::string("SLURM_JOB_ID=77\0RANK=2\0", 23)));
+  ASSERT_TRUE(synthetic_detail::put(d.path() + "/proc/1/cgroup",
+                                    "0::/kubepods/besteffort/pod" + uid + "/" + cid + "\n"));
+  ASSERT_TRUE(synthetic_detail::put(d.path() + "/log/pods/ns1_pod-a_" + uid + "/main/0.log", ""));
+  HostOptions o = all_processes_of(d);
+  o.all_processes = false;
+  o.requested_process_details = false;
+  o.pod_logs_root = d.path() + "/log/pods";
+  HostCollector c(o);
+  HostSample h;
+  std::vector<ProcessSample> ps;
+  const std::vector<std::uint32_t> pids{1, 2};
+  c.collect(h, ps, pids);
+  const ProcessSample* p = find_pid(ps, 1);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->attribution.slurm_job_id, "77");
+  EXPECT_EQ(p->attribution.rank, 2);
+  EXPECT_EQ(p->attribution.pod_uid, uid);
+  EXPECT_EQ(p->attribution.pod_namespace, "ns1");
+  EXPECT_EQ(p->attribution.pod_name, "pod-a");
+  EXPECT_EQ(p->attribution.container_name, "main");
+  EXPECT_EQ(p->attribution.container_id, cid);
+  EXPECT_EQ(p->attribution.sources, kAttributionEnviron | kAttributionCgroup | kAttributionKubelet);
+  EXPECT_EQ(p->cgroup.status, ReadStatus::not_collected);  // no details asked
+  ASSERT_NE(find_pid(ps, 2), nullptr);
+  EXPECT_TRUE(find_pid(ps, 2)->attribution.empty());  // no environ, no cgroup file: nothing, no error
+
+  // Cached per (pid, start time): a changed environment shows after at most 30 reads.
+  ASSERT_TRUE(synthetic_detail::put(d.path() + "/proc/1/environ", std::string("SLURM_JOB_ID=78\0", 16)));
+  c.collect(h, ps, pids);
+  EXPECT_EQ(find_pid(ps, 1)->attribution.slurm_job_id, "77");
+  for (int i = 0; i < 30; ++i) c.collect(h, ps, pids);
+  EXPECT_EQ(find_pid(ps, 1)->attribution.slurm_job_id, "78");
+
+  // Turned off: nothing read.
+  o.requested_process_attribution = false;
+  HostCollector off(o);
+  off.collect(h, ps, pids);
+  EXPECT_TRUE(find_pid(ps, 1)->attribution.empty());
+}

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "trainmon/export/attribution_json.h"
+#include "trainmon/export/attribution.h"
 
 namespace trainmon::exp {
 
@@ -31,6 +31,13 @@ nlohmann::ordered_json attribution_json(const ProcessAttribution& a) {
   if (a.sources & kAttributionKubelet) sources.push_back("kubelet");
   if (!sources.empty()) o["sources"] = std::move(sources);
   return o;
+}
+
+std::string shown_job(const ProcessAttribution& a, std::string_view own_container_id, bool with_step) {
+  if (a.slurm_job_id.empty() && a.pod_uid.empty() && !own_container_id.empty() &&
+      a.container_id == own_container_id)
+    return {};
+  return a.job_key(with_step);
 }
 
 }  // namespace trainmon::exp
