@@ -41,33 +41,6 @@ bool is_rank_metric(std::string_view key) {
   return key == "steps" || key == "last_step" || key == "step_q" || key == "phase";
 }
 
-/// The job attributed to a GPU process's info series (docs/cluster.md section 10): its Slurm job id,
-/// else its pod as "namespace/pod" (the pod's uid when the names are unknown); empty: none. The
-/// same precedence as the rules' trainmon:gpu_job_attributed:info.
-std::string attributed_job_of(const std::map<std::string, std::string>& labels) {
-  const auto get = [&](const char* k) {
-    auto it = labels.find(k);
-    return it == labels.end() ? std::string() : it->second;
-  };
-  if (auto j = get("job_id"); !j.empty()) return j;
-  if (auto pod = get("pod"); !pod.empty()) return get("namespace") + "/" + pod;
-  return get("pod_uid");
-}
-
-/// The selector of the info series of the GPU processes attributed to `job` (attributed_job_of).
-std::string attributed_selector(std::string_view job, std::string_view w) {
-  const auto slash = job.find('/');
-  std::string s =
-      fmt::format("last_over_time(trainmon_gpu_process_info{{job_id={}}}[{}])", promql_string(job), w);
-  if (slash != std::string_view::npos)
-    s += fmt::format(" or last_over_time(trainmon_gpu_process_info{{job_id=\"\",namespace={},pod={}}}[{}])",
-                     promql_string(job.substr(0, slash)), promql_string(job.substr(slash + 1)), w);
-  else
-    s += fmt::format(" or last_over_time(trainmon_gpu_process_info{{job_id=\"\",pod=\"\",pod_uid={}}}[{}])",
-                     promql_string(job), w);
-  return s;
-}
-
 }  // namespace
 
 std::string frame_query(double lookback_s, std::string_view job) {
