@@ -240,3 +240,27 @@ def test_info_labels_and_no_job_on_dcgm_series(world):
     # The GPU series stay as dcgm-exporter has them: no job, pod or user label.
     for k in vector(world, "DCGM_FI_DEV_FB_USED"):
         assert not {"job_id", "pod", "namespace", "user", "pid"} & set(dict(k)), k
+
+
+def test_report_and_top_take_the_attributed_job(world):
+    """`report --prometheus --job` and `top --prometheus` on nodes whose serve runs in no job: the job
+    is the GPUs its processes hold (a Slurm job id, or a pod as namespace/pod)."""
+    j1 = world.expect["job1"]
+
+    def report(job):
+        r = subprocess.run([trainmon_bin(), "report", "--prometheus", world.url, "--job", job, "--format", "json",
+                            "-o", "-"], capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)["job"]
+
+    job = report(j1)
+    assert [(n["host"], [g["index"] for g in n["gpus"]]) for n in job["nodes"]] == [("node-a", [0]), ("node-b", [0])]
+    job = report("team-a/trainer-0")
+    assert [(n["host"], [g["index"] for g in n["gpus"]]) for n in job["nodes"]] == [("node-b", [1])]
+
+    r = subprocess.run([trainmon_bin(), "top", "--prometheus", world.url, "-n", "1"], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "TRAINMON_LANG": "en"})
+    assert r.returncode == 0, r.stderr
+    for group in (f"job {j1} node-a", f"job {j1} node-b", f"job {world.expect['job2']} node-a",
+                  "job team-a/trainer-0 node-b"):
+        assert group in r.stdout, r.stdout
