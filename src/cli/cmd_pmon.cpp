@@ -15,9 +15,20 @@ Registrar reg{
             .json_help = N_("one JSON object per process per line"),
             .parse_groups = [](const std::string& s) { return exp::parse_pmon_groups(s); },
             .configure =
-                [](SamplerOptions& so, const exp::MonitorOptions&) {
+                [](SamplerOptions& so, const exp::MonitorOptions& mo) {
                   so.backend.collect_processes = true;
                   so.backend.collect_pcie_throughput = false;
+                  if (mo.format == exp::MonitorFormat::json) {
+                    // The GPU processes' attribution (Slurm job, pod, container, rank): their /proc
+                    // entries only, with environ and cgroup read once per process.
+                    so.collect_host = true;
+                    so.host.all_processes = false;
+                    so.host.disks = so.host.nets = false;
+                    so.host.cpu_frequency = false;
+                    so.host.requested_process_details = false;
+                    so.host.requested_process_attribution = true;
+                    so.host.process_status_every_tick = false;
+                  }
                 },
             .header = [](const exp::MonitorOptions& mo) { return exp::pmon_header(mo); },
             .header_every_rows = exp::kPmonHeaderEveryRows,

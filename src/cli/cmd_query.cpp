@@ -134,6 +134,7 @@ int run(const QueryOptions& o, const GlobalOptions& global) {
   so.backend.watch_events = false;
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
+  if (!global.pod_logs_root.empty()) so.host.pod_logs_root = global.pod_logs_root;
   so.host.disks = so.host.nets = false;
   so.collect_host = false;
   const std::chrono::milliseconds period =

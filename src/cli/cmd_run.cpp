@@ -240,6 +240,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     so.backend.library_path = global.nvml_library;
     so.host.proc_root = global.proc_root;
     so.host.sys_root = global.sys_root;
+    if (!global.pod_logs_root.empty()) so.host.pod_logs_root = global.pod_logs_root;
     // A hung GPU or driver never stretches a tick, nor delays a signal.
     so.backend.tick_wait = tick_wait_for(std::chrono::nanoseconds(*interval), so.backend.device_timeout);
     so.backend.init_wait = so.backend.tick_wait;

@@ -91,6 +91,7 @@ int run(StatusCliOptions o, const GlobalOptions& global) {
   so.backend.watch_events = false;
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
+  if (!global.pod_logs_root.empty()) so.host.pod_logs_root = global.pod_logs_root;
   so.host.all_processes = o.all_processes;
   so.host.disks = so.host.nets = false;
   if (o.interval_s > 0)

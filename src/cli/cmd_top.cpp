@@ -60,6 +60,7 @@ SamplerOptions sampler_options(const GlobalOptions& global) {
   so.backend.watch_events = true;  // Xid / ECC findings live (one zero-timeout poll per tick)
   so.host.proc_root = global.proc_root;
   so.host.sys_root = global.sys_root;
+  if (!global.pod_logs_root.empty()) so.host.pod_logs_root = global.pod_logs_root;
   return so;
 }
 

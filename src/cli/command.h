@@ -26,6 +26,9 @@ struct GlobalOptions {
   std::string nvml_library;  ///< --nvml-library (else $TRAINMON_NVML_LIBRARY, else the system's)
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
+  /// --pod-logs-root: the kubelet's pod log directory (empty: $TRAINMON_POD_LOGS_ROOT, else
+  /// /var/log/pods; HostOptions::pod_logs_root).
+  std::string pod_logs_root;
   std::string lang;  ///< --lang (else $TRAINMON_LANG, else the locale: core/i18n.h)
 };
 

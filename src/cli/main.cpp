@@ -77,6 +77,10 @@ std::string define(CLI::App& app, Definition& d, int argc = 0, const char* const
   app.add_option("--sys-root", global.sys_root, tr("sysfs mount point to read host data from"))
       ->capture_default_str()
       ->check(CLI::ExistingDirectory);
+  // No existence check: a host without a kubelet has no such directory (no pod names, no error).
+  app.add_option("--pod-logs-root", global.pod_logs_root,
+                 tr("the kubelet's pod log directory, for pod and container names (default: "
+                    "$TRAINMON_POD_LOGS_ROOT, then /var/log/pods)"));
   app.add_option("--lang", global.lang,
                  tr("language of messages: zh_CN or en (default: $TRAINMON_LANG, then $LANGUAGE, $LC_ALL, "
                     "$LC_MESSAGES, $LANG)"));

@@ -77,6 +77,10 @@ int run(const MonitorSpec& spec, const MonitorCliOptions& o, const GlobalOptions
   so.backend.collect_gpm = false;
   so.backend.watch_events = false;
   so.collect_host = false;
+  // Roots for a command whose configure() turns the host on (pmon --json: attribution).
+  so.host.proc_root = global.proc_root;
+  so.host.sys_root = global.sys_root;
+  if (!global.pod_logs_root.empty()) so.host.pod_logs_root = global.pod_logs_root;
   spec.configure(so, mo);
   so.backend.tick_wait = tick_wait_for(std::chrono::seconds(o.delay_s), so.backend.device_timeout);
   so.backend.init_wait = kGpuCommandInitWait;

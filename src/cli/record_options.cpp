@@ -78,6 +78,7 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
   lo.nvml_library = global.nvml_library;
   lo.proc_root = global.proc_root;
   lo.sys_root = global.sys_root;
+  lo.pod_logs_root = global.pod_logs_root;
   return lo;
 }
 

@@ -21,6 +21,7 @@
 
 #include "export/monitor_common.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/export/attribution_json.h"
 #include "trainmon/export/monitor_format.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/units.h"
@@ -147,6 +148,10 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
           row[std::string(c->name)] = v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
         }
         row["command"] = command_of(*p);
+        // Slurm job, pod, container, rank of the local process the join matched (docs/cli.md).
+        if (const ProcessSample* hp = host_process_of(cur, *p)) {
+          if (auto a = attribution_json(hp->attribution); !a.empty()) row["attribution"] = std::move(a);
+        }
         out += text::json_dump(row) + '\n';
         continue;
       }

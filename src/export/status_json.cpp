@@ -8,6 +8,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "trainmon/export/attribution_json.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/units.h"
@@ -108,6 +109,8 @@ Json process_json(const Snapshot& snap, const GpuProcessSample& p) {
     o["host_rss_bytes"] = hp->rss_bytes.ok() ? Json(*hp->rss_bytes) : Json(nullptr);
     o["host_state"] = std::string(1, hp->state);
     o["host_num_threads"] = hp->num_threads.ok() ? Json(*hp->num_threads) : Json(nullptr);
+    // Slurm job, pod, container, rank: only when something is known (docs/status-json.md).
+    if (Json a = attribution_json(hp->attribution); !a.empty()) o["attribution"] = std::move(a);
   }
   o["na_reasons"] = reasons;
   return o;
@@ -272,6 +275,7 @@ std::string status_json(const Snapshot& snap, std::span<const std::size_t> order
       put(o, r, "cpu_percent", p.cpu_pct);
       put(o, r, "cpu_memory_usage", p.rss_bytes);
       put(o, r, "mem_pct", p.mem_pct);
+      if (Json a = attribution_json(p.attribution); !a.empty()) o["attribution"] = std::move(a);
       o["na_reasons"] = r;
       hp.push_back(o);
     }

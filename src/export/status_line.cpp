@@ -157,6 +157,12 @@ std::string gpu_line(const Snapshot& snap, const GpuSample& g, const StatusOptio
       r += paint(kCyan, terminal_text(cmd, opt.utf8));
     }
     if (opt.show_pid) r += fmt::format("/{}", p.pid);
+    // The process's job ("[slurm:4242]", "[pod:ns/name]"): only for a process that has one, so a
+    // machine without Slurm, Kubernetes or containers prints what gpustat prints.
+    if (hp) {
+      if (const std::string job = hp->attribution.job_key(); !job.empty())
+        r += paint(kMagenta, "[" + terminal_text(job, opt.utf8) + "]");
+    }
     r += "(" +
          paint(kYellow,
                p.used_memory_bytes.ok() ? fmt::format("{}M", bytes_to_mib(*p.used_memory_bytes)) : "?M") +
@@ -193,8 +199,10 @@ std::vector<std::string> full_cmd_lines(const Snapshot& snap, const GpuSample& g
     const std::size_t base = slash == std::string::npos || slash >= end ? 0 : slash + 1;
     const std::string shown = paint(kGray, cmd.substr(0, base)) + paint(kCyan, cmd.substr(base, end - base)) +
                               paint(kGray, cmd.substr(end));
-    out.push_back(fmt::format(" {} {:>6} ({}%, {}): {}", opt.utf8 ? "\u251c\u2500" : "|-", p.pid,
-                              paint(kGreen, cpu), paint(kYellow, fmt::format("{:>6}", mem)), shown));
+    std::string job = hp ? hp->attribution.job_key(true) : std::string();
+    if (!job.empty()) job = paint(kMagenta, "[" + terminal_text(job, opt.utf8) + "]") + " ";
+    out.push_back(fmt::format(" {} {:>6} ({}%, {}): {}{}", opt.utf8 ? "\u251c\u2500" : "|-", p.pid,
+                              paint(kGreen, cpu), paint(kYellow, fmt::format("{:>6}", mem)), job, shown));
   }
   if (!out.empty() && opt.utf8) {
     std::string& last = out.back();

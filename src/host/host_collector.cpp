@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <string_view>
 #include <unordered_map>
 
@@ -41,6 +42,11 @@ double boottime_now_s() {
 
 }  // namespace
 
+std::string default_pod_logs_root() {
+  const char* env = std::getenv("TRAINMON_POD_LOGS_ROOT");
+  return env && *env ? std::string(env) : std::string(kDefaultPodLogsRoot);
+}
+
 struct HostCollector::State {
   explicit State(HostOptions o) : options(std::move(o)), procs(passwd_path_for_proc_root(options.proc_root)) {
     const long hz = ::sysconf(_SC_CLK_TCK);
@@ -60,6 +66,7 @@ struct HostCollector::State {
   HostOptions options;
   FileReader file;
   ProcessReader procs;
+  KubeletPods pods{options.pod_logs_root};
   double ticks_per_s = 100;
   std::uint64_t page_size = 4096;
   std::string path;
@@ -428,13 +435,14 @@ void HostCollector::State::collect_processes(HostSample& host, std::vector<Proce
   ctx.status_every_tick = options.process_status_every_tick;
   ctx.keep_stat_fds = proc_root_is_procfs;
   ctx.own_procfs = own_procfs;
+  ctx.pods = &pods;
   const double now = host.uptime_s.value_or(0);
 
   out.reserve(pids.size());
   for (const std::uint32_t pid : pids) {
-    ctx.details =
-        options.all_process_details || (options.requested_process_details &&
-                                        std::binary_search(detail_pids.begin(), detail_pids.end(), pid));
+    const bool requested = std::binary_search(detail_pids.begin(), detail_pids.end(), pid);
+    ctx.details = options.all_process_details || (options.requested_process_details && requested);
+    ctx.attribution = options.requested_process_attribution && requested;
     ProcessSample& p = out.emplace_back();
     const ProcessReadResult r = procs.read(pid, ctx, p);
     if (r != ProcessReadResult::ok) {

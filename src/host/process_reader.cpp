@@ -203,45 +203,67 @@ ProcessReadResult ProcessReader::read(std::uint32_t pid, const ProcessReadContex
     e->cmdline_reads = 1;
   }
 
-  if (!ctx.details) return ProcessReadResult::ok;
+  if (!ctx.details && !ctx.attribution) return ProcessReadResult::ok;
 
-  // --- io (ptrace-checked: other users' processes give EACCES).
-  int err = open_dir();
-  if (err == 0) err = file_.read_at(dir.fd, "io", 4096, true);
-  if (err != 0) {
-    out.read_bytes = out.write_bytes = fail_from<std::uint64_t>(err);
-  } else {
-    const PidIo io = parse_pid_io(file_.text());
-    out.read_bytes = io.read_bytes ? Reading<std::uint64_t>::of(*io.read_bytes)
-                                   : Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
-    out.write_bytes = io.write_bytes ? Reading<std::uint64_t>::of(*io.write_bytes)
+  int err = 0;
+  if (ctx.details) {
+    // --- io (ptrace-checked: other users' processes give EACCES).
+    err = open_dir();
+    if (err == 0) err = file_.read_at(dir.fd, "io", 4096, true);
+    if (err != 0) {
+      out.read_bytes = out.write_bytes = fail_from<std::uint64_t>(err);
+    } else {
+      const PidIo io = parse_pid_io(file_.text());
+      out.read_bytes = io.read_bytes ? Reading<std::uint64_t>::of(*io.read_bytes)
                                      : Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+      out.write_bytes = io.write_bytes ? Reading<std::uint64_t>::of(*io.write_bytes)
+                                       : Reading<std::uint64_t>::fail(ReadStatus::invalid_value);
+    }
   }
 
-  // --- cgroup, cached per (pid, start time) once read.
-  if (e->cgroup_valid && e->cgroup.ok()) {
+  // --- cgroup and environ, cached per (pid, start time): read again after an exec and every
+  // kRefreshReads reads (attribution), or until the cgroup was read once (details).
+  const bool attribution_due =
+      e->attribution_reads == 0 || e->attribution_comm != out.comm || e->attribution_reads >= kRefreshReads;
+  if (!attribution_due) ++e->attribution_reads;
+  if (attribution_due || !(e->cgroup_valid && e->cgroup.ok())) {
+    e->cgroup_valid = true;
+    std::vector<CgroupLine> lines;
+    err = open_dir();
+    if (err == 0) err = file_.read_at(dir.fd, "cgroup", 65536);
+    if (err != 0) {
+      e->cgroup = fail_from<std::string>(err);
+      e->container_id = e->cgroup;
+    } else {
+      lines = parse_cgroup(file_.text());
+      const auto mem = memory_cgroup_line(lines);
+      e->cgroup =
+          mem ? Reading<std::string>::of(mem->path) : Reading<std::string>::fail(ReadStatus::not_available);
+      std::optional<std::string> id = mem ? container_id_from_cgroup(mem->path) : std::nullopt;
+      for (std::size_t i = 0; !id && i < lines.size(); ++i) id = container_id_from_cgroup(lines[i].path);
+      e->container_id = id ? Reading<std::string>::of(std::move(*id))
+                           : Reading<std::string>::fail(ReadStatus::not_available);
+    }
+    if (attribution_due) {
+      // environ: the owner's or root's only (EACCES otherwise: no attribution from it, no error).
+      ProcessAttribution a;
+      if (open_dir() == 0 && file_.read_at(dir.fd, "environ", kEnvironMaxBytes) == 0)
+        parse_environ_attribution(file_.text(), a, file_.text().size() >= kEnvironMaxBytes);
+      apply_cgroup_attribution(lines, a);
+      e->attribution = std::move(a);
+      e->attribution_comm = out.comm;
+      e->attribution_reads = 1;
+    }
+  }
+  // Names of a pod whose log directory was not listed yet are looked up again (KubeletPods lists at
+  // most every few seconds).
+  if (ctx.pods && !e->attribution.pod_uid.empty() && e->attribution.pod_name.empty())
+    ctx.pods->apply(e->attribution);
+  out.attribution = e->attribution;
+  if (ctx.details) {
     out.cgroup = e->cgroup;
     out.container_id = e->container_id;
-    return ProcessReadResult::ok;
   }
-  e->cgroup_valid = true;
-  err = open_dir();
-  if (err == 0) err = file_.read_at(dir.fd, "cgroup", 65536);
-  if (err != 0) {
-    e->cgroup = fail_from<std::string>(err);
-    e->container_id = e->cgroup;
-  } else {
-    const auto lines = parse_cgroup(file_.text());
-    const auto mem = memory_cgroup_line(lines);
-    e->cgroup =
-        mem ? Reading<std::string>::of(mem->path) : Reading<std::string>::fail(ReadStatus::not_available);
-    std::optional<std::string> id = mem ? container_id_from_cgroup(mem->path) : std::nullopt;
-    for (std::size_t i = 0; !id && i < lines.size(); ++i) id = container_id_from_cgroup(lines[i].path);
-    e->container_id =
-        id ? Reading<std::string>::of(std::move(*id)) : Reading<std::string>::fail(ReadStatus::not_available);
-  }
-  out.cgroup = e->cgroup;
-  out.container_id = e->container_id;
   return ProcessReadResult::ok;
 }
 

@@ -16,6 +16,7 @@
 
 #include "file_reader.h"
 #include "trainmon/core/host_sample.h"
+#include "trainmon/host/attribution.h"
 #include "trainmon/host/user_names.h"
 
 namespace trainmon::host_detail {
@@ -28,7 +29,12 @@ struct ProcessReadContext {
   std::optional<std::uint64_t> boot_time_unix_s;  ///< /proc/stat btime
   std::optional<std::uint64_t> mem_total_bytes;   ///< for mem_pct
   std::optional<double> uptime_s;                 ///< for cpu_pct_lifetime
-  bool details = false;                           ///< also read io and cgroup
+  bool details = false;                           ///< also read io and cgroup (and attribution)
+  /// Fill ProcessSample::attribution (cgroup and environ, cached per (pid, start time)) even
+  /// without `details`.
+  bool attribution = false;
+  /// The kubelet's pod log directories, for namespace, pod and container names; null: none.
+  KubeletPods* pods = nullptr;
   std::size_t cmdline_max_bytes = 4096;
   /// Read /proc/PID/status on every call (shared_bytes, swap_bytes); false: once per (pid, start
   /// time) and every kRefreshReads calls, for uid, user and NSpid only.
@@ -94,6 +100,12 @@ class ProcessReader {
     bool cgroup_valid = false;
     Reading<std::string> cgroup;
     Reading<std::string> container_id;
+    // Attribution (details or attribution): environ and cgroup, read again after an exec (comm
+    // changed: a process between fork and exec still shows its parent's environment) and every
+    // kRefreshReads reads (a process moved into another cgroup).
+    unsigned attribution_reads = 0;
+    std::string attribution_comm;
+    ProcessAttribution attribution;
   };
   void drop_stat_fd(Entry& e) noexcept;
   std::unordered_map<std::uint32_t, Entry> entries_;

@@ -139,6 +139,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   so.backend.library_path = o.nvml_library;
   so.host.proc_root = o.proc_root;
   so.host.sys_root = o.sys_root;
+  if (!o.pod_logs_root.empty()) so.host.pod_logs_root = o.pod_logs_root;
   // Not every process: only the trees below the GPU processes of the previous tick, found from the
   // parent pids in /proc/*/stat (one small read each, and only when some process uses a GPU).
   so.host.all_processes = false;

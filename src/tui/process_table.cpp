@@ -67,7 +67,8 @@ std::string compact_gpu_list(std::span<const unsigned> gpus) {
     if (j - i >= 2) {
       fmt::format_to(std::back_inserter(out), "{}-{}", gpus[i], gpus[j]);
     } else {
-      for (std::size_t k = i; k <= j; ++k) fmt::format_to(std::back_inserter(out), "{}{}", k > i ? "," : "", gpus[k]);
+      for (std::size_t k = i; k <= j; ++k)
+        fmt::format_to(std::back_inserter(out), "{}{}", k > i ? "," : "", gpus[k]);
     }
     i = j + 1;
   }
@@ -134,6 +135,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     r.start_time_ticks = p.start_time_ticks;
     r.user = p.user.empty() ? std::to_string(p.uid) : p.user;
     r.command = !p.cmdline.empty() ? p.cmdline : !p.comm.empty() ? "[" + p.comm + "]" : "";
+    r.job = p.attribution.job_key();
     if (p.cpu_pct) r.cpu_pct = *p.cpu_pct;
     if (p.rss_bytes) r.rss_bytes = static_cast<double>(*p.rss_bytes);
     if (now_boot > 0 && p.start_time_boot_s > 0) r.elapsed_s = now_boot - p.start_time_boot_s;
@@ -161,7 +163,7 @@ std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& 
     if (!ui.filter_text.empty()) {
       const std::string pid = std::to_string(r.pid);
       if (!contains_icase(r.command, ui.filter_text) && !contains_icase(r.user, ui.filter_text) &&
-          pid != ui.filter_text)
+          !contains_icase(r.job, ui.filter_text) && pid != ui.filter_text)
         return true;
     }
     return false;
@@ -233,9 +235,13 @@ namespace {
 struct Column {
   SortKey key;
   int width;
-  bool right;  // right-aligned
-  int drop;    // drop order when narrow (1 first); 0 never
+  bool right;        // right-aligned
+  int drop;          // drop order when narrow (1 first); 0 never
+  bool job = false;  // the JOB column (not a sort key: `key` is unused)
 };
+
+/// The widest JOB cell a table shows (terminal columns); longer jobs are cut with a mark.
+constexpr int kJobColumnMax = 24;
 
 std::string cell_text(const ProcessRow& r, SortKey key) {
   switch (key) {
@@ -264,7 +270,8 @@ std::string fit(std::string s, int width, bool right, bool utf8) {
   // Cut and padded by terminal columns (a CJK user name takes two a character). A cut cell ends
   // with a mark ("…", ASCII "~"): "0,2,…" is never read as the whole list "0,2".
   const auto w = static_cast<std::size_t>(std::max(0, width));
-  if (exp::display_width(s) > w) s = w > 1 ? exp::truncate_display(s, w - 1) + (utf8 ? "…" : "~") : std::string(w, '~');
+  if (exp::display_width(s) > w)
+    s = w > 1 ? exp::truncate_display(s, w - 1) + (utf8 ? "…" : "~") : std::string(w, '~');
   const std::size_t used = exp::display_width(s);
   if (used < w) {
     const std::string pad(w - used, ' ');
@@ -283,6 +290,17 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
       {SortKey::gpu_memory, 8, true, 0}, {SortKey::sm, 4, true, 1},      {SortKey::cpu, 6, true, 6},
       {SortKey::rss, 6, true, 5},        {SortKey::elapsed, 8, true, 2},
   };
+  // JOB after USER, only when some row has a job: a machine without Slurm, pods or containers keeps
+  // its table as it was.
+  int job_width = 0;
+  for (const auto& r : rows)
+    if (!r.job.empty())
+      job_width = std::max(job_width, static_cast<int>(exp::display_width(exp::terminal_text(r.job))));
+  if (job_width > 0) {
+    const int title_width = static_cast<int>(exp::display_width(i18n::tr("JOB")));
+    cols.insert(cols.begin() + 2,
+                Column{SortKey::pid, std::clamp(job_width, title_width, kJobColumnMax), false, 2, true});
+  }
   const int width = canvas.width();
   auto fixed_width = [&] {
     int w = 0;
@@ -302,7 +320,8 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
     return t;
   };
   for (const auto& c : cols) {
-    canvas.put(top, x, fit(title(c.key), c.width, c.right, utf8), Style::header);
+    canvas.put(top, x, fit(c.job ? std::string(i18n::tr("JOB")) : title(c.key), c.width, c.right, utf8),
+               Style::header);
     x += c.width + 1;
   }
   std::string cmd_title = title(SortKey::command);
@@ -333,7 +352,9 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
     for (const auto& c : cols) {
       Style s = base;
       if (c.key == SortKey::gpu_memory && r.on_gpu && base == Style::normal) s = Style::warn;
-      canvas.put(y, x, fit(cell_text(r, c.key), c.width, c.right, utf8), s);
+      const std::string text =
+          c.job ? (r.job.empty() ? std::string("-") : exp::terminal_text(r.job)) : cell_text(r, c.key);
+      canvas.put(y, x, fit(text, c.width, c.right, utf8), s);
       x += c.width + 1;
     }
     canvas.put(y, x, cell_text(r, SortKey::command), r.ghost ? Style::bad : base);

@@ -15,6 +15,9 @@
 
 namespace trainmon {
 
+/// $TRAINMON_POD_LOGS_ROOT when set and not empty, else /var/log/pods.
+std::string default_pod_logs_root();
+
 struct HostOptions {
   std::string proc_root = "/proc";  ///< --proc-root (a fixture tree in tests)
   std::string sys_root = "/sys";    ///< --sys-root
@@ -34,6 +37,14 @@ struct HostOptions {
   /// Read /proc/PID/io and /proc/PID/cgroup for the processes in `pids` (all_process_details: for
   /// every process). false: only with all_process_details (`top` shows neither).
   bool requested_process_details = true;
+  /// Fill ProcessSample::attribution (Slurm job, pod, container, rank: /proc/PID/environ and cgroup,
+  /// read once per process and every 30th tick) for the processes in `pids` even when
+  /// requested_process_details is false (`top`). Details always include it.
+  bool requested_process_attribution = true;
+  /// The kubelet's pod log directory (--pod-logs-root, else $TRAINMON_POD_LOGS_ROOT, else
+  /// /var/log/pods), for pod namespaces and names and container names; empty: none read. Its sibling
+  /// "containers" directory (/var/log/containers) gives container names by container id.
+  std::string pod_logs_root = default_pod_logs_root();
   /// Read /proc/PID/status on every tick (shared_bytes, swap_bytes). false: once per process (and
   /// every 30th tick, for a setuid after start-up) for uid, user and NSpid only; shared_bytes and
   /// swap_bytes are then not_collected. status is the dearest /proc/PID file for the kernel to write.

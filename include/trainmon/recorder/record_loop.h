@@ -34,6 +34,7 @@ struct RecordLoopOptions {
   std::string nvml_library;  ///< "" = the system's libnvidia-ml.so.1
   std::string proc_root = "/proc";
   std::string sys_root = "/sys";
+  std::string pod_logs_root;  ///< empty: HostOptions' default
 };
 
 /// Runs the loop; returns the process exit status (0, or 1 when the store failed to open or to

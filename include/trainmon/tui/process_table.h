@@ -36,6 +36,9 @@ struct ProcessRow {
   double rss_bytes = -1;
   double elapsed_s = -1;
   std::string command;  ///< command line, else comm, else the driver's process name
+  /// The process's job (ProcessAttribution::job_key(): "slurm:4242", "pod:ns/name",
+  /// "container:<12 hex>"); empty when none is known. The JOB column shows only when a row has one.
+  std::string job;
   /// Listed by the driver, no local process shown to be it, and not known to be gone: it is not
   /// visible from this PID namespace (HostVisibility::not_visible). Never offered for signalling.
   bool not_visible = false;
@@ -47,7 +50,8 @@ struct ProcessRow {
   std::string tree_prefix;  ///< tree view: "├─ " / "└─ " chains (ASCII "|- " / "`- ")
 };
 
-/// Rows for the current view, filtered and sorted as `ui` says. GPU processes always come before
+/// Rows for the current view, filtered and sorted as `ui` says (the text filter matches the pid, the
+/// user, the command or the job). GPU processes always come before
 /// the others; within each group rows follow the sort key (ties by ascending pid). In tree view children
 /// follow their parent (a row whose parent is not listed is a root); siblings follow the sort key.
 std::vector<ProcessRow> build_process_rows(const Snapshot& snap, const UiState& ui, bool utf8);
@@ -59,7 +63,8 @@ int selected_row(const std::vector<ProcessRow>& rows, const UiState& ui) noexcep
 
 /// Draws the header and as many rows as fit into rows [top, top + height) of `canvas`, scrolled so
 /// the selected row is visible (updates ui.scroll). Columns that do not fit the width are dropped
-/// (SM %, elapsed, user, GPU, RSS in that order); the command takes what is left. `empty_text`, when
+/// (SM %, elapsed and JOB, user, GPU, RSS in that order); the command takes what is left. A JOB column
+/// (after USER, at most 24 columns wide) is shown only when some row has a job. `empty_text`, when
 /// given, replaces the "no GPU processes" line of an empty table (e.g. some GPUs' lists failed).
 void draw_process_table(Canvas& canvas, int top, int height, const std::vector<ProcessRow>& rows, UiState& ui,
                         std::string_view empty_text = {});

@@ -136,5 +136,37 @@ TEST(TuiProcessTable, GpuListsAreRangesAndCutCellsCarryAMark) {
   }
 }
 
+TEST(TuiProcessTable, JobColumnOnlyWhenSomeProcessHasAJobAndTheFilterMatchesIt) {
+  Snapshot s = testing::top_snapshot(2);
+  UiState ui;
+  {
+    Canvas c(120, 6, true);
+    auto rows = build_process_rows(s, ui, true);
+    draw_process_table(c, 0, 6, rows, ui);
+    EXPECT_EQ(c.row_text(0).find("JOB"), std::string::npos) << c.text();  // nobody has one
+  }
+  for (auto& p : s.processes) {
+    if (p.pid == 1001) p.attribution.slurm_job_id = "4242";
+    if (p.pid == 1002) {
+      p.attribution.pod_uid = "8a1b2c3d-1111-2222-3333-444455556666";
+      p.attribution.pod_namespace = "team\nx";
+      p.attribution.pod_name = "trainer-0";
+    }
+  }
+  auto rows = build_process_rows(s, ui, true);
+  Canvas c(120, 6, true);
+  draw_process_table(c, 0, 6, rows, ui);
+  EXPECT_NE(c.row_text(0).find("JOB"), std::string::npos) << c.text();
+  const std::string all = c.text();
+  EXPECT_NE(all.find("slurm:4242"), std::string::npos) << all;
+  // A control character in a name is shown escaped, never sent to the terminal.
+  EXPECT_NE(all.find("pod:team?x/trainer-0"), std::string::npos) << all;
+  EXPECT_NE(c.row_text(1).find(" - "), std::string::npos) << all;  // 4242 (not visible): no job
+  ui.filter_text = "SLURM:4242";
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)), (std::vector<std::uint32_t>{1001}));
+  ui.filter_text = "trainer-0";
+  EXPECT_EQ(pids(build_process_rows(s, ui, true)), (std::vector<std::uint32_t>{1002}));
+}
+
 }  // namespace
 }  // namespace trainmon::tui
