@@ -191,6 +191,9 @@ def world(tmp_path_factory):
                 return False
             return r["data"]["result"]
         assert wait_for(scraped, timeout=90, step=0.5), (tmp / "prometheus.log").read_text()[-3000:]
+        # a few scrapes of every process, so that the reports' ranges hold both nodes
+        assert wait_for(lambda: prom_query(w.url, "min(count_over_time(trainmon_gpu_process_info[1m])) >= 4")
+                        ["data"]["result"], timeout=30, step=0.5)
         yield w
     finally:
         w.close()
