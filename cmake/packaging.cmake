@@ -27,11 +27,11 @@ install(FILES ${TRAINMON_GENERATED}/completion/_trainmon DESTINATION ${CMAKE_INS
 install(FILES ${TRAINMON_GENERATED}/completion/trainmon.fish
         DESTINATION ${CMAKE_INSTALL_DATADIR}/fish/vendor_completions.d)
 
-# The units in docs/ start /usr/local/bin/trainmon (a source install); the package's binary is in
+# The units in deploy/systemd/ start /usr/local/bin/trainmon (a source install); the package's binary is in
 # /usr/bin.
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 foreach(unit trainmon-record.service trainmon-serve.service)
-  file(READ ${PROJECT_SOURCE_DIR}/docs/${unit} text)
+  file(READ ${PROJECT_SOURCE_DIR}/deploy/systemd/${unit} text)
   string(REPLACE "/usr/local/bin/trainmon" "${CPACK_PACKAGING_INSTALL_PREFIX}/bin/trainmon" text "${text}")
   file(WRITE ${TRAINMON_GENERATED}/systemd/${unit} "${text}")
   # /usr/lib/systemd/system (the prefix is /usr): systemd reads it everywhere; /lib is a link to it

@@ -23,7 +23,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcurl4-openssl-dev libncurses-dev libcpp-httplib-dev
   python3 python3-dev python3-pytest python3-psutil python3-torch python3-aiosmtpd python3-hypothesis faketime
-  tmux procps chromium prometheus prometheus-alertmanager
+  tmux procps chromium prometheus prometheus-alertmanager yamllint
   gettext locales fonts-noto-cjk
 )
 # Node.js and npm: the machine's own when it has them (Debian's npm conflicts with other builds).

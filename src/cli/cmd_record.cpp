@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // `trainmon record`: record the whole machine (every GPU, the host, the processes on GPUs and their
 // trees) until SIGINT / SIGTERM / SIGHUP, then close the run cleanly. For shared servers, under
-// systemd (docs/trainmon-record.service). --retention deletes old runs and samples; samples older
+// systemd (deploy/systemd/trainmon-record.service). --retention deletes old runs and samples; samples older
 // than --downsample-after are kept as one mean/min/max row per chunk (about one per minute at 1 s).
 #include <cstdio>
 #include <memory>

@@ -58,6 +58,9 @@ std::string frame_query(double lookback_s, std::string_view job) {
     if (gpu != nullptr) e = fmt::format("({} or {})", per_gpu(*gpu, expr), per_gpu(*gpu, e));
     if (is_rank_metric(key) && !job.empty())
       e = "(" + job_selector(expr, job, w) + ")";
+    else if (!job.empty() && gpu != nullptr)  // the job's nodes, or GPUs its processes hold
+      e = fmt::format("({0} and on (Hostname) ({1}) or {0} and on (Hostname, gpu) ({2}))", e, nodes,
+                      attributed_selector(job, w));
     else if (!job.empty())
       e = fmt::format("({} and on (Hostname) ({}))", e, nodes);
     q += fmt::format(R"(label_replace({}, "trainmon_m", "{}", "", ""))", e, key);
@@ -65,6 +68,13 @@ std::string frame_query(double lookback_s, std::string_view job) {
   for (const auto& m : kNodeMetrics) add(m.key, m.expr, nullptr);
   for (const auto& m : kServeGpuSeries) add(m.key, m.name, &m);
   for (const auto& m : kRankMetrics) add(m.key, m.expr, nullptr);
+  // Who holds each GPU when serve runs outside the jobs (docs/cluster.md section 10): the
+  // attribution of its processes, one series per GPU and job.
+  q += fmt::format(
+      R"( or label_replace(max by (Hostname, gpu, job_id, namespace, pod, pod_uid) ({}), "trainmon_m", )"
+      R"("gpu_job", "", ""))",
+      job.empty() ? fmt::format("last_over_time(trainmon_gpu_process_info[{}])", w)
+                  : attributed_selector(job, w));
   // Rates over the last minute: samples/s and the data wait's share of the step time.
   const auto rate = [&](const char* name) {
     if (job.empty()) return fmt::format("rate({}[1m])", name);
@@ -158,6 +168,14 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
       node(host).last_tick_unix_s = std::max(node(host).last_tick_unix_s, s.value);
     }
   }
+  // --- the jobs of each GPU's processes (a GPU held by two jobs belongs to neither) ---------------
+  std::map<std::pair<std::string, int>, std::set<std::string>> gpu_jobs;
+  for (const auto& s : *samples) {
+    if (label(s.labels, "trainmon_m") != "gpu_job") continue;
+    const auto job = attributed_job_of(s.labels);
+    const int idx = int_label(s.labels, "gpu");
+    if (!job.empty() && idx >= 0) gpu_jobs[{label(s.labels, "Hostname"), idx}].insert(job);
+  }
   // --- GPUs --------------------------------------------------------------------------------------
   struct Gpu {
     std::string host, uuid, model, driver;
@@ -168,7 +186,7 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
   for (const auto& s : *samples) {
     const auto m = label(s.labels, "trainmon_m");
     if (m == "info" || m == "tick" || m == "steps" || m == "last_step" || m == "step_q" || m == "phase" ||
-        m == "samples_rate" || m == "data_share")
+        m == "samples_rate" || m == "data_share" || m == "gpu_job")
       continue;
     const auto host = label(s.labels, "Hostname");
     const int idx = int_label(s.labels, "gpu");
@@ -189,12 +207,20 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     auto it = nodes.find(host);
     return it != nodes.end() && it->second.job_id == o.job;
   };
+  // A GPU's job: its node's (serve started inside the job), else its processes' single one.
+  const auto job_of = [&](const Gpu& g) -> std::string {
+    if (const auto& j = nodes[g.host].job_id; !j.empty()) return j;
+    auto it = gpu_jobs.find({g.host, g.index});
+    return it != gpu_jobs.end() && it->second.size() == 1 ? *it->second.begin() : std::string();
+  };
   std::vector<const Gpu*> order;
-  for (const auto& [k, g] : gpus)
-    if (keep(g.host)) order.push_back(&g);
+  std::map<const Gpu*, std::string> jobs;
+  for (const auto& [k, g] : gpus) {
+    jobs[&g] = job_of(g);
+    if (keep(g.host) || (!o.job.empty() && jobs[&g] == o.job)) order.push_back(&g);
+  }
   std::stable_sort(order.begin(), order.end(), [&](const Gpu* a, const Gpu* b) {
-    return std::tie(nodes[a->host].job_id, a->host, a->index) <
-           std::tie(nodes[b->host].job_id, b->host, b->index);
+    return std::tie(jobs[a], a->host, a->index) < std::tie(jobs[b], b->host, b->index);
   });
   std::set<std::string> drivers;  // the header's driver version: every node's, as they export it
   for (const Gpu* g : order) {
@@ -202,7 +228,7 @@ ClusterFrame read_cluster(const ClusterOptions& o, double now_unix_s) {
     if (!g->driver.empty()) drivers.insert(g->driver);
     auto info = std::make_shared<GpuStaticInfo>();
     info->index = static_cast<unsigned>(g->index);
-    std::string group = n.job_id.empty() ? "" : "job " + n.job_id + " ";
+    std::string group = jobs[g].empty() ? "" : "job " + jobs[g] + " ";
     group += g->host;
     if (n.stale) group += fmt::format(" STALE {:.0f}s", now_unix_s - n.last_tick_unix_s);
     info->group = text::terminal(group);

@@ -62,6 +62,15 @@ std::string utc(double unix_s) {
   return buf;
 }
 
+/// (metric, label matchers) of the series whose samples say the job was there: its nodes'
+/// trainmon_labels_info, and the info series of the GPU processes attributed to it.
+std::vector<std::pair<std::string_view, std::string>> job_presence(std::string_view job) {
+  std::vector<std::pair<std::string_view, std::string>> out;
+  for (auto& m : job_matchers(job)) out.emplace_back("trainmon_labels_info", std::move(m));
+  for (auto& m : attributed_matchers(job)) out.emplace_back("trainmon_gpu_process_info", std::move(m));
+  return out;
+}
+
 Error job_error(std::string name, std::string message) {
   return Error{ErrorDomain::usage, 0, std::move(name), std::move(message)};
 }
@@ -72,10 +81,10 @@ Expected<double> edge(const PromEndpoint& ep, std::string_view job, bool first, 
                       double res_s) {
   const char* agg = first ? "min" : "max";
   std::string inner;
-  for (const auto& m : job_matchers(job))
-    inner += fmt::format("{}{}_over_time(timestamp(trainmon_labels_info{{{}}})[{}s:{}s])",
-                         inner.empty() ? "" : " or ", agg, m, static_cast<long long>(std::ceil(window_s)),
-                         static_cast<long long>(res_s));
+  for (const auto& [metric, m] : job_presence(job))
+    inner +=
+        fmt::format("{}{}_over_time(timestamp({}{{{}}})[{}s:{}s])", inner.empty() ? "" : " or ", agg, metric,
+                    m, static_cast<long long>(std::ceil(window_s)), static_cast<long long>(res_s));
   auto r = query(ep, fmt::format("{}({})", agg, inner), at);
   if (!r) return std::unexpected(r.error());
   if (r->empty() || !std::isfinite(r->front().value)) return NAN;
@@ -89,8 +98,8 @@ Expected<double> edge(const PromEndpoint& ep, std::string_view job, bool first, 
 Expected<std::pair<double, double>> active_buckets(const PromEndpoint& ep, std::string_view job, double lo,
                                                    double hi, double step_s) {
   std::string inner;
-  for (const auto& m : job_matchers(job))
-    inner += fmt::format("{}count_over_time(trainmon_labels_info{{{}}}[{}s])", inner.empty() ? "" : " or ", m,
+  for (const auto& [metric, m] : job_presence(job))
+    inner += fmt::format("{}count_over_time({}{{{}}}[{}s])", inner.empty() ? "" : " or ", metric, m,
                          static_cast<long long>(step_s));
   const double n = std::max(1.0, std::ceil((hi - lo) / step_s));
   auto r = query_range(ep, fmt::format("sum({})", inner), hi - (n - 1) * step_s, hi, step_s);
@@ -180,6 +189,15 @@ Expected<std::string> known_jobs(const PromEndpoint& ep, double at, double windo
     const auto id = job_id_of(s.labels);
     (id.empty() ? bare : jobs).insert(id.empty() ? label(s.labels, "Hostname") : id);
   }
+  // the jobs of the GPU processes of nodes where serve runs outside the jobs (docs/cluster.md 10)
+  auto held = query(ep,
+                    fmt::format("group by (job_id, namespace, pod, pod_uid) "
+                                "(last_over_time(trainmon_gpu_process_info[{}s]))",
+                                static_cast<long long>(std::ceil(window_s))),
+                    at);
+  if (held)
+    for (const auto& s : *held)
+      if (auto id = attributed_job_of(s.labels); !id.empty()) jobs.insert(std::move(id));
   if (jobs.empty() && bare.empty())
     return std::string("none (no node's trainmon_labels_info: is serve scraped?)");
   std::string out;
@@ -199,12 +217,16 @@ Expected<std::string> known_jobs(const PromEndpoint& ep, double at, double windo
 
 std::vector<std::pair<std::string, std::string>> job_range_queries(std::string_view job) {
   const std::string nodes = job_selector("trainmon_labels_info", job);
+  // The GPUs its processes hold on nodes where serve runs outside the jobs (docs/cluster.md 10).
+  const std::string held = attributed_selector(job);
   std::vector<std::pair<std::string, std::string>> q;
-  q.emplace_back("info", nodes);
+  q.emplace_back("info", fmt::format("{} or group by (Hostname) ({})", nodes, held));
   for (const auto& m : kServeGpuSeries)
-    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", per_gpu(m, m.name), nodes));
+    q.emplace_back(m.key, fmt::format("{0} and on (Hostname) ({1}) or {0} and on (Hostname, gpu) ({2})",
+                                      per_gpu(m, m.name), nodes, held));
   for (const auto& m : kHostMetrics)
-    q.emplace_back(m.key, fmt::format("{} and on (Hostname) ({})", m.name, nodes));
+    q.emplace_back(m.key, fmt::format("{0} and on (Hostname) ({1}) or {0} and on (Hostname) ({2})", m.name,
+                                      nodes, held));
   for (const auto& m : kRankMetrics) q.emplace_back(m.key, job_selector(m.name, job));
   return q;
 }
@@ -214,13 +236,16 @@ std::string job_alerts_query(std::string_view job, double window_s) {
   for (auto c : kNodeAlertCodes) codes += (codes.empty() ? "" : "|") + std::string(c);
   const std::string own = fmt::format("ALERTS{{alertstate=\"firing\",job_id={}}}", promql_string(job));
   const std::string node = fmt::format("ALERTS{{alertstate=\"firing\",job_id=\"\",code=~\"{}\"}}", codes);
+  // The node alerts of its nodes, and those of the GPUs its processes hold (docs/cluster.md 10).
   if (!(window_s > 0))
-    return fmt::format("{} or ({} and on (Hostname) ({}))", own, node,
-                       job_selector("trainmon_labels_info", job));
+    return fmt::format("{} or ({} and on (Hostname) ({})) or ({} and on (Hostname, gpu) ({}))", own, node,
+                       job_selector("trainmon_labels_info", job), node, attributed_selector(job));
   const auto w = fmt::format("{}s", static_cast<long long>(std::ceil(window_s)));
   return fmt::format(
-      "{0} or max_over_time({0}[{2}]) or (({1} or max_over_time({1}[{2}])) and on (Hostname) ({3}))", own,
-      node, w, job_selector("trainmon_labels_info", job, w));
+      "{0} or max_over_time({0}[{2}]) or (({1} or max_over_time({1}[{2}])) and on (Hostname) ({3})) or (({1} "
+      "or "
+      "max_over_time({1}[{2}])) and on (Hostname, gpu) ({4}))",
+      own, node, w, job_selector("trainmon_labels_info", job, w), attributed_selector(job, w));
 }
 
 void add_hang_ranks(JobFinding& jf, const std::vector<PromSample>& stalled) {
@@ -586,9 +611,9 @@ Expected<JobHistory> read_job_history(const JobHistoryOptions& o, double now_uni
   {
     const double w = std::clamp(last_s - first_s, 1.0, 3600.0);
     std::string inner;
-    for (const auto& m : job_matchers(o.job))
-      inner += fmt::format("{}count_over_time(trainmon_labels_info{{{}}}[{}s])", inner.empty() ? "" : " or ",
-                           m, static_cast<long long>(std::ceil(w)));
+    for (const auto& [metric, m] : job_presence(o.job))
+      inner += fmt::format("{}count_over_time({}{{{}}}[{}s])", inner.empty() ? "" : " or ", metric, m,
+                           static_cast<long long>(std::ceil(w)));
     auto counts = query(o.endpoint, fmt::format("max({})", inner), last_s);
     if (!counts) return std::unexpected(counts.error());
     if (!counts->empty() && counts->front().value > 1) scrape_s = std::floor(w / (counts->front().value - 1));

@@ -127,17 +127,53 @@ std::vector<std::string> job_matchers(std::string_view job) {
   return out;
 }
 
-std::string job_selector(std::string_view metric, std::string_view job, std::string_view range) {
+namespace {
+
+/// `metric{M1} or metric{M2} ...`, each wrapped in last_over_time(...[range]) when range is set.
+std::string selector_over(std::string_view metric, const std::vector<std::string>& m,
+                          std::string_view range) {
   auto one = [&](std::string_view matchers) {
     const std::string sel =
         matchers.empty() ? std::string(metric) : fmt::format("{}{{{}}}", metric, matchers);
     return range.empty() ? sel : fmt::format("last_over_time({}[{}])", sel, range);
   };
-  const auto m = job_matchers(job);
   if (m.empty()) return one({});
   std::string q;
   for (const auto& x : m) q += (q.empty() ? "" : " or ") + one(x);
   return q;
+}
+
+}  // namespace
+
+std::string job_selector(std::string_view metric, std::string_view job, std::string_view range) {
+  return selector_over(metric, job_matchers(job), range);
+}
+
+std::vector<std::string> attributed_matchers(std::string_view job) {
+  std::vector<std::string> out;
+  if (job.empty()) return out;
+  out.push_back(fmt::format("job_id={}", promql_string(job)));
+  const auto slash = job.find('/');
+  if (slash != std::string_view::npos)
+    out.push_back(fmt::format("job_id=\"\",namespace={},pod={}", promql_string(job.substr(0, slash)),
+                              promql_string(job.substr(slash + 1))));
+  else
+    out.push_back(fmt::format("job_id=\"\",pod=\"\",pod_uid={}", promql_string(job)));
+  return out;
+}
+
+std::string attributed_job_of(const std::map<std::string, std::string>& labels) {
+  const auto get = [&](const char* k) {
+    auto it = labels.find(k);
+    return it == labels.end() ? std::string() : it->second;
+  };
+  if (auto j = get("job_id"); !j.empty()) return j;
+  if (auto pod = get("pod"); !pod.empty()) return get("namespace") + "/" + pod;
+  return get("pod_uid");
+}
+
+std::string attributed_selector(std::string_view job, std::string_view range) {
+  return selector_over("trainmon_gpu_process_info", attributed_matchers(job), range);
 }
 
 Expected<double> parse_time_arg(std::string_view text, double now_unix_s) {

@@ -51,10 +51,26 @@ std::string bit_test(std::string_view reasons, std::uint64_t mask) {
 }
 
 /// The optional join with the node's job: `e` labelled with job_id where the node is in a job, `e`
-/// unchanged elsewhere. `on` lists the labels that identify a series of `e`.
-std::string job_optional(const std::string& e, std::string_view on) {
+/// unchanged elsewhere. `on` lists the labels that identify a series of `e`. `per_gpu`: `e` is a GPU's
+/// series (labels Hostname, gpu); on a node in no job a GPU takes the job attributed to its processes
+/// (trainmon:gpu_job_attributed_single:info).
+std::string job_optional(const std::string& e, std::string_view on, bool per_gpu = false) {
+  if (per_gpu)
+    return fmt::format(
+        "({0}) * on (Hostname) group_left (job_id) trainmon:job_node_single:info or on ({1}) ({0}) * on "
+        "(Hostname, gpu) group_left (job_id) trainmon:gpu_job_attributed_single:info or on ({1}) ({0})",
+        e, on);
   return fmt::format(
       "({0}) * on (Hostname) group_left (job_id) trainmon:job_node_single:info or on ({1}) ({0})", e, on);
+}
+
+/// `x` (a GPU's series) labelled with the job of its node or, on a node in no job, the job attributed
+/// to the GPU's processes.
+std::string with_gpu_job(const std::string& x) {
+  return fmt::format(
+      "{0} * on (Hostname) group_left (job_id) trainmon:job_node_single:info or on (Hostname, gpu) {0} * on "
+      "(Hostname, gpu) group_left (job_id) trainmon:gpu_job_attributed_single:info",
+      x);
 }
 
 std::string th_list(std::initializer_list<std::pair<std::string_view, double>> items) {
@@ -129,6 +145,20 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   rr.push_back(record("trainmon:job_node_single:info",
                       "trainmon:job_node:info{job_id!=\"\"} and on (Hostname) "
                       "(count by (Hostname) (trainmon:job_node:info{job_id!=\"\"}) == 1)"));
+  // The job of a GPU from its processes' attribution (serve's trainmon_gpu_process_info, read from
+  // the host: docs/cluster.md section 10), for nodes where serve runs as a service, in no job: the
+  // Slurm job id, else the pod as "namespace/pod" (its uid when the names are unknown). A GPU whose
+  // attributed processes belong to two jobs belongs to neither.
+  rr.push_back(record(
+      "trainmon:gpu_job_attributed:info",
+      "max by (Hostname, gpu, UUID, job_id) (trainmon_gpu_process_info{job_id!=\"\"}) or max by (Hostname, "
+      "gpu, UUID, job_id) (label_join(trainmon_gpu_process_info{job_id=\"\",pod!=\"\"}, \"job_id\", \"/\", "
+      "\"namespace\", \"pod\")) or max by (Hostname, gpu, UUID, job_id) "
+      "(label_replace(trainmon_gpu_process_info{job_id=\"\",pod=\"\",pod_uid!=\"\"}, \"job_id\", \"$1\", "
+      "\"pod_uid\", \"(.+)\"))"));
+  rr.push_back(record("trainmon:gpu_job_attributed_single:info",
+                      "trainmon:gpu_job_attributed:info and on (Hostname, gpu) (count by (Hostname, gpu) "
+                      "(trainmon:gpu_job_attributed:info) == 1)"));
   // --- GPUs ---------------------------------------------------------------------------------
   rr.push_back(record("trainmon:gpu_util:avg", fmt::format("avg_over_time(DCGM_FI_DEV_GPU_UTIL[{}])", W)));
   rr.push_back(
@@ -136,14 +166,12 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   // The job's GPUs: those of a node in a job that hold at least job_gpu_min_mib (D2's "job GPUs").
   rr.push_back(record(
       "trainmon:job_gpu_util:avg",
-      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ((trainmon:gpu_util:avg and on ({}) "
-                  "DCGM_FI_DEV_FB_USED >= {}) * on (Hostname) group_left (job_id) "
-                  "trainmon:job_node_single:info)",
-                  kGpu, n(th.job_gpu_min_mib))));
-  rr.push_back(
-      record("trainmon:job_gpu_sm_clock:avg",
-             fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) (trainmon:gpu_sm_clock:avg * "
-                         "on (Hostname) group_left (job_id) trainmon:job_node_single:info)")));
+      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ({})",
+                  with_gpu_job(fmt::format("(trainmon:gpu_util:avg and on ({}) DCGM_FI_DEV_FB_USED >= {})",
+                                           kGpu, n(th.job_gpu_min_mib))))));
+  rr.push_back(record("trainmon:job_gpu_sm_clock:avg",
+                      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ({})",
+                                  with_gpu_job("trainmon:gpu_sm_clock:avg"))));
   rr.push_back(record("trainmon:job:gpu_util_max", "max by (job_id) (trainmon:job_gpu_util:avg)"));
   rr.push_back(record("trainmon:job:gpu_util_min", "min by (job_id) (trainmon:job_gpu_util:avg)"));
   rr.push_back(record("trainmon:gpu_clock_event_idle:bool", bit_test(R, clock_event::gpu_idle)));
@@ -295,7 +323,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
         job_optional(fmt::format("{} == 1 and on ({}) trainmon:gpu_clock_event_idle:bool == 0 and on ({}) "
                                  "DCGM_FI_DEV_GPU_UTIL >= {}",
                                  rec_name, kGpu, kGpu, n(th.busy_util_pct)),
-                     kGpu),
+                     kGpu, true),
         th.throttle_for_s, where + job + " is throttled under load (" + std::string(what) + ")", adv,
         th_list({{"busy_util_pct", th.busy_util_pct}, {"throttle_for_s", th.throttle_for_s}})));
   };
@@ -305,7 +333,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
            "hardware slowdown / power brake", advice::kD12Hardware);
   // D10 uncorrectable ECC errors since the driver loaded.
   ar.push_back(alert("TrainmonEccUncorrectable", "D10", Severity::critical,
-                     job_optional("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", kGpu), 0,
+                     job_optional("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", kGpu, true), 0,
                      where + job + " reports {{ $value }} uncorrectable (double-bit) ECC errors",
                      advice::kD10Ecc, ""));
   // D13 Xid: one rule per Xid of the table (its severity and advice), then every other code. The
@@ -322,20 +350,21 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
     if (x.xid == 0) continue;
     known += fmt::format(" != {}", x.xid);
     auto r = alert("TrainmonXidError", "D13", x.severity,
-                   job_optional(fmt::format("DCGM_FI_DEV_XID_ERRORS == {} {}", x.xid, xid_new), kGpu), 0,
-                   fmt::format("{}{}: Xid {}: {}", where, job, x.xid, x.meaning), x.advice, xid_th);
+                   job_optional(fmt::format("DCGM_FI_DEV_XID_ERRORS == {} {}", x.xid, xid_new), kGpu, true),
+                   0, fmt::format("{}{}: Xid {}: {}", where, job, x.xid, x.meaning), x.advice, xid_th);
     r.labels["xid"] = std::to_string(x.xid);
     ar.push_back(std::move(r));
   }
   {
     const auto& x = xid_info(0);
     ar.push_back(alert("TrainmonXidError", "D13", x.severity,
-                       job_optional("DCGM_FI_DEV_XID_ERRORS > 0" + known + " " + xid_new, kGpu), 0,
+                       job_optional("DCGM_FI_DEV_XID_ERRORS > 0" + known + " " + xid_new, kGpu, true), 0,
                        where + job + ": Xid {{ $value }}: " + std::string(x.meaning), x.advice, xid_th));
   }
   // D14 GPU lost.
-  ar.push_back(alert("TrainmonGpuLost", "D14", Severity::critical, job_optional("trainmon_gpu_up == 0", kGpu),
-                     0, where + job + " stopped answering (lost, hung or failing)", advice::kD14Lost, ""));
+  ar.push_back(alert("TrainmonGpuLost", "D14", Severity::critical,
+                     job_optional("trainmon_gpu_up == 0", kGpu, true), 0,
+                     where + job + " stopped answering (lost, hung or failing)", advice::kD14Lost, ""));
   // D21 GPU memory near full: (used + reserved) / total, as the detector.
   ar.push_back(alert(
       "TrainmonGpuMemoryNearFull", "D21", Severity::warning,
@@ -343,7 +372,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
           fmt::format("100 * (1 - DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + "
                       "(DCGM_FI_DEV_FB_RESERVED or 0 * DCGM_FI_DEV_FB_USED))) >= {}",
                       n(th.near_full_pct)),
-          kGpu),
+          kGpu, true),
       th.near_full_for_s, where + job + " memory is {{ $value | humanize }} % full", advice::kD21NearFull,
       th_list({{"near_full_pct", th.near_full_pct}, {"near_full_for_s", th.near_full_for_s}})));
   // D3 host memory leak: the least-squares slope of used host memory (deriv) over leak_min_span_s;

@@ -386,6 +386,76 @@ void for_each_counter(const Snapshot& snap, F&& fn) {
              [](const NetSample& d) { return d.tx_bytes_total; });
 }
 
+/// The labels that identify one GPU process's series: gpu, UUID, pid, Hostname (the join keys of
+/// trainmon_gpu_process_info with its gauges and, through gpu / UUID / Hostname, with the GPU's
+/// DCGM_FI_* series).
+std::string gpu_process_key(const Snapshot& snap, const GpuProcessSample& p, const std::string& hostname) {
+  std::string l;
+  add_label(l, "gpu", std::to_string(p.gpu_index));
+  const GpuStaticInfo* info = nullptr;
+  for (const auto& g : snap.gpus)
+    if (g.index == p.gpu_index) info = g.info.get();
+  add_label(l, "UUID", info && info->uuid.ok() ? *info->uuid : "");
+  add_label(l, "pid", std::to_string(p.pid));
+  add_label(l, "Hostname", hostname);
+  return l;
+}
+
+/// Who each GPU process works for, one info series per (GPU, pid), and its memory and SM
+/// utilisation keyed the same way: the job, pod and user are joined in PromQL (docs/cluster.md),
+/// never stamped on the GPU's DCGM_FI_* series. Every info series has the same label names; an
+/// unknown value is empty (Prometheus stores an empty label as absent). The process is the one the
+/// GPU join linked (host_process_of: same pid and start time); a process not visible from here
+/// keeps its series with only what the driver gave.
+void render_gpu_processes(Writer& w, const Snapshot& snap, const std::string& hostname) {
+  if (snap.gpu_processes.empty()) return;
+  std::vector<std::string> keys;
+  keys.reserve(snap.gpu_processes.size());
+  for (const auto& p : snap.gpu_processes) keys.push_back(gpu_process_key(snap, p, hostname));
+  w.family("trainmon_gpu_process_info", "gauge",
+           "Always 1; who a GPU process works for: its Unix user, Slurm job and step, Kubernetes pod, "
+           "namespace and container, container id and training rank, read from the host (empty: not "
+           "known).");
+  std::set<std::string> seen;  // one series per label set (the driver may list a pid twice)
+  for (std::size_t i = 0; i < snap.gpu_processes.size(); ++i) {
+    const auto& gp = snap.gpu_processes[i];
+    const ProcessSample* hp = host_process_of(snap, gp);
+    static const ProcessAttribution kNone;
+    const ProcessAttribution& a = hp != nullptr ? hp->attribution : kNone;
+    std::string l = keys[i];
+    add_label(l, "comm", gp.process_name.ok() ? *gp.process_name : "");
+    add_label(l, "user", hp == nullptr ? std::string_view() : !hp->user.empty() ? hp->user : a.slurm_user);
+    add_label(l, "job_id", a.slurm_job_id);
+    add_label(l, "step", a.slurm_step);
+    add_label(l, "partition", a.slurm_partition);
+    add_label(l, "account", a.slurm_account);
+    add_label(l, "namespace", a.pod_namespace);
+    add_label(l, "pod", a.pod_name);
+    add_label(l, "pod_uid", a.pod_uid);
+    add_label(l, "container", a.container_name);
+    add_label(l, "container_id", a.container_id);
+    add_label(l, "rank", a.rank ? std::to_string(*a.rank) : "");
+    if (seen.insert(l).second) w.sample(l, 1);
+  }
+  const auto gauge = [&](std::string_view name, std::string_view help, auto get) {
+    bool any = false;
+    seen.clear();
+    for (std::size_t i = 0; i < snap.gpu_processes.size(); ++i) {
+      const Opt v = get(snap.gpu_processes[i]);
+      if (!v || !std::isfinite(*v) || !seen.insert(keys[i]).second) continue;
+      if (!any) w.family(name, "gauge", help);
+      any = true;
+      w.sample(keys[i], *v);
+    }
+  };
+  gauge("trainmon_gpu_process_memory_used_bytes", "GPU memory the process holds on this GPU (NVML).",
+        [](const GpuProcessSample& p) { return val(p.used_memory_bytes); });
+  gauge("trainmon_gpu_process_sm_utilization_ratio",
+        "Share of the GPU's SM time the process used over the driver's last sample period, about 1 s "
+        "(0..1, NVML process utilization).",
+        [](const GpuProcessSample& p) { return scaled(p.sm_util_pct, 0.01); });
+}
+
 }  // namespace
 
 void follow_counters(const Snapshot& snap, CounterState& state) {
@@ -507,6 +577,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
     add_label(l, "Hostname", hostname);
     w.sample(l, static_cast<double>(*p.used_memory_bytes));
   }
+  render_gpu_processes(w, snap, hostname);
 
   // ---- host ----
   render_host(w, snap.host, host_label, state.counters);

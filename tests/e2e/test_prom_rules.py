@@ -174,6 +174,12 @@ def node_in_job(host, job="77"):
     return series("trainmon_labels_info", {"Hostname": host, "slurm_job_id": job}, "1x400")
 
 
+def process_on(host, idx, pid, **attribution):
+    """serve's info series of GPU process `pid` on GPU `idx` (docs/cluster.md section 10)."""
+    l = {k: v for k, v in gpu(host, idx).items() if k != "modelName"}
+    return series("trainmon_gpu_process_info", {**l, "pid": str(pid), **attribution}, "1x400")
+
+
 def gpu_series(host, idx, util, used_mib=60000, free_mib=20000, reserved_mib=500, clock=1980, reasons=0):
     g = gpu(host, idx)
     return [series("DCGM_FI_DEV_GPU_UTIL", g, f"{dec(util)}x400"),
@@ -239,6 +245,21 @@ def unit_tests(th):
                    "D7 near miss: not held by the job"))
     T.append(fires("TrainmonGpuIdleInJob", [], t,
                    [*gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)], "D7 near miss: no job"))
+    # Serve as a node service, in no job: the GPUs' processes name the job (a Slurm job id, or a pod
+    # as namespace/pod); a GPU whose processes belong to two jobs belongs to neither.
+    T.append(fires("TrainmonGpuIdleInJob", [{"Hostname": "n1", "gpu": "1", "severity": "warning", "code": "D7", **job}], t,
+                   [process_on("n1", 0, 100, job_id="77", step="0"), process_on("n1", 1, 101, job_id="77"),
+                    process_on("n1", 1, 102), *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)],
+                   "D7 fires for the job its processes name"))
+    T.append(fires("TrainmonGpuIdleInJob", [{"Hostname": "n1", "gpu": "1", "severity": "warning", "code": "D7",
+                                             "job_id": "team-a/trainer-0"}], t,
+                   [process_on("n1", 0, 100, namespace="team-a", pod="trainer-0"),
+                    process_on("n1", 1, 101, namespace="team-a", pod="trainer-0"),
+                    *gpu_series("n1", 0, 92), *gpu_series("n1", 1, idle, used_mib=held)], "D7 fires for a pod"))
+    T.append(fires("TrainmonGpuIdleInJob", [], t,
+                   [process_on("n1", 0, 100, job_id="77"), process_on("n1", 1, 101, job_id="77"),
+                    process_on("n1", 1, 102, job_id="88"), *gpu_series("n1", 0, 92),
+                    *gpu_series("n1", 1, idle, used_mib=held)], "D7 near miss: the idle GPU is shared by two jobs"))
     # A rank of the job outside the loop now (evaluation on one GPU, the other waits): no D7, no D2.
     in_eval = {"idle": "1x400", "data": "0x400", "compute": "0x400"}
     T.append(fires("TrainmonGpuIdleInJob", [], t,

@@ -34,6 +34,20 @@ std::vector<std::string> job_matchers(std::string_view job);
 /// as `last_over_time(metric{M}[range])`. Empty job: the bare metric (or its last_over_time).
 std::string job_selector(std::string_view metric, std::string_view job, std::string_view range = {});
 
+/// The label matchers (without braces) of the GPU processes serve attributed to `job` from the host
+/// (trainmon_gpu_process_info, docs/cluster.md section 10), for nodes where serve runs outside the
+/// jobs: `job_id="J"` (a Slurm job), then for "namespace/pod" `job_id="",namespace="NS",pod="POD"`,
+/// else `job_id="",pod="",pod_uid="J"` (a pod known by its uid). Empty job: empty list.
+std::vector<std::string> attributed_matchers(std::string_view job);
+
+/// The job of one trainmon_gpu_process_info series' labels: its job_id (Slurm), else its pod as
+/// "namespace/pod", else the pod's uid; empty: none. The precedence of the rules'
+/// trainmon:gpu_job_attributed:info and of attributed_matchers.
+std::string attributed_job_of(const std::map<std::string, std::string>& labels);
+
+/// job_selector's form over trainmon_gpu_process_info and attributed_matchers(job).
+std::string attributed_selector(std::string_view job, std::string_view range = {});
+
 /// A time on the command line, in unix seconds: RFC 3339 ("2026-12-01T22:00:00Z",
 /// "2026-12-01T23:00:00+01:00", fractional seconds allowed), unix seconds ("1764626400", "1764626400.5"),
 /// "now", or relative to `now_unix_s` ("-2h", "-90m", "-30s", "-1d", "-1h30m"). Error (usage): a

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <set>
 
+#include "trainmon/cluster/job_query.h"
 #include "trainmon/diagnose/prom_rules.h"
 #include "trainmon/diagnose/thresholds.h"
 
@@ -72,6 +73,32 @@ TEST(JobQueries, NameEverySeriesAndTheJob) {
       << w;
   EXPECT_NE(w.find("last_over_time(trainmon_labels_info{train_job=\"4242\"}[2595s])"), std::string::npos)
       << w;
+}
+
+// A job that did not run under serve or `trainmon run` (serve as a node service): the GPUs its
+// processes hold, as serve attributes them (docs/cluster.md section 10), are the job's.
+TEST(JobQueries, TheGpusTheJobsProcessesHold) {
+  std::map<std::string, std::string> q;
+  for (const auto& [k, v] : job_range_queries("team-a/trainer-0")) q[k] = v;
+  EXPECT_NE(
+      q["util"].find(" or max without (GPU_I_ID, GPU_I_PROFILE) (DCGM_FI_DEV_GPU_UTIL) and on (Hostname, "
+                     "gpu) (trainmon_gpu_process_info{job_id=\"team-a/trainer-0\"} or "
+                     "trainmon_gpu_process_info{job_id=\"\",namespace=\"team-a\",pod=\"trainer-0\"})"),
+      std::string::npos)
+      << q["util"];
+  EXPECT_NE(
+      q["info"].find(" or group by (Hostname) (trainmon_gpu_process_info{job_id=\"team-a/trainer-0\"} or "),
+      std::string::npos)
+      << q["info"];
+  const auto a = job_alerts_query("77");
+  EXPECT_NE(a.find(" and on (Hostname, gpu) (trainmon_gpu_process_info{job_id=\"77\"} or "
+                   "trainmon_gpu_process_info{job_id=\"\",pod=\"\",pod_uid=\"77\"})"),
+            std::string::npos)
+      << a;
+  EXPECT_EQ(attributed_job_of({{"job_id", "77"}, {"namespace", "ns"}, {"pod", "p"}}), "77");
+  EXPECT_EQ(attributed_job_of({{"namespace", "ns"}, {"pod", "p"}, {"pod_uid", "u"}}), "ns/p");
+  EXPECT_EQ(attributed_job_of({{"pod_uid", "u"}}), "u");
+  EXPECT_EQ(attributed_job_of({{"user", "alice"}}), "");
 }
 
 // Without a job_id only the node's hardware alerts are the job's: never another run's hang or a

@@ -77,6 +77,29 @@ TEST(TopFrameQuery, FiltersTheJobInsideTheQuery) {
   EXPECT_EQ(job.find("last_over_time(DCGM_FI_DEV_GPU_UTIL[600s]), "), std::string::npos);
 }
 
+TEST(TopFrameQuery, GroupsAndFiltersByTheProcessesAttributedJob) {
+  // Every GPU's attributed jobs (serve's trainmon_gpu_process_info, docs/cluster.md section 10)
+  const auto all = frame_query(600);
+  EXPECT_NE(
+      all.find(R"(label_replace(max by (Hostname, gpu, job_id, namespace, pod, pod_uid) )"
+               R"((last_over_time(trainmon_gpu_process_info[600s])), "trainmon_m", "gpu_job", "", ""))"),
+      std::string::npos)
+      << all;
+  // --job: the job's nodes, or the GPUs its processes hold (a Slurm job id, or a pod's uid) ...
+  const auto slurm = frame_query(600, "4242");
+  EXPECT_NE(
+      slurm.find(R"((last_over_time(DCGM_FI_DEV_GPU_UTIL[600s]))) and on (Hostname, gpu) )"
+                 R"((last_over_time(trainmon_gpu_process_info{job_id="4242"}[600s]) or )"
+                 R"(last_over_time(trainmon_gpu_process_info{job_id="",pod="",pod_uid="4242"}[600s])))"),
+      std::string::npos)
+      << slurm;
+  // ... or a pod as namespace/pod, quoted as PromQL strings
+  const auto pod = frame_query(600, "team-a/trainer\"0");
+  EXPECT_NE(pod.find(R"(trainmon_gpu_process_info{job_id="",namespace="team-a",pod="trainer\"0"}[600s]))"),
+            std::string::npos)
+      << pod;
+}
+
 TEST(ParseTimeArg, AcceptsRfc3339UnixSecondsNowAndRelative) {
   const double now = 1764626400;  // 2025-12-01T22:00:00Z
   EXPECT_EQ(*parse_time_arg("2025-12-01T22:00:00Z", now), 1764626400);

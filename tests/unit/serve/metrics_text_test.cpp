@@ -107,6 +107,104 @@ TEST(MetricsText, ProcessSeriesFollowTheSnapshot) {
   EXPECT_NE(text.find("pid=\"10309\""), std::string::npos);
 }
 
+namespace {
+
+/// The host process the GPU join linked to GPU process `pid` (HostVisibility::visible).
+ProcessSample host_process(std::uint32_t pid, std::string user) {
+  ProcessSample p;
+  p.pid = pid;
+  p.start_time_ticks = 4242;
+  p.user = std::move(user);
+  p.comm = "python";
+  return p;
+}
+
+const std::string kProcKey0 =
+    R"(gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",pid="10291",Hostname="gpu-node-01")";
+
+}  // namespace
+
+TEST(MetricsText, GpuProcessInfoAndGaugesJoinByPid) {
+  auto s = loaded();
+  const std::string before = render_metrics(s, {}, {});
+  EXPECT_EQ(before.find("trainmon_gpu_process_"), std::string::npos) << "no GPU process: no new family";
+
+  auto gp = gpu_process(10291, "python", 2566);
+  gp.sm_util_pct = Reading<unsigned>::of(37);
+  gp.host = HostVisibility::visible;
+  s.gpu_processes.push_back(gp);
+  auto hp = host_process(10291, "alice");
+  hp.attribution.slurm_job_id = "4242";
+  hp.attribution.slurm_step = "0";
+  hp.attribution.slurm_partition = "gpu";
+  hp.attribution.rank = 3;
+  s.processes.push_back(hp);
+  // Not visible from here (another PID namespace): what the driver gave, no user, no job.
+  auto foreign = gpu_process(77, "python", 100);
+  foreign.host = HostVisibility::not_visible;
+  s.gpu_processes.push_back(foreign);
+  s.processes.push_back(host_process(77, "mallory"));  // same number, another process
+  s.processes.back().attribution.slurm_job_id = "666";
+
+  const auto text = render_metrics(s, {}, {});
+  EXPECT_TRUE(has_line(text, "# TYPE trainmon_gpu_process_info gauge")) << text;
+  EXPECT_TRUE(has_line(text, "trainmon_gpu_process_info{" + kProcKey0 +
+                                 R"(,comm="python",user="alice",job_id="4242",step="0",partition="gpu",)"
+                                 R"(account="",namespace="",pod="",pod_uid="",container="",container_id="",)"
+                                 R"(rank="3"} 1)"))
+      << text;
+  EXPECT_TRUE(has_line(text,
+                       R"(trainmon_gpu_process_info{gpu="0",UUID="GPU-00000000-0000-0000-0000-000000000000",)"
+                       R"(pid="77",Hostname="gpu-node-01",comm="python",user="",job_id="",step="",)"
+                       R"(partition="",account="",namespace="",pod="",pod_uid="",container="",)"
+                       R"(container_id="",rank=""} 1)"))
+      << "a process not joined keeps an info series without the local pid's user or job";
+  EXPECT_EQ(text.find("666"), std::string::npos);
+  EXPECT_EQ(text.find("mallory"), std::string::npos);
+  EXPECT_TRUE(has_line(text, "# TYPE trainmon_gpu_process_memory_used_bytes gauge"));
+  EXPECT_TRUE(has_line(text, "trainmon_gpu_process_memory_used_bytes{" + kProcKey0 + "} " +
+                                 std::to_string(2566 * kMiB + 4096)));
+  EXPECT_TRUE(has_line(text, "trainmon_gpu_process_sm_utilization_ratio{" + kProcKey0 + "} 0.37"));
+  EXPECT_EQ(text.find("trainmon_gpu_process_sm_utilization_ratio{gpu=\"0\",UUID=\"GPU-00000000-0000-0000-"
+                      "0000-000000000000\",pid=\"77\""),
+            std::string::npos)
+      << "N/A utilisation is left out, not 0";
+  // Never a job label on the GPU's own series.
+  for (std::size_t at = 0; (at = text.find("\nDCGM_FI_", at)) != std::string::npos; ++at) {
+    const auto eol = text.find('\n', at + 1);
+    EXPECT_EQ(text.substr(at, eol - at).find("job_id"), std::string::npos);
+  }
+  // The text before the new families is what it was without processes, but for the old family.
+  const auto head = text.substr(0, text.find("# HELP trainmon_process_gpu_memory_bytes"));
+  EXPECT_TRUE(before.starts_with(head));
+}
+
+TEST(MetricsText, GpuProcessHostileAttributionIsEscaped) {
+  auto s = loaded();
+  auto gp = gpu_process(5, "evil\"\n\\name", 1);
+  gp.host = HostVisibility::visible;
+  s.gpu_processes.push_back(gp);
+  auto hp = host_process(5, "bob\"}\nx 1");
+  hp.attribution.slurm_job_id = "1\\2\"3\n4";
+  hp.attribution.pod_namespace = "ns";
+  hp.attribution.pod_name = "p\"od";
+  hp.attribution.container_name = "c\n";
+  s.processes.push_back(hp);
+  const auto text = render_metrics(s, {}, {});
+  EXPECT_NE(text.find(R"(comm="evil\"\n\\name",user="bob\"}\nx 1",job_id="1\\2\"3\n4")"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"(namespace="ns",pod="p\"od",pod_uid="",container="c\n")"), std::string::npos);
+  // Every sample line still parses: name{labels} value, one per line.
+  std::size_t lines = 0;
+  for (std::size_t at = 0, eol; (eol = text.find('\n', at)) != std::string::npos; at = eol + 1) {
+    const auto line = text.substr(at, eol - at);
+    ++lines;
+    if (line.starts_with("#")) continue;
+    EXPECT_TRUE(line.starts_with("DCGM_FI_") || line.starts_with("trainmon_")) << line;
+  }
+  EXPECT_GT(lines, 10u);
+}
+
 TEST(MetricsText, EscapingAndLabelNames) {
   EXPECT_EQ(text::prometheus_label_value("a\\b\"c\nd"), "a\\\\b\\\"c\\nd");
   EXPECT_EQ(text::prometheus_help("x\\y\nz\""), "x\\\\y\\nz\"");
