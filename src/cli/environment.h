@@ -35,6 +35,9 @@ inline constexpr EnvironmentDoc kEnvironmentDocs[] = {
     {"TMPDIR", "the events socket's directory when XDG_RUNTIME_DIR is unusable"},
     {"HOME", "the base of the XDG defaults above, and of `~` in alert rules"},
     {"PYTHONPATH", "kept, after trainmon's instrumentation directory, for the job `run` starts"},
+    {"TRAINMON_POD_LOGS_ROOT",
+     "the kubelet's pod log directories when `--pod-logs-root` is not given (default `/var/log/pods`): "
+     "namespace, pod and container names of Kubernetes processes"},
     {"DCGM_EXPORTER_LISTEN", "the address of `serve` when `--listen` is not given (dcgm-exporter's name)"},
     {"TRAINMON_SMTP_USER", "the user name of the e-mail alert sink"},
     {"TRAINMON_SMTP_PASSWORD", "the password of the e-mail alert sink"},
