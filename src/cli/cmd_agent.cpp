@@ -24,6 +24,7 @@
 #include "cli/exit_codes.h"
 #include "cli/option_checks.h"
 #include "cli/parse_errors.h"
+#include "trainmon/core/clock.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/private_files.h"
 #include "trainmon/device/backend.h"
@@ -42,12 +43,6 @@ struct AgentOptions {
   int count = 0;
   bool quiet = false;
 };
-
-std::int64_t now_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 // The directory holding the snapshot must be ours and closed to others (it lives in /tmp when
 // there is no XDG_RUNTIME_DIR): created 0700; one owned by someone else, writable by others or a

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <limits>
 
+#include "trainmon/core/clock.h"
 #include "trainmon/core/private_files.h"
 
 namespace trainmon::ipc {
@@ -32,12 +33,6 @@ namespace {
 Error os_error(int err, std::string message) {
   return Error{ErrorDomain::os, err, strerrorname_np(err) ? strerrorname_np(err) : "errno",
                fmt::format("{}: {}", message, std::strerror(err))};
-}
-
-std::int64_t now_ns(clockid_t clock) {
-  timespec ts{};
-  clock_gettime(clock, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 bool writable_dir(const char* path) {

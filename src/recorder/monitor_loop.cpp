@@ -1,23 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/monitor_loop.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <utility>
 
+#include "trainmon/core/clock.h"
 #include "trainmon/core/timeline.h"
 
 namespace trainmon::recorder {
-namespace {
-
-std::int64_t mono_now_ns() {
-  timespec ts{};
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 MonitorLoop::MonitorLoop(MonitorLoopOptions options, Sampler* sampler, RecorderSession* session,
                          diagnose::LiveDiagnosis* live, std::span<TickObserver* const> observers,
@@ -30,7 +20,7 @@ MonitorLoop::MonitorLoop(MonitorLoopOptions options, Sampler* sampler, RecorderS
       hooks_(hooks) {}
 
 double MonitorLoop::now_s() const {
-  return static_cast<double>(mono_now_ns() - o_.start_mono_ns) / 1e9;
+  return static_cast<double>(now_ns(CLOCK_MONOTONIC) - o_.start_mono_ns) / 1e9;
 }
 
 template <typename F>
@@ -77,7 +67,7 @@ std::vector<diagnose::Finding> MonitorLoop::merged(const std::vector<diagnose::F
 
 void MonitorLoop::tick() {
   // 1-2: the watch list, the sample
-  const std::vector<std::uint32_t> watched = hooks_.watch_pids(mono_now_ns());
+  const std::vector<std::uint32_t> watched = hooks_.watch_pids(now_ns(CLOCK_MONOTONIC));
   sampler_->options().watch_pids = watched;
   Snapshot snap = sampler_->sample();
   // 3-5: the command's own messages, the store
@@ -145,7 +135,7 @@ void MonitorLoop::tick() {
 
 void MonitorLoop::run() {
   bool monitoring = sampler_ && session_;
-  std::int64_t next = mono_now_ns();  // the schedule's phase: the first tick, after the set-up
+  std::int64_t next = now_ns(CLOCK_MONOTONIC);  // the schedule's phase: the first tick, after the set-up
   for (;;) {
     if (monitoring) {
       try {
@@ -159,7 +149,8 @@ void MonitorLoop::run() {
     if (wake == MonitorHooks::Wake::stop) return;
     // Woken a whole interval or more late (stopped, a hung call, a suspended VM): the ticks missed
     // are skipped and recorded as a gap, not replayed as a burst of stale rows.
-    if (const NextTick step = catch_up(next, o_.interval_ns, mono_now_ns()); monitoring && step.skipped > 0) {
+    if (const NextTick step = catch_up(next, o_.interval_ns, now_ns(CLOCK_MONOTONIC));
+        monitoring && step.skipped > 0) {
       session_->note_skipped_ticks(next, step.at_ns - o_.interval_ns, step.skipped,
                                    "the sampling loop was stalled (stopped or a call hung)");
       next = step.at_ns;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "trainmon/core/clock.h"
 #include "trainmon/core/timeline.h"
 #include "trainmon/diagnose/engine.h"
 #include "trainmon/recorder/job_tree.h"
@@ -32,12 +33,6 @@ extern char** environ;
 
 namespace trainmon::recorder {
 namespace {
-
-std::int64_t now_ns(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
 
 void apply_retention(const RecordLoopOptions& o) {
   const auto& policy = o.retention;

@@ -4,18 +4,10 @@
 #include <algorithm>
 #include <ctime>
 
+#include "trainmon/core/clock.h"
 #include "trainmon/sampler/gpu_process_join.h"
 
 namespace trainmon {
-namespace {
-
-std::int64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  ::clock_gettime(id, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-}  // namespace
 
 Sampler::Sampler(SamplerOptions options) : options_(std::move(options)) {
   if (options_.collect_gpus) backend_ = open_nvml_backend(options_.backend);
@@ -45,8 +37,8 @@ DriverInfo Sampler::driver_info() const {
 
 Snapshot Sampler::sample() {
   Snapshot snap;
-  snap.time_unix_ns = clock_ns(CLOCK_REALTIME);
-  snap.monotonic_ns = clock_ns(CLOCK_MONOTONIC);
+  snap.time_unix_ns = now_ns(CLOCK_REALTIME);
+  snap.monotonic_ns = now_ns(CLOCK_MONOTONIC);
 
   // --- GPUs, and meanwhile the host-wide values (they need nothing from the GPUs): the /proc reads
   // overlap the driver calls on the workers, and when those are done first this thread never sleeps.
