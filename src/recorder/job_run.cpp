@@ -14,6 +14,8 @@
 #include <memory>
 #include <optional>
 
+#include "recorder/job_run_parts.h"
+#include "trainmon/core/clock.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/core/timeline.h"
@@ -29,7 +31,6 @@
 #include "trainmon/recorder/stack_capture.h"
 #include "trainmon/runner/job_stop.h"
 #include "trainmon/runner/launcher.h"
-#include "trainmon/runner/python_hook.h"
 #include "trainmon/sampler/sampler.h"
 
 extern char** environ;
@@ -37,26 +38,11 @@ extern char** environ;
 namespace trainmon::recorder {
 namespace {
 
-std::int64_t now_ns(clockid_t clock) {
-  timespec ts{};
-  ::clock_gettime(clock, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
+using job_parts::collect_train;
+using job_parts::train_event_counts;
 
-/// What the event socket took and refused, for the summary (nothing is dropped silently).
-RunSummary::TrainEvents train_event_counts(const ipc::EventServerStats& st) {
-  RunSummary::TrainEvents e;
-  e.received = st.received;
-  e.accepted = st.accepted;
-  for (std::size_t r = 0; r < st.rejected.size(); ++r) {
-    if (st.rejected[r] > 0)
-      e.rejected.emplace_back(std::string(ipc::reject_reason_name(static_cast<ipc::RejectReason>(r))),
-                              st.rejected[r]);
-  }
-  return e;
-}
-
-/// What `run` does at the steps of the one loop (monitor_loop.h): the launched job.
+/// What `run` does at the steps of the one loop (monitor_loop.h): the launched job. Each concern
+/// is a part of job_run_parts.h; the hooks call them.
 class JobHooks final : public MonitorHooks {
  public:
   JobHooks(const JobRunOptions& o, pid_t child, std::int64_t start_unix, std::int64_t start_mono,
@@ -78,18 +64,9 @@ class JobHooks final : public MonitorHooks {
     if (!snap.gpus.empty()) gpu_refs = diagnose::nvml_gpu_refs(snap);
     if (!channel_) return;
     (void)channel_->publish(snap, o_.interval_ns / 1'000'000);
-    train = collect_train(&snap);
+    train = collect_train(*channel_, live_, &snap);
     epoch = channel_->epoch_text();
-    if (!told_rejected_ && !o_.quiet) {
-      if (const auto st = channel_->stats(); st.total_rejected() > 0) {
-        told_rejected_ = true;
-        std::fputs(i18n::trf("trainmon: events from the training process are being rejected ({}); counts "
-                             "at the end\n",
-                             format_train_events(train_event_counts(st)))
-                       .c_str(),
-                   stderr);
-      }
-    }
+    job_parts::say_rejected_once(*channel_, o_.quiet, told_rejected_);
   }
 
   void on_stored(RecorderSession& session) override {
@@ -170,21 +147,6 @@ class JobHooks final : public MonitorHooks {
       if (ev.kind == runner::Event::timeout && monitoring && now_ns(CLOCK_MONOTONIC) >= next)
         return Wake::tick;
     }
-  }
-
-  /// Everything the training processes sent since the last call: to the live diagnosis, and as
-  /// store rows for the session.
-  TrainUpdate collect_train(const Snapshot* snap) {
-    std::vector<diagnose::NvmlGpuRef> gpus;
-    if (snap) gpus = diagnose::nvml_gpu_refs(*snap);  // only pids that are this namespace's
-    auto tick = channel_->collect(gpus);
-    for (auto& e : tick.diagnose_events) live_.on_train_event(std::move(e));
-    for (const auto& [rank, w] : tick.windows) live_.on_train_window(rank, w);
-    TrainUpdate update;
-    update.events = std::move(tick.events);
-    update.windows = std::move(tick.windows);
-    update.ranks = std::move(tick.ranks);
-    return update;
   }
 
   runner::ChildExit exit;                      ///< how the command ended (set when wait_until says stop)
@@ -300,28 +262,8 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
   launch.extra_env.emplace_back("TRAINMON_LANG",
                                 i18n::language().empty() ? "en" : std::string(i18n::language()));
   // ---- the training process's events (python/trainmon): failure only loses them ----
-  std::unique_ptr<ipc::TrainChannel> channel;
-  if (auto ch = ipc::TrainChannel::open(std::to_string(run_id))) {
-    channel = std::move(*ch);
-    channel->set_clock(
-        ipc::RunClock{static_cast<double>(start_unix) / 1e9, static_cast<double>(start_mono) / 1e9});
-    for (auto& kv : channel->child_environment()) {
-      if (kv.first != ipc::kEnvRunId) launch.extra_env.push_back(std::move(kv));
-    }
-    // Zero code changes: Python finds our sitecustomize.py first and times PyTorch by itself.
-    if (!o.no_instrument) {
-      if (auto py = runner::write_python_hook(channel->directory())) {
-        const char* current = std::getenv("PYTHONPATH");
-        for (auto& kv : runner::python_hook_environment(*py, current ? current : ""))
-          launch.extra_env.push_back(std::move(kv));
-      } else if (!o.quiet) {
-        std::fprintf(stderr, "trainmon: Python not instrumented: %s\n", o.said(py.error()).c_str());
-      }
-    }
-  } else {
-    std::fprintf(stderr, "trainmon: no training events: %s; monitoring goes on\n",
-                 o.said(ch.error()).c_str());
-  }
+  std::unique_ptr<ipc::TrainChannel> channel =
+      job_parts::open_event_channel(o, run_id, start_unix, start_mono, launch);
   auto child = runner::launch(launch);
   if (!child) {
     std::fprintf(stderr, "trainmon: %s\n", o.said(child.error()).c_str());
@@ -436,7 +378,7 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
   // The last events (epoch_end, train_end) were sent just before the command exited.
   if (channel && session) {
     ::usleep(50'000);  // let the receiving thread read what is still in the socket
-    session->add_train(hooks.collect_train(nullptr));
+    session->add_train(collect_train(*channel, live, nullptr));
   }
   const std::int64_t end_mono = now_ns(CLOCK_MONOTONIC);
   const std::int64_t end_unix = timeline.at(end_mono);  // a clock step during the run changes nothing

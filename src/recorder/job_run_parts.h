@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// The parts of `run`'s hooks of the one monitoring loop (job_run.cpp wires them): the training
+// processes' event channel (job_events.cpp), the stacks asked for when a hang opens (job_stacks.cpp),
+// the live state file for `top` and `serve` (job_state_file.cpp), and waiting for the job while
+// stop signals go on to it (job_wait.cpp). Used by job_run.cpp only.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trainmon/diagnose/engine.h"
+#include "trainmon/ipc/run_state_file.h"
+#include "trainmon/ipc/train_channel.h"
+#include "trainmon/recorder/job_run.h"
+#include "trainmon/recorder/monitor_loop.h"
+#include "trainmon/recorder/recording.h"
+#include "trainmon/recorder/run_verdict.h"
+#include "trainmon/recorder/session.h"
+#include "trainmon/runner/job_stop.h"
+#include "trainmon/runner/launcher.h"
+
+namespace trainmon::recorder::job_parts {
+
+// ---- the event channel (job_events.cpp) ----
+
+/// What the event socket took and refused, for the summary (nothing is dropped silently).
+RunSummary::TrainEvents train_event_counts(const ipc::EventServerStats& st);
+
+/// Opens the channel the training processes send their events to (python/trainmon), and adds to
+/// `launch` the environment that finds it, with the Python start-up hook unless o.no_instrument.
+/// nullptr when it cannot be opened (said on stderr: only the training events are lost).
+std::unique_ptr<ipc::TrainChannel> open_event_channel(const JobRunOptions& o, std::int64_t run_id,
+                                                      std::int64_t start_unix_ns, std::int64_t start_mono_ns,
+                                                      runner::LaunchOptions& launch);
+
+/// Everything the training processes sent since the last call: to the live diagnosis, and as store
+/// rows for the session. `snap`: this tick's snapshot (its GPU processes name the ranks' GPUs), or
+/// nullptr after the job ended.
+TrainUpdate collect_train(ipc::TrainChannel& channel, diagnose::LiveDiagnosis& live, const Snapshot* snap);
+
+/// Says once on stderr (unless quiet) that events from the training process are being rejected;
+/// `told`: whether it was said already (set here). The counts come at the end.
+void say_rejected_once(const ipc::TrainChannel& channel, bool quiet, bool& told);
+
+}  // namespace trainmon::recorder::job_parts
