@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/recorder/job_run.h"
 
-#include <fmt/format.h>
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,7 +27,6 @@
 #include "trainmon/recorder/recording.h"
 #include "trainmon/recorder/run_verdict.h"
 #include "trainmon/recorder/session.h"
-#include "trainmon/recorder/stack_capture.h"
 #include "trainmon/runner/job_stop.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/sampler/sampler.h"
@@ -100,7 +98,7 @@ class JobHooks final : public MonitorHooks {
       hang_opened = hang_opened || found.code == "D23";
       if (!o_.quiet) std::fprintf(stderr, "trainmon: %s\n", diagnose::to_text(found).c_str());
     }
-    if (hang_opened) ask_for_stacks(job_pids);
+    if (hang_opened) job_parts::ask_for_stacks(o_, channel_, job_pids, start_unix_, live_, session_);
   }
 
   bool wants_active() const override { return state_file_.has_value(); }
@@ -153,58 +151,6 @@ class JobHooks final : public MonitorHooks {
   std::vector<diagnose::NvmlGpuRef> gpu_refs;  ///< the GPUs as last seen (for job_gpus' UUID match)
 
  private:
-  /// A hang: ask the job's Python processes for their stacks (docs/diagnosis.md D23).
-  void ask_for_stacks(const std::vector<std::uint32_t>& job_pids) {
-    if (!channel_) return;
-    std::vector<StackTarget> targets;
-    for (const auto& r : channel_->ranks()) {
-      if (r.stack_signal <= 0 || r.pid == 0) continue;
-      if (!std::binary_search(job_pids.begin(), job_pids.end(), r.pid)) continue;  // the job's only
-      targets.push_back({r.key, r.pid, r.stack_signal});
-    }
-    if (targets.empty()) {
-      if (!o_.quiet)
-        std::fputs(i18n::tr("trainmon: no process of the job can send its stacks\n").data(), stderr);
-      return;
-    }
-    StackCaptureOptions sco;
-    sco.proc_root = o_.proc_root;
-    sco.directory = channel_->directory();
-    const std::int64_t asked_unix = now_ns(CLOCK_REALTIME);
-    const double asked_t = static_cast<double>(asked_unix - start_unix_) / 1e9;
-    TrainUpdate update;
-    for (auto& res : capture_stacks(targets, sco)) {
-      if (res.text.empty()) {
-        if (!o_.quiet)
-          std::fprintf(stderr, "trainmon: no stacks from pid %u: %s\n", res.target.pid, res.skipped.c_str());
-        continue;
-      }
-      live_.on_train_stack({asked_t, res.target.rank_key, res.target.pid, "D23", res.text});
-      update.stacks.push_back({asked_unix, res.target.rank_key, res.target.pid, "D23", std::move(res.text)});
-    }
-    if (update.stacks.empty()) return;
-    if (session_) session_->add_train(std::move(update));
-    live_.evaluate();  // the open hang finding now names the line each rank is stuck on
-    if (o_.quiet) return;
-    for (const auto& f : live_.active()) {
-      if (f.code != "D23") continue;
-      for (const auto& st : f.stacks) {
-        const std::string where = st.where.empty() ? std::string(i18n::tr("(no Python frame)")) : st.where;
-        const std::string caller =
-            st.caller.empty() ? std::string() : i18n::trf(" (called from {})", st.caller);
-        std::fputs(
-            (st.rank >= 0 ? i18n::trf("trainmon: rank {} pid {} is at {}{}\n", st.rank, st.pid, where, caller)
-                          : i18n::trf("trainmon: process {} is at {}{}\n", st.pid, where, caller))
-                .c_str(),
-            stderr);
-      }
-      // The advice as the stacks make it (the rank that holds the job, ranks in different
-      // collectives), so that someone watching a job that never ends reads it here, in their language.
-      if (!f.stacks.empty())
-        std::fputs(fmt::format("trainmon: D23 -> {}\n", diagnose::shown_advice(f)).c_str(), stderr);
-    }
-  }
-
   const JobRunOptions& o_;
   pid_t child_;
   std::int64_t start_unix_;

@@ -47,4 +47,13 @@ TrainUpdate collect_train(ipc::TrainChannel& channel, diagnose::LiveDiagnosis& l
 /// `told`: whether it was said already (set here). The counts come at the end.
 void say_rejected_once(const ipc::TrainChannel& channel, bool quiet, bool& told);
 
+// ---- the stacks of a hang (job_stacks.cpp) ----
+
+/// A hang opened (D23): asks the job's Python processes among `job_pids` (sorted) for their stacks
+/// (docs/diagnosis.md D23), hands them to the live diagnosis and the session, and prints where each
+/// rank is stuck and the advice (unless o.quiet). Nothing without a channel.
+void ask_for_stacks(const JobRunOptions& o, ipc::TrainChannel* channel,
+                    const std::vector<std::uint32_t>& job_pids, std::int64_t start_unix_ns,
+                    diagnose::LiveDiagnosis& live, RecorderSession* session);
+
 }  // namespace trainmon::recorder::job_parts
