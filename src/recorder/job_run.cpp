@@ -105,13 +105,8 @@ class JobHooks final : public MonitorHooks {
 
   void on_findings(const std::vector<diagnose::Finding>& active, double) override {
     // the live state file for `top` and `serve` (docs/top.md)
-    state_file_->set_run_id(session_->run_id());
-    const double now_s = static_cast<double>(now_ns(CLOCK_MONOTONIC) - start_mono_) / 1e9;
-    if (auto w = state_file_->write(live_.series().train, now_s, active); !w && !state_error_reported_) {
-      state_error_reported_ = true;
-      if (!o_.quiet)
-        std::fprintf(stderr, "trainmon: live state not written: %s\n", o_.said(w.error()).c_str());
-    }
+    job_parts::write_state_file(*state_file_, o_, session_->run_id(), live_, start_mono_, active,
+                                state_error_reported_);
   }
 
   bool tick_failed(const std::exception& e) override {
@@ -297,23 +292,7 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
   loop.start_observers(StartContext{"run", run_id, info.name, db_path, start_unix});
 
   // ---- the live state file for `top` and `serve` (docs/top.md): failure only loses it ----
-  {
-    ipc::RunStateHeader h;
-    h.run_id = run_id;
-    h.name = info.name;
-    h.db = db_path;
-    h.pid = static_cast<std::uint32_t>(::getpid());
-    h.pid_start_ticks = ipc::process_start_ticks(h.pid).value_or(0);
-    h.host = info.host;
-    h.start_unix_s = static_cast<double>(start_unix) / 1e9;
-    h.interval_ms = info.interval_ms;
-    h.labels = info.labels;
-    if (auto f = ipc::RunStateFile::create(std::move(h))) {
-      state_file = std::move(*f);
-    } else if (!o.quiet) {
-      std::fprintf(stderr, "trainmon: no live state for top and serve: %s\n", o.said(f.error()).c_str());
-    }
-  }
+  state_file = job_parts::open_state_file(o, info, run_id, start_unix);
 
   loop.run();
   const runner::ChildExit exit = hooks.exit;

@@ -56,4 +56,17 @@ void ask_for_stacks(const JobRunOptions& o, ipc::TrainChannel* channel,
                     const std::vector<std::uint32_t>& job_pids, std::int64_t start_unix_ns,
                     diagnose::LiveDiagnosis& live, RecorderSession* session);
 
+// ---- the live state file for `top` and `serve` (job_state_file.cpp, docs/top.md) ----
+
+/// Creates the run's state file; nullopt when it cannot (said on stderr unless o.quiet: only `top`
+/// and `serve` lose the run).
+std::optional<ipc::RunStateFile> open_state_file(const JobRunOptions& o, const store::RunInfo& info,
+                                                 std::int64_t run_id, std::int64_t start_unix_ns);
+
+/// Writes this tick's training series and active findings to `file`. The first failure is said on
+/// stderr (unless o.quiet; `error_reported` remembers it), the later ones not.
+void write_state_file(ipc::RunStateFile& file, const JobRunOptions& o, std::int64_t run_id,
+                      const diagnose::LiveDiagnosis& live, std::int64_t start_mono_ns,
+                      const std::vector<diagnose::Finding>& active, bool& error_reported);
+
 }  // namespace trainmon::recorder::job_parts
