@@ -2,7 +2,6 @@
 #include "trainmon/recorder/job_run.h"
 
 #include <signal.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -121,25 +120,7 @@ class JobHooks final : public MonitorHooks {
   }
 
   Wake wait_until(std::int64_t next, bool monitoring) override {
-    for (;;) {
-      const std::int64_t now = now_ns(CLOCK_MONOTONIC);
-      std::int64_t left = next - now;
-      if (left <= 0 && monitoring) return Wake::tick;
-      std::int64_t wait = monitoring ? std::max<std::int64_t>(left, 0) : 1'000'000'000;
-      if (const auto d = job_stop_.deadline_ns()) wait = std::clamp<std::int64_t>(*d - now, 0, wait);
-      auto ev = runner::wait_for_event(child_, std::chrono::nanoseconds(wait));
-      if (ev.kind == runner::Event::child_exited) {
-        exit = ev.exit;
-        return Wake::stop;
-      }
-      // A stop signal goes on to the whole job (where the terminal's did not reach); the monitoring
-      // goes on while the job shuts down, until its main command ends.
-      if (ev.kind == runner::Event::signal)
-        job_stop_.on_signal(ev.signal_number, ev.from_terminal, now_ns(CLOCK_MONOTONIC));
-      job_stop_.tick(now_ns(CLOCK_MONOTONIC));
-      if (ev.kind == runner::Event::timeout && monitoring && now_ns(CLOCK_MONOTONIC) >= next)
-        return Wake::tick;
-    }
+    return job_parts::wait_for_job(child_, job_stop_, next, monitoring, exit);
   }
 
   runner::ChildExit exit;                      ///< how the command ended (set when wait_until says stop)

@@ -69,4 +69,12 @@ void write_state_file(ipc::RunStateFile& file, const JobRunOptions& o, std::int6
                       const diagnose::LiveDiagnosis& live, std::int64_t start_mono_ns,
                       const std::vector<diagnose::Finding>& active, bool& error_reported);
 
+// ---- waiting for the job (job_wait.cpp) ----
+
+/// Waits until the tick at `next_mono_ns` (while `monitoring`) or the end of the job's main command
+/// `child` (its exit into `exited`: Wake::stop). A stop signal goes on to the whole job through
+/// `job_stop` (SIGKILL after its grace period), and the monitoring goes on while the job shuts down.
+MonitorHooks::Wake wait_for_job(pid_t child, runner::JobStop& job_stop, std::int64_t next_mono_ns,
+                                bool monitoring, runner::ChildExit& exited);
+
 }  // namespace trainmon::recorder::job_parts
