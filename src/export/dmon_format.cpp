@@ -179,7 +179,7 @@ std::string dmon_rows(const MonitorOptions& opt, const Snapshot& cur, const Snap
         if (candidate.index == g.index) pg = &candidate;
     if (opt.format == MonitorFormat::json) {
       nlohmann::ordered_json row;
-      row["time"] = iso_local_time(cur.time_unix_ns);
+      row["time"] = monitor_json_time(cur.time_unix_ns);
       row["gpu"] = g.index;
       for (const auto* c : cols) {
         const MonitorValue v = c->read(g, pg, interval_s);

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <cstdint>
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -157,6 +158,24 @@ inline std::string monitor_csv_time_cells(const MonitorOptions& opt, std::int64_
   const std::string ts = nvidia_smi_timestamp(time_unix_ns);
   return (opt.date ? ts.substr(0, 10) + ", " : std::string()) +
          (opt.time ? ts.substr(11, 8) + ", " : std::string());
+}
+
+/// JSON rows' `time`: RFC 3339 in local time with microseconds and the zone's offset
+/// ("2026-07-03T22:10:46.109000+02:00"; "+00:00" in UTC), so that a row read elsewhere is one instant.
+inline std::string monitor_json_time(std::int64_t time_unix_ns) {
+  std::int64_t secs = time_unix_ns / 1'000'000'000, rem = time_unix_ns % 1'000'000'000;
+  if (rem < 0) {
+    rem += 1'000'000'000;
+    --secs;
+  }
+  const std::time_t t = static_cast<std::time_t>(secs);
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  const long off_min = tm.tm_gmtoff / 60;
+  const long abs_min = off_min < 0 ? -off_min : off_min;
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}{}{:02}:{:02}", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, rem / 1000,
+                     off_min < 0 ? '-' : '+', abs_min / 60, abs_min % 60);
 }
 
 }  // namespace trainmon::exp

@@ -117,7 +117,7 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
     if (!unknown.empty()) {
       if (opt.format == MonitorFormat::json) {
         nlohmann::ordered_json row;
-        row["time"] = iso_local_time(cur.time_unix_ns);
+        row["time"] = monitor_json_time(cur.time_unix_ns);
         row["gpu"] = g.index;
         row["processes_unknown"] = unknown;
         out += row.dump() + '\n';
@@ -139,7 +139,7 @@ std::string pmon_rows(const MonitorOptions& opt, const Snapshot& cur, std::span<
       if (opt.format == MonitorFormat::json) {
         if (!p) continue;  // JSON lists processes only
         nlohmann::ordered_json row;
-        row["time"] = iso_local_time(cur.time_unix_ns);
+        row["time"] = monitor_json_time(cur.time_unix_ns);
         row["gpu"] = g.index;
         row["pid"] = p->pid;
         row["type"] = type_text(*p);

@@ -4,6 +4,7 @@
 narrow terminals cut lines instead of wrapping them, non-UTF-8 locales get ASCII, extreme values
 (7-digit PIDs, 1000 W+, 100+ GPUs, 1 PB of memory) keep the layouts, and the documented exit statuses.
 """
+import datetime
 import fcntl
 import json
 import os
@@ -204,6 +205,23 @@ def test_extreme_values_fit_pmon(tmp_path):
     assert rows[0] == "    0    1234567     C      -      -      -      -      -      -   1024      -    train          "
     assert rows[1].startswith(f"{BIG:>5}    4194303     C     99      8      -      -      -      -")
     assert rows[1].split()[9] == str((PB - (1 << 30)) >> 20)
+
+
+def test_pmon_and_dmon_json_times_carry_the_zone_offset(tmp_path):
+    # RFC 3339 with the offset of the zone the reader's TZ names (POSIX TZ strings: no tzdata needed),
+    # and the instant it reads as is the sample's (the wall clock of the run)
+    path = extreme_scenario(tmp_path)
+    for tz, offset in (("UTC", "+00:00"), ("CST-8", "+08:00"), ("EST+5", "-05:00")):
+        for args in (["pmon", "-c", "1", "-s", "um", "--json"], ["dmon", "-c", "1", "--json"]):
+            before = time.time()
+            r = run(args, path, TZ=tz)
+            after = time.time()
+            assert r.returncode == 0, r.stderr
+            rows = [json.loads(line) for line in r.stdout.splitlines()]
+            assert rows and all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}" + re.escape(offset), row["time"])
+                                for row in rows), (tz, args, rows[:2])
+            t = datetime.datetime.fromisoformat(rows[0]["time"]).timestamp()
+            assert before - 1 <= t <= after + 1, (tz, args, rows[0]["time"])
 
 
 def test_extreme_values_fit_status_and_query(tmp_path):

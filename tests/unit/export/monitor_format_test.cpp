@@ -195,6 +195,28 @@ TEST(DmonFormat, EveryGroupsHeaderAndUnits) {
   EXPECT_EQ(dmon_header(dt).substr(0, 50), "#Date        Time         gpu    pwr  gtemp  mtemp");
 }
 
+// JSON rows' `time` is RFC 3339 with the zone's offset (a pmon row read on another machine is one
+// instant): the capture's 22:10:46.109 UTC in UTC and eight hours east ("CST-8": POSIX TZ, no tzdata).
+TEST(PmonFormat, JsonTimeCarriesTheOffset) {
+  Snapshot s = h200_snapshot();
+  s.gpu_processes.push_back(gpu_process(10291, "/root/tools/memhog", 2566));
+  MonitorOptions o;
+  o.groups = *parse_pmon_groups("m");
+  o.format = MonitorFormat::json;
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+  EXPECT_EQ(nlohmann::json::parse(pmon_rows(o, s, kFirst))["time"], "2026-07-03T22:10:46.109000+00:00");
+  ::setenv("TZ", "CST-8", 1);
+  ::tzset();
+  EXPECT_EQ(nlohmann::json::parse(pmon_rows(o, s, kFirst))["time"], "2026-07-04T06:10:46.109000+08:00");
+  MonitorOptions d = dmon_opts("p");
+  d.format = MonitorFormat::json;
+  EXPECT_EQ(nlohmann::json::parse(dmon_rows(d, s, nullptr, kFirst))["time"],
+            "2026-07-04T06:10:46.109000+08:00");
+  ::setenv("TZ", "UTC", 1);
+  ::tzset();
+}
+
 TEST(PmonFormat, GroupsDateTimeAndBothLists) {
   MonitorOptions o = *parse_date_time("DT", MonitorOptions{});
   o.groups = "um";
