@@ -12,6 +12,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -43,7 +44,7 @@ struct UsageOptions {
 /// `--since` / `--until`: a duration before now ("7d", "12h", "90m"; the duration grammar,
 /// recorder/duration.h, with a unit), "all" (since the beginning), or a time as `report --from`
 /// takes it (RFC 3339, unix seconds, "now", "-2h"). Unix ms, or nullopt.
-std::optional<std::int64_t> parse_when(const std::string& text, std::int64_t now_ms, std::string& why) {
+std::optional<std::int64_t> parse_when(const std::string& text, std::int64_t now_ms) {
   if (text == "all") return 0;
   const bool has_unit = !text.empty() && std::isalpha(static_cast<unsigned char>(text.back())) &&
                         text.front() != '-' && text != "now";
@@ -51,11 +52,17 @@ std::optional<std::int64_t> parse_when(const std::string& text, std::int64_t now
     if (auto d = recorder::parse_duration_ns(text)) return now_ms - *d / 1'000'000;
   }
   auto t = cluster::parse_time_arg(text, static_cast<double>(now_ms) / 1e3);
-  if (!t) {
-    why = t.error().message;
-    return std::nullopt;
-  }
+  if (!t) return std::nullopt;
   return static_cast<std::int64_t>(std::llround(*t * 1e3));
+}
+
+/// What `option` (--since, --until) takes, for its error: the duration grammar's words (core/duration.h)
+/// and the times, in the chosen language, with the refused text.
+std::string when_wanted(std::string_view option, const std::string& text) {
+  return i18n::trf(
+      "{} wants {} (that long before now), a time (2026-12-01T00:00:00Z, unix seconds, now, "
+      "-2h) or all (got '{}')",
+      option, recorder::duration_syntax(), text::terminal(text));
 }
 
 /// "2026-12-06 19:00" in local time; "" for 0.
@@ -130,7 +137,25 @@ std::string ledger_csv(const store::UsageLedger& l) {
   return out;
 }
 
-/// The text table: the key column cut with a mark ("…", ASCII "~") to what the terminal leaves.
+/// `text` cut to `columns` display columns from the middle: its first third and its last two thirds
+/// around `mark` ("slurm:4242424" at 8: "sl…42424"; a GPU and its UUID keep the UUID's tail), so that
+/// keys that share a prefix (job ids, UUIDs) stay apart. Never splits a character; text that fits is
+/// unchanged.
+std::string cut_middle(std::string_view text, std::size_t columns, std::string_view mark) {
+  if (exp::display_width(text) <= columns) return std::string(text);
+  const std::size_t mark_w = exp::display_width(mark);
+  if (columns <= mark_w) return exp::truncate_display(text, columns);
+  const std::size_t head_w = (columns - mark_w) / 3, tail_w = columns - mark_w - head_w;
+  std::size_t at = 0;  // the tail: the last tail_w columns, from a character's first byte
+  while (at < text.size() && exp::display_width(text.substr(at)) > tail_w) {
+    ++at;
+    while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
+  }
+  return exp::truncate_display(text, head_w) + std::string(mark) + std::string(text.substr(at));
+}
+
+/// The text table: the key column cut from the middle with a mark ("…", ASCII "~") to what the
+/// terminal leaves.
 std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q, std::size_t columns,
                         bool utf8) {
   std::string out;
@@ -191,7 +216,7 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
   const std::string mark = utf8 ? "\u2026" : "~";
   for (std::size_t r = 0; r < cells.size(); ++r) {
     std::string key = cells[r][0];
-    if (exp::display_width(key) > w[0]) key = exp::truncate_display(key, w[0] - 1) + mark;
+    key = cut_middle(key, w[0], mark);
     std::string line = key + std::string(w[0] - std::min(w[0], exp::display_width(key)), ' ');
     for (std::size_t i = 1; i < w.size(); ++i) {
       const std::size_t cw = exp::display_width(cells[r][i]);
@@ -213,11 +238,10 @@ int usage_command(const UsageOptions& o) {
   const std::int64_t now_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::system_clock::now().time_since_epoch())
                                   .count();
-  std::string why;
-  auto since = parse_when(o.since, now_ms, why);
-  if (!since) return say("--since: " + why), kExitUsage;
-  auto until = o.until.empty() ? std::optional<std::int64_t>(now_ms) : parse_when(o.until, now_ms, why);
-  if (!until) return say("--until: " + why), kExitUsage;
+  auto since = parse_when(o.since, now_ms);
+  if (!since) return say(when_wanted("--since", o.since)), kExitUsage;
+  auto until = o.until.empty() ? std::optional<std::int64_t>(now_ms) : parse_when(o.until, now_ms);
+  if (!until) return say(when_wanted("--until", o.until)), kExitUsage;
   if (*until <= *since) return say(tr("--until must be after --since")), kExitUsage;
   // Buckets are counted by their start: --since rounds down to the bucket that holds it.
   q.since_ms = *since - ((*since % store::kUsageBucketMs) + store::kUsageBucketMs) % store::kUsageBucketMs;
@@ -232,6 +256,8 @@ int usage_command(const UsageOptions& o) {
     ledger = std::move(*l);
   } else if (st.error().name != store::kErrMissing) {
     return say(said(st.error())), kExitFailure;
+  } else {
+    say(said(st.error()));  // which store was read: a mistyped --db is not an empty ledger unsaid
   }
   // A missing store is an empty ledger (as `runs` lists no runs).
   q.since_ms = *since;

@@ -173,7 +173,12 @@ std::string parse_error_message(const CLI::Error& e) {
 }
 
 std::string failure_message(const CLI::App* app, const CLI::Error& e) {
-  std::string out = parse_error_message(e) + "\n";
+  // An error in a command's options names the command, as the command's own messages do
+  // ("trainmon usage: --by: 1 required TEXT missing"); one before any command is CLI11's alone.
+  std::string out;
+  if (const auto subs = app->get_subcommands(); !subs.empty())
+    out = "trainmon " + subs.back()->get_name() + ": ";
+  out += parse_error_message(e) + "\n";
   std::vector<std::string> names;
   if (app->get_help_ptr() != nullptr) names.push_back(app->get_help_ptr()->get_name());
   if (app->get_help_all_ptr() != nullptr) names.push_back(app->get_help_all_ptr()->get_name());

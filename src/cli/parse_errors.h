@@ -32,8 +32,9 @@ std::string said(const Error& e);
 /// English and for a message not recognised.
 std::string parse_error_message(const CLI::Error& e);
 
-/// What CLI11 prints on a parse error (App::failure_message): the message, then "Run with --help
-/// for more information." (the help flag's name, as CLI11 gives it). Byte-identical to CLI11's own
+/// What CLI11 prints on a parse error (App::failure_message): "trainmon COMMAND: " when the error is
+/// in a command's options, the message, then "Run with --help for more information." (the help
+/// flag's name, as CLI11 gives it). Without a command, byte-identical to CLI11's own
 /// FailureMessage::simple in English.
 std::string failure_message(const CLI::App* app, const CLI::Error& e);
 
