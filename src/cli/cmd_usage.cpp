@@ -21,8 +21,8 @@
 #include "trainmon/cluster/job_query.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/terminal.h"
-#include "trainmon/export/units.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -170,9 +170,8 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
         fmt::format("{:.3f}", r.energy_kwh), std::to_string(r.processes)};
   };
   for (const auto& r : l.rows) {
-    std::string key = r.key.empty() ? none : exp::terminal_text(r.key, utf8);
-    if (q.by == store::UsageGroup::gpu && !r.gpu_uuid.empty())
-      key += " " + exp::terminal_text(r.gpu_uuid, utf8);
+    std::string key = r.key.empty() ? none : terminal_text(r.key, utf8);
+    if (q.by == store::UsageGroup::gpu && !r.gpu_uuid.empty()) key += " " + terminal_text(r.gpu_uuid, utf8);
     const auto n = nums(r);
     cells.push_back({key, n[0], n[1], n[2], n[3], n[4], n[5]});
   }
@@ -182,7 +181,7 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
   }
   std::array<std::size_t, 7> w{};
   for (const auto& row : cells)
-    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], exp::display_width(row[i]));
+    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], display_width(row[i]));
   std::size_t rest = 0;
   for (std::size_t i = 1; i < w.size(); ++i) rest += w[i] + 2;
   const std::size_t width = columns > 0 ? columns : 80;  // a pipe: the table still fits 80 columns
@@ -191,10 +190,10 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
   const std::string mark = utf8 ? "\u2026" : "~";
   for (std::size_t r = 0; r < cells.size(); ++r) {
     std::string key = cells[r][0];
-    if (exp::display_width(key) > w[0]) key = exp::truncate_display(key, w[0] - 1) + mark;
-    std::string line = key + std::string(w[0] - std::min(w[0], exp::display_width(key)), ' ');
+    if (display_width(key) > w[0]) key = truncate_display(key, w[0] - 1) + mark;
+    std::string line = key + std::string(w[0] - std::min(w[0], display_width(key)), ' ');
     for (std::size_t i = 1; i < w.size(); ++i) {
-      const std::size_t cw = exp::display_width(cells[r][i]);
+      const std::size_t cw = display_width(cells[r][i]);
       line += std::string(2 + (w[i] > cw ? w[i] - cw : 0), ' ') + cells[r][i];
     }
     out += line + "\n";

@@ -10,7 +10,7 @@
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 #include "trainmon/recorder/train_summary.h"
 
 namespace trainmon::report {
@@ -282,7 +282,7 @@ std::string write_markdown(const json& m) {
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
       name = text::terminal(name);
-      if (exp::display_width(name) > 60) name = exp::truncate_display(name, 57) + "...";
+      if (display_width(name) > 60) name = truncate_display(name, 57) + "...";
       const auto vis = str(p, "host_visibility");
       const std::string_view mark = vis == "exited"        ? i18n::tr(" (exited)")
                                     : vis == "not_visible" ? i18n::tr(" (not visible from here)")
