@@ -257,12 +257,13 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     // Training figures over the whole run; a run without training data shows nothing (not zeros).
     const auto& t = summary.train;
     any_train = any_train || t.has_value();
-    c[kSamples].cells.push_back(t && t->samples_per_s ? format_samples_per_s(*t->samples_per_s) : "");
-    c[kStep].cells.push_back(t && t->step_median_s ? format_step_s(*t->step_median_s) : "");
-    c[kData].cells.push_back(t && t->data_share ? format_share_pct(*t->data_share) : "");
+    c[kSamples].cells.push_back(t && t->samples_per_s ? diagnose::format_samples_per_s(*t->samples_per_s)
+                                                      : "");
+    c[kStep].cells.push_back(t && t->step_median_s ? diagnose::format_step_s(*t->step_median_s) : "");
+    c[kData].cells.push_back(t && t->data_share ? diagnose::format_share_pct(*t->data_share) : "");
     // Collective wait (protocol v3 senders): a column only when some run measured it.
     any_comm = any_comm || (t && t->comm_share);
-    c[kComm].cells.push_back(t && t->comm_share ? format_share_pct(*t->comm_share) : "");
+    c[kComm].cells.push_back(t && t->comm_share ? diagnose::format_share_pct(*t->comm_share) : "");
     c[kCommand].cells.push_back(r.kind == "record" ? std::string(i18n::tr("(record)"))
                                                    : join_command(r.command));
   }
@@ -425,7 +426,7 @@ std::string format_run_details(const store::RunInfo& r) {
            std::string(s.oom_at_cgroup_limit ? tr(" (the OOM kill was at this memory limit)")
                                              : std::string_view()) +
            "\n";
-  if (s.train) out += format_train_summary(*s.train, "  ", row_label_tr(N_("training:")).substr(2));
+  if (s.train) out += diagnose::format_train_summary(*s.train, "  ", row_label_tr(N_("training:")).substr(2));
   if (s.train_events) {
     if (auto line = format_train_events(*s.train_events); !line.empty())
       out += row_label_tr(N_("events:")) + line + "\n";

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The training figures of a run in its stored summary, the end-of-run summary, `show` and the `runs`
-// table (include/trainmon/recorder/train_summary.h, run_stats.h, run_report.h).
+// table (include/trainmon/diagnose/train_summary.h, run_stats.h, run_report.h).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -16,14 +16,15 @@
 
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/units.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/recorder/run_stats.h"
-#include "trainmon/recorder/train_summary.h"
 #include "unit/recorder/train_synth.h"
 
 namespace trainmon::recorder {
 namespace {
 
+using namespace trainmon::diagnose;  // the summary figures (diagnose/train_summary.h)
 using trainmon::testing::two_rank_series;
 
 TEST(TrainSummary, FiguresOfTheTwoRanksAndTheJob) {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "trainmon/core/units.h"
 #include "trainmon/diagnose/train_energy.h"
 
-namespace trainmon::recorder {
+namespace trainmon::diagnose {
 namespace {
 
 using nlohmann::json;
@@ -323,4 +323,4 @@ std::string format_train_summary(const TrainSummary& s, std::string_view indent,
   return out;
 }
 
-}  // namespace trainmon::recorder
+}  // namespace trainmon::diagnose
