@@ -10,8 +10,8 @@
 #include <filesystem>
 #include <string>
 
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/ipc/run_state_file.h"
-#include "trainmon/recorder/train_summary.h"
 #include "trainmon/serve/metrics_text.h"
 
 using namespace trainmon;
@@ -116,7 +116,7 @@ void BM_RenderTrainMetricsTwoRuns(benchmark::State& st) {
 BENCHMARK(BM_RenderTrainMetricsTwoRuns)->Unit(benchmark::kMicrosecond);
 
 void BM_SummarizeTrainHour8Ranks(benchmark::State& st) {
-  for (auto _ : st) benchmark::DoNotOptimize(recorder::summarize_train(hour()));
+  for (auto _ : st) benchmark::DoNotOptimize(diagnose::summarize_train(hour()));
 }
 BENCHMARK(BM_SummarizeTrainHour8Ranks)->Unit(benchmark::kMillisecond);
 

@@ -12,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
+#include "trainmon/ipc/train_channel.h"
 #include "trainmon/store/series_fields.h"
 #include "trainmon/store/store.h"
 
@@ -183,8 +184,8 @@ int main(int argc, char** argv) {
       host.clear();
     }
     if (t % 3600 == 3599) {
-      ipc::TrainMessage m;
-      m.type = ipc::EventType::epoch_end;
+      diagnose::TrainMessage m;
+      m.type = diagnose::EventType::epoch_end;
       m.time_unix_s = static_cast<double>(t_ms) / 1000.0;
       m.epoch = t / 3600;
       m.rank = 0;

@@ -22,7 +22,7 @@ import weakref
 __all__ = ["EventClient", "process_client", "PROTOCOL_VERSION", "MAX_MESSAGE_BYTES"]
 
 PROTOCOL_VERSION = 3
-# The event types the recorder accepts (src/ipc/train_message.cpp; docs/python.md): any other is
+# The event types the recorder accepts (src/diagnose/train_message.cpp; docs/python.md): any other is
 # dropped here rather than sent to be rejected as unknown_type.
 EVENT_TYPES = frozenset(("hello", "train_start", "epoch_start", "batch_end", "epoch_end", "val_end", "memory",
                          "train_end", "heartbeat"))

@@ -22,17 +22,17 @@ std::string host_name() {
   return buf;
 }
 
-class AlertObserver final : public recorder::TickObserver {
+class AlertObserver final : public diagnose::TickObserver {
  public:
   AlertObserver(RuleSet rules, std::string spool_dir, std::string tool)
       : rules_(std::move(rules)), tool_(std::move(tool)), delivery_(rules_, std::move(spool_dir), tool_) {}
 
-  void on_start(const recorder::StartContext& ctx) override {
+  void on_start(const diagnose::StartContext& ctx) override {
     engine_.emplace(rules_.rules,
                     EngineContext{std::string(ctx.tool), ctx.run_id, std::string(ctx.run_name), host_name()});
   }
 
-  void on_tick(const recorder::TickContext& ctx) override {
+  void on_tick(const diagnose::TickContext& ctx) override {
     if (!engine_) engine_.emplace(rules_.rules, EngineContext{tool_, ctx.run_id, "", host_name()});
     for (const auto& n : engine_->evaluate(ctx.snapshot, ctx.active_findings, ctx.elapsed_s)) {
       const Rule* rule = nullptr;
@@ -53,7 +53,7 @@ class AlertObserver final : public recorder::TickObserver {
 
 }  // namespace
 
-Expected<std::unique_ptr<recorder::TickObserver>> make_alert_observer(const AlertSetup& setup) {
+Expected<std::unique_ptr<diagnose::TickObserver>> make_alert_observer(const AlertSetup& setup) {
   RuleSet rules;
   std::string path = setup.rules_path;
   if (path.empty()) {
@@ -65,17 +65,18 @@ Expected<std::unique_ptr<recorder::TickObserver>> make_alert_observer(const Aler
     if (!loaded) return std::unexpected(loaded.error());
     rules = std::move(*loaded);
   } else {
-    if (setup.quiet) return std::unique_ptr<recorder::TickObserver>{};
+    if (setup.quiet) return std::unique_ptr<diagnose::TickObserver>{};
     rules = default_rule_set();
     // `run` prints live findings (D13 for Xids too): the built-in log-only defaults leave them out
-    if (setup.findings_printed) std::erase_if(rules.rules, [](const Rule& r) { return !r.finding.empty() || r.metric == "xid"; });
+    if (setup.findings_printed)
+      std::erase_if(rules.rules, [](const Rule& r) { return !r.finding.empty() || r.metric == "xid"; });
   }
   if (setup.quiet)
     for (auto& r : rules.rules) std::erase(r.sinks, std::string("log"));
   std::string spool = !setup.spool_dir.empty()            ? setup.spool_dir
                       : !rules.delivery.spool_dir.empty() ? rules.delivery.spool_dir
                                                           : default_spool_dir();
-  return std::unique_ptr<recorder::TickObserver>(
+  return std::unique_ptr<diagnose::TickObserver>(
       std::make_unique<AlertObserver>(std::move(rules), spool, setup.tool));
 }
 

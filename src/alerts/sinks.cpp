@@ -21,10 +21,10 @@
 
 #include <fmt/format.h>
 
-#include "alerts/curl_library.h"
 #include "trainmon/alerts/template.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/net/curl_library.h"
 #include "trainmon/runner/launcher.h"
 
 extern char** environ;
@@ -164,9 +164,9 @@ class WebhookSink final : public Sink {
   explicit WebhookSink(SinkConfig c) : c_(std::move(c)) {}
   Expected<void> deliver(const Notification& n) override {
     std::string body = webhook_body(n, c_.slack);
-    auto lib = curl_library();
+    auto lib = net::curl_library();
     if (!lib) return std::unexpected(lib.error());
-    const CurlLibrary& curl = **lib;
+    const net::CurlLibrary& curl = **lib;
     CURL* h = curl.easy_init();
     if (!h) return std::unexpected(fail("curl_easy_init failed"));
     curl_slist* headers = curl.slist_append(nullptr, "Content-Type: application/json");
@@ -203,9 +203,9 @@ class EmailSink final : public Sink {
     if (!cred) return std::unexpected(cred.error());
     std::string msg = email_message(n, c_);
     Upload up{&msg};
-    auto lib = curl_library();
+    auto lib = net::curl_library();
     if (!lib) return std::unexpected(lib.error());
-    const CurlLibrary& curl = **lib;
+    const net::CurlLibrary& curl = **lib;
     CURL* h = curl.easy_init();
     if (!h) return std::unexpected(fail("curl_easy_init failed"));
     curl_slist* rcpt = nullptr;

@@ -42,7 +42,7 @@ int record(const RecordOptions& o, const GlobalOptions& global) {
   lo->print_every_ns = *print_every;
   auto alerts = alert_observer(o.common, "record");
   if (!alerts) return kExitUsage;
-  std::vector<recorder::TickObserver*> observers;
+  std::vector<diagnose::TickObserver*> observers;
   if (*alerts) observers.push_back(alerts->get());
   const int rc = recorder::run_record_loop(*lo, observers);
   // Nothing the alert commands started outlives the recorder (runner/job_stop.h).

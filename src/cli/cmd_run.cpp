@@ -19,11 +19,11 @@
 #include "cli/threshold_options.h"
 #include "trainmon/alerts/alert_observer.h"
 #include "trainmon/core/i18n.h"
+#include "trainmon/diagnose/tick_observer.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/recorder/job_run.h"
 #include "trainmon/recorder/labels.h"
 #include "trainmon/recorder/recording.h"
-#include "trainmon/recorder/tick_observer.h"
 #include "trainmon/report/report_file.h"
 #include "trainmon/runner/launcher.h"
 #include "trainmon/store/db_path.h"
@@ -134,7 +134,7 @@ int run_command(const RunOptions& o, const GlobalOptions& global) {
     }
     return {};
   };
-  std::vector<recorder::TickObserver*> observers;
+  std::vector<diagnose::TickObserver*> observers;
   if (*alert_observer) observers.push_back(alert_observer->get());
   return recorder::run_job(jo, observers);
 }

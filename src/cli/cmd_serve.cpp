@@ -169,7 +169,7 @@ int serve(const ServeOptions& o, const GlobalOptions& global) {
   (*server)->start();
 
   // Observers, in order: the HTTP server's state, then the alert engine (--alerts FILE).
-  std::vector<recorder::TickObserver*> observers{&state};
+  std::vector<diagnose::TickObserver*> observers{&state};
   if (*alerts) observers.push_back(alerts->get());
   int rc = recorder::run_record_loop(*lo, observers);
   (*server)->stop();

@@ -22,8 +22,8 @@
 #include "trainmon/cluster/job_query.h"
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/terminal.h"
-#include "trainmon/export/units.h"
 #include "trainmon/recorder/duration.h"
 #include "trainmon/store/db_path.h"
 #include "trainmon/store/store.h"
@@ -142,16 +142,16 @@ std::string ledger_csv(const store::UsageLedger& l) {
 /// keys that share a prefix (job ids, UUIDs) stay apart. Never splits a character; text that fits is
 /// unchanged.
 std::string cut_middle(std::string_view text, std::size_t columns, std::string_view mark) {
-  if (exp::display_width(text) <= columns) return std::string(text);
-  const std::size_t mark_w = exp::display_width(mark);
-  if (columns <= mark_w) return exp::truncate_display(text, columns);
+  if (display_width(text) <= columns) return std::string(text);
+  const std::size_t mark_w = display_width(mark);
+  if (columns <= mark_w) return truncate_display(text, columns);
   const std::size_t head_w = (columns - mark_w) / 3, tail_w = columns - mark_w - head_w;
   std::size_t at = 0;  // the tail: the last tail_w columns, from a character's first byte
-  while (at < text.size() && exp::display_width(text.substr(at)) > tail_w) {
+  while (at < text.size() && display_width(text.substr(at)) > tail_w) {
     ++at;
     while (at < text.size() && (static_cast<unsigned char>(text[at]) & 0xC0) == 0x80) ++at;
   }
-  return exp::truncate_display(text, head_w) + std::string(mark) + std::string(text.substr(at));
+  return truncate_display(text, head_w) + std::string(mark) + std::string(text.substr(at));
 }
 
 /// The text table: the key column cut from the middle with a mark ("…", ASCII "~") to what the
@@ -195,9 +195,8 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
         fmt::format("{:.3f}", r.energy_kwh), std::to_string(r.processes)};
   };
   for (const auto& r : l.rows) {
-    std::string key = r.key.empty() ? none : exp::terminal_text(r.key, utf8);
-    if (q.by == store::UsageGroup::gpu && !r.gpu_uuid.empty())
-      key += " " + exp::terminal_text(r.gpu_uuid, utf8);
+    std::string key = r.key.empty() ? none : terminal_text(r.key, utf8);
+    if (q.by == store::UsageGroup::gpu && !r.gpu_uuid.empty()) key += " " + terminal_text(r.gpu_uuid, utf8);
     const auto n = nums(r);
     cells.push_back({key, n[0], n[1], n[2], n[3], n[4], n[5]});
   }
@@ -207,7 +206,7 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
   }
   std::array<std::size_t, 7> w{};
   for (const auto& row : cells)
-    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], exp::display_width(row[i]));
+    for (std::size_t i = 0; i < row.size(); ++i) w[i] = std::max(w[i], display_width(row[i]));
   std::size_t rest = 0;
   for (std::size_t i = 1; i < w.size(); ++i) rest += w[i] + 2;
   const std::size_t width = columns > 0 ? columns : 80;  // a pipe: the table still fits 80 columns
@@ -217,9 +216,9 @@ std::string ledger_text(const store::UsageLedger& l, const store::UsageQuery& q,
   for (std::size_t r = 0; r < cells.size(); ++r) {
     std::string key = cells[r][0];
     key = cut_middle(key, w[0], mark);
-    std::string line = key + std::string(w[0] - std::min(w[0], exp::display_width(key)), ' ');
+    std::string line = key + std::string(w[0] - std::min(w[0], display_width(key)), ' ');
     for (std::size_t i = 1; i < w.size(); ++i) {
-      const std::size_t cw = exp::display_width(cells[r][i]);
+      const std::size_t cw = display_width(cells[r][i]);
       line += std::string(2 + (w[i] > cw ? w[i] - cw : 0), ' ') + cells[r][i];
     }
     out += line + "\n";

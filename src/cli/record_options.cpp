@@ -82,7 +82,7 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
   return lo;
 }
 
-std::optional<std::unique_ptr<recorder::TickObserver>> alert_observer(const RecordCliOptions& o,
+std::optional<std::unique_ptr<diagnose::TickObserver>> alert_observer(const RecordCliOptions& o,
                                                                       std::string_view tool) {
   alerts::AlertSetup setup = o.alerts;
   setup.tool = std::string(tool);

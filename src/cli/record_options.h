@@ -41,7 +41,7 @@ std::optional<recorder::RecordLoopOptions> record_loop_options(const RecordCliOp
 
 /// The alert engine for `tool` (nullptr: nothing to deliver). On a bad rules file prints
 /// "trainmon <tool>: FILE:LINE: ..." and returns nullopt (the caller exits with kExitUsage).
-std::optional<std::unique_ptr<recorder::TickObserver>> alert_observer(const RecordCliOptions& o,
+std::optional<std::unique_ptr<diagnose::TickObserver>> alert_observer(const RecordCliOptions& o,
                                                                       std::string_view tool);
 
 }  // namespace trainmon::cli

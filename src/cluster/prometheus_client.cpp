@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "alerts/curl_library.h"
+#include "trainmon/net/curl_library.h"
 
 namespace trainmon::cluster {
 namespace {
@@ -50,7 +50,7 @@ size_t collect(char* data, size_t size, size_t n, void* user) {
 
 /// GET base + path; the JSON "data" of a {"status":"success"} answer.
 Expected<nlohmann::json> api_get(const PromEndpoint& ep, const std::string& path) {
-  auto lib = alerts::curl_library();
+  auto lib = net::curl_library();
   if (!lib) return std::unexpected(lib.error());
   const auto& curl = **lib;
   std::string url = ep.base_url;

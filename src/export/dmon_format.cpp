@@ -13,8 +13,8 @@
 
 #include "export/monitor_common.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/monitor_format.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

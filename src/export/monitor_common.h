@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "trainmon/core/reading.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/monitor_format.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

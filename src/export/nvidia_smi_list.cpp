@@ -6,8 +6,8 @@
 #include <optional>
 
 #include "export/static_info.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/nvidia_smi_views.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

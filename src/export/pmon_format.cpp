@@ -21,10 +21,10 @@
 
 #include "export/monitor_common.h"
 #include "trainmon/core/text_escape.h"
+#include "trainmon/core/units.h"
 #include "trainmon/export/attribution.h"
 #include "trainmon/export/monitor_format.h"
 #include "trainmon/export/processes_unknown.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

@@ -12,8 +12,8 @@
 
 #include <algorithm>
 
+#include "trainmon/core/units.h"
 #include "trainmon/export/processes_unknown.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

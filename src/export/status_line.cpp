@@ -6,10 +6,10 @@
 #include <algorithm>
 #include <optional>
 
+#include "trainmon/core/units.h"
 #include "trainmon/export/attribution.h"
 #include "trainmon/export/processes_unknown.h"
 #include "trainmon/export/status.h"
-#include "trainmon/export/units.h"
 
 namespace trainmon::exp {
 

@@ -210,7 +210,7 @@ void EventServer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void EventServer::count(RejectReason reason) {
+void EventServer::count(diagnose::RejectReason reason) {
   std::lock_guard lock(mu_);
   ++stats_.rejected[static_cast<std::size_t>(reason)];
 }
@@ -224,18 +224,18 @@ bool EventServer::handle(std::string_view message, std::int64_t sender_pid, std:
     last_refill_ns_ = now_monotonic_ns;
   }
   if (tokens_ < 1) {
-    count(RejectReason::rate_limited);
+    count(diagnose::RejectReason::rate_limited);
     return false;
   }
   tokens_ -= 1;
 
-  auto parsed = parse_train_event(message);
+  auto parsed = diagnose::parse_train_event(message);
   if (!parsed) {
-    count(reject_reason_of(parsed.error()));
+    count(diagnose::reject_reason_of(parsed.error()));
     return false;
   }
   if (!options_.run_id.empty() && !parsed->run_id.empty() && parsed->run_id != options_.run_id) {
-    count(RejectReason::wrong_run);
+    count(diagnose::RejectReason::wrong_run);
     return false;
   }
   // The sender's clock is trusted within 10 minutes of ours (same host); otherwise the arrival
@@ -255,7 +255,7 @@ bool EventServer::handle(std::string_view message, std::int64_t sender_pid, std:
 
   std::lock_guard lock(mu_);
   if (queue_.size() >= options_.queue_capacity) {
-    ++stats_.rejected[static_cast<std::size_t>(RejectReason::queue_full)];
+    ++stats_.rejected[static_cast<std::size_t>(diagnose::RejectReason::queue_full)];
     return false;
   }
   if (parsed->dropped > 0) {
@@ -276,12 +276,12 @@ void EventServer::accept_clients(std::vector<std::pair<int, std::int64_t>>& clie
     socklen_t len = sizeof cred;
     if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || cred.uid != me) {
       ::close(c);
-      count(RejectReason::wrong_user);
+      count(diagnose::RejectReason::wrong_user);
       continue;
     }
     if (clients.size() >= options_.max_clients) {
       ::close(c);
-      count(RejectReason::too_many_clients);
+      count(diagnose::RejectReason::too_many_clients);
       continue;
     }
     clients.emplace_back(c, cred.pid);
@@ -293,7 +293,7 @@ void EventServer::accept_clients(std::vector<std::pair<int, std::int64_t>>& clie
 void EventServer::loop() {
   // One byte more than the limit so that an oversized message is seen as such (MSG_TRUNC also
   // reports the real length).
-  std::vector<char> buf(kMaxMessageBytes + 1);
+  std::vector<char> buf(diagnose::kMaxMessageBytes + 1);
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 16)];
   std::vector<std::pair<int, std::int64_t>> clients;  // fd, peer pid
   std::vector<pollfd> fds;
@@ -348,7 +348,7 @@ void EventServer::loop() {
             std::lock_guard lock(mu_);
             ++stats_.received;
           }
-          count(RejectReason::not_json);  // an empty message is malformed, and counted as such
+          count(diagnose::RejectReason::not_json);  // an empty message is malformed, and counted as such
           continue;
         }
         // A sender passed file descriptors (SCM_RIGHTS): close them, they are never used.
@@ -365,8 +365,8 @@ void EventServer::loop() {
           std::lock_guard lock(mu_);
           ++stats_.received;
         }
-        if (static_cast<std::size_t>(len) > kMaxMessageBytes || (msg.msg_flags & MSG_TRUNC)) {
-          count(RejectReason::too_large);
+        if (static_cast<std::size_t>(len) > diagnose::kMaxMessageBytes || (msg.msg_flags & MSG_TRUNC)) {
+          count(diagnose::RejectReason::too_large);
           continue;
         }
         handle(std::string_view(buf.data(), static_cast<std::size_t>(len)), pid, now_ns(CLOCK_REALTIME),

@@ -8,6 +8,14 @@
 
 namespace trainmon::ipc {
 
+store::TrainEvent to_store_event(const diagnose::TrainMessage& m, std::int64_t time_unix_ns) {
+  store::TrainEvent e;
+  e.time_unix_ns = time_unix_ns;
+  e.kind = std::string(diagnose::event_type_name(m.type));
+  e.json = diagnose::to_json(m, /*with_steps=*/false);
+  return e;
+}
+
 Expected<std::unique_ptr<TrainChannel>> TrainChannel::open(std::string run_id, EventServerOptions options) {
   options.run_id = run_id;
   auto server = EventServer::start(options);
@@ -29,7 +37,7 @@ Expected<void> TrainChannel::publish(const Snapshot& snap, std::int64_t interval
   return write_file_atomic(snapshot_path_, snapshot_json(snap, "run", interval_ms, progress_));
 }
 
-void TrainChannel::note(const TrainMessage& m) {
+void TrainChannel::note(const diagnose::TrainMessage& m) {
   if (m.epoch < 0) return;
   TrainProgress p = progress_.value_or(TrainProgress{});
   p.epoch = m.epoch;
@@ -95,16 +103,16 @@ TrainTick TrainChannel::collect(std::span<const diagnose::NvmlGpuRef> gpus) {
   for (auto& e : drain_messages()) {
     const auto& m = e.message;
     const double t = clock_.of(m);
-    const bool said_who = m.type == EventType::hello || m.steps;
-    auto id = rank_of(m, e.sender_pid);
+    const bool said_who = m.type == diagnose::EventType::hello || m.steps;
+    auto id = diagnose::rank_of(m, e.sender_pid);
     key_for(id);
     if (said_who) upsert(id);
-    if (m.type != EventType::heartbeat) {
+    if (m.type != diagnose::EventType::heartbeat) {
       tick.events.push_back(
           to_store_event(m, static_cast<std::int64_t>(std::llround((clock_.start_unix_s + t) * 1e9))));
-      tick.diagnose_events.push_back(to_diagnose_event(m, t));
+      tick.diagnose_events.push_back(diagnose::to_diagnose_event(m, t));
     }
-    if (auto w = window_of(m, clock_)) {
+    if (auto w = diagnose::window_of(m, clock_)) {
       auto it = std::find_if(rows.begin(), rows.end(), [&](const auto& r) { return r.first == id.key; });
       if (it == rows.end()) {
         rows.emplace_back(id.key, std::vector<diagnose::TrainWindow>{*w});

@@ -17,7 +17,7 @@ RunSummary::TrainEvents train_event_counts(const ipc::EventServerStats& st) {
   e.accepted = st.accepted;
   for (std::size_t r = 0; r < st.rejected.size(); ++r) {
     if (st.rejected[r] > 0)
-      e.rejected.emplace_back(std::string(ipc::reject_reason_name(static_cast<ipc::RejectReason>(r))),
+      e.rejected.emplace_back(std::string(diagnose::reject_reason_name(static_cast<diagnose::RejectReason>(r))),
                               st.rejected[r]);
   }
   return e;
@@ -30,7 +30,7 @@ std::unique_ptr<ipc::TrainChannel> open_event_channel(const JobRunOptions& o, st
   if (auto ch = ipc::TrainChannel::open(std::to_string(run_id))) {
     channel = std::move(*ch);
     channel->set_clock(
-        ipc::RunClock{static_cast<double>(start_unix) / 1e9, static_cast<double>(start_mono) / 1e9});
+        diagnose::RunClock{static_cast<double>(start_unix) / 1e9, static_cast<double>(start_mono) / 1e9});
     for (auto& kv : channel->child_environment()) {
       if (kv.first != ipc::kEnvRunId) launch.extra_env.push_back(std::move(kv));
     }

@@ -145,7 +145,7 @@ class JobHooks final : public MonitorHooks {
 
 }  // namespace
 
-int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers) {
+int run_job(const JobRunOptions& o_in, std::span<diagnose::TickObserver* const> observers) {
   JobRunOptions o = o_in;
   if (!o.said) o.said = [](const Error& e) { return e.message; };
   std::vector<std::string> env;
@@ -270,7 +270,7 @@ int run_job(const JobRunOptions& o_in, std::span<TickObserver* const> observers)
   mo.start_mono_ns = start_mono;
   mo.live_findings = LiveFindings::whole_run;
   MonitorLoop loop(mo, sampler.get(), session.get(), &live, observers, hooks);
-  loop.start_observers(StartContext{"run", run_id, info.name, db_path, start_unix});
+  loop.start_observers(diagnose::StartContext{"run", run_id, info.name, db_path, start_unix});
 
   // ---- the live state file for `top` and `serve` (docs/top.md): failure only loses it ----
   state_file = job_parts::open_state_file(o, info, run_id, start_unix);

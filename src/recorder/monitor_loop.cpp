@@ -10,7 +10,7 @@
 namespace trainmon::recorder {
 
 MonitorLoop::MonitorLoop(MonitorLoopOptions options, Sampler* sampler, RecorderSession* session,
-                         diagnose::LiveDiagnosis* live, std::span<TickObserver* const> observers,
+                         diagnose::LiveDiagnosis* live, std::span<diagnose::TickObserver* const> observers,
                          MonitorHooks& hooks)
     : o_(std::move(options)),
       sampler_(sampler),
@@ -36,12 +36,12 @@ void MonitorLoop::notify(F&& f) {
   }
 }
 
-void MonitorLoop::start_observers(const StartContext& ctx) {
-  notify([&](TickObserver& x) { x.on_start(ctx); });
+void MonitorLoop::start_observers(const diagnose::StartContext& ctx) {
+  notify([&](diagnose::TickObserver& x) { x.on_start(ctx); });
 }
 
 void MonitorLoop::finish_observers() {
-  notify([](TickObserver& x) { x.on_finish(); });
+  notify([](diagnose::TickObserver& x) { x.on_finish(); });
 }
 
 void MonitorLoop::remember(const std::vector<diagnose::Finding>& found) {
@@ -128,8 +128,8 @@ void MonitorLoop::tick() {
   // 10-11
   if (hooks_.wants_active()) hooks_.on_findings(active_, now_s());
   if (!observers_.empty()) {
-    const TickContext ctx{snap, active_, session_->run_id(), now_s()};
-    notify([&](TickObserver& x) { x.on_tick(ctx); });
+    const diagnose::TickContext ctx{snap, active_, session_->run_id(), now_s()};
+    notify([&](diagnose::TickObserver& x) { x.on_tick(ctx); });
   }
 }
 

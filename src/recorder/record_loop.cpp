@@ -146,7 +146,7 @@ class DaemonHooks final : public MonitorHooks {
 
 }  // namespace
 
-int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> observers) {
+int run_record_loop(const RecordLoopOptions& o, std::span<diagnose::TickObserver* const> observers) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) env.emplace_back(*e);
 
@@ -214,7 +214,7 @@ int run_record_loop(const RecordLoopOptions& o, std::span<TickObserver* const> o
   mo.live_findings = LiveFindings::merged_episodes;
   DaemonHooks hooks(o, start_unix, start_mono);
   MonitorLoop loop(mo, &sampler, &session, o.diagnose ? &live : nullptr, observers, hooks);
-  loop.start_observers(StartContext{o.tool, run_id, o.name, o.db_path, start_unix});
+  loop.start_observers(diagnose::StartContext{o.tool, run_id, o.name, o.db_path, start_unix});
   loop.run();
   const int stop_signal = hooks.stop_signal;
   loop.finish_observers();

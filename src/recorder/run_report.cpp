@@ -6,7 +6,7 @@
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 #include "trainmon/recorder/recording.h"
 
 #include <fmt/format.h>
@@ -42,7 +42,7 @@ std::string join_command(const std::vector<std::string>& argv) {
     bool plain = !a.empty() && a.find_first_of(" \t\"'\\$") == std::string::npos;
     out += plain ? a : "'" + a + "'";
   }
-  return exp::terminal_text(out);
+  return terminal_text(out);
 }
 
 /// How long a run lasted, and up to what: its end; for a run still recording, now; for a lost run
@@ -174,7 +174,7 @@ struct TableColumn {
 };
 
 std::string pad_cell(const std::string& text, std::size_t width, bool right) {
-  const std::size_t w = exp::display_width(text);
+  const std::size_t w = display_width(text);
   const std::string fill(w < width ? width - w : 0, ' ');
   return right ? fill + text : text + fill;
 }
@@ -229,7 +229,7 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   };
   std::vector<TableColumn> c(kCols);
   // The headers in the reader's language; cells are padded in terminal columns (CJK characters are
-  // two: exp::display_width), so the table aligns in either language.
+  // two: display_width), so the table aligns in either language.
   const char* headers[kCols] = {N_("ID"),       N_("NAME"), N_("STATUS"),   N_("START"),
                                 N_("DURATION"), N_("GPUS"), N_("FINDINGS"), N_("SAMPLES/S"),
                                 N_("STEP"),     N_("DATA"), N_("COMM"),     N_("COMMAND")};
@@ -247,7 +247,7 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       status += fmt::format("({})", *r.exit_code);
     const auto summary = summary_from_json(r.summary_json);
     c[kId].cells.push_back(std::to_string(r.id));
-    c[kName].cells.push_back(exp::terminal_text(r.name));
+    c[kName].cells.push_back(terminal_text(r.name));
     c[kStatus].cells.push_back(std::move(status));
     c[kStart].cells.push_back(iso_time(r.start_unix_ns));
     c[kDuration].cells.push_back(table_duration(r));
@@ -257,12 +257,13 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
     // Training figures over the whole run; a run without training data shows nothing (not zeros).
     const auto& t = summary.train;
     any_train = any_train || t.has_value();
-    c[kSamples].cells.push_back(t && t->samples_per_s ? format_samples_per_s(*t->samples_per_s) : "");
-    c[kStep].cells.push_back(t && t->step_median_s ? format_step_s(*t->step_median_s) : "");
-    c[kData].cells.push_back(t && t->data_share ? format_share_pct(*t->data_share) : "");
+    c[kSamples].cells.push_back(t && t->samples_per_s ? diagnose::format_samples_per_s(*t->samples_per_s)
+                                                      : "");
+    c[kStep].cells.push_back(t && t->step_median_s ? diagnose::format_step_s(*t->step_median_s) : "");
+    c[kData].cells.push_back(t && t->data_share ? diagnose::format_share_pct(*t->data_share) : "");
     // Collective wait (protocol v3 senders): a column only when some run measured it.
     any_comm = any_comm || (t && t->comm_share);
-    c[kComm].cells.push_back(t && t->comm_share ? format_share_pct(*t->comm_share) : "");
+    c[kComm].cells.push_back(t && t->comm_share ? diagnose::format_share_pct(*t->comm_share) : "");
     c[kCommand].cells.push_back(r.kind == "record" ? std::string(i18n::tr("(record)"))
                                                    : join_command(r.command));
   }
@@ -273,7 +274,7 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   auto measure = [&] {
     for (int i = 0; i < kCols; ++i) {
       c[i].width = 0;
-      for (const auto& cell : c[i].cells) c[i].width = std::max(c[i].width, exp::display_width(cell));
+      for (const auto& cell : c[i].cells) c[i].width = std::max(c[i].width, display_width(cell));
     }
     c[kName].width = std::min(c[kName].width, name_max);
     c[kStatus].width = std::max<std::size_t>(c[kStatus].width, 10);
@@ -316,7 +317,7 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
   if (columns > 0) {
     const std::size_t fixed = fixed_width() + gap(kCommand);
     command_cols = columns > fixed ? columns - fixed : 0;
-    if (command_cols < exp::display_width(c[kCommand].cells[0])) shown[kCommand] = false;
+    if (command_cols < display_width(c[kCommand].cells[0])) shown[kCommand] = false;
   }
   auto line = [&](std::size_t row) {
     std::string text;
@@ -324,12 +325,12 @@ std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size
       if (!shown[i]) continue;
       if (!text.empty()) text += std::string(gap(i), ' ');
       std::string cell = c[i].cells[row];
-      if (i == kName) cell = exp::truncate_display(cell, c[i].width);
-      if (i == kCommand && exp::display_width(cell) > command_cols)
-        cell = exp::truncate_display(cell, command_cols - 1) + "…";
+      if (i == kName) cell = truncate_display(cell, c[i].width);
+      if (i == kCommand && display_width(cell) > command_cols)
+        cell = truncate_display(cell, command_cols - 1) + "…";
       text += i == kCommand ? cell : pad_cell(cell, c[i].width, c[i].right);
     }
-    if (columns > 0 && exp::display_width(text) > columns) text = exp::truncate_display(text, columns);
+    if (columns > 0 && display_width(text) > columns) text = truncate_display(text, columns);
     while (!text.empty() && text.back() == ' ') text.pop_back();
     return text + '\n';
   };
@@ -365,10 +366,10 @@ std::string row_label_tr(std::string_view msgid) {
 std::string format_run_details(const store::RunInfo& r) {
   using i18n::tr;
   using i18n::trf;
-  std::string out = trf("run {} \"{}\" ({})\n", r.id, exp::terminal_text(r.name), r.kind);
+  std::string out = trf("run {} \"{}\" ({})\n", r.id, terminal_text(r.name), r.kind);
   if (!r.command.empty()) out += row_label_tr(N_("command:")) + join_command(r.command) + "\n";
-  out += row_label_tr(N_("cwd:")) + exp::terminal_text(r.cwd) + "\n";
-  out += row_label_tr(N_("user:")) + exp::terminal_text(r.user) + "@" + exp::terminal_text(r.host) + "\n";
+  out += row_label_tr(N_("cwd:")) + terminal_text(r.cwd) + "\n";
+  out += row_label_tr(N_("user:")) + terminal_text(r.user) + "@" + terminal_text(r.host) + "\n";
   out += row_label_tr(N_("start:")) + iso_time(r.start_unix_ns) + "\n";
   const RunDuration d = run_duration(r);
   out += row_label_tr(N_("duration:")) + format_duration_ms(d.ms) +
@@ -385,7 +386,7 @@ std::string format_run_details(const store::RunInfo& r) {
   }
   out += row_label_tr(N_("status:")) + status + "\n";
   for (const auto& [k, v] : r.labels)
-    out += row_label_tr(N_("label:")) + exp::terminal_text(k) + "=" + exp::terminal_text(v) + "\n";
+    out += row_label_tr(N_("label:")) + terminal_text(k) + "=" + terminal_text(v) + "\n";
   auto s = summary_from_json(r.summary_json);
   for (const auto& g : r.gpus) {
     std::string stats;
@@ -416,16 +417,16 @@ std::string format_run_details(const store::RunInfo& r) {
         static_cast<double>(g.t1_unix_ns - g.t0_unix_ns) / 1e9 + static_cast<double>(r.interval_ms) / 1e3;
     out += row_label_tr(N_("gap:")) +
            (g.ticks == 1 ? trf("{} tick not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
-                               iso_time(g.t0_unix_ns), span_s, g.cause, exp::terminal_text(g.detail))
+                               iso_time(g.t0_unix_ns), span_s, g.cause, terminal_text(g.detail))
                          : trf("{} ticks not recorded from {} for {:.1f} s ({}: {})\n", g.ticks,
-                               iso_time(g.t0_unix_ns), span_s, g.cause, exp::terminal_text(g.detail)));
+                               iso_time(g.t0_unix_ns), span_s, g.cause, terminal_text(g.detail)));
   }
   if (const auto limits = runner::describe_cgroup_limits(s.cgroup); !limits.empty())
-    out += row_label_tr(N_("cgroup:")) + exp::terminal_text(limits) +
+    out += row_label_tr(N_("cgroup:")) + terminal_text(limits) +
            std::string(s.oom_at_cgroup_limit ? tr(" (the OOM kill was at this memory limit)")
                                              : std::string_view()) +
            "\n";
-  if (s.train) out += format_train_summary(*s.train, "  ", row_label_tr(N_("training:")).substr(2));
+  if (s.train) out += diagnose::format_train_summary(*s.train, "  ", row_label_tr(N_("training:")).substr(2));
   if (s.train_events) {
     if (auto line = format_train_events(*s.train_events); !line.empty())
       out += row_label_tr(N_("events:")) + line + "\n";

@@ -148,7 +148,7 @@ std::string summary_to_json(const RunSummary& s) {
   }
   j["oom_at_cgroup_limit"] = s.oom_at_cgroup_limit;
   if (s.oom_kills) j["oom_kills"] = *s.oom_kills;
-  if (s.train) j["train"] = train_summary_to_json(*s.train);
+  if (s.train) j["train"] = diagnose::train_summary_to_json(*s.train);
   if (s.train_events) {
     nlohmann::json rejected = nlohmann::json::object();
     for (const auto& [reason, n] : s.train_events->rejected) rejected[reason] = n;
@@ -203,7 +203,7 @@ RunSummary summary_from_json(const std::string& text) {
     }
     s.oom_at_cgroup_limit = j.value("oom_at_cgroup_limit", false);
     s.oom_kills = get_opt<std::uint64_t>(j, "oom_kills");
-    if (const auto t = j.find("train"); t != j.end()) s.train = train_summary_from_json(*t);
+    if (const auto t = j.find("train"); t != j.end()) s.train = diagnose::train_summary_from_json(*t);
     if (const auto t = j.find("train_events"); t != j.end() && t->is_object()) {
       RunSummary::TrainEvents e;
       e.received = t->value("received", std::uint64_t{0});
@@ -259,7 +259,8 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
               ? trf(" (counters reset {} time during the run: driver reload or GPU reset)", g.counter_resets)
               : trf(" (counters reset {} times during the run: driver reload or GPU reset)",
                     g.counter_resets);
-    out += fmt::format("  GPU{}{}{}{}{}\n", g.index, g.name.empty() ? std::string() : fmt::format(" {}", text::terminal(g.name)),
+    out += fmt::format("  GPU{}{}{}{}{}\n", g.index,
+                       g.name.empty() ? std::string() : fmt::format(" {}", text::terminal(g.name)),
                        g.used_by_job ? tr(" (used by the job)") : std::string_view(),
                        trf(": utilisation mean {} peak {}, peak memory {}",
                            g.mean_util_pct ? fmt::format("{:.1f}%", *g.mean_util_pct) : "N/A",
@@ -281,7 +282,7 @@ std::string format_summary(const RunSummary& s, const std::string& status_line, 
       out += trf("; memory peak {:.1f} MiB", static_cast<double>(*s.cgroup.memory_peak_bytes) / kMiB);
     out += '\n';
   }
-  if (s.train) out += format_train_summary(*s.train, "  ");
+  if (s.train) out += diagnose::format_train_summary(*s.train, "  ");
   if (s.train_events) {
     if (auto line = format_train_events(*s.train_events); !line.empty()) out += "  " + line + "\n";
   }

@@ -5,7 +5,7 @@
 #include <exception>
 
 #include "trainmon/core/i18n.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/store/job_gpus.h"
 
 namespace trainmon::recorder {
@@ -17,7 +17,7 @@ RunVerdict judge_run(const RecorderSession* session, const diagnose::LiveDiagnos
     RunSummary& summary = v.summary;
     summary = session->summary();
     summary.duration_ms = end_elapsed_ms;
-    summary.train = summarize_train(live.series());
+    summary.train = diagnose::summarize_train(live.series());
     runner::OomInputs& in = v.oom_in;
     in.exit = exit;
     in.oom_kills = session->oom_watch().kills_since_start();

@@ -11,7 +11,7 @@
 
 #include "report/report_model.h"
 #include "report/writers.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 
 namespace trainmon::report {
 namespace {
@@ -109,8 +109,8 @@ json build_job_report_model(const cluster::JobHistory& h, int max_points) {
   model["epochs"] = json::array();
   model["ticks"] = h.t.size();
   model["train_events"] = 0;
-  const auto train = recorder::summarize_train(h.train);
-  model["train"] = train ? recorder::train_summary_to_json(*train) : json(nullptr);
+  const auto train = diagnose::summarize_train(h.train);
+  model["train"] = train ? diagnose::train_summary_to_json(*train) : json(nullptr);
 
   // Findings: critical first, then by start; each shaded on its node's charts (add_findings' rule).
   std::vector<const cluster::JobFinding*> order;

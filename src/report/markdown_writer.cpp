@@ -10,8 +10,8 @@
 #include "trainmon/core/i18n.h"
 #include "trainmon/core/i18n_plural.h"
 #include "trainmon/core/text_escape.h"
-#include "trainmon/export/units.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/core/units.h"
+#include "trainmon/diagnose/train_summary.h"
 
 namespace trainmon::report {
 namespace {
@@ -180,20 +180,20 @@ std::string write_markdown(const json& m) {
 
   // The training loop (the run summary's figures), per rank when there are several.
   if (const auto it = m.find("train"); it != m.end()) {
-    if (const auto t = recorder::train_summary_from_json(*it)) {
+    if (const auto t = diagnose::train_summary_from_json(*it)) {
       auto text = [](const std::optional<double>& v, auto f) { return v ? f(*v) : std::string("—"); };
       out += i18n::tr(
           "\n## Training\n\n| Rank | Host | GPU | Steps | Samples/s | Median step | p90 step | Data wait |\n"
           "|---|---|---|---|---|---|---|---|\n");
-      auto row = [&](const std::string& who, const recorder::TrainRankSummary& r) {
+      auto row = [&](const std::string& who, const diagnose::TrainRankSummary& r) {
         out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} |\n", who,
                            r.host.empty() ? "—" : cell(r.host), r.gpu >= 0 ? std::to_string(r.gpu) : "—",
-                           r.steps, text(r.samples_per_s, recorder::format_samples_per_s),
-                           text(r.step_median_s, recorder::format_step_s),
-                           text(r.step_p90_s, recorder::format_step_s),
-                           text(r.data_share, recorder::format_share_pct));
+                           r.steps, text(r.samples_per_s, diagnose::format_samples_per_s),
+                           text(r.step_median_s, diagnose::format_step_s),
+                           text(r.step_p90_s, diagnose::format_step_s),
+                           text(r.data_share, diagnose::format_share_pct));
       };
-      recorder::TrainRankSummary job;
+      diagnose::TrainRankSummary job;
       job.steps = t->steps;
       job.samples_per_s = t->samples_per_s;
       job.step_median_s = t->step_median_s;
@@ -216,9 +216,9 @@ std::string write_markdown(const json& m) {
           const double compute = std::max(0.0, 1.0 - data - *r.comm_share);
           out += fmt::format("| {} | {} | {} | {} | {} |\n",
                              r.rank >= 0 ? std::to_string(r.rank) : fmt::format("pid {}", -1 - r.key),
-                             text(r.data_share, recorder::format_share_pct),
-                             recorder::format_share_pct(*r.comm_share), recorder::format_share_pct(compute),
-                             text(r.compute_mean_s, recorder::format_step_s));
+                             text(r.data_share, diagnose::format_share_pct),
+                             diagnose::format_share_pct(*r.comm_share), diagnose::format_share_pct(compute),
+                             text(r.compute_mean_s, diagnose::format_step_s));
         }
       }
       // What each rank's steps cost in energy (its GPU's NVML energy counter over its steps): said only
@@ -229,7 +229,7 @@ std::string write_markdown(const json& m) {
         out += i18n::tr(
             "\n### Energy\n\n| Rank | GPU | Energy | J/step | J/sample | Wh/epoch |\n"
             "|---|---|---|---|---|---|\n");
-        auto row_e = [&](const std::string& who, const recorder::TrainRankSummary& r) {
+        auto row_e = [&](const std::string& who, const diagnose::TrainRankSummary& r) {
           if (!r.energy_j) return;
           const std::string shared(i18n::tr("shared"));
           auto per = [&](const std::optional<double>& v, auto f) {
@@ -237,11 +237,11 @@ std::string write_markdown(const json& m) {
           };
           out +=
               fmt::format("| {} | {} | {} | {} | {} | {} |\n", who, r.gpu >= 0 ? std::to_string(r.gpu) : "—",
-                          recorder::format_wh(*r.energy_j), per(r.j_per_step, recorder::format_joules),
-                          per(r.j_per_sample, recorder::format_joules),
-                          per(r.wh_per_epoch, [](double wh) { return recorder::format_wh(wh * 3600.0); }));
+                          diagnose::format_wh(*r.energy_j), per(r.j_per_step, diagnose::format_joules),
+                          per(r.j_per_sample, diagnose::format_joules),
+                          per(r.wh_per_epoch, [](double wh) { return diagnose::format_wh(wh * 3600.0); }));
         };
-        recorder::TrainRankSummary job_e;
+        diagnose::TrainRankSummary job_e;
         job_e.energy_j = t->energy_j;
         job_e.j_per_step = t->j_per_step;
         job_e.j_per_sample = t->j_per_sample;
@@ -282,7 +282,7 @@ std::string write_markdown(const json& m) {
     for (const auto& p : m["processes"]) {
       std::string name = str(p, "cmdline").empty() ? str(p, "comm") : str(p, "cmdline");
       name = text::terminal(name);
-      if (exp::display_width(name) > 60) name = exp::truncate_display(name, 57) + "...";
+      if (display_width(name) > 60) name = truncate_display(name, 57) + "...";
       const auto vis = str(p, "host_visibility");
       const std::string_view mark = vis == "exited"        ? i18n::tr(" (exited)")
                                     : vis == "not_visible" ? i18n::tr(" (not visible from here)")

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "report/report_processes.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/recorder/run_report.h"
-#include "trainmon/recorder/train_summary.h"
 #include "trainmon/store/load_run_series.h"
 
 namespace trainmon::report {
@@ -91,8 +91,8 @@ Expected<json> build_report_model(store::Store& st, std::int64_t run_id, int max
   model["gpu_stats"] = gpu_stats(series);
   model["train_events"] = series.train_events.size();
   // The training loop over the run, as the run's summary computes it (null: no step timing).
-  const auto train = recorder::summarize_train(series);
-  model["train"] = train ? recorder::train_summary_to_json(*train) : json(nullptr);
+  const auto train = diagnose::summarize_train(series);
+  model["train"] = train ? diagnose::train_summary_to_json(*train) : json(nullptr);
 
   std::vector<diagnose::Finding> findings;
   if (auto f = st.findings(run_id)) {

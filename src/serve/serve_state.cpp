@@ -59,13 +59,13 @@ ServeState::ServeState(std::vector<std::pair<std::string, std::string>> labels, 
   state_.start_unix_s = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
-void ServeState::on_start(const recorder::StartContext& ctx) {
+void ServeState::on_start(const diagnose::StartContext& ctx) {
   std::lock_guard lock(mu_);
   state_.run_id = ctx.run_id;
   db_path_ = std::string(ctx.db_path);
 }
 
-void ServeState::on_tick(const recorder::TickContext& ctx) {
+void ServeState::on_tick(const diagnose::TickContext& ctx) {
   auto snap = std::make_shared<const Snapshot>(ctx.snapshot);
   std::vector<diagnose::Finding> findings(ctx.active_findings.begin(), ctx.active_findings.end());
 

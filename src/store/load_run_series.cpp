@@ -14,7 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 #include "trainmon/store/job_gpus.h"
 #include "trainmon/store/train_rows.h"
 
@@ -405,11 +405,11 @@ Expected<diagnose::RunSeries> load_run_series(Store& store, std::int64_t run_id)
   auto train = store.train_events(run_id);
   if (!train) return std::unexpected(train.error());
   for (const auto& e : *train) {
-    auto m = ipc::parse_train_event(e.json);
+    auto m = diagnose::parse_train_event(e.json);
     if (!m) continue;  // written by this program, so only a newer protocol's event would be skipped
     // The row's time is the event's time on the run's clock (mapped to Unix time when stored).
     diagnose::append_train_event(
-        out, ipc::to_diagnose_event(*m, static_cast<double>(e.time_unix_ns - start_ns) / 1e9));
+        out, diagnose::to_diagnose_event(*m, static_cast<double>(e.time_unix_ns - start_ns) / 1e9));
   }
   // ---- the training loop's step timing, per rank ----
   const std::int64_t start_ms = start_ns / 1'000'000;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/tui/format.h"
 
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 
 #include <fmt/format.h>
 
@@ -98,7 +98,7 @@ std::vector<std::string> wrap_text(std::string_view text, int first_width, int w
                                    bool utf8) {
   std::vector<std::string> out;
   if (max_lines <= 0) return out;
-  const auto cols = [](std::string_view s) { return static_cast<int>(exp::display_width(s)); };
+  const auto cols = [](std::string_view s) { return static_cast<int>(display_width(s)); };
   const auto limit = [&](std::size_t line) { return std::max(1, line == 0 ? first_width : width); };
   std::size_t i = 0;
   while (i < text.size() && text[i] == ' ') ++i;
@@ -118,7 +118,7 @@ std::vector<std::string> wrap_text(std::string_view text, int first_width, int w
     std::string line;
     std::size_t rest;
     if (fit == std::string_view::npos) {
-      line = exp::truncate_display(text.substr(i), static_cast<std::size_t>(w));
+      line = truncate_display(text.substr(i), static_cast<std::size_t>(w));
       rest = i + line.size();
     } else {
       line = std::string(text.substr(i, fit - i));
@@ -127,7 +127,7 @@ std::vector<std::string> wrap_text(std::string_view text, int first_width, int w
     while (rest < text.size() && text[rest] == ' ') ++rest;
     if (last && rest < text.size()) {
       // More than fits: the mark replaces the line's last column(s).
-      std::string cut = exp::truncate_display(text.substr(i), static_cast<std::size_t>(std::max(0, w - 1)));
+      std::string cut = truncate_display(text.substr(i), static_cast<std::size_t>(std::max(0, w - 1)));
       while (!cut.empty() && cut.back() == ' ') cut.pop_back();
       out.push_back(cut + (utf8 ? "\u2026" : "~"));
       return out;

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 #include "trainmon/tui/format.h"
 #include "trainmon/tui/panels.h"
 
@@ -107,7 +107,7 @@ void draw_full(Canvas& cv, int row, const GpuSample& g, const History& hist) {
   }
   col += 2;
   if (g.temperature_gpu_c) {
-    col = cv.put(row, col, fmt::format("{}{}C", *g.temperature_gpu_c, exp::degree_sign(utf8)),
+    col = cv.put(row, col, fmt::format("{}{}C", *g.temperature_gpu_c, degree_sign(utf8)),
                  temp_style(*g.temperature_gpu_c));
   } else {
     col = cv.put(row, col, "N/A", Style::dim);
@@ -181,7 +181,7 @@ void draw_compact(Canvas& cv, int row, const GpuSample& g) {
   col = draw_bar(cv, row, col + 1, "mem", m, bar_w, m < 0 ? " N/A" : fmt::format("{:>4.0f}%", m),
                  m >= 90 ? Style::bad : Style::warn);
   if (g.temperature_gpu_c)
-    col = cv.put(row, col + 1, fmt::format("{}{}C", *g.temperature_gpu_c, exp::degree_sign(utf8)),
+    col = cv.put(row, col + 1, fmt::format("{}{}C", *g.temperature_gpu_c, degree_sign(utf8)),
                  temp_style(*g.temperature_gpu_c));
   if (g.power_draw_mw) col = cv.put(row, col + 1, fmt::format("{}W", *g.power_draw_mw / 1000));
   if (g.ecc_uncorrected_volatile && *g.ecc_uncorrected_volatile > 0)

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 #include "trainmon/tui/format.h"
 #include "trainmon/tui/panels.h"
 
@@ -61,7 +61,7 @@ int draw_host_panel(Canvas& cv, int top, int max_rows, const Snapshot& snap) {
     col += bar_w + 2;
     col = cv.put(row, col, fmt::format("{:>4.0f}% {}c", pct, h.cpu_count_online));
     if (h.cpu_temperature_c)
-      col = cv.put(row, col + 1, fmt::format("{:.0f}{}C", *h.cpu_temperature_c, exp::degree_sign(cv.utf8())),
+      col = cv.put(row, col + 1, fmt::format("{:.0f}{}C", *h.cpu_temperature_c, degree_sign(cv.utf8())),
                    *h.cpu_temperature_c < 80 ? Style::normal : Style::bad);
     if (h.load1)
       col = cv.put(

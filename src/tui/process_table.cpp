@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/tui/process_table.h"
 
+#include "trainmon/core/units.h"
 #include "trainmon/export/attribution.h"
-#include "trainmon/export/units.h"
 
 #include <fmt/format.h>
 
@@ -271,9 +271,8 @@ std::string fit(std::string s, int width, bool right, bool utf8) {
   // Cut and padded by terminal columns (a CJK user name takes two a character). A cut cell ends
   // with a mark ("…", ASCII "~"): "0,2,…" is never read as the whole list "0,2".
   const auto w = static_cast<std::size_t>(std::max(0, width));
-  if (exp::display_width(s) > w)
-    s = w > 1 ? exp::truncate_display(s, w - 1) + (utf8 ? "…" : "~") : std::string(w, '~');
-  const std::size_t used = exp::display_width(s);
+  if (display_width(s) > w) s = w > 1 ? truncate_display(s, w - 1) + (utf8 ? "…" : "~") : std::string(w, '~');
+  const std::size_t used = display_width(s);
   if (used < w) {
     const std::string pad(w - used, ' ');
     s = right ? pad + s : s + pad;
@@ -296,9 +295,9 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
   int job_width = 0;
   for (const auto& r : rows)
     if (!r.job.empty())
-      job_width = std::max(job_width, static_cast<int>(exp::display_width(exp::terminal_text(r.job))));
+      job_width = std::max(job_width, static_cast<int>(display_width(terminal_text(r.job))));
   if (job_width > 0) {
-    const int title_width = static_cast<int>(exp::display_width(i18n::tr("JOB")));
+    const int title_width = static_cast<int>(display_width(i18n::tr("JOB")));
     cols.insert(cols.begin() + 2,
                 Column{SortKey::pid, std::clamp(job_width, title_width, kJobColumnMax), false, 2, true});
   }
@@ -354,7 +353,7 @@ void draw_process_table(Canvas& canvas, int top, int height, const std::vector<P
       Style s = base;
       if (c.key == SortKey::gpu_memory && r.on_gpu && base == Style::normal) s = Style::warn;
       const std::string text =
-          c.job ? (r.job.empty() ? std::string("-") : exp::terminal_text(r.job)) : cell_text(r, c.key);
+          c.job ? (r.job.empty() ? std::string("-") : terminal_text(r.job)) : cell_text(r, c.key);
       canvas.put(y, x, fit(text, c.width, c.right, utf8), s);
       x += c.width + 1;
     }

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trainmon/export/units.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/core/units.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/tui/format.h"
 #include "trainmon/tui/panels.h"
 
@@ -38,7 +38,7 @@ void draw_table(Canvas& cv, int top, const std::vector<Row>& rows) {
   std::vector<int> width(ncols, 0), drop(ncols, 0);
   for (const auto& r : rows) {
     for (std::size_t c = 0; c < r.size(); ++c) {
-      width[c] = std::max(width[c], static_cast<int>(exp::display_width(r[c].text)));
+      width[c] = std::max(width[c], static_cast<int>(display_width(r[c].text)));
       drop[c] = std::max(drop[c], r[c].drop);
     }
   }
@@ -75,16 +75,16 @@ std::string rank_name(const ipc::LiveRankState& r) {
 Row job_row(const ipc::LiveRunState& run, double now) {
   Row row;
   row.push_back({"train", Style::label, 0});
-  row.push_back({exp::truncate_display(exp::terminal_text(run.name), 16), Style::normal, 3});
+  row.push_back({truncate_display(terminal_text(run.name), 16), Style::normal, 3});
   if (run.run_id > 0) row.push_back({fmt::format("run {}", run.run_id), Style::dim, 6});
-  const auto rate = recorder::format_samples_per_s(run.samples_per_s);
+  const auto rate = diagnose::format_samples_per_s(run.samples_per_s);
   row.push_back({rate.empty() ? "- samples/s" : rate + " samples/s", Style::normal, 0});
-  const auto step = recorder::format_step_s(run.step_median_s);
+  const auto step = diagnose::format_step_s(run.step_median_s);
   row.push_back({"step " + (step.empty() ? "-" : step), Style::normal, 0});
-  const auto data = recorder::format_share_pct(run.data_share);
+  const auto data = diagnose::format_share_pct(run.data_share);
   row.push_back({"data " + (data.empty() ? "-" : data), Style::normal, 1});
   // Collective wait (protocol v3 senders); no cell from older ones.
-  const auto comm = recorder::format_share_pct(run.comm_share);
+  const auto comm = diagnose::format_share_pct(run.comm_share);
   row.push_back({comm.empty() ? std::string() : "comm " + comm, Style::normal, 7});
 
   // The oldest last step of the job: a stuck rank holds every other one at the next collective.
@@ -107,15 +107,15 @@ Row job_row(const ipc::LiveRunState& run, double now) {
 Row rank_row(const ipc::LiveRankState& r, double now) {
   Row row;
   row.push_back({"  " + rank_name(r), Style::label, 0});
-  row.push_back({exp::truncate_display(exp::terminal_text(r.host), 16), Style::normal, 5});
+  row.push_back({truncate_display(terminal_text(r.host), 16), Style::normal, 5});
   row.push_back({r.gpu >= 0 ? fmt::format("GPU {}", r.gpu) : std::string("GPU ?"), Style::normal, 4});
-  const auto step = recorder::format_step_s(r.step_p50_s);
+  const auto step = diagnose::format_step_s(r.step_p50_s);
   row.push_back({"step " + (step.empty() ? "-" : step), Style::normal, 0});
-  const auto p90 = recorder::format_step_s(r.step_p90_s);
+  const auto p90 = diagnose::format_step_s(r.step_p90_s);
   row.push_back({"p90 " + (p90.empty() ? "-" : p90), Style::dim, 7});
-  const auto data = recorder::format_share_pct(r.data_share);
+  const auto data = diagnose::format_share_pct(r.data_share);
   row.push_back({"data " + (data.empty() ? "-" : data), Style::normal, 2});
-  const auto comm = recorder::format_share_pct(r.comm_share);
+  const auto comm = diagnose::format_share_pct(r.comm_share);
   row.push_back({comm.empty() ? std::string() : "comm " + comm, Style::normal, 3});
   row.push_back({std::isfinite(r.last_step_unix_s) ? "last " + age_text(now - r.last_step_unix_s) + " ago"
                                                    : "no step yet",

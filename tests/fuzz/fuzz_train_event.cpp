@@ -12,10 +12,10 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  using namespace trainmon::ipc;
+  using namespace trainmon::diagnose;
   std::string_view input(reinterpret_cast<const char*>(data), size);
   // parse_train_event_into rather than parse_train_event: clang 14 cannot destroy libstdc++ 12's
   // std::expected<TrainMessage, Error> (P0848), and the fuzzer is built with clang.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The alert engine as a recorder::TickObserver: `run`, `record` and `serve` create one with
+// The alert engine as a diagnose::TickObserver: `run`, `record` and `serve` create one with
 // make_alert_observer() and hand it every tick (docs/alerts.md).
 //
 // Wiring a command (two lines):
@@ -14,7 +14,7 @@
 
 #include "trainmon/core/error.h"
 #include "trainmon/core/i18n.h"
-#include "trainmon/recorder/tick_observer.h"
+#include "trainmon/diagnose/tick_observer.h"
 
 namespace trainmon::alerts {
 
@@ -48,6 +48,6 @@ inline void add_alert_options(CLI::App& app, AlertSetup& setup) {
 /// Loads the rules and starts the delivery thread. The value is nullptr when there is nothing to
 /// do (built-in defaults with a silent log sink). Error (domain usage) when the rules file is
 /// missing or malformed: the message names the file and line ("alerts.toml:12: ...").
-Expected<std::unique_ptr<recorder::TickObserver>> make_alert_observer(const AlertSetup& setup);
+Expected<std::unique_ptr<diagnose::TickObserver>> make_alert_observer(const AlertSetup& setup);
 
 }  // namespace trainmon::alerts

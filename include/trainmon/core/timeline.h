@@ -7,7 +7,7 @@
 // elapsed since then. Every stored row, event, gap and the run's end, and every diagnosis time
 // ("for N s"), are on that timeline; the wall clock is read once, at the start, as a label. A clock
 // step during the run moves nothing; the stored times may then differ from the wall clock by the
-// step. The training ranks' rows follow the same rule (ipc::RunClock maps their CLOCK_MONOTONIC).
+// step. The training ranks' rows follow the same rule (diagnose::RunClock maps their CLOCK_MONOTONIC).
 #pragma once
 
 #include <algorithm>

@@ -34,7 +34,7 @@
 #include <vector>
 
 #include "trainmon/core/error.h"
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 
 namespace trainmon::ipc {
 
@@ -57,7 +57,7 @@ struct EventServerOptions {
 
 /// One accepted message with what the server knows about its arrival.
 struct ReceivedEvent {
-  TrainMessage message;
+  diagnose::TrainMessage message;
   std::int64_t received_unix_ns = 0;  ///< wall clock when the server read it
   std::int64_t sender_pid = 0;        ///< from SO_PEERCRED (the kernel's word, not the sender's)
 };
@@ -67,7 +67,7 @@ struct EventServerStats {
   std::uint64_t received = 0;     ///< messages read
   std::uint64_t connections = 0;  ///< connections accepted (same user) since start
   std::uint64_t accepted = 0;     ///< put in the queue
-  std::array<std::uint64_t, kRejectReasonCount> rejected{};
+  std::array<std::uint64_t, diagnose::kRejectReasonCount> rejected{};
   std::uint64_t sender_dropped = 0;  ///< the largest `dropped` any sender reported
   /// Figures of accepted messages the parser lowered to the step time (StepsMessage::corrected).
   std::uint64_t corrected = 0;
@@ -112,7 +112,7 @@ class EventServer {
   EventServer(EventServerOptions options, std::string dir, std::string socket_path, int fd, int wake_fd);
   void loop();
   void accept_clients(std::vector<std::pair<int, std::int64_t>>& clients);
-  void count(RejectReason reason);
+  void count(diagnose::RejectReason reason);
 
   const EventServerOptions options_;
   const std::string dir_;

@@ -20,13 +20,17 @@
 
 #include "trainmon/core/error.h"
 #include "trainmon/core/snapshot.h"
+#include "trainmon/diagnose/train_message.h"
 #include "trainmon/diagnose/train_series.h"
 #include "trainmon/ipc/event_server.h"
 #include "trainmon/ipc/snapshot_file.h"
-#include "trainmon/ipc/train_message.h"
 #include "trainmon/store/run_info.h"
 
 namespace trainmon::ipc {
+
+/// The store's row for a message that happened at `time_unix_ns` (the run's clock mapped to Unix
+/// time: run start + run_t): that time, the type name and the canonical JSON without `steps`.
+store::TrainEvent to_store_event(const diagnose::TrainMessage& message, std::int64_t time_unix_ns);
 
 /// Environment variable names the Python package reads.
 inline constexpr const char* kEnvEventsSocket = "TRAINMON_EVENTS_SOCKET";
@@ -67,8 +71,8 @@ class TrainChannel {
 
   /// The run's clock for the senders' times (set it before the first collect(); `trainmon run`
   /// gives its start's wall and monotonic time).
-  void set_clock(RunClock clock) noexcept { clock_ = clock; }
-  const RunClock& clock() const noexcept { return clock_; }
+  void set_clock(diagnose::RunClock clock) noexcept { clock_ = clock; }
+  const diagnose::RunClock& clock() const noexcept { return clock_; }
   /// Drain and fold everything since the previous call (see TrainTick); also updates progress().
   /// `gpus`: the NVML GPUs now, to resolve which GPU each rank uses (resolve_rank_gpu); a resolved GPU
   /// is kept when later ticks cannot tell.
@@ -87,13 +91,13 @@ class TrainChannel {
 
  private:
   TrainChannel(std::string run_id, std::unique_ptr<EventServer> server);
-  void note(const TrainMessage& m);
+  void note(const diagnose::TrainMessage& m);
 
   std::string run_id_;
   std::unique_ptr<EventServer> server_;
   std::string snapshot_path_;
   std::optional<TrainProgress> progress_;
-  RunClock clock_;
+  diagnose::RunClock clock_;
   std::vector<diagnose::TrainRank> ranks_;                      ///< by key
   std::vector<std::pair<std::int64_t, std::int64_t>> pid_key_;  ///< sender pid -> key once its rank is known
 };

@@ -16,7 +16,7 @@
 
 #include "trainmon/core/error.h"
 #include "trainmon/diagnose/thresholds.h"
-#include "trainmon/recorder/tick_observer.h"
+#include "trainmon/diagnose/tick_observer.h"
 
 namespace trainmon::recorder {
 
@@ -43,6 +43,6 @@ struct JobRunOptions {
 };
 
 /// Runs the job to its end; returns the exit status (the command's, as `time` gives it).
-int run_job(const JobRunOptions& options, std::span<TickObserver* const> observers);
+int run_job(const JobRunOptions& options, std::span<diagnose::TickObserver* const> observers);
 
 }  // namespace trainmon::recorder

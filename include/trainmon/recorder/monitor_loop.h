@@ -43,8 +43,8 @@
 #include <vector>
 
 #include "trainmon/diagnose/engine.h"
+#include "trainmon/diagnose/tick_observer.h"
 #include "trainmon/recorder/session.h"
-#include "trainmon/recorder/tick_observer.h"
 #include "trainmon/sampler/sampler.h"
 
 namespace trainmon::recorder {
@@ -103,10 +103,11 @@ class MonitorLoop {
   /// `session` null: monitoring could not start; run() only waits for the end (run: the job runs
   /// on). Everything given must outlive the loop.
   MonitorLoop(MonitorLoopOptions options, Sampler* sampler, RecorderSession* session,
-              diagnose::LiveDiagnosis* live, std::span<TickObserver* const> observers, MonitorHooks& hooks);
+              diagnose::LiveDiagnosis* live, std::span<diagnose::TickObserver* const> observers,
+              MonitorHooks& hooks);
 
   /// Observers' on_start.
-  void start_observers(const StartContext& ctx);
+  void start_observers(const diagnose::StartContext& ctx);
   /// Ticks until the hooks' wait_until says stop.
   void run();
   /// Observers' on_finish.
@@ -127,7 +128,7 @@ class MonitorLoop {
   Sampler* sampler_;
   RecorderSession* session_;
   diagnose::LiveDiagnosis* live_;
-  std::vector<TickObserver*> observers_;
+  std::vector<diagnose::TickObserver*> observers_;
   MonitorHooks& hooks_;
   std::vector<diagnose::Finding> active_;
   std::vector<diagnose::Finding> seen_;

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "trainmon/diagnose/thresholds.h"
-#include "trainmon/recorder/tick_observer.h"
+#include "trainmon/diagnose/tick_observer.h"
 #include "trainmon/store/store.h"
 
 namespace trainmon::recorder {
@@ -39,6 +39,6 @@ struct RecordLoopOptions {
 
 /// Runs the loop; returns the process exit status (0, or 1 when the store failed to open or to
 /// record). Prints the summary at the end unless quiet. Observers are called in order.
-int run_record_loop(const RecordLoopOptions& options, std::span<TickObserver* const> observers);
+int run_record_loop(const RecordLoopOptions& options, std::span<diagnose::TickObserver* const> observers);
 
 }  // namespace trainmon::recorder

@@ -24,7 +24,7 @@ nlohmann::json run_to_json(const store::RunInfo& run);
 /// The `trainmon runs` table, one line per run, newest first. A DURATION that is not final (running,
 /// lost) ends in "+". The STATUS column is as wide as its widest entry ("failed_to_start(127)").
 /// `columns` > 0 (a terminal's width): every line is cut to it, never wrapped. Names and commands
-/// are shown with control characters as '?' (exp::terminal_text).
+/// are shown with control characters as '?' (terminal_text).
 std::string format_runs_table(const std::vector<store::RunInfo>& runs, std::size_t columns = 0);
 
 /// `trainmon show` text for one run.

@@ -11,8 +11,8 @@
 
 #include "trainmon/core/counter.h"
 #include "trainmon/core/snapshot.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/recorder/resource_line.h"
-#include "trainmon/recorder/train_summary.h"
 #include "trainmon/runner/oom.h"
 
 namespace trainmon::recorder {
@@ -55,7 +55,7 @@ struct RunSummary {
   std::optional<std::uint64_t> oom_kills;
   /// The training loop's figures over the run (summarize_train of the run's TrainSeries); nullopt for a
   /// run whose training process sent no step timing (then "train" is absent from the JSON).
-  std::optional<TrainSummary> train;
+  std::optional<diagnose::TrainSummary> train;
   /// Messages from the training process on the event socket (`run` only; ipc::EventServerStats):
   /// received, accepted, and the rejected ones by reason ("rate_limited", "not_json", ...), only
   /// reasons with a count. Empty `train_events` when the run had no event socket.

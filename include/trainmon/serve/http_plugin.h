@@ -3,7 +3,7 @@
 // built from src/serve/http/ and linked with cpp-httplib (and through it libssl, libcrypto, brotli,
 // zlib). Linking it into the binary made every start of every command map those libraries (~3 ms of
 // `trainmon status`'s ~7 ms, bench/compare_status_startup.sh); now only `serve` loads it, with
-// dlopen, the way libcurl is loaded on first use (src/alerts/curl_library.h).
+// dlopen, the way libcurl is loaded on first use (include/trainmon/net/curl_library.h).
 //
 // The plugin exports one extern "C" function, trainmon_http_plugin(), returning a HttpPluginApi.
 // Everything else it needs from trainmon (ServeState, the store, the assets) it takes from the

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "trainmon/diagnose/finding.h"
+#include "trainmon/diagnose/tick_observer.h"
 #include "trainmon/ipc/run_state_file.h"
-#include "trainmon/recorder/tick_observer.h"
 #include "trainmon/serve/metrics_text.h"
 
 namespace trainmon::serve {
@@ -39,15 +39,15 @@ struct HistoryRow {
 /// The findings' own JSON (the API, the store) stays English.
 std::string findings_l10n_json(const std::vector<diagnose::Finding>& findings);
 
-class ServeState : public recorder::TickObserver {
+class ServeState : public diagnose::TickObserver {
  public:
   /// `history_rows`: ticks kept for /api/v1/history (900 = 15 min at 1 s). `runs_dir`: where the live
   /// state files of this user's runs are (ipc::run_state_dir() when empty), read once per tick.
   explicit ServeState(std::vector<std::pair<std::string, std::string>> labels, std::size_t history_rows = 900,
                       std::string runs_dir = {});
 
-  void on_start(const recorder::StartContext& ctx) override;
-  void on_tick(const recorder::TickContext& ctx) override;
+  void on_start(const diagnose::StartContext& ctx) override;
+  void on_tick(const diagnose::TickContext& ctx) override;
   void on_finish() override;
 
   /// /metrics body (with the live runs' training metrics, render_train_metrics); before the first

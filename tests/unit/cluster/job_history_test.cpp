@@ -12,7 +12,7 @@
 #include "trainmon/diagnose/prom_rules.h"
 #include "trainmon/diagnose/thresholds.h"
 
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/report/job_report.h"
 
 namespace trainmon::cluster {

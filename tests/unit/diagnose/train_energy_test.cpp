@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // A rank's GPU energy over its steps (include/trainmon/diagnose/train_energy.h) and where the views
-// take it from (recorder::summarize_train of a RunSeries, its JSON, its text, the Markdown report).
+// take it from (diagnose::summarize_train of a RunSeries, its JSON, its text, the Markdown report).
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "report/writers.h"
 #include "trainmon/diagnose/train_energy.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "unit/recorder/train_synth.h"
 
 namespace trainmon::diagnose {
@@ -94,13 +94,13 @@ TEST(TrainEnergy, UnknownMeansNothingNotZero) {
   no_gpu.id.gpu = 7;  // a GPU the run never saw
   EXPECT_FALSE(rank_energy(s, no_gpu));
   // the summary: no energy figure for rank 0 and none for the job; rank 1's stays
-  const auto sum = recorder::summarize_train(s);
+  const auto sum = diagnose::summarize_train(s);
   ASSERT_TRUE(sum);
   EXPECT_FALSE(sum->ranks[0].energy_j);
   EXPECT_TRUE(sum->ranks[1].energy_j);
   EXPECT_FALSE(sum->energy_j);
-  EXPECT_TRUE(recorder::train_summary_to_json(*sum)["ranks"][0]["energy_j"].is_null());
-  EXPECT_EQ(recorder::format_train_figures(sum->ranks[0]).find("energy"), std::string::npos);
+  EXPECT_TRUE(diagnose::train_summary_to_json(*sum)["ranks"][0]["energy_j"].is_null());
+  EXPECT_EQ(diagnose::format_train_figures(sum->ranks[0]).find("energy"), std::string::npos);
 }
 
 TEST(TrainEnergy, AGpuSharedWithAnotherProcessOrRankIsSaidSo) {
@@ -126,7 +126,7 @@ TEST(TrainEnergy, AGpuSharedWithAnotherProcessOrRankIsSaidSo) {
 
 TEST(TrainEnergy, TheSummaryJsonTextAndReportCarryIt) {
   const RunSeries s = two_gpu_run();
-  const auto sum = recorder::summarize_train(s);
+  const auto sum = diagnose::summarize_train(s);
   ASSERT_TRUE(sum);
   ASSERT_TRUE(sum->ranks[0].j_per_step);
   EXPECT_NEAR(*sum->ranks[0].j_per_step, 30, 1e-9);
@@ -136,13 +136,13 @@ TEST(TrainEnergy, TheSummaryJsonTextAndReportCarryIt) {
   EXPECT_NEAR(*sum->j_per_step, 67, 1e-9);
   EXPECT_NEAR(*sum->j_per_sample, 4850.0 / 1200, 1e-9);
   EXPECT_NEAR(*sum->wh_per_epoch, 4850 / 3600.0 / 2, 1e-9);
-  const auto j = recorder::train_summary_to_json(*sum);
+  const auto j = diagnose::train_summary_to_json(*sum);
   EXPECT_NEAR(j["ranks"][0]["energy_wh"].get<double>(), 3000 / 3600.0, 1e-9);
-  EXPECT_EQ(*recorder::train_summary_from_json(j), *sum);
-  EXPECT_NE(recorder::format_train_figures(sum->ranks[0])
+  EXPECT_EQ(*diagnose::train_summary_from_json(j), *sum);
+  EXPECT_NE(diagnose::format_train_figures(sum->ranks[0])
                 .find("100 steps, energy 30.0 J/step, 3.8 J/sample, 0.833 Wh (0.417 Wh/epoch)"),
             std::string::npos)
-      << recorder::format_train_figures(sum->ranks[0]);
+      << diagnose::format_train_figures(sum->ranks[0]);
 
   nlohmann::json m;
   m["run"] = {{"id", 3}, {"name", "train.py"}};
@@ -156,12 +156,12 @@ TEST(TrainEnergy, TheSummaryJsonTextAndReportCarryIt) {
 
   RunSeries shared = two_gpu_run();
   shared.gpus[1].procs.push_back({4, 777, 2000.f, kNA, HostVisibility::visible, false});
-  const auto ss = recorder::summarize_train(shared);
+  const auto ss = diagnose::summarize_train(shared);
   EXPECT_TRUE(ss->energy_shared);
   EXPECT_FALSE(ss->energy_j);
-  EXPECT_NE(recorder::format_train_figures(ss->ranks[1]).find("energy GPU shared (1850 J for the whole GPU)"),
+  EXPECT_NE(diagnose::format_train_figures(ss->ranks[1]).find("energy GPU shared (1850 J for the whole GPU)"),
             std::string::npos)
-      << recorder::format_train_figures(ss->ranks[1]);
+      << diagnose::format_train_figures(ss->ranks[1]);
 }
 
 }  // namespace

@@ -145,7 +145,7 @@ TEST(ProcessesUnknown, ServeSnapshotJson) {
   serve::ServeState st({});
   Snapshot s = unknown_snapshot();
   std::vector<diagnose::Finding> none;
-  st.on_tick(recorder::TickContext{s, none, 1, 1.0});
+  st.on_tick(diagnose::TickContext{s, none, 1, 1.0});
   auto j = nlohmann::json::parse(st.snapshot_json());
   const auto& g = j["status"]["gpus"][0];
   EXPECT_TRUE(g["processes"].is_null());

@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "trainmon/core/units.h"
 #include "trainmon/export/query_fields.h"
-#include "trainmon/export/units.h"
 #include "unit/export/export_fixtures.h"
 
 using namespace trainmon;

@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "trainmon/core/units.h"
 #include "trainmon/export/status.h"
 #include "trainmon/export/terminal.h"
-#include "trainmon/export/units.h"
 #include "unit/export/export_fixtures.h"
 
 using namespace trainmon;

@@ -22,6 +22,7 @@
 
 using namespace trainmon;
 using namespace trainmon::ipc;
+using namespace trainmon::diagnose;  // the training-event parser (diagnose/train_message.h)
 
 namespace {
 

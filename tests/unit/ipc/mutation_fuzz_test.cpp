@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 
-using namespace trainmon::ipc;
+using namespace trainmon::diagnose;  // the training-event parser (diagnose/train_message.h)
 
 namespace {
 

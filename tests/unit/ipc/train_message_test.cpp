@@ -3,10 +3,12 @@
 
 #include <string>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
+#include "trainmon/ipc/train_channel.h"
 
 using namespace trainmon;
 using namespace trainmon::ipc;
+using namespace trainmon::diagnose;  // the training-event parser (diagnose/train_message.h)
 
 namespace {
 

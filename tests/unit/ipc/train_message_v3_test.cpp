@@ -6,10 +6,10 @@
 #include <cmath>
 #include <string>
 
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 
 using namespace trainmon;
-using namespace trainmon::ipc;
+using namespace trainmon::diagnose;  // the training-event parser (diagnose/train_message.h)
 
 namespace {
 

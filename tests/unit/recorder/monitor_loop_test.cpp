@@ -62,12 +62,12 @@ class Recorded final : public MonitorHooks {
   }
 };
 
-class Counting final : public TickObserver {
+class Counting final : public diagnose::TickObserver {
  public:
   int starts = 0, ticks = 0, finishes = 0;
   bool throw_on_tick = false;
-  void on_start(const StartContext&) override { ++starts; }
-  void on_tick(const TickContext& ctx) override {
+  void on_start(const diagnose::StartContext&) override { ++starts; }
+  void on_tick(const diagnose::TickContext& ctx) override {
     ++ticks;
     EXPECT_GE(ctx.elapsed_s, 0.0);
     if (throw_on_tick) throw std::runtime_error("observer boom");
@@ -106,9 +106,9 @@ TEST(MonitorLoop, OneTickCallsTheHooksInOrder) {
   Recorded hooks;
   hooks.active_wanted = true;
   Counting obs;
-  TickObserver* const observers[] = {&obs};
+  diagnose::TickObserver* const observers[] = {&obs};
   MonitorLoop loop(f.options(), &f.sampler, &f.session, &f.live, observers, hooks);
-  loop.start_observers(StartContext{"run", 0, "t", "", 0});
+  loop.start_observers(diagnose::StartContext{"run", 0, "t", "", 0});
   loop.run();
   loop.finish_observers();
   const std::vector<std::string> one{"watch", "sample", "stored", "context", "diagnosed", "findings"};
@@ -163,7 +163,7 @@ TEST(MonitorLoop, AnObserverThatThrowsIsSaidOnceAndLeftOut) {
   hooks.ticks = 3;
   Counting bad, good;
   bad.throw_on_tick = true;
-  TickObserver* const observers[] = {&bad, &good};
+  diagnose::TickObserver* const observers[] = {&bad, &good};
   MonitorLoop loop(f.options(), &f.sampler, &f.session, &f.live, observers, hooks);
   loop.run();
   loop.finish_observers();

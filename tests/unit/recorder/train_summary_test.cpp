@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The training figures of a run in its stored summary, the end-of-run summary, `show` and the `runs`
-// table (include/trainmon/recorder/train_summary.h, run_stats.h, run_report.h).
+// table (include/trainmon/diagnose/train_summary.h, run_stats.h, run_report.h).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,15 +15,16 @@
 #include <sstream>
 
 #include "trainmon/core/i18n.h"
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "trainmon/recorder/run_report.h"
 #include "trainmon/recorder/run_stats.h"
-#include "trainmon/recorder/train_summary.h"
 #include "unit/recorder/train_synth.h"
 
 namespace trainmon::recorder {
 namespace {
 
+using namespace trainmon::diagnose;  // the summary figures (diagnose/train_summary.h)
 using trainmon::testing::two_rank_series;
 
 TEST(TrainSummary, FiguresOfTheTwoRanksAndTheJob) {
@@ -189,7 +190,7 @@ TEST(RunsTable, EightyColumnsKeepTheTrainingFiguresAndNeverWrap) {
     int n = 0;
     while (std::getline(in, line)) {
       ++n;
-      EXPECT_LE(exp::display_width(line), cols) << table;
+      EXPECT_LE(display_width(line), cols) << table;
       if (n == 1) {
         EXPECT_NE(line.find("SAMPLES/S"), std::string::npos) << table;
         EXPECT_NE(line.find("DATA"), std::string::npos) << table;
@@ -239,7 +240,7 @@ class Chinese {
 
 /// The text of `line` in display columns [from, to) (CJK characters two), trimmed.
 std::string cell(const std::string& line, std::size_t from, std::size_t to) {
-  const std::string head = exp::truncate_display(line, from), upto = exp::truncate_display(line, to);
+  const std::string head = truncate_display(line, from), upto = truncate_display(line, to);
   std::string c = upto.substr(head.size());
   while (!c.empty() && c.back() == ' ') c.pop_back();
   while (!c.empty() && c.front() == ' ') c.erase(0, 1);
@@ -272,7 +273,7 @@ TEST(RunsTable, InChineseTheHeadersAndStatusAreTranslatedAndTheColumnsAlignInTer
     std::getline(in, second);
     for (const auto& l : {header, first, second}) {
       if (cols) {
-        EXPECT_LE(exp::display_width(l), cols) << table;
+        EXPECT_LE(display_width(l), cols) << table;
       }
     }
     ASSERT_NE(header.find("名称"), std::string::npos) << table;
@@ -282,7 +283,7 @@ TEST(RunsTable, InChineseTheHeadersAndStatusAreTranslatedAndTheColumnsAlignInTer
     // is the open findings only
     const auto at = header.find("诊断结果");
     ASSERT_NE(at, std::string::npos) << table;
-    const std::size_t from = exp::display_width(header.substr(0, at)), to = from + 8;
+    const std::size_t from = display_width(header.substr(0, at)), to = from + 8;
     EXPECT_EQ(cell(first, from, to), "2") << table;
     EXPECT_EQ(cell(second, from, to), "1") << table;
     EXPECT_NE(second.find("运行中"), std::string::npos) << table;
@@ -290,7 +291,7 @@ TEST(RunsTable, InChineseTheHeadersAndStatusAreTranslatedAndTheColumnsAlignInTer
     // the training figures right-aligned under their headers in both rows
     const auto sps = header.find("samples/s");
     ASSERT_NE(sps, std::string::npos) << table;
-    const std::size_t s0 = exp::display_width(header.substr(0, sps));
+    const std::size_t s0 = display_width(header.substr(0, sps));
     EXPECT_EQ(cell(first, s0, s0 + 9), "120.0") << table;
     EXPECT_EQ(cell(second, s0, s0 + 9), "120.0") << table;
   }
@@ -311,7 +312,7 @@ TEST(RunDetails, InChineseTheTrainingLinesKeepTheirNumbersAndLineUpWithTheOtherR
   const auto line_of = [&](std::size_t pos) {
     return text.substr(text.rfind('\n', pos) + 1, pos - text.rfind('\n', pos) - 1);
   };
-  EXPECT_EQ(exp::display_width(line_of(at)), exp::display_width(line_of(cmd))) << text;
+  EXPECT_EQ(display_width(line_of(at)), display_width(line_of(cmd))) << text;
   EXPECT_NE(line_of(at).find("训练："), std::string::npos) << text;
   EXPECT_NE(text.find("    rank 1（node-a，GPU 1）：40.0 samples/s"), std::string::npos) << text;
   EXPECT_EQ(text.find("median"), std::string::npos) << text;
@@ -355,14 +356,14 @@ TEST(RunsTable, EveryShownHeaderIsWholeAndOverItsColumnAt70And80ColumnsInBothLan
       std::getline(in, header);
       std::getline(in, first);
       std::getline(in, second);
-      for (const auto& l : {header, first, second}) EXPECT_LE(exp::display_width(l), cols) << table;
+      for (const auto& l : {header, first, second}) EXPECT_LE(display_width(l), cols) << table;
       // The training columns are what a reader came for: whole headers, figures right-aligned under them.
       for (const auto& [h, value] : {std::pair{sps, std::string("120.0")},
                                      {data, std::string("35.0%")},
                                      {comm, std::string("12.5%")}}) {
         const auto at = header.find(h);
         ASSERT_NE(at, std::string::npos) << h << "\n" << table;
-        const std::size_t to = exp::display_width(header.substr(0, at)) + exp::display_width(h);
+        const std::size_t to = display_width(header.substr(0, at)) + display_width(h);
         EXPECT_EQ(cell(first, to - value.size(), to), value) << h << "\n" << table;
         EXPECT_EQ(cell(second, to - value.size(), to), value) << h << "\n" << table;
       }

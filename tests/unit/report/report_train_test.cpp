@@ -8,7 +8,7 @@
 #include "report/report_model.h"
 #include "report/report_train.h"
 #include "report/writers.h"
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 #include "unit/recorder/train_synth.h"
 
 namespace trainmon::report {
@@ -183,7 +183,7 @@ TEST(ReportTrain, MarkdownHasTheTrainingTable) {
   m["batch_advice"] = json::array();
   m["epochs"] = json::array();
   m["notes"] = json::array();
-  m["train"] = recorder::train_summary_to_json(*recorder::summarize_train(testing::two_rank_series()));
+  m["train"] = diagnose::train_summary_to_json(*diagnose::summarize_train(testing::two_rank_series()));
   const std::string md = write_markdown(m);
   EXPECT_NE(md.find("## Training"), std::string::npos) << md;
   EXPECT_NE(md.find("| job | — | — | 100 | 120.0 | 0.200s | — | 35.0% |"), std::string::npos) << md;
@@ -200,26 +200,26 @@ TEST(ReportTrain, WhereTheTimeWentPerRankWithCollectiveWait) {
   for (auto& r : series.ranks)
     for (auto& w : r.rows)  // rank 0: 30 ms of its 100-ms step, rank 1: 50 ms of its 200-ms step
       w.comm.sum = static_cast<float>(w.steps * (r.id.rank == 0 ? 0.03 : 0.05));
-  const auto t = recorder::summarize_train(series);
+  const auto t = diagnose::summarize_train(series);
   ASSERT_TRUE(t);
   ASSERT_TRUE(t->comm_share);
   EXPECT_NEAR(*t->ranks[0].comm_share, 0.3, 1e-6);
   EXPECT_NEAR(*t->ranks[1].compute_mean_s, 0.05, 1e-6);
-  EXPECT_EQ(*recorder::train_summary_from_json(recorder::train_summary_to_json(*t)), *t);
-  EXPECT_NE(recorder::format_train_summary(*t, "").find("data wait 20.0%, collective wait 30.0%, 100 steps"),
+  EXPECT_EQ(*diagnose::train_summary_from_json(diagnose::train_summary_to_json(*t)), *t);
+  EXPECT_NE(diagnose::format_train_summary(*t, "").find("data wait 20.0%, collective wait 30.0%, 100 steps"),
             std::string::npos)
-      << recorder::format_train_summary(*t, "");
+      << diagnose::format_train_summary(*t, "");
   json m;
   m["run"] = {{"id", 3}, {"name", "train.py"}};
   for (const char* k : {"findings", "gpu_stats", "processes", "batch_advice", "epochs", "notes"})
     m[k] = json::array();
-  m["train"] = recorder::train_summary_to_json(*t);
+  m["train"] = diagnose::train_summary_to_json(*t);
   const std::string md = write_markdown(m);
   EXPECT_NE(md.find("### Where the time went"), std::string::npos) << md;
   EXPECT_NE(md.find("| 0 | 20.0% | 30.0% | 50.0% | 0.050s |"), std::string::npos) << md;
   EXPECT_NE(md.find("| 1 | 50.0% | 25.0% | 25.0% | 0.050s |"), std::string::npos) << md;
   // older senders: no split
-  m["train"] = recorder::train_summary_to_json(*recorder::summarize_train(testing::two_rank_series()));
+  m["train"] = diagnose::train_summary_to_json(*diagnose::summarize_train(testing::two_rank_series()));
   EXPECT_EQ(write_markdown(m).find("Where the time went"), std::string::npos);
 }
 

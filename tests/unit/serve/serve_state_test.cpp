@@ -24,7 +24,7 @@ TEST(ServeState, BeforeTheFirstTick) {
 
 TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
   ServeState st({{"SLURM_JOB_ID", "77"}}, 3);
-  recorder::StartContext start;
+  diagnose::StartContext start;
   start.tool = "serve";
   start.run_id = 5;
   start.db_path = "/tmp/x.db";
@@ -47,7 +47,7 @@ TEST(ServeState, TicksFeedMetricsSnapshotAndHistory) {
     }
     std::vector<diagnose::Finding> findings;
     if (i == 4) findings.push_back(diagnose::make_finding("D6", diagnose::Severity::warning, 1, 4));
-    recorder::TickContext ctx{snap, findings, 5, static_cast<double>(i)};
+    diagnose::TickContext ctx{snap, findings, 5, static_cast<double>(i)};
     st.on_tick(ctx);
   }
   EXPECT_EQ(st.ticks(), 5u);
@@ -101,7 +101,7 @@ TEST(ServeState, HealthFollowsTheAgeOfTheLastSample) {
   auto snap = h200_snapshot();
   snap.monotonic_ns = t0;
   snap.time_unix_ns = 1'700'000'000'000'000'000;
-  recorder::TickContext ctx{snap, {}, 0, 0};
+  diagnose::TickContext ctx{snap, {}, 0, 0};
   st.on_tick(ctx);
   EXPECT_EQ(st.health_problem(t0 + 2'000'000'000, 10), "");
   EXPECT_EQ(st.health_problem(t0 + 10'000'000'000, 10), "") << "exactly the limit is still fresh";

@@ -195,7 +195,7 @@ TEST(TrainMetrics, ServeReadsTheLiveRunsEachTick) {
   const std::string dir = base + "/trainmon/runs";
   ServeState st({}, 10, dir);
   auto snap = testing::h200_snapshot();
-  recorder::TickContext ctx{snap, {}, 0, 1.0};
+  diagnose::TickContext ctx{snap, {}, 0, 1.0};
   st.on_tick(ctx);
   EXPECT_EQ(st.train_json(), "[]");
   EXPECT_EQ(st.metrics_text().find("trainmon_train_"), std::string::npos);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "trainmon/ipc/train_message.h"
+#include "trainmon/diagnose/train_message.h"
 
 #include <fmt/format.h>
 
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 
-namespace trainmon::ipc {
+namespace trainmon::diagnose {
 
 namespace {
 
@@ -513,14 +513,6 @@ diagnose::TrainEvent to_diagnose_event(const TrainMessage& m, double run_t) {
   return e;
 }
 
-store::TrainEvent to_store_event(const TrainMessage& m, std::int64_t time_unix_ns) {
-  store::TrainEvent e;
-  e.time_unix_ns = time_unix_ns;
-  e.kind = std::string(event_type_name(m.type));
-  e.json = to_json(m, /*with_steps=*/false);
-  return e;
-}
-
 diagnose::TrainRank rank_of(const TrainMessage& m, std::int64_t sender_pid) {
   diagnose::TrainRank r;
   const auto pid = sender_pid > 0 ? sender_pid : m.pid;
@@ -575,4 +567,4 @@ std::optional<diagnose::TrainWindow> window_of(const TrainMessage& m, const RunC
   return w;
 }
 
-}  // namespace trainmon::ipc
+}  // namespace trainmon::diagnose

@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
-// libcurl, loaded on first use with dlopen("libcurl.so.4") instead of linked: only the webhook and
-// e-mail sinks need it, and linking it made every trainmon start (status, query, ...) map ~25 more
-// shared libraries (TLS, Kerberos, LDAP, ...), which doubled the start-up time.
+// libcurl, loaded on first use with dlopen("libcurl.so.4") instead of linked: only the alert sinks
+// (webhook, e-mail) and the cluster's Prometheus client (`top --prometheus`) need it, and linking it
+// made every trainmon start (status, query, ...) map ~25 more shared libraries (TLS, Kerberos,
+// LDAP, ...), which doubled the start-up time. The `net` module (floor 1, docs/architecture.md):
+// below alerts and cluster, which both use it; it includes only core.
 #pragma once
 
 #include <curl/curl.h>
 
 #include "trainmon/core/error.h"
 
-namespace trainmon::alerts {
+namespace trainmon::net {
 
-/// The libcurl entry points the sinks use (same signatures as curl/curl.h).
+/// The libcurl entry points the sinks and the Prometheus client use (same signatures as curl/curl.h).
 struct CurlLibrary {
   CURLcode (*global_init)(long flags) = nullptr;
   CURL* (*easy_init)() = nullptr;
@@ -27,4 +29,4 @@ struct CurlLibrary {
 /// Error (the same one every call): libcurl.so.4 or one of its entry points is missing.
 Expected<const CurlLibrary*> curl_library();
 
-}  // namespace trainmon::alerts
+}  // namespace trainmon::net

@@ -7,6 +7,10 @@
 //   {"v":2,"type":"batch_end","t":1718000000.25,"mt":8123.4,"seq":17,"epoch":4,"steps":{...},...}
 // Every field is validated (type, range, finite number, string length); an unknown `type` or a
 // bad field rejects the whole message; unknown extra fields are ignored (forward compatibility).
+//
+// In diagnose (pure: core and diagnose types only), so that the store reads its stored events with
+// the same parser the event server (ipc) uses, without the two including each other; the store's row
+// of a message (ipc::to_store_event) is in ipc/train_channel.h.
 #pragma once
 
 #include <array>
@@ -18,9 +22,8 @@
 
 #include "trainmon/core/error.h"
 #include "trainmon/diagnose/series.h"
-#include "trainmon/store/run_info.h"
 
-namespace trainmon::ipc {
+namespace trainmon::diagnose {
 
 /// Newest protocol version this build reads (`"v"` field); every older one down to
 /// kOldestProtocolVersion is read too. Version 2 added `mt`, the rank identity, `steps` and `heartbeat`;
@@ -200,10 +203,6 @@ struct RunClock {
 /// The diagnosis engine's view of a message that happened at `run_t` on the run's clock (seconds).
 diagnose::TrainEvent to_diagnose_event(const TrainMessage& message, double run_t);
 
-/// The store's row for a message that happened at `time_unix_ns` (the run's clock mapped to Unix
-/// time: run start + run_t): that time, the type name and the canonical JSON without `steps`.
-store::TrainEvent to_store_event(const TrainMessage& message, std::int64_t time_unix_ns);
-
 /// The rank a message comes from, as far as it says (key from rank, else `sender_pid`), with the
 /// kernel's `sender_pid` (SO_PEERCRED: a pid of the recorder's namespace) as pid.
 diagnose::TrainRank rank_of(const TrainMessage& message, std::int64_t sender_pid);
@@ -212,4 +211,4 @@ diagnose::TrainRank rank_of(const TrainMessage& message, std::int64_t sender_pid
 /// nullopt when the message has no `steps`.
 std::optional<diagnose::TrainWindow> window_of(const TrainMessage& message, const RunClock& clock);
 
-}  // namespace trainmon::ipc
+}  // namespace trainmon::diagnose

@@ -3,6 +3,8 @@
 // the live diagnosis: the alert engine (alerts), the HTTP server's latest state (serve). Observers
 // run on the sampling thread; they must be quick (copy what they need, deliver elsewhere) and must
 // not throw (an exception is caught, reported once per observer and the observer is skipped after).
+// In diagnose, next to the Finding it hands on, so that the observers (alerts, serve: floor 4 and 5)
+// need not include the recorder (floor 3) that drives them (docs/architecture.md).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@
 #include "trainmon/core/snapshot.h"
 #include "trainmon/diagnose/finding.h"
 
-namespace trainmon::recorder {
+namespace trainmon::diagnose {
 
 /// Once, before the first tick (after signals are prepared and the store opened).
 struct StartContext {
@@ -43,4 +45,4 @@ class TickObserver {
   virtual void on_finish() {}
 };
 
-}  // namespace trainmon::recorder
+}  // namespace trainmon::diagnose

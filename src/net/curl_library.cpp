@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "alerts/curl_library.h"
+#include "trainmon/net/curl_library.h"
 
 #include <dlfcn.h>
 
 #include <mutex>
 #include <string>
 
-namespace trainmon::alerts {
+namespace trainmon::net {
 
 namespace {
 
@@ -53,4 +53,4 @@ Expected<const CurlLibrary*> curl_library() {
   return &api;
 }
 
-}  // namespace trainmon::alerts
+}  // namespace trainmon::net

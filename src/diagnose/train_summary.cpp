@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "trainmon/recorder/train_summary.h"
+#include "trainmon/diagnose/train_summary.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
 #include "trainmon/core/i18n.h"
+#include "trainmon/core/units.h"
 #include "trainmon/diagnose/train_energy.h"
-#include "trainmon/export/units.h"
 
-namespace trainmon::recorder {
+namespace trainmon::diagnose {
 namespace {
 
 using nlohmann::json;
@@ -273,7 +273,7 @@ std::string format_energy_figures(const TrainRankSummary& r) {
 std::string describe_rank(const TrainRankSummary& r) {
   using i18n::trf;
   std::string out = r.rank >= 0 ? trf("rank {}", r.rank) : trf("pid {}", r.key < 0 ? -1 - r.key : r.key);
-  std::string where = exp::terminal_text(r.host);  // from the sender or a stored summary
+  std::string where = terminal_text(r.host);  // from the sender or a stored summary
   if (r.gpu >= 0)
     where += (where.empty() ? std::string() : std::string(i18n::tr(", "))) + fmt::format("GPU {}", r.gpu);
   if (!where.empty()) out += trf(" ({})", where);
@@ -323,4 +323,4 @@ std::string format_train_summary(const TrainSummary& s, std::string_view indent,
   return out;
 }
 
-}  // namespace trainmon::recorder
+}  // namespace trainmon::diagnose

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Output-side unit conversions and text helpers shared by the nvidia-smi / gpustat compatible views.
-// Inside the program memory is bytes and power milliwatts (DESIGN.md); these convert at output only.
+// Output-side unit conversions and text helpers shared by the nvidia-smi / gpustat compatible views,
+// the terminal UI, the run summaries and the report (in core, namespace trainmon, so that every floor
+// prints a value the same way: docs/architecture.md). Inside the program memory is bytes and power
+// milliwatts (DESIGN.md); these convert at output only.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +11,7 @@
 
 #include "trainmon/core/reading.h"
 
-namespace trainmon::exp {
+namespace trainmon {
 
 inline constexpr std::uint64_t kMiB = 1024ull * 1024ull;
 
@@ -56,4 +58,4 @@ std::string truncate_display(std::string_view text, std::size_t columns);
 /// Basename of a path ("/root/tools/memhog" -> "memhog").
 std::string_view path_basename(std::string_view path) noexcept;
 
-}  // namespace trainmon::exp
+}  // namespace trainmon

@@ -16,7 +16,7 @@
 
 #include "trainmon/diagnose/series.h"
 
-namespace trainmon::recorder {
+namespace trainmon::diagnose {
 
 /// One rank over the run. A figure that could not be computed (the sender did not give it) is nullopt.
 struct TrainRankSummary {
@@ -124,4 +124,4 @@ std::string format_train_summary(const TrainSummary& s, std::string_view indent)
 /// The same with the first line's label given (`label` + figures: `show` pads it like its other rows).
 std::string format_train_summary(const TrainSummary& s, std::string_view indent, std::string_view label);
 
-}  // namespace trainmon::recorder
+}  // namespace trainmon::diagnose

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "trainmon/export/units.h"
+#include "trainmon/core/units.h"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 
 #include "trainmon/core/text_escape.h"
 
-namespace trainmon::exp {
+namespace trainmon {
 
 std::string mw_to_watts_2dp(std::uint64_t mw) {
   // Integer arithmetic: 631950 mW -> "631.95", no binary-float rounding surprises.
@@ -127,4 +127,4 @@ std::string_view path_basename(std::string_view path) noexcept {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
-}  // namespace trainmon::exp
+}  // namespace trainmon
