@@ -5,12 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/detectors.h"
 
@@ -29,8 +29,6 @@ Opt scaled(const Reading<T>& r, double factor) {
   if (!r.ok()) return std::nullopt;
   return static_cast<double>(r.value) * factor;
 }
-
-constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
 
 /// One metric family being written: # HELP, # TYPE once, then samples.
 class Writer {
@@ -135,134 +133,20 @@ std::vector<GpuSeries> dcgm_series(const GpuSample& g, const std::string& hostna
   return out;
 }
 
-struct GpuMetric {
-  std::string_view name;
-  std::string_view type;
-  std::string_view help;
-  std::function<Opt(const GpuSample&)> get;
-  /// A GPU instance's own value (frame buffer, GPM); empty: the GPU's value on every instance.
-  std::function<Opt(const MigDeviceSample&)> mig_get = {};
-};
+/// The dcgm-exporter families, in /metrics order: the GPU field registry's rows with a dcgm name
+/// (core/gpu_fields.h has their names, types, units and help).
+constexpr auto kDcgm = gpu_fields::dcgm_in_order();
 
-const std::vector<GpuMetric>& dcgm_metrics() {
-  static const std::vector<GpuMetric> table = {
-      {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-       [](const GpuSample& g) { return val(g.clocks_sm_mhz); }},
-      {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
-       [](const GpuSample& g) { return val(g.clocks_memory_mhz); }},
-      {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
-       [](const GpuSample& g) { return val(g.temperature_memory_c); }},
-      {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
-       [](const GpuSample& g) { return val(g.temperature_gpu_c); }},
-      {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).",
-       [](const GpuSample& g) { return scaled(g.power_draw_mw, 1e-3); }},
-      {"DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Enforced power limit (in W).",
-       [](const GpuSample& g) { return scaled(g.enforced_power_limit_mw, 1e-3); }},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
-       [](const GpuSample& g) { return val(g.total_energy_mj); }},
-      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge",
-       "PCIe TX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
-       "ms window.",
-       [](const GpuSample& g) { return val(g.pcie_tx_kib_s); }},
-      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge",
-       "PCIe RX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
-       "ms window.",
-       [](const GpuSample& g) { return val(g.pcie_rx_kib_s); }},
-      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
-       [](const GpuSample& g) { return val(g.pcie_replay_count); }},
-      {"DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe link generation in use.",
-       [](const GpuSample& g) { return val(g.pcie_link_gen_current); }},
-      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe link width in use (lanes).",
-       [](const GpuSample& g) { return val(g.pcie_link_width_current); }},
-      {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_gpu_pct); }},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_memory_pct); }},
-      {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_encoder_pct); }},
-      {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_decoder_pct); }},
-      {"DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us).",
-       [](const GpuSample& g) { return scaled(g.violation_power_ns, 1e-3); }},
-      {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us).",
-       [](const GpuSample& g) { return scaled(g.violation_thermal_ns, 1e-3); }},
-      {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-       "Current clock throttle reasons (bitmask of nvmlClocksEventReason*).",
-       [](const GpuSample& g) { return val(g.clocks_event_reasons_active); }},
-      {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_free_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_free_bytes, kMiB); }},
-      {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_used_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_used_bytes, kMiB); }},
-      {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_reserved_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_reserved_bytes, kMiB); }},
-      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_corrected_volatile); }},
-      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_uncorrected_volatile); }},
-      {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_corrected_aggregate); }},
-      {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_uncorrected_aggregate); }},
-      {"DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors.",
-       [](const GpuSample& g) { return val(g.retired_pages_sbe); }},
-      {"DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors.",
-       [](const GpuSample& g) { return val(g.retired_pages_dbe); }},
-      {"DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.",
-       [](const GpuSample& g) {
-         return g.retired_pages_pending.ok() ? Opt(*g.retired_pages_pending ? 1 : 0) : Opt();
-       }},
-      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-       "Number of remapped rows for uncorrectable errors",
-       [](const GpuSample& g) { return val(g.remapped_rows_uncorrectable); }},
-      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
-       [](const GpuSample& g) { return val(g.remapped_rows_correctable); }},
-      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
-       [](const GpuSample& g) {
-         return g.remapped_rows_failure.ok() ? Opt(*g.remapped_rows_failure ? 1 : 0) : Opt();
-       }},
-      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_graphics_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_graphics_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_occupancy_pct, 0.01); }},
-      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_tensor_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_dram_bw_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
-       "The rate of data transmitted over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
-       "The rate of data received over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
-       "The rate of data transmitted over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
-       "The rate of data received over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); }},
-      // dcgm-exporter's field 449: data sent plus received over all links, a rate (its current
-      // default-counters.csv: gauge, "in MB/s"; 4.x typed it counter). From NVML's KiB counters:
-      // KiB/s / 1024 = MiB/s.
-      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "gauge",
-       "Aggregate NVLink throughput across all lanes (in MB/s): data transmitted plus received over all "
-       "links, the mean since the last sample.",
-       [](const GpuSample& g) { return scaled(g.nvlink_data_kib_s, 1.0 / 1024.0); }},
-  };
-  return table;
+/// One dcgm family's value for one series, in dcgm-exporter's unit: a GPU instance's own value
+/// where the field has one (frame buffer, GPM), else the GPU's. nullopt when not read.
+Opt dcgm_value(const gpu_fields::GpuField& f, const GpuSample& g, const MigDeviceSample* mig) {
+  const gpu_fields::Value v = mig != nullptr && f.read_mig != nullptr ? f.read_mig(*mig) : f.read(g);
+  if (!v.ok) return std::nullopt;
+  return v.d * f.dcgm_factor;
+}
+
+bool is_counter(const gpu_fields::GpuField& f) {
+  return f.dcgm_type == gpu_fields::MetricType::counter;
 }
 
 bool gpu_answers(const GpuSample& g) {
@@ -359,11 +243,11 @@ void for_each_counter(const Snapshot& snap, F&& fn) {
   for (const auto& g : snap.gpus) {
     if (!gpu_answers(g)) continue;
     const std::vector<GpuSeries> series = dcgm_series(g, hostname, driver);
-    for (const auto& m : dcgm_metrics()) {
-      if (m.type != "counter") continue;
+    for (const auto* m : kDcgm) {
+      if (!is_counter(*m)) continue;
       for (const GpuSeries& ser : series) {
-        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
-        if (v && std::isfinite(*v)) fn(m.name, ser.labels, *v);
+        auto v = dcgm_value(*m, g, ser.mig);
+        if (v && std::isfinite(*v)) fn(m->dcgm, ser.labels, *v);
       }
     }
   }
@@ -489,17 +373,17 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
     series.push_back(dcgm_series(g, hostname, driver));
     own.push_back(gpu_labels(g, hostname, false));
   }
-  for (const auto& m : dcgm_metrics()) {
+  for (const auto* m : kDcgm) {
     bool any = false;
     for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
       const auto& g = snap.gpus[i];
       if (!gpu_answers(g)) continue;
       for (const GpuSeries& ser : series[i]) {
-        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
+        auto v = dcgm_value(*m, g, ser.mig);
         if (!v || !std::isfinite(*v)) continue;
-        if (!any) w.family(m.name, m.type, m.help);
+        if (!any) w.family(m->dcgm, gpu_fields::metric_type_name(m->dcgm_type), m->dcgm_help);
         any = true;
-        w.sample(ser.labels, m.type == "counter" ? continued(state.counters, m.name, ser.labels, *v) : *v);
+        w.sample(ser.labels, is_counter(*m) ? continued(state.counters, m->dcgm, ser.labels, *v) : *v);
       }
     }
   }
