@@ -2,7 +2,7 @@
 // The GPU field registry: one row per sampled GpuSample value (and the few GpuStaticInfo facts the
 // store keeps per tick), with every name that value goes by and how each output scales it. The
 // store's gpu columns (store/series_fields.cpp), the alert metrics (alerts/rules.cpp, engine.cpp),
-// the dcgm-exporter families of /metrics (serve/metrics_text.cpp) and the series the cluster views
+// the dcgm-exporter families of /metrics (serve/dcgm_families.cpp) and the series the cluster views
 // read back from Prometheus (cluster/serve_series.h) all derive from kGpuFields.
 //
 // Names, and where each comes from:
