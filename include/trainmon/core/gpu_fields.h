@@ -12,7 +12,9 @@
 //          same, src/export/query_fields.cpp formats them).
 //   dcgm   dcgm-exporter's metric name (its etc/default-counters.csv and dcp-metrics-included.csv;
 //          DCGM field ids DCGM_FI_*), exported by serve's /metrics with dcgm-exporter's units.
-//   prom   trainmon's own Prometheus metric in base units (trainmon_gpu_*), where there is one.
+//   prom   trainmon's own Prometheus metric in base units (trainmon_gpu_*), where there is one
+//          (the cluster reader asks for it; serve/metrics_text.cpp still writes these two families
+//          itself, after trainmon_gpu_up).
 //   alert  the metric name an alert rule uses (docs/alerts.md): nvidia-smi's name or alias where
 //          one exists, in the units of `alert_unit`.
 // An empty name means the value has no such name: it is not stored, nvidia-smi has no query field
@@ -21,23 +23,29 @@
 // Units: `unit` is the unit of the value read() returns, the GpuSample member's own (base units as
 // NVML reports them: bytes "B", milliwatts "mW", millijoules "mJ", degrees Celsius "C", "MHz",
 // percent "%", "KiB/s", "MiB/s", nanoseconds "ns"; "" a count, a code, a bitmask or a 0/1 flag).
-// Each output converts with its own factor: the store multiplies by `store_scale` and rounds (so
-// percent x 100 keeps two decimals); /metrics multiplies by `dcgm_factor` (mW x 1e-3 = W, bytes x
-// 2^-20 = MiB, percent x 0.01 = ratio); alerts divide by `alert_divisor` (bytes / 2^20 = MiB, mW /
-// 1000 = W). These are the exact floating-point operations each output did before the registry,
-// so outputs are byte-identical.
+// Each output converts with its own factor: the store keeps integer values as they are and stores
+// a floating-point one as llround(value x `store_scale`) (percent x 100 keeps two decimals); /metrics
+// multiplies by `dcgm_factor` (mW x 1e-3 = W, bytes x 2^-20 = MiB, percent x 0.01 = ratio); alerts divide by
+// `alert_divisor` (bytes / 2^20 = MiB, mW / 1000 = W). These are the exact floating-point operations each
+// output did before the registry, so outputs are byte-identical.
 //
 // Orders. The stored gpu columns are the rows with a `store` name, in table order: append-only (a
 // chunk written earlier simply has fewer columns), so a new stored row goes right after the last
-// stored one (tests/unit/store/series_fields_test.cpp pins the order). /metrics writes the dcgm
+// stored one (tests/unit/core/gpu_fields_test.cpp pins the order). /metrics writes the dcgm
 // families in `dcgm_order` and the alert metric list (`trainmon alerts metrics`) is in
 // `alert_order`: both are positions, dense from 0, that kept the lists as they were printed before
 // the registry (the consumers check at compile time that no two rows share one).
 //
 // Adding a field: add the member to GpuSample (gpu_sample.h) and the NVML read that fills it, then
 // one row here. Give it a `store` name to record it (append after the last stored row), a `dcgm`
-// name with the next free dcgm_order to export it on /metrics, an `alert` name with the next free
-// alert_order to make it an alert metric. Nothing else needs editing.
+// name with the next free dcgm_order (the count of dcgm rows) to export it on /metrics, an `alert`
+// name with the next free alert_order (the length of `trainmon alerts metrics`' list: the metrics
+// that are not one field hold their own positions in alerts/rules.cpp) to make it an alert metric.
+// Nothing else needs editing; tests/unit/core/gpu_fields_test.cpp checks the names are unique and
+// the nvidia-smi names are ones `trainmon query` accepts.
+//
+// Not rows: what is not one number per GPU and tick (the MIG devices, ECC counts by location, the
+// SRAM ECC status, the driver's sample buffers, strings such as the fabric cluster UUID).
 //
 // Reading a row costs a function call and no allocation (the record tick reads every stored row
 // each tick for every GPU).
