@@ -2,8 +2,10 @@
 // The GPU field registry: one row per sampled GpuSample value (and the few GpuStaticInfo facts the
 // store keeps per tick), with every name that value goes by and how each output scales it. The
 // store's gpu columns (store/series_fields.cpp), the alert metrics (alerts/rules.cpp, engine.cpp),
-// the dcgm-exporter families of /metrics (serve/dcgm_families.cpp) and the series the cluster views
-// read back from Prometheus (cluster/serve_series.h) all derive from kGpuFields.
+// the dcgm-exporter families of /metrics (serve/dcgm_families.cpp), the series the cluster views
+// read back from Prometheus (cluster/serve_series.h), the generated Prometheus rules
+// (diagnose/prom_rules.cpp) and the nvidia-smi-named keys of status --json (export/status_json.cpp)
+// all derive from kGpuFields.
 //
 // Names, and where each comes from:
 //   key    the GpuSample (or GpuStaticInfo) member, also the row's stable identifier.
