@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "trainmon/alerts/template.h"
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/core/i18n.h"
 
 namespace trainmon::alerts {
@@ -34,35 +35,25 @@ std::optional<double> val(const Reading<T>& r, double scale = 1) {
   return static_cast<double>(r.value) / scale;
 }
 
+/// A GPU metric's value: a registry field's (core/gpu_fields.h) in its alert unit, or one of the
+/// metrics derived from several fields. nullopt when the reading is missing.
 std::optional<double> gpu_metric(std::string_view m, const GpuSample& g) {
-  if (m == "utilization.gpu") return val(g.utilization_gpu_pct);
-  if (m == "utilization.memory") return val(g.utilization_memory_pct);
-  if (m == "memory.used") return val(g.memory_used_bytes, kMiB);
-  if (m == "memory.free") return val(g.memory_free_bytes, kMiB);
-  if (m == "memory.total") return val(g.memory_total_bytes, kMiB);
+  if (const gpu_fields::GpuField* f = gpu_fields::find_alert(m)) {
+    const gpu_fields::Value v = f->read(g);
+    if (!v.ok) return std::nullopt;
+    return v.d / f->alert_divisor;
+  }
   if (m == "memory.used_pct") {
     if (!g.memory_used_bytes.ok() || !g.memory_total_bytes.ok() || g.memory_total_bytes.value == 0)
       return std::nullopt;
     return 100.0 * static_cast<double>(g.memory_used_bytes.value) /
            static_cast<double>(g.memory_total_bytes.value);
   }
-  if (m == "temperature.gpu") return val(g.temperature_gpu_c);
-  if (m == "temperature.memory") return val(g.temperature_memory_c);
-  if (m == "power.draw") return val(g.power_draw_mw, 1000);
-  if (m == "power.limit") return val(g.enforced_power_limit_mw, 1000);
   if (m == "power.draw_pct") {
     if (!g.power_draw_mw.ok() || !g.enforced_power_limit_mw.ok() || g.enforced_power_limit_mw.value == 0)
       return std::nullopt;
     return 100.0 * g.power_draw_mw.value / g.enforced_power_limit_mw.value;
   }
-  if (m == "fan.speed") return val(g.fan_speed_pct);
-  if (m == "clocks.sm") return val(g.clocks_sm_mhz);
-  if (m == "clocks.mem") return val(g.clocks_memory_mhz);
-  if (m == "pstate") return val(g.pstate);
-  if (m == "ecc.errors.uncorrected.volatile.total") return val(g.ecc_uncorrected_volatile);
-  if (m == "ecc.errors.corrected.volatile.total") return val(g.ecc_corrected_volatile);
-  if (m == "pcie.link.gen.current") return val(g.pcie_link_gen_current);
-  if (m == "pcie.link.width.current") return val(g.pcie_link_width_current);
   if (m == "gpu.responsive") {
     switch (g.responsive.status) {
       case ReadStatus::ok: return 1.0;

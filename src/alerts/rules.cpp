@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "trainmon/alerts/rules.h"
 
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -15,42 +16,53 @@
 
 #include "trainmon/alerts/template.h"
 #include "trainmon/core/duration.h"
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/core/i18n.h"
 
 namespace trainmon::alerts {
 
 namespace {
 
-constexpr MetricInfo kMetrics[] = {
-    {"utilization.gpu", Scope::gpu, "%", "GPU busy percent (nvmlDeviceGetUtilizationRates)"},
-    {"utilization.memory", Scope::gpu, "%", "memory controller busy percent"},
-    {"memory.used", Scope::gpu, "MiB", "framebuffer memory used"},
-    {"memory.free", Scope::gpu, "MiB", "framebuffer memory free"},
-    {"memory.total", Scope::gpu, "MiB", "framebuffer memory total"},
-    {"memory.used_pct", Scope::gpu, "%", "memory.used / memory.total x 100 (the article's OOM rule)"},
-    {"temperature.gpu", Scope::gpu, "C", "GPU core temperature"},
-    {"temperature.memory", Scope::gpu, "C", "HBM temperature"},
-    {"power.draw", Scope::gpu, "W", "power draw"},
-    {"power.limit", Scope::gpu, "W", "enforced power limit"},
-    {"power.draw_pct", Scope::gpu, "%", "power.draw / enforced power limit x 100"},
-    {"fan.speed", Scope::gpu, "%", "fan speed"},
-    {"clocks.sm", Scope::gpu, "MHz", "SM clock"},
-    {"clocks.mem", Scope::gpu, "MHz", "memory clock"},
-    {"pstate", Scope::gpu, "", "performance state number (0 = P0)"},
-    {"ecc.errors.uncorrected.volatile.total", Scope::gpu, "", "uncorrected ECC errors since driver load"},
-    {"ecc.errors.corrected.volatile.total", Scope::gpu, "", "corrected ECC errors since driver load"},
-    {"pcie.link.gen.current", Scope::gpu, "", "current PCIe generation"},
-    {"pcie.link.width.current", Scope::gpu, "", "current PCIe lanes"},
-    {"gpu.responsive", Scope::gpu, "", "1 while the GPU answers, 0 when lost / timed out / failed"},
-    {"xid", Scope::event, "", "Xid code of an NVML Xid event received this tick (fires at once)"},
-    {"host.memory.used_pct", Scope::host, "%", "(MemTotal - MemAvailable) / MemTotal x 100"},
-    {"host.memory.available", Scope::host, "MiB", "MemAvailable"},
-    {"host.swap.used", Scope::host, "MiB", "swap used"},
-    {"host.load1", Scope::host, "", "1-minute load average"},
-    {"host.pressure.memory.some_avg10_pct", Scope::host, "%", "PSI memory some avg10"},
-    {"process.used_memory", Scope::process, "MiB", "GPU memory of one GPU process (nvidia-smi used_memory)"},
-    {"process.sm_util_pct", Scope::process, "%", "SM utilisation of one GPU process (pmon sm)"},
+// The metrics that are not one GPU field, each at its position in the list; the GPU fields'
+// metrics come from the registry (core/gpu_fields.h, `alert` names), at their alert_order.
+struct PlacedMetric {
+  std::size_t at;
+  MetricInfo info;
 };
+constexpr PlacedMetric kOtherMetrics[] = {
+    {5, {"memory.used_pct", Scope::gpu, "%", "memory.used / memory.total x 100 (the article's OOM rule)"}},
+    {10, {"power.draw_pct", Scope::gpu, "%", "power.draw / enforced power limit x 100"}},
+    {19, {"gpu.responsive", Scope::gpu, "", "1 while the GPU answers, 0 when lost / timed out / failed"}},
+    {20, {"xid", Scope::event, "", "Xid code of an NVML Xid event received this tick (fires at once)"}},
+    {21, {"host.memory.used_pct", Scope::host, "%", "(MemTotal - MemAvailable) / MemTotal x 100"}},
+    {22, {"host.memory.available", Scope::host, "MiB", "MemAvailable"}},
+    {23, {"host.swap.used", Scope::host, "MiB", "swap used"}},
+    {24, {"host.load1", Scope::host, "", "1-minute load average"}},
+    {25, {"host.pressure.memory.some_avg10_pct", Scope::host, "%", "PSI memory some avg10"}},
+    {26,
+     {"process.used_memory", Scope::process, "MiB",
+      "GPU memory of one GPU process (nvidia-smi used_memory)"}},
+    {27, {"process.sm_util_pct", Scope::process, "%", "SM utilisation of one GPU process (pmon sm)"}},
+};
+
+// A position taken twice or left empty does not compile (a throw in a constant expression).
+constexpr auto kMetrics = [] {
+  constexpr std::size_t kCount = gpu_fields::count_alert() + std::size(kOtherMetrics);
+  std::array<MetricInfo, kCount> out{};
+  std::array<bool, kCount> taken{};
+  const auto place = [&](std::size_t at, const MetricInfo& m) {
+    if (at >= out.size() || taken[at]) throw "alert metric positions must be unique and dense";
+    out[at] = m;
+    taken[at] = true;
+  };
+  for (const auto& f : gpu_fields::kGpuFields)
+    if (!f.alert.empty())
+      place(static_cast<std::size_t>(f.alert_order), {f.alert, Scope::gpu, f.alert_unit, f.alert_help});
+  for (const auto& p : kOtherMetrics) place(p.at, p.info);
+  for (bool t : taken)
+    if (!t) throw "alert metric positions must be unique and dense";
+  return out;
+}();
 
 Error usage_error(std::string msg) {
   return Error{ErrorDomain::usage, 0, "EINVAL", std::move(msg)};

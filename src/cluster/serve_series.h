@@ -4,6 +4,9 @@
 #pragma once
 
 #include <string>
+#include <string_view>
+
+#include "trainmon/core/gpu_fields.h"
 
 namespace trainmon::cluster {
 
@@ -15,22 +18,31 @@ struct ServeSeries {
   bool sum_over_instances = false;  ///< memory (each instance's own); else the GPU's value repeated
 };
 
+/// The metric serve exports a GPU field under (core/gpu_fields.h, the row whose key is `key`): its
+/// dcgm-exporter name, or with `prom` its trainmon_* name. A key without that name does not compile.
+/// The registry's names are string literals, so data() ends with a NUL.
+consteval const char* served_name(std::string_view key, bool prom = false) {
+  const gpu_fields::GpuField* f = gpu_fields::find_key(key);
+  if (f == nullptr || (prom ? f->prom : f->dcgm).empty()) throw "no such served GPU field";
+  return (prom ? f->prom : f->dcgm).data();
+}
+
 /// Per GPU (labels gpu, UUID, Hostname, ...), in the order the views read them.
 inline constexpr ServeSeries kServeGpuSeries[] = {
-    {"util", "DCGM_FI_DEV_GPU_UTIL"},
-    {"mem_util", "DCGM_FI_DEV_MEM_COPY_UTIL"},
-    {"fb_used", "DCGM_FI_DEV_FB_USED", true},
-    {"fb_free", "DCGM_FI_DEV_FB_FREE", true},
-    {"fb_reserved", "DCGM_FI_DEV_FB_RESERVED", true},
-    {"temp", "DCGM_FI_DEV_GPU_TEMP"},
-    {"power", "DCGM_FI_DEV_POWER_USAGE"},
-    {"power_limit", "DCGM_FI_DEV_POWER_MGMT_LIMIT"},
-    {"sm_clock", "DCGM_FI_DEV_SM_CLOCK"},
-    {"reasons", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"},
-    {"up", "trainmon_gpu_up"},
+    {"util", served_name("utilization_gpu_pct")},
+    {"mem_util", served_name("utilization_memory_pct")},
+    {"fb_used", served_name("memory_used_bytes"), true},
+    {"fb_free", served_name("memory_free_bytes"), true},
+    {"fb_reserved", served_name("memory_reserved_bytes"), true},
+    {"temp", served_name("temperature_gpu_c")},
+    {"power", served_name("power_draw_mw")},
+    {"power_limit", served_name("enforced_power_limit_mw")},
+    {"sm_clock", served_name("clocks_sm_mhz")},
+    {"reasons", served_name("clocks_event_reasons_active")},
+    {"up", "trainmon_gpu_up"},  // not a field: whether the GPU answered (metrics_text.cpp)
     // bytes, one per GPU even with MIG: the total nvmlDeviceGetMemoryInfo gives (status' figure);
     // used + free + reserved of the MiB fields is off by their rounding, and on MIG the instances'
-    {"fb_total", "trainmon_gpu_memory_total_bytes"},
+    {"fb_total", served_name("memory_total_bytes", true)},
 };
 
 /// `expr` (an instant vector of series `s`) as one series per GPU. On a MIG-enabled GPU serve

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "diagnose/advice.h"
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/core/gpu_sample.h"
 #include "trainmon/diagnose/detectors.h"
 #include "trainmon/diagnose/finding.h"
@@ -126,11 +127,27 @@ std::string prom_duration(double seconds) {
   return fmt::format("{}ms", ms);
 }
 
+namespace {
+/// The dcgm-exporter name of a GPU field registry row (a key without one does not compile).
+consteval std::string_view dcgm(std::string_view key) {
+  const gpu_fields::GpuField* f = gpu_fields::find_key(key);
+  if (f == nullptr || f->dcgm.empty()) throw "no dcgm name for this GPU field";
+  return f->dcgm;
+}
+}  // namespace
+
 std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   const auto n = [](double v) { return prom_number(v); };
   const auto d = [](double s) { return prom_duration(s); };
   const std::string W = d(th.window_s);
-  constexpr std::string_view R = "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS";
+  // serve's GPU series, by their GPU field registry rows (core/gpu_fields.h).
+  constexpr std::string_view R = dcgm("clocks_event_reasons_active");
+  constexpr std::string_view kUtil = dcgm("utilization_gpu_pct");
+  constexpr std::string_view kSmClock = dcgm("clocks_sm_mhz");
+  constexpr std::string_view kFbUsed = dcgm("memory_used_bytes");
+  constexpr std::string_view kFbFree = dcgm("memory_free_bytes");
+  constexpr std::string_view kFbReserved = dcgm("memory_reserved_bytes");
+  constexpr std::string_view kEccDbe = dcgm("ecc_uncorrected_volatile");
   constexpr std::string_view kGpu = "Hostname, gpu";
 
   PromRuleGroup rec{"trainmon-recording", {}};
@@ -160,15 +177,13 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
                       "trainmon:gpu_job_attributed:info and on (Hostname, gpu) (count by (Hostname, gpu) "
                       "(trainmon:gpu_job_attributed:info) == 1)"));
   // --- GPUs ---------------------------------------------------------------------------------
-  rr.push_back(record("trainmon:gpu_util:avg", fmt::format("avg_over_time(DCGM_FI_DEV_GPU_UTIL[{}])", W)));
-  rr.push_back(
-      record("trainmon:gpu_sm_clock:avg", fmt::format("avg_over_time(DCGM_FI_DEV_SM_CLOCK[{}])", W)));
+  rr.push_back(record("trainmon:gpu_util:avg", fmt::format("avg_over_time({}[{}])", kUtil, W)));
+  rr.push_back(record("trainmon:gpu_sm_clock:avg", fmt::format("avg_over_time({}[{}])", kSmClock, W)));
   // The job's GPUs: those of a node in a job that hold at least job_gpu_min_mib (D2's "job GPUs").
-  rr.push_back(record(
-      "trainmon:job_gpu_util:avg",
-      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ({})",
-                  with_gpu_job(fmt::format("(trainmon:gpu_util:avg and on ({}) DCGM_FI_DEV_FB_USED >= {})",
-                                           kGpu, n(th.job_gpu_min_mib))))));
+  rr.push_back(record("trainmon:job_gpu_util:avg",
+                      fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ({})",
+                                  with_gpu_job(fmt::format("(trainmon:gpu_util:avg and on ({}) {} >= {})",
+                                                           kGpu, kFbUsed, n(th.job_gpu_min_mib))))));
   rr.push_back(record("trainmon:job_gpu_sm_clock:avg",
                       fmt::format("max by (job_id, Hostname, gpu, UUID, modelName) ({})",
                                   with_gpu_job("trainmon:gpu_sm_clock:avg"))));
@@ -321,8 +336,8 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
     ar.push_back(alert(
         std::move(name), "D12", Severity::warning,
         job_optional(fmt::format("{} == 1 and on ({}) trainmon:gpu_clock_event_idle:bool == 0 and on ({}) "
-                                 "DCGM_FI_DEV_GPU_UTIL >= {}",
-                                 rec_name, kGpu, kGpu, n(th.busy_util_pct)),
+                                 "{} >= {}",
+                                 rec_name, kGpu, kGpu, kUtil, n(th.busy_util_pct)),
                      kGpu, true),
         th.throttle_for_s, where + job + " is throttled under load (" + std::string(what) + ")", adv,
         th_list({{"busy_util_pct", th.busy_util_pct}, {"throttle_for_s", th.throttle_for_s}})));
@@ -333,7 +348,7 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
            "hardware slowdown / power brake", advice::kD12Hardware);
   // D10 uncorrectable ECC errors since the driver loaded.
   ar.push_back(alert("TrainmonEccUncorrectable", "D10", Severity::critical,
-                     job_optional("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL > 0", kGpu, true), 0,
+                     job_optional(fmt::format("{} > 0", kEccDbe), kGpu, true), 0,
                      where + job + " reports {{ $value }} uncorrectable (double-bit) ECC errors",
                      advice::kD10Ecc, ""));
   // D13 Xid: one rule per Xid of the table (its severity and advice), then every other code. The
@@ -368,11 +383,9 @@ std::vector<PromRuleGroup> prometheus_rule_groups(const Thresholds& th) {
   // D21 GPU memory near full: (used + reserved) / total, as the detector.
   ar.push_back(alert(
       "TrainmonGpuMemoryNearFull", "D21", Severity::warning,
-      job_optional(
-          fmt::format("100 * (1 - DCGM_FI_DEV_FB_FREE / (DCGM_FI_DEV_FB_FREE + DCGM_FI_DEV_FB_USED + "
-                      "(DCGM_FI_DEV_FB_RESERVED or 0 * DCGM_FI_DEV_FB_USED))) >= {}",
-                      n(th.near_full_pct)),
-          kGpu, true),
+      job_optional(fmt::format("100 * (1 - {0} / ({0} + {1} + ({2} or 0 * {1}))) >= {3}", kFbFree, kFbUsed,
+                               kFbReserved, n(th.near_full_pct)),
+                   kGpu, true),
       th.near_full_for_s, where + job + " memory is {{ $value | humanize }} % full", advice::kD21NearFull,
       th_list({{"near_full_pct", th.near_full_pct}, {"near_full_for_s", th.near_full_for_s}})));
   // D3 host memory leak: the least-squares slope of used host memory (deriv) over leak_min_span_s;

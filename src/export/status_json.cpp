@@ -3,6 +3,7 @@
 // our additions; `null` for a missing value with the reason in the object's "na_reasons".
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/core/text_escape.h"
 
 #include <cmath>
@@ -32,6 +33,26 @@ void put(Json& obj, Json& reasons, const char* key, const Reading<T>& r, F conve
 template <class T>
 void put(Json& obj, Json& reasons, const char* key, const Reading<T>& r) {
   put(obj, reasons, key, r, [](const T& v) { return v; });
+}
+
+/// The nvidia-smi name of the GPU field registry row (core/gpu_fields.h) that reads GpuSample member
+/// M: the key status --json gives it (gpustat's keys are nvidia-smi's). A member without a row or
+/// without an nvidia-smi name does not compile. The registry's names are literals: data() ends
+/// with a NUL.
+template <auto M>
+consteval const char* nvsmi_key() {
+  for (const auto& f : gpu_fields::kGpuFields) {
+    if (f.read != &gpu_fields::member<M>) continue;
+    if (f.nvsmi.empty()) throw "this GPU field has no nvidia-smi name";
+    return f.nvsmi.data();
+  }
+  throw "not a GPU field registry row";
+}
+
+/// put() for GpuSample member M under its nvidia-smi name.
+template <auto M, class... F>
+void put_field(Json& obj, Json& reasons, const GpuSample& g, F... convert) {
+  put(obj, reasons, nvsmi_key<M>(), g.*M, convert...);
 }
 
 /// argv of a host process: as read (ProcessSample::args, an argument with a blank stays one); a
@@ -145,14 +166,14 @@ Json gpu_json(const Snapshot& snap, const GpuSample& g) {
   o["index"] = g.index;
   put(o, r, "uuid", info.uuid);
   put(o, r, "name", info.name);
-  put(o, r, "temperature.gpu", g.temperature_gpu_c);
-  put(o, r, "fan.speed", g.fan_speed_pct);
-  put(o, r, "utilization.gpu", g.utilization_gpu_pct);
+  put_field<&GpuSample::temperature_gpu_c>(o, r, g);
+  put_field<&GpuSample::fan_speed_pct>(o, r, g);
+  put_field<&GpuSample::utilization_gpu_pct>(o, r, g);
   put(o, r, "utilization.enc", g.utilization_encoder_pct);
   put(o, r, "utilization.dec", g.utilization_decoder_pct);
-  put(o, r, "power.draw", g.power_draw_mw, watts);
-  put(o, r, "enforced.power.limit", g.enforced_power_limit_mw, watts);
-  put(o, r, "memory.used", g.memory_used_bytes, mib);
+  put_field<&GpuSample::power_draw_mw>(o, r, g, watts);
+  put_field<&GpuSample::enforced_power_limit_mw>(o, r, g, watts);
+  put_field<&GpuSample::memory_used_bytes>(o, r, g, mib);
   put(o, r, "memory.total", g.memory_total_bytes.ok() ? g.memory_total_bytes : info.memory_total_bytes, mib);
   Json procs = Json::array();
   for (const auto& p : snap.gpu_processes)
@@ -167,35 +188,36 @@ Json gpu_json(const Snapshot& snap, const GpuSample& g) {
   } else {
     o["processes"] = procs;
   }
-  // trainmon additions (nvidia-smi --query-gpu names where one exists).
+  // trainmon additions (nvidia-smi --query-gpu names where one exists: put_field takes the
+  // registry's).
   o["responsive"] = g.responsive.ok() || g.responsive.status == ReadStatus::not_collected
                         ? std::string("ok")
                         : std::string(read_status_name(g.responsive.status));
   put(o, r, "pci.bus_id", info.pci_bus_id);
-  put(o, r, "pstate", g.pstate, [](unsigned p) { return fmt::format("P{}", p); });
-  put(o, r, "memory.free", g.memory_free_bytes, mib);
-  put(o, r, "memory.reserved", g.memory_reserved_bytes, mib);
+  put_field<&GpuSample::pstate>(o, r, g, [](unsigned p) { return fmt::format("P{}", p); });
+  put_field<&GpuSample::memory_free_bytes>(o, r, g, mib);
+  put_field<&GpuSample::memory_reserved_bytes>(o, r, g, mib);
   put(o, r, "memory.used_bytes", g.memory_used_bytes);
   put(o, r, "memory.total_bytes", g.memory_total_bytes.ok() ? g.memory_total_bytes : info.memory_total_bytes);
-  put(o, r, "utilization.memory", g.utilization_memory_pct);
-  put(o, r, "temperature.memory", g.temperature_memory_c);
+  put_field<&GpuSample::utilization_memory_pct>(o, r, g);
+  put_field<&GpuSample::temperature_memory_c>(o, r, g);
   put(o, r, "power.draw_mw", g.power_draw_mw);
   put(o, r, "enforced.power.limit_mw", g.enforced_power_limit_mw);
-  put(o, r, "clocks.current.graphics", g.clocks_graphics_mhz);
-  put(o, r, "clocks.current.sm", g.clocks_sm_mhz);
-  put(o, r, "clocks.current.memory", g.clocks_memory_mhz);
+  put_field<&GpuSample::clocks_graphics_mhz>(o, r, g);
+  put_field<&GpuSample::clocks_sm_mhz>(o, r, g);
+  put_field<&GpuSample::clocks_memory_mhz>(o, r, g);
   put(o, r, "clocks.max.sm", info.clocks_max_sm_mhz);
-  put(o, r, "clocks_event_reasons.active", g.clocks_event_reasons_active);
+  put_field<&GpuSample::clocks_event_reasons_active>(o, r, g);
   o["clocks_event_reasons.active_names"] =
       g.clocks_event_reasons_active.ok() ? reason_names(*g.clocks_event_reasons_active) : Json(nullptr);
-  put(o, r, "ecc.mode.current", g.ecc_mode_current);
-  put(o, r, "ecc.errors.corrected.volatile.total", g.ecc_corrected_volatile);
-  put(o, r, "ecc.errors.uncorrected.volatile.total", g.ecc_uncorrected_volatile);
-  put(o, r, "pcie.link.gen.current", g.pcie_link_gen_current);
-  put(o, r, "pcie.link.width.current", g.pcie_link_width_current);
+  put_field<&GpuSample::ecc_mode_current>(o, r, g);
+  put_field<&GpuSample::ecc_corrected_volatile>(o, r, g);
+  put_field<&GpuSample::ecc_uncorrected_volatile>(o, r, g);
+  put_field<&GpuSample::pcie_link_gen_current>(o, r, g);
+  put_field<&GpuSample::pcie_link_width_current>(o, r, g);
   put(o, r, "pcie.rx_kib_s", g.pcie_rx_kib_s);
   put(o, r, "pcie.tx_kib_s", g.pcie_tx_kib_s);
-  put(o, r, "mig.mode.current", g.mig_mode_current, [](unsigned m) { return m != 0; });
+  put_field<&GpuSample::mig_mode_current>(o, r, g, [](unsigned m) { return m != 0; });
   Json migs = Json::array();
   for (const auto& m : g.mig_devices) {
     Json mo;

@@ -1,291 +1,29 @@
 // SPDX-License-Identifier: Apache-2.0
+// /metrics: the order of the families and the host, process, finding and exporter ones. The text
+// writer is serve/prometheus_text.h, the dcgm-exporter GPU families serve/dcgm_families.cpp, counter
+// continuity serve/counter_continuity.cpp, the training families serve/train_metrics.cpp.
 #include "trainmon/serve/metrics_text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <limits>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "serve/counter_continuity.h"
+#include "serve/dcgm_families.h"
+#include "serve/prometheus_text.h"
 #include "trainmon/core/text_escape.h"
 #include "trainmon/diagnose/detectors.h"
 
 namespace trainmon::serve {
+
+using namespace metrics;
+
 namespace {
-
-using Opt = std::optional<double>;
-
-template <class T>
-Opt val(const Reading<T>& r) {
-  if (!r.ok()) return std::nullopt;
-  return static_cast<double>(r.value);
-}
-template <class T>
-Opt scaled(const Reading<T>& r, double factor) {
-  if (!r.ok()) return std::nullopt;
-  return static_cast<double>(r.value) * factor;
-}
-
-constexpr double kMiB = 1.0 / (1024.0 * 1024.0);
-
-/// One metric family being written: # HELP, # TYPE once, then samples.
-class Writer {
- public:
-  explicit Writer(std::string& out) : out_(out) {}
-  void family(std::string_view name, std::string_view type, std::string_view help) {
-    name_ = name;
-    out_ += "# HELP ";
-    out_ += name;
-    out_ += ' ';
-    out_ += text::prometheus_help(help);
-    out_ += "\n# TYPE ";
-    out_ += name;
-    out_ += ' ';
-    out_ += type;
-    out_ += '\n';
-  }
-  /// `labels` is the already-rendered text between braces (may be empty).
-  void sample(std::string_view labels, double v) {
-    if (!std::isfinite(v)) return;  // NaN / Inf are readings we do not have
-    out_ += name_;
-    if (!labels.empty()) {
-      out_ += '{';
-      out_ += labels;
-      out_ += '}';
-    }
-    out_ += ' ';
-    out_ += fmt::format("{}", v);
-    out_ += '\n';
-  }
-
- private:
-  std::string& out_;
-  std::string name_;
-};
-
-void add_label(std::string& s, std::string_view k, std::string_view v) {
-  if (!s.empty()) s += ',';
-  s += k;
-  s += "=\"";
-  s += text::prometheus_label_value(v);
-  s += '"';
-}
-
-/// dcgm-exporter's label set for one GPU. `with_model`: false for trainmon_* metrics, which leave
-/// out the camelCase `modelName` (Prometheus naming lint), the driver version and the MIG labels
-/// and keep the rest for joins. `mig`: a GPU instance's series (GPU_I_PROFILE, GPU_I_ID as
-/// dcgm-exporter adds them). `driver_version`: the DCGM_FI_DRIVER_VERSION label of dcgm-exporter's
-/// default counters (left out when empty).
-std::string gpu_labels(const GpuSample& g, const std::string& hostname, bool with_model,
-                       std::string_view driver_version = {}, const MigDeviceSample* mig = nullptr) {
-  std::string s;
-  add_label(s, "gpu", std::to_string(g.index));
-  const auto* info = g.info.get();
-  add_label(s, "UUID", info && info->uuid.ok() ? *info->uuid : "");
-  add_label(s, "pci_bus_id", info && info->pci_bus_id.ok() ? *info->pci_bus_id : "");
-  add_label(s, "device", "nvidia" + std::to_string(g.index));
-  if (with_model) add_label(s, "modelName", info && info->name.ok() ? *info->name : "");
-  if (mig != nullptr) {
-    // The MIG device's name is "<GPU name> MIG 3g.40gb": the profile is what follows "MIG ".
-    std::string profile = mig->name.ok() ? *mig->name : "";
-    const auto at = profile.rfind("MIG ");
-    if (at != std::string::npos) profile = profile.substr(at + 4);
-    add_label(s, "GPU_I_PROFILE", profile);
-    add_label(s, "GPU_I_ID", mig->gpu_instance_id.ok() ? std::to_string(*mig->gpu_instance_id) : "");
-  }
-  add_label(s, "Hostname", hostname);
-  if (with_model && !driver_version.empty()) add_label(s, "DCGM_FI_DRIVER_VERSION", driver_version);
-  return s;
-}
-
-/// The GPU instances whose series stand for a MIG-enabled GPU: its MIG devices with a readable GPU
-/// instance id, the first of each id (compute instances of one GPU instance share its memory and
-/// GPM values, and one label set must not be exported twice). Empty without MIG.
-std::vector<const MigDeviceSample*> gpu_instances(const GpuSample& g) {
-  std::vector<const MigDeviceSample*> out;
-  for (const auto& m : g.mig_devices) {
-    if (!m.gpu_instance_id.ok()) continue;
-    const bool seen = std::any_of(out.begin(), out.end(), [&](const MigDeviceSample* o) {
-      return *o->gpu_instance_id == *m.gpu_instance_id;
-    });
-    if (!seen) out.push_back(&m);
-  }
-  return out;
-}
-
-/// One exported series of a GPU: its labels and, on a MIG GPU, the GPU instance it stands for.
-struct GpuSeries {
-  std::string labels;
-  const MigDeviceSample* mig = nullptr;
-};
-
-/// dcgm-exporter's series for one GPU: one without GPU_I_* labels, or on a MIG-enabled GPU one per
-/// GPU instance (GPU_I_PROFILE, GPU_I_ID), which is how dcgm-exporter reports every field of such a
-/// GPU (the device-level ones repeat the GPU's value on each; NVIDIA/dcgm-exporter issues #317,
-/// #736 show its output).
-std::vector<GpuSeries> dcgm_series(const GpuSample& g, const std::string& hostname, std::string_view driver) {
-  std::vector<GpuSeries> out;
-  for (const MigDeviceSample* m : gpu_instances(g))
-    out.push_back({gpu_labels(g, hostname, true, driver, m), m});
-  if (out.empty()) out.push_back({gpu_labels(g, hostname, true, driver), nullptr});
-  return out;
-}
-
-struct GpuMetric {
-  std::string_view name;
-  std::string_view type;
-  std::string_view help;
-  std::function<Opt(const GpuSample&)> get;
-  /// A GPU instance's own value (frame buffer, GPM); empty: the GPU's value on every instance.
-  std::function<Opt(const MigDeviceSample&)> mig_get = {};
-};
-
-const std::vector<GpuMetric>& dcgm_metrics() {
-  static const std::vector<GpuMetric> table = {
-      {"DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).",
-       [](const GpuSample& g) { return val(g.clocks_sm_mhz); }},
-      {"DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).",
-       [](const GpuSample& g) { return val(g.clocks_memory_mhz); }},
-      {"DCGM_FI_DEV_MEMORY_TEMP", "gauge", "Memory temperature (in C).",
-       [](const GpuSample& g) { return val(g.temperature_memory_c); }},
-      {"DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).",
-       [](const GpuSample& g) { return val(g.temperature_gpu_c); }},
-      {"DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).",
-       [](const GpuSample& g) { return scaled(g.power_draw_mw, 1e-3); }},
-      {"DCGM_FI_DEV_POWER_MGMT_LIMIT", "gauge", "Enforced power limit (in W).",
-       [](const GpuSample& g) { return scaled(g.enforced_power_limit_mw, 1e-3); }},
-      {"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "counter", "Total energy consumption since boot (in mJ).",
-       [](const GpuSample& g) { return val(g.total_energy_mj); }},
-      {"DCGM_FI_DEV_PCIE_TX_THROUGHPUT", "gauge",
-       "PCIe TX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
-       "ms window.",
-       [](const GpuSample& g) { return val(g.pcie_tx_kib_s); }},
-      {"DCGM_FI_DEV_PCIE_RX_THROUGHPUT", "gauge",
-       "PCIe RX throughput (in KB/s): the mean since the last sample from NVML's byte counters, or NVML's 20 "
-       "ms window.",
-       [](const GpuSample& g) { return val(g.pcie_rx_kib_s); }},
-      {"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.",
-       [](const GpuSample& g) { return val(g.pcie_replay_count); }},
-      {"DCGM_FI_DEV_PCIE_LINK_GEN", "gauge", "PCIe link generation in use.",
-       [](const GpuSample& g) { return val(g.pcie_link_gen_current); }},
-      {"DCGM_FI_DEV_PCIE_LINK_WIDTH", "gauge", "PCIe link width in use (lanes).",
-       [](const GpuSample& g) { return val(g.pcie_link_width_current); }},
-      {"DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_gpu_pct); }},
-      {"DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_memory_pct); }},
-      {"DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_encoder_pct); }},
-      {"DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).",
-       [](const GpuSample& g) { return val(g.utilization_decoder_pct); }},
-      {"DCGM_FI_DEV_POWER_VIOLATION", "counter", "Throttling duration due to power constraints (in us).",
-       [](const GpuSample& g) { return scaled(g.violation_power_ns, 1e-3); }},
-      {"DCGM_FI_DEV_THERMAL_VIOLATION", "counter", "Throttling duration due to thermal constraints (in us).",
-       [](const GpuSample& g) { return scaled(g.violation_thermal_ns, 1e-3); }},
-      {"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "gauge",
-       "Current clock throttle reasons (bitmask of nvmlClocksEventReason*).",
-       [](const GpuSample& g) { return val(g.clocks_event_reasons_active); }},
-      {"DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_free_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_free_bytes, kMiB); }},
-      {"DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_used_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_used_bytes, kMiB); }},
-      {"DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).",
-       [](const GpuSample& g) { return scaled(g.memory_reserved_bytes, kMiB); },
-       [](const MigDeviceSample& m) { return scaled(m.memory_reserved_bytes, kMiB); }},
-      {"DCGM_FI_DEV_ECC_SBE_VOL_TOTAL", "counter", "Total number of single-bit volatile ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_corrected_volatile); }},
-      {"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_uncorrected_volatile); }},
-      {"DCGM_FI_DEV_ECC_SBE_AGG_TOTAL", "counter", "Total number of single-bit persistent ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_corrected_aggregate); }},
-      {"DCGM_FI_DEV_ECC_DBE_AGG_TOTAL", "counter", "Total number of double-bit persistent ECC errors.",
-       [](const GpuSample& g) { return val(g.ecc_uncorrected_aggregate); }},
-      {"DCGM_FI_DEV_RETIRED_SBE", "counter", "Total number of retired pages due to single-bit errors.",
-       [](const GpuSample& g) { return val(g.retired_pages_sbe); }},
-      {"DCGM_FI_DEV_RETIRED_DBE", "counter", "Total number of retired pages due to double-bit errors.",
-       [](const GpuSample& g) { return val(g.retired_pages_dbe); }},
-      {"DCGM_FI_DEV_RETIRED_PENDING", "counter", "Total number of pages pending retirement.",
-       [](const GpuSample& g) {
-         return g.retired_pages_pending.ok() ? Opt(*g.retired_pages_pending ? 1 : 0) : Opt();
-       }},
-      {"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "counter",
-       "Number of remapped rows for uncorrectable errors",
-       [](const GpuSample& g) { return val(g.remapped_rows_uncorrectable); }},
-      {"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "counter", "Number of remapped rows for correctable errors",
-       [](const GpuSample& g) { return val(g.remapped_rows_correctable); }},
-      {"DCGM_FI_DEV_ROW_REMAP_FAILURE", "gauge", "Whether remapping of rows has failed",
-       [](const GpuSample& g) {
-         return g.remapped_rows_failure.ok() ? Opt(*g.remapped_rows_failure ? 1 : 0) : Opt();
-       }},
-      {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gauge", "Ratio of time the graphics engine is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_graphics_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_graphics_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_SM_ACTIVE", "gauge", "The ratio of cycles an SM has at least 1 warp assigned (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_SM_OCCUPANCY", "gauge", "The ratio of number of warps resident on an SM (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_sm_occupancy_pct, 0.01); }},
-      {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "gauge", "Ratio of cycles the tensor (HMMA) pipe is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_tensor_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_DRAM_ACTIVE", "gauge", "Ratio of cycles the device memory interface is active (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 0.01); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_dram_bw_util_pct, 0.01); }},
-      {"DCGM_FI_PROF_PCIE_TX_BYTES", "gauge",
-       "The rate of data transmitted over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_tx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_PCIE_RX_BYTES", "gauge",
-       "The rate of data received over the PCIe bus, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_pcie_rx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_NVLINK_TX_BYTES", "gauge",
-       "The rate of data transmitted over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_tx_mib_s, 1024.0 * 1024.0); }},
-      {"DCGM_FI_PROF_NVLINK_RX_BYTES", "gauge",
-       "The rate of data received over NVLink, in bytes per second (GPM).",
-       [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); },
-       [](const MigDeviceSample& m) { return scaled(m.gpm_nvlink_rx_mib_s, 1024.0 * 1024.0); }},
-      // dcgm-exporter's field 449: data sent plus received over all links, a rate (its current
-      // default-counters.csv: gauge, "in MB/s"; 4.x typed it counter). From NVML's KiB counters:
-      // KiB/s / 1024 = MiB/s.
-      {"DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL", "gauge",
-       "Aggregate NVLink throughput across all lanes (in MB/s): data transmitted plus received over all "
-       "links, the mean since the last sample.",
-       [](const GpuSample& g) { return scaled(g.nvlink_data_kib_s, 1.0 / 1024.0); }},
-  };
-  return table;
-}
-
-bool gpu_answers(const GpuSample& g) {
-  return g.responsive.ok() && *g.responsive;
-}
-
-/// The key of one counter series in CounterState.
-std::string counter_key(std::string_view name, std::string_view labels) {
-  std::string k(name);
-  k += '{';
-  k += labels;
-  return k;
-}
-
-/// The value to export for a counter series: its continued value when followed, else `raw`.
-double continued(const CounterState& counters, std::string_view name, std::string_view labels, double raw) {
-  auto it = counters.series.find(counter_key(name, labels));
-  return it != counters.series.end() && it->second.counter.seen() ? it->second.counter.continued() : raw;
-}
-
-/// Calls fn(name, labels, value) for every counter series render_metrics exports from `snap`.
-template <class F>
-void for_each_counter(const Snapshot& snap, F&& fn);
 
 void render_host(Writer& w, const HostSample& h, const std::string& host_label,
                  const CounterState& counters) {
@@ -343,47 +81,6 @@ std::string join_numbers(const auto& v) {
     s += std::to_string(x);
   }
   return s;
-}
-
-}  // namespace
-
-namespace {
-
-template <class F>
-void for_each_counter(const Snapshot& snap, F&& fn) {
-  const std::string& hostname = snap.host.hostname;
-  // The labels render_metrics exports, DCGM_FI_DRIVER_VERSION included: a driver reload that keeps
-  // the version continues the same series; a new version is a new label set, so a new series that
-  // starts from its own reading (as dcgm-exporter's would).
-  const std::string driver = snap.driver.driver_version.ok() ? *snap.driver.driver_version : "";
-  for (const auto& g : snap.gpus) {
-    if (!gpu_answers(g)) continue;
-    const std::vector<GpuSeries> series = dcgm_series(g, hostname, driver);
-    for (const auto& m : dcgm_metrics()) {
-      if (m.type != "counter") continue;
-      for (const GpuSeries& ser : series) {
-        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
-        if (v && std::isfinite(*v)) fn(m.name, ser.labels, *v);
-      }
-    }
-  }
-  std::string host_label;
-  add_label(host_label, "Hostname", hostname);
-  auto per_device = [&](std::string_view name, const auto& items, auto get) {
-    for (const auto& d : items) {
-      std::string l = host_label;
-      add_label(l, "device", d.name);
-      fn(name, l, static_cast<double>(get(d)));
-    }
-  };
-  per_device("trainmon_host_disk_read_bytes_total", snap.host.disks,
-             [](const DiskSample& d) { return d.read_bytes_total; });
-  per_device("trainmon_host_disk_written_bytes_total", snap.host.disks,
-             [](const DiskSample& d) { return d.write_bytes_total; });
-  per_device("trainmon_host_network_receive_bytes_total", snap.host.nets,
-             [](const NetSample& d) { return d.rx_bytes_total; });
-  per_device("trainmon_host_network_transmit_bytes_total", snap.host.nets,
-             [](const NetSample& d) { return d.tx_bytes_total; });
 }
 
 /// The labels that identify one GPU process's series: gpu, UUID, pid, Hostname (the join keys of
@@ -458,20 +155,6 @@ void render_gpu_processes(Writer& w, const Snapshot& snap, const std::string& ho
 
 }  // namespace
 
-void follow_counters(const Snapshot& snap, CounterState& state) {
-  ++state.tick;
-  for_each_counter(snap, [&](std::string_view name, const std::string& labels, double v) {
-    auto& e = state.series[counter_key(name, labels)];
-    e.counter.observe(v);
-    e.last_tick = state.tick;
-  });
-  if (state.tick % 64 == 0) {
-    std::erase_if(state.series, [&](const auto& kv) {
-      return state.tick - kv.second.last_tick > state.forget_after_ticks;
-    });
-  }
-}
-
 std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Finding> active_findings,
                            const ExporterState& state) {
   std::string out;
@@ -489,20 +172,7 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
     series.push_back(dcgm_series(g, hostname, driver));
     own.push_back(gpu_labels(g, hostname, false));
   }
-  for (const auto& m : dcgm_metrics()) {
-    bool any = false;
-    for (std::size_t i = 0; i < snap.gpus.size(); ++i) {
-      const auto& g = snap.gpus[i];
-      if (!gpu_answers(g)) continue;
-      for (const GpuSeries& ser : series[i]) {
-        auto v = ser.mig != nullptr && m.mig_get ? m.mig_get(*ser.mig) : m.get(g);
-        if (!v || !std::isfinite(*v)) continue;
-        if (!any) w.family(m.name, m.type, m.help);
-        any = true;
-        w.sample(ser.labels, m.type == "counter" ? continued(state.counters, m.name, ser.labels, *v) : *v);
-      }
-    }
-  }
+  render_dcgm_families(w, snap, series, state.counters);
   if (!snap.gpus.empty()) {
     // dcgm-exporter adds err_code (the Xid) and err_msg (its meaning) to this series; the meanings
     // are trainmon's Xid table (diagnose::xid_info), "No Error" for 0, "Unknown Error" otherwise.
@@ -634,120 +304,6 @@ std::string render_metrics(const Snapshot& snap, std::span<const diagnose::Findi
   w.sample(host_label, snap.driver.loaded ? 1 : 0);
   w.family("trainmon_exporter_recording", "gauge", "1 when serve records into the run store.");
   w.sample(host_label, state.run_id > 0 ? 1 : 0);
-  return out;
-}
-
-std::string render_train_metrics(std::span<const ipc::LiveRunState> runs, std::string_view hostname) {
-  struct Series {
-    std::string labels;
-    const ipc::LiveRankState* rank;
-  };
-  std::vector<Series> series;
-  for (const auto& run : runs) {
-    if (!run.train) continue;
-    for (const auto& r : run.ranks) {
-      std::string l;
-      add_label(l, "Hostname",
-                !hostname.empty() ? std::string(hostname)
-                : r.host.empty()  ? run.host
-                                  : r.host);
-      add_label(l, "run_id", std::to_string(run.run_id));
-      add_label(l, "run", run.name);
-      add_label(l, "rank", r.rank >= 0 ? std::to_string(r.rank) : "");
-      add_label(l, "local_rank", r.local_rank >= 0 ? std::to_string(r.local_rank) : "");
-      if (r.node_rank >= 0) add_label(l, "node_rank", std::to_string(r.node_rank));
-      if (r.rank < 0) add_label(l, "pid", std::to_string(r.pid));  // no RANK: the process tells them apart
-      if (r.gpu >= 0) add_label(l, "gpu", std::to_string(r.gpu));
-      // The job's labels (Slurm job id, --label ...) so that Prometheus joins the ranks of one job
-      // across nodes; our own label names win.
-      std::set<std::string> names{"hostname", "run_id", "run",      "rank", "local_rank", "node_rank",
-                                  "pid",      "gpu",    "quantile", "le",   "phase"};
-      for (const auto& [k, v] : run.labels) {
-        auto name = text::prometheus_label_name(k);
-        if (!names.insert(name).second) continue;
-        add_label(l, name, v);
-      }
-      series.push_back({std::move(l), &r});
-    }
-  }
-  std::string out;
-  if (series.empty()) return out;
-  Writer w(out);
-  auto family = [&](std::string_view name, std::string_view type, std::string_view help, auto get) {
-    bool any = false;
-    for (const auto& s : series) {
-      const double v = get(*s.rank);
-      if (!std::isfinite(v)) continue;
-      if (!any) w.family(name, type, help);
-      any = true;
-      w.sample(s.labels, v);
-    }
-  };
-  family("trainmon_train_steps_total", "counter", "Optimisation steps the rank completed (its own count).",
-         [](const ipc::LiveRankState& r) { return r.total_steps; });
-  family("trainmon_train_samples_total", "counter", "Samples the rank trained on.",
-         [](const ipc::LiveRankState& r) { return r.total_samples; });
-  family("trainmon_train_data_wait_seconds_total", "counter",
-         "Time the rank's steps waited for the next batch (inside the data loader's next()).",
-         [](const ipc::LiveRankState& r) { return r.total_data_s; });
-  family("trainmon_train_collective_wait_seconds_total", "counter",
-         "Time the rank's main thread waited inside torch.distributed collectives and point-to-point calls "
-         "(DDP's gradient buckets included); from protocol v3 senders only.",
-         [](const ipc::LiveRankState& r) { return r.total_comm_s; });
-  family("trainmon_train_energy_joules_total", "counter",
-         "Energy the rank's GPU used while serve watched the rank (NVML total energy counter). A GPU shared "
-         "with other ranks or programs counts whole: the GPU's energy, not the rank's share.",
-         [](const ipc::LiveRankState& r) { return r.energy_j; });
-  family("trainmon_train_last_step_timestamp_seconds", "gauge", "Unix time the rank's last step ended.",
-         [](const ipc::LiveRankState& r) { return r.last_step_unix_s; });
-  // Where the rank is (the package's phases: data, compute, or idle outside the training loop:
-  // evaluation, checkpointing, epoch end): a state set, 1 on the current phase; the rules keep the
-  // hang and straggler alerts quiet while a job's rank is idle (docs/cluster.md).
-  bool any_phase = false;
-  for (const auto& s : series) {
-    const auto& ph = s.rank->phase;
-    if (ph != "data" && ph != "compute" && ph != "idle") continue;
-    if (!any_phase)
-      w.family(
-          "trainmon_train_phase", "gauge",
-          "1 on the rank's current phase of the training loop: data, compute, or idle (outside the loop: "
-          "evaluation, checkpointing).");
-    any_phase = true;
-    for (const char* p : {"data", "compute", "idle"}) {
-      std::string l = s.labels;
-      add_label(l, "phase", p);
-      w.sample(l, ph == p ? 1 : 0);
-    }
-  }
-  family("trainmon_train_phase_since_timestamp_seconds", "gauge", "Unix time the rank's current phase began.",
-         [](const ipc::LiveRankState& r) {
-           return r.phase == "data" || r.phase == "compute" || r.phase == "idle"
-                      ? r.phase_since_unix_s
-                      : std::numeric_limits<double>::quiet_NaN();
-         });
-  // A summary: quantiles over the recent window, _sum and _count the exact totals since the rank
-  // started timing (rate(_sum) / rate(_count) is the mean step time over any range).
-  bool any = false;
-  for (const auto& s : series) {
-    const auto& r = *s.rank;
-    if (!std::isfinite(r.total_step_s) || !std::isfinite(r.total_steps)) continue;
-    if (!any)
-      w.family(
-          "trainmon_train_step_seconds", "summary",
-          fmt::format("Wall time of the rank's steps (end of one step to the end of the next); quantiles "
-                      "over the last {:g} s.",
-                      ipc::kRunStateRecentS));
-    any = true;
-    const std::pair<const char*, double> q[] = {
-        {"0.5", r.step_p50_s}, {"0.9", r.step_p90_s}, {"0.99", r.step_p99_s}};
-    for (const auto& [name, v] : q) {
-      std::string l = s.labels;
-      add_label(l, "quantile", name);
-      w.sample(l, v);
-    }
-    out += fmt::format("trainmon_train_step_seconds_sum{{{}}} {}\n", s.labels, r.total_step_s);
-    out += fmt::format("trainmon_train_step_seconds_count{{{}}} {}\n", s.labels, r.total_steps);
-  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <unordered_map>
 
+#include "trainmon/core/gpu_fields.h"
 #include "trainmon/store/chunk_codec.h"
 
 namespace trainmon::store {
@@ -26,21 +27,6 @@ std::int64_t scaled(double d, double scale) {
   return std::isfinite(d) ? static_cast<std::int64_t>(std::llround(d * scale)) : kNull;
 }
 
-std::int64_t device_state_value(const GpuSample& g) {
-  if (g.responsive.ok()) return g.responsive.value ? kDeviceStateOk : kDeviceStateFailed;
-  switch (g.responsive.status) {
-    case ReadStatus::not_collected: return kNull;
-    case ReadStatus::gpu_lost: return kDeviceStateLost;
-    case ReadStatus::timeout: return kDeviceStateTimeout;
-    case ReadStatus::no_permission: return kDeviceStateNoPermission;
-    default: return kDeviceStateFailed;
-  }
-}
-std::int64_t responsive_value(const GpuSample& g) {
-  const std::int64_t st = device_state_value(g);
-  return st == kNull ? kNull : st == kDeviceStateOk ? 1 : 0;
-}
-
 template <class S>
 struct Field {
   FieldDef def;
@@ -48,92 +34,27 @@ struct Field {
 };
 
 // ---- GPU ------------------------------------------------------------------------------------
-const Field<GpuSample> kGpu[] = {
-    // 1 answers, 0 does not (lost, hung or failing: NULL only when the sampler did not judge).
-    {{"responsive"}, [](const GpuSample& g) { return responsive_value(g); }},
-    {{"memory_total_bytes"}, [](const GpuSample& g) { return v(g.memory_total_bytes); }},
-    {{"memory_reserved_bytes"}, [](const GpuSample& g) { return v(g.memory_reserved_bytes); }},
-    {{"memory_used_bytes"}, [](const GpuSample& g) { return v(g.memory_used_bytes); }},
-    {{"memory_free_bytes"}, [](const GpuSample& g) { return v(g.memory_free_bytes); }},
-    {{"bar1_used_bytes"}, [](const GpuSample& g) { return v(g.bar1_used_bytes); }},
-    {{"bar1_free_bytes"}, [](const GpuSample& g) { return v(g.bar1_free_bytes); }},
-    {{"utilization_gpu_pct"}, [](const GpuSample& g) { return v(g.utilization_gpu_pct); }},
-    {{"utilization_memory_pct"}, [](const GpuSample& g) { return v(g.utilization_memory_pct); }},
-    {{"utilization_encoder_pct"}, [](const GpuSample& g) { return v(g.utilization_encoder_pct); }},
-    {{"utilization_decoder_pct"}, [](const GpuSample& g) { return v(g.utilization_decoder_pct); }},
-    {{"utilization_jpeg_pct"}, [](const GpuSample& g) { return v(g.utilization_jpeg_pct); }},
-    {{"utilization_ofa_pct"}, [](const GpuSample& g) { return v(g.utilization_ofa_pct); }},
-    {{"temperature_gpu_c"}, [](const GpuSample& g) { return v(g.temperature_gpu_c); }},
-    {{"temperature_memory_c"}, [](const GpuSample& g) { return v(g.temperature_memory_c); }},
-    {{"power_draw_mw"}, [](const GpuSample& g) { return v(g.power_draw_mw); }},
-    {{"power_draw_instant_mw"}, [](const GpuSample& g) { return v(g.power_draw_instant_mw); }},
-    {{"power_limit_mw"}, [](const GpuSample& g) { return v(g.power_limit_mw); }},
-    {{"enforced_power_limit_mw"}, [](const GpuSample& g) { return v(g.enforced_power_limit_mw); }},
-    {{"total_energy_mj"}, [](const GpuSample& g) { return v(g.total_energy_mj); }},
-    {{"fan_speed_pct"}, [](const GpuSample& g) { return v(g.fan_speed_pct); }},
-    {{"pstate"}, [](const GpuSample& g) { return v(g.pstate); }},
-    {{"clocks_graphics_mhz"}, [](const GpuSample& g) { return v(g.clocks_graphics_mhz); }},
-    {{"clocks_sm_mhz"}, [](const GpuSample& g) { return v(g.clocks_sm_mhz); }},
-    {{"clocks_memory_mhz"}, [](const GpuSample& g) { return v(g.clocks_memory_mhz); }},
-    {{"clocks_video_mhz"}, [](const GpuSample& g) { return v(g.clocks_video_mhz); }},
-    {{"clocks_event_reasons_active"}, [](const GpuSample& g) { return v(g.clocks_event_reasons_active); }},
-    {{"violation_power_ns"}, [](const GpuSample& g) { return v(g.violation_power_ns); }},
-    {{"violation_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_thermal_ns); }},
-    {{"violation_sw_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_sw_thermal_ns); }},
-    {{"violation_hw_thermal_ns"}, [](const GpuSample& g) { return v(g.violation_hw_thermal_ns); }},
-    {{"violation_hw_power_brake_ns"}, [](const GpuSample& g) { return v(g.violation_hw_power_brake_ns); }},
-    {{"ecc_mode_current"}, [](const GpuSample& g) { return v(g.ecc_mode_current); }},
-    {{"ecc_mode_pending"}, [](const GpuSample& g) { return v(g.ecc_mode_pending); }},
-    {{"ecc_corrected_volatile"}, [](const GpuSample& g) { return v(g.ecc_corrected_volatile); }},
-    {{"ecc_uncorrected_volatile"}, [](const GpuSample& g) { return v(g.ecc_uncorrected_volatile); }},
-    {{"ecc_corrected_aggregate"}, [](const GpuSample& g) { return v(g.ecc_corrected_aggregate); }},
-    {{"ecc_uncorrected_aggregate"}, [](const GpuSample& g) { return v(g.ecc_uncorrected_aggregate); }},
-    {{"retired_pages_sbe"}, [](const GpuSample& g) { return v(g.retired_pages_sbe); }},
-    {{"retired_pages_dbe"}, [](const GpuSample& g) { return v(g.retired_pages_dbe); }},
-    {{"retired_pages_pending"}, [](const GpuSample& g) { return v(g.retired_pages_pending); }},
-    {{"remapped_rows_correctable"}, [](const GpuSample& g) { return v(g.remapped_rows_correctable); }},
-    {{"remapped_rows_uncorrectable"}, [](const GpuSample& g) { return v(g.remapped_rows_uncorrectable); }},
-    {{"remapped_rows_pending"}, [](const GpuSample& g) { return v(g.remapped_rows_pending); }},
-    {{"remapped_rows_failure"}, [](const GpuSample& g) { return v(g.remapped_rows_failure); }},
-    {{"pcie_link_gen_current"}, [](const GpuSample& g) { return v(g.pcie_link_gen_current); }},
-    {{"pcie_link_width_current"}, [](const GpuSample& g) { return v(g.pcie_link_width_current); }},
-    {{"pcie_rx_kib_s"}, [](const GpuSample& g) { return v(g.pcie_rx_kib_s); }},
-    {{"pcie_tx_kib_s"}, [](const GpuSample& g) { return v(g.pcie_tx_kib_s); }},
-    {{"pcie_replay_count"}, [](const GpuSample& g) { return v(g.pcie_replay_count); }},
-    {{"persistence_mode"}, [](const GpuSample& g) { return v(g.persistence_mode); }},
-    {{"compute_mode"}, [](const GpuSample& g) { return v(g.compute_mode); }},
-    {{"display_active"}, [](const GpuSample& g) { return v(g.display_active); }},
-    {{"mig_mode_current"}, [](const GpuSample& g) { return v(g.mig_mode_current); }},
-    {{"mig_mode_pending"}, [](const GpuSample& g) { return v(g.mig_mode_pending); }},
-    {{"gpm_sm_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_sm_util_pct, 100); }},
-    {{"gpm_sm_occupancy_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_sm_occupancy_pct, 100); }},
-    {{"gpm_tensor_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_tensor_util_pct, 100); }},
-    {{"gpm_dram_bw_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_dram_bw_util_pct, 100); }},
-    {{"gpm_pcie_tx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_pcie_tx_mib_s, 100); }},
-    {{"gpm_pcie_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_pcie_rx_mib_s, 100); }},
-    {{"gpm_nvlink_tx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_tx_mib_s, 100); }},
-    {{"gpm_nvlink_rx_mib_s", 100}, [](const GpuSample& g) { return scaled(g.gpm_nvlink_rx_mib_s, 100); }},
-    // Static facts the detectors compare against (D12, D16), constant per GPU (cost ~nothing encoded).
-    {{"temperature_slowdown_c"},
-     [](const GpuSample& g) { return g.info ? v(g.info->temperature_slowdown_c) : kNull; }},
-    {{"clocks_max_sm_mhz"}, [](const GpuSample& g) { return g.info ? v(g.info->clocks_max_sm_mhz) : kNull; }},
-    {{"pcie_link_gen_max"}, [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_gen_max) : kNull; }},
-    {{"pcie_link_width_max"},
-     [](const GpuSample& g) { return g.info ? v(g.info->pcie_link_width_max) : kNull; }},
-    // Why a GPU does not answer (kDeviceState*), so offline diagnosis tells "lost" from "hung".
-    {{"device_state"}, [](const GpuSample& g) { return device_state_value(g); }},
-    // The NVML code with which the GPU's process lists failed (GpuSample::process_count); NULL when
-    // they were read, not asked for, or the whole GPU did not answer (device_state says so).
-    {{"processes_unknown_nvml_code"},
-     [](const GpuSample& g) {
-       const auto& c = g.process_count;
-       return !c.ok() && c.status != ReadStatus::not_collected && c.code != 0 ? std::int64_t{c.code} : kNull;
-     }},
-    // GPM graphics engine (DCGM_FI_PROF_GR_ENGINE_ACTIVE), stored like the other GPM columns, and the
-    // NVLink data rate (tx + rx, KiB/s x 100) like the PCIe ones.
-    {{"gpm_graphics_util_pct", 100}, [](const GpuSample& g) { return scaled(g.gpm_graphics_util_pct, 100); }},
-    {{"nvlink_data_kib_s", 100}, [](const GpuSample& g) { return scaled(g.nvlink_data_kib_s, 100); }},
-};
+// The gpu columns are the GPU field registry's stored rows (core/gpu_fields.h), in stored order;
+// its device_state column writes the registry's codes, which the header's kDeviceState* name.
+static_assert(kDeviceStateOk == gpu_fields::kDeviceStateOk &&
+              kDeviceStateFailed == gpu_fields::kDeviceStateFailed &&
+              kDeviceStateLost == gpu_fields::kDeviceStateLost &&
+              kDeviceStateTimeout == gpu_fields::kDeviceStateTimeout &&
+              kDeviceStateNoPermission == gpu_fields::kDeviceStateNoPermission);
+constexpr auto kGpu = [] {
+  std::array<const gpu_fields::GpuField*, gpu_fields::count_stored()> out{};
+  std::size_t n = 0;
+  for (const auto& f : gpu_fields::kGpuFields)
+    if (!f.store.empty()) out[n++] = &f;
+  return out;
+}();
+
+std::int64_t gpu_value(const gpu_fields::GpuField& f, const GpuSample& g) {
+  const gpu_fields::Value v = f.read(g);
+  if (!v.ok) return kNull;
+  if (!v.real) return v.i;
+  return std::isfinite(v.d) ? static_cast<std::int64_t>(std::llround(v.d * f.store_scale)) : kNull;
+}
 
 // ---- host -----------------------------------------------------------------------------------
 std::uint64_t sum_disk(const HostSample& h, bool write) {
@@ -298,7 +219,13 @@ std::optional<SeriesKind> parse_series_kind(std::string_view name) noexcept {
 }
 
 std::span<const FieldDef> fields_of(SeriesKind kind) noexcept {
-  static const std::vector<FieldDef> gpu = defs(kGpu), host = defs(kHost), process = defs(kProcess),
+  static const std::vector<FieldDef> gpu = [] {
+    std::vector<FieldDef> out;
+    out.reserve(kGpu.size());
+    for (const auto* f : kGpu) out.push_back({f->store, f->store_scale});
+    return out;
+  }();
+  static const std::vector<FieldDef> host = defs(kHost), process = defs(kProcess),
                                      gpu_process = defs(kGpuProcess);
   switch (kind) {
     case SeriesKind::gpu: return gpu;
@@ -333,7 +260,10 @@ std::optional<std::size_t> field_index(SeriesKind kind, std::string_view name) n
 }
 
 std::vector<std::int64_t> gpu_row(const GpuSample& gpu) {
-  return row(kGpu, gpu);
+  std::vector<std::int64_t> out;
+  out.reserve(kGpu.size());
+  for (const auto* f : kGpu) out.push_back(gpu_value(*f, gpu));
+  return out;
 }
 std::vector<std::int64_t> host_row(const HostSample& host) {
   return row(kHost, host);
