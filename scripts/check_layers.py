@@ -6,6 +6,8 @@ The allowed dependencies and today's known exceptions are read from the two tabl
 docs/architecture.md ("Allowed dependencies" and "Known exceptions"), so the picture and the check
 cannot drift apart. A module is a folder of src/ (and include/trainmon/ of the same name); an
 include of another module's header ("trainmon/<module>/..." or "<module>/...") is a dependency.
+An include with '..' or an absolute path is a violation whatever it names: it is how a file would
+step out of the include directory the build gives its module (cmake/modules.cmake).
 
     /usr/bin/python3 scripts/check_layers.py [REPO]      exit 0: clean; 1: a violation; 2: bad table
 
@@ -18,6 +20,7 @@ import re
 import sys
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+"([^"]+)"', re.M)
+ANY_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]+["<]([^">]+)[">]', re.M)
 
 
 def table_rows(text, heading):
@@ -88,7 +91,18 @@ def check(repo):
                     violations.append(f"{rel}: module '{mod}' is not in docs/architecture.md's table")
                     continue
                 text = open(path, encoding="utf-8", errors="replace").read()
+                for m in ANY_INCLUDE.finditer(text):
+                    if m.group(1).startswith("/") or ".." in m.group(1).split("/"):
+                        # "trainmon/store/../recorder/x.h" or "../cli/output.h" would step out of
+                        # the module's include directory (its links resolve '..' in the source tree)
+                        # or out of the file's own folder: the build could not stop it, so this does.
+                        line = text.count("\n", 0, m.start()) + 1
+                        violations.append(f"{rel}:{line}: {m.group(1)}: an include names a header from the "
+                                          f"include root (trainmon/<module>/... or <module>/...), "
+                                          f"without '..' or an absolute path")
                 for m in INCLUDE.finditer(text):
+                    if m.group(1).startswith("/") or ".." in m.group(1).split("/"):
+                        continue  # reported above
                     inc = m.group(1).split("/")
                     target = inc[1] if inc[0] == "trainmon" and len(inc) > 2 else inc[0]
                     if len(inc) < 2 or target == mod or target not in modules:

@@ -43,8 +43,8 @@
 // name with the next free dcgm_order (the count of dcgm rows) to export it on /metrics, an `alert`
 // name with the next free alert_order (the length of `trainmon alerts metrics`' list: the metrics
 // that are not one field hold their own positions in alerts/rules.cpp) to make it an alert metric.
-// Nothing else needs editing; tests/unit/core/gpu_fields_test.cpp checks the names are unique and
-// the nvidia-smi names are ones `trainmon query` accepts.
+// That is all the store, alerts, /metrics, rules and cluster names need; the views that show the
+// field by their own layout are listed in docs/architecture.md ("Adding a GPU field").
 //
 // Not rows: what is not one number per GPU and tick (the MIG devices, ECC counts by location, the
 // SRAM ECC status, the driver's sample buffers, strings such as the fabric cluster UUID).
