@@ -95,7 +95,7 @@ def main():
             if step == args.warmup:
                 warm_t = time.monotonic()
             if step % 50 == 0:
-                print(f"step {step}/{total} loss {last_loss:.3f} ({time.monotonic() - start:.1f} s)", flush=True)
+                print(f"step {step}/{total} loss {last_loss:.4g} ({time.monotonic() - start:.1f} s)", flush=True)
         if epochs > 1:
             print(f"epoch {epoch}/{epochs} done ({time.monotonic() - start:.1f} s)", flush=True)
     end = time.monotonic()
@@ -104,7 +104,7 @@ def main():
         n = step - args.warmup
         print(f"throughput: {n} steps in {end - warm_t:.3f} s after {args.warmup} warm-up steps "
               f"({n / (end - warm_t):.2f} steps/s, {n * args.batch / (end - warm_t):.1f} samples/s)", flush=True)
-    print(f"done: {step} steps, loss {first_loss:.3f} -> {last_loss:.3f}, pid {os.getpid()}", flush=True)
+    print(f"done: {step} steps, loss {first_loss:.4g} -> {last_loss:.4g}, pid {os.getpid()}", flush=True)
     return 0
 
 
