@@ -22,9 +22,11 @@ struct ServeSeries {
 /// dcgm-exporter name, or with `prom` its trainmon_* name. A key without that name does not compile.
 /// The registry's names are string literals, so data() ends with a NUL.
 consteval const char* served_name(std::string_view key, bool prom = false) {
-  const gpu_fields::GpuField* f = gpu_fields::find_key(key);
-  if (f == nullptr || (prom ? f->prom : f->dcgm).empty()) throw "no such served GPU field";
-  return (prom ? f->prom : f->dcgm).data();
+  const std::size_t i = gpu_fields::key_index(key);
+  if (i == gpu_fields::kGpuFieldCount) throw "no such GPU field";
+  const std::string_view name = prom ? gpu_fields::kGpuFields[i].prom : gpu_fields::kGpuFields[i].dcgm;
+  if (name.empty()) throw "no such served GPU field";
+  return name.data();
 }
 
 /// Per GPU (labels gpu, UUID, Hostname, ...), in the order the views read them.

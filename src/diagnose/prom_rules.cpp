@@ -130,9 +130,10 @@ std::string prom_duration(double seconds) {
 namespace {
 /// The dcgm-exporter name of a GPU field registry row (a key without one does not compile).
 consteval std::string_view dcgm(std::string_view key) {
-  const gpu_fields::GpuField* f = gpu_fields::find_key(key);
-  if (f == nullptr || f->dcgm.empty()) throw "no dcgm name for this GPU field";
-  return f->dcgm;
+  const std::size_t i = gpu_fields::key_index(key);
+  if (i == gpu_fields::kGpuFieldCount || gpu_fields::kGpuFields[i].dcgm.empty())
+    throw "no dcgm name for this GPU field";
+  return gpu_fields::kGpuFields[i].dcgm;
 }
 }  // namespace
 

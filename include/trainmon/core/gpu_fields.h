@@ -409,6 +409,14 @@ inline constexpr GpuField kGpuFields[] = {
 
 inline constexpr std::size_t kGpuFieldCount = std::size(kGpuFields);
 
+/// The index in kGpuFields of the row whose `key` is `key`; kGpuFieldCount when none. For lookups
+/// in constant expressions (consteval): GCC 12 under -fsanitize=address,undefined does not accept a
+/// pointer into the table compared with null there (the sanitizer pass), an index it does.
+constexpr std::size_t key_index(std::string_view key) noexcept {
+  for (std::size_t i = 0; i < kGpuFieldCount; ++i)
+    if (kGpuFields[i].key == key) return i;
+  return kGpuFieldCount;
+}
 /// The row whose `key` is `key`; null when none. A scan (about 85 rows): for setup, not per tick.
 constexpr const GpuField* find_key(std::string_view key) noexcept {
   for (const auto& f : kGpuFields)
