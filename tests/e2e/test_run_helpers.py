@@ -73,3 +73,17 @@ def kill_quietly(proc, sig=signal.SIGKILL):
         proc.send_signal(sig)
     except ProcessLookupError:
         pass
+
+
+def record_while(db, e, procs, interval_s, duration_s=3):
+    """`trainmon record` on store `db` for `duration_s` seconds with environment `e`, then end the
+    processes `procs` that the test started for it (by pid), whatever happened. Asserts exit 0."""
+    try:
+        rec = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--interval", str(interval_s),
+                              "--duration", str(duration_s), "-q"], env=e, capture_output=True, text=True,
+                             timeout=120)
+        assert rec.returncode == 0, rec.stderr
+    finally:
+        for p in procs:
+            kill_quietly(p)
+            p.wait(timeout=30)

@@ -17,7 +17,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_run_helpers import env, export_jsonl, kill_quietly, run, trainmon_bin  # noqa: E402
+from test_run_helpers import env, export_jsonl, kill_quietly, record_while, run  # noqa: E402
 
 OTHER = "trainmon-ledger"
 GIB = 1 << 30
@@ -68,15 +68,14 @@ def test_usage_by_user_and_job_from_a_real_recording(tmp_path, other):
         for _ in range(2):
             procs.append(subprocess.Popen(sleeper, env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": "7002"},
                                           user=other.pw_uid, group=other.pw_gid, extra_groups=[]))
-        db = tmp_path / "u.db"
-        e = env(str(scenario), LEDGER_A=procs[0].pid, LEDGER_B0=procs[1].pid, LEDGER_B1=procs[2].pid)
-        rec = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--interval", str(INTERVAL_S),
-                              "--duration", "3", "-q"], env=e, capture_output=True, text=True, timeout=120)
-        assert rec.returncode == 0, rec.stderr
-    finally:
+    except BaseException:  # a sleeper that did not start: end the ones that did
         for p in procs:
             kill_quietly(p)
             p.wait(timeout=30)
+        raise
+    db = tmp_path / "u.db"
+    e = env(str(scenario), LEDGER_A=procs[0].pid, LEDGER_B0=procs[1].pid, LEDGER_B1=procs[2].pid)
+    record_while(db, e, procs, INTERVAL_S)
 
     # What the store holds: the ticks each process held memory, each GPU's energy counter.
     rows = export_jsonl(db)

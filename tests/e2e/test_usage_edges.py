@@ -17,7 +17,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_run_helpers import env, kill_quietly, run, trainmon_bin  # noqa: E402
+from test_run_helpers import env, record_while, run  # noqa: E402
 from test_views_everywhere import run_on_pty  # noqa: E402
 
 INTERVAL_S = 0.5
@@ -47,15 +47,7 @@ def recorded(tmp_path_factory):
     }))
     procs = [subprocess.Popen(["sleep", "120"], env={"PATH": "/usr/bin:/bin", "SLURM_JOB_ID": j}) for j in JOBS]
     db = tmp / "u.db"
-    try:
-        e = env(str(scenario), EDGE_LONG=procs[0].pid, EDGE_SHORT=procs[1].pid)
-        rec = subprocess.run([trainmon_bin(), "record", "--db", str(db), "--interval", str(INTERVAL_S),
-                              "--duration", "3", "-q"], env=e, capture_output=True, text=True, timeout=120)
-        assert rec.returncode == 0, rec.stderr
-    finally:
-        for p in procs:
-            kill_quietly(p)
-            p.wait(timeout=30)
+    record_while(db, env(str(scenario), EDGE_LONG=procs[0].pid, EDGE_SHORT=procs[1].pid), procs, INTERVAL_S)
     return db, [p.pid for p in procs], str(scenario)
 
 
