@@ -139,8 +139,7 @@ function(trainmon_apply_exceptions)
     elseif(file MATCHES "^(src|include/trainmon)/([^/]+)/")
       # A header: every file of its module, and of the modules that may include it, may include it.
       set(owner ${CMAKE_MATCH_2})
-      target_include_directories(trainmon_mod_${owner} PRIVATE ${grant})
-      foreach(m IN LISTS TRAINMON_MODULES)
+      foreach(m IN LISTS TRAINMON_MODULES)  # its own module too: a module sees itself
         if(owner IN_LIST TRAINMON_VISIBLE_${m} AND NOT dep IN_LIST TRAINMON_VISIBLE_${m} AND TARGET trainmon_mod_${m})
           target_include_directories(trainmon_mod_${m} PRIVATE ${grant})
         endif()
